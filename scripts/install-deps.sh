@@ -1,0 +1,26 @@
+#!/bin/sh
+# Installs every system dependency korch needs on Debian 12 (bookworm).
+# Idempotent: quiet when everything is already present.
+set -eu
+
+PACKAGES="build-essential cmake clang libclang-rt-14-dev pkg-config \
+libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata \
+coinor-libcbc-dev libdnnl-dev libsqlite3-dev libgomp1 \
+python3 python3-venv python3-numpy python3-torch python3-torchvision"
+
+missing=""
+for p in $PACKAGES; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+if [ -n "$missing" ]; then
+    echo "install-deps: installing$missing"
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    # shellcheck disable=SC2086
+    $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
