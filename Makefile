@@ -1,0 +1,45 @@
+# korch top-level entry points. The real build is CMake; this file only names
+# the jobs a user runs.
+#   make          build everything; the CLI lands at build/korch
+#   make test     optimised build + ASan/UBSan build, then the whole suite in both
+#   make demo     korch's main job on the bundled example model
+#   make models   export the model zoo to build/models (PyTorch -> ONNX)
+#   make bench    peer benchmark (korch vs ONNX Runtime vs PyTorch) -> bench/RESULTS.md
+#   make install  install library, header, CLI and pkg-config file (PREFIX, DESTDIR)
+
+BUILD ?= build
+SAN_BUILD ?= build-asan
+PREFIX ?= /usr/local
+JOBS ?= $(shell nproc)
+CMAKE ?= cmake
+
+.PHONY: all build sanitize test demo models bench install clean
+
+all: build
+
+build:
+	@$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	@$(CMAKE) --build $(BUILD) -j $(JOBS)
+
+sanitize:
+	@$(CMAKE) -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKORCH_SANITIZE=ON >/dev/null
+	@$(CMAKE) --build $(SAN_BUILD) -j $(JOBS)
+
+test: build sanitize
+	@scripts/run-tests.sh $(BUILD) $(SAN_BUILD)
+
+demo: build
+	@scripts/demo.sh $(BUILD)/korch
+
+models:
+	@scripts/build-models.sh
+
+bench: build
+	@scripts/bench.sh
+
+install: build
+	@$(CMAKE) --install $(BUILD) $(if $(DESTDIR),,) >/dev/null
+	@echo "installed to $(DESTDIR)$(PREFIX)"
+
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)

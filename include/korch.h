@@ -1,0 +1,121 @@
+/*
+ * korch: optimal kernel orchestration for tensor programs, on the CPU.
+ *
+ * A short tour of the API:
+ *
+ *     korch_model *model = NULL;
+ *     if (korch_model_load("net.onnx", &model) != KORCH_OK) {
+ *         fprintf(stderr, "%s\n", korch_last_error());
+ *         return 1;
+ *     }
+ *     korch_session *session = NULL;
+ *     korch_session_options opts = korch_session_options_default();
+ *     if (korch_session_create(model, &opts, &session) != KORCH_OK) { ... }
+ *
+ *     float input[1 * 3 * 224 * 224], output[1000];
+ *     korch_session_set_input(session, 0, input, sizeof input);
+ *     korch_session_set_output(session, 0, output, sizeof output);
+ *     korch_session_run(session);
+ *
+ *     korch_session_destroy(session);
+ *     korch_model_free(model);
+ *
+ * Every call returns a korch_status. On failure, korch_last_error() returns a
+ * message for the calling thread that names the node, tensor or file at fault.
+ */
+#ifndef KORCH_H
+#define KORCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum korch_status {
+    KORCH_OK = 0,
+    KORCH_ERR_INVALID_ARGUMENT, /* a caller passed something unusable */
+    KORCH_ERR_IO,               /* a file could not be read or written */
+    KORCH_ERR_PARSE,            /* bytes are not a valid protobuf / npy / plan */
+    KORCH_ERR_INVALID_MODEL,    /* the model is structurally wrong */
+    KORCH_ERR_UNSUPPORTED,      /* valid, but korch does not support it */
+    KORCH_ERR_SHAPE,            /* shapes are inconsistent or unknown */
+    KORCH_ERR_OUT_OF_MEMORY,
+    KORCH_ERR_RUNTIME,          /* a kernel, compiler or solver failed */
+    KORCH_ERR_INTERNAL,         /* a bug in korch */
+    KORCH_STATUS_COUNT
+} korch_status;
+
+/* Element types use the ONNX TensorProto.DataType numbering. */
+typedef enum korch_dtype {
+    KORCH_DTYPE_UNDEFINED = 0,
+    KORCH_DTYPE_FLOAT32 = 1,
+    KORCH_DTYPE_UINT8 = 2,
+    KORCH_DTYPE_INT8 = 3,
+    KORCH_DTYPE_UINT16 = 4,
+    KORCH_DTYPE_INT16 = 5,
+    KORCH_DTYPE_INT32 = 6,
+    KORCH_DTYPE_INT64 = 7,
+    KORCH_DTYPE_STRING = 8,
+    KORCH_DTYPE_BOOL = 9,
+    KORCH_DTYPE_FLOAT16 = 10,
+    KORCH_DTYPE_FLOAT64 = 11,
+    KORCH_DTYPE_UINT32 = 12,
+    KORCH_DTYPE_UINT64 = 13,
+} korch_dtype;
+
+#define KORCH_MAX_RANK 8
+
+/* Message for the last failed call on this thread ("" if none). */
+const char *korch_last_error(void);
+const char *korch_status_name(korch_status status);
+const char *korch_version(void);
+
+/* ---- models --------------------------------------------------------------
+ * A model is an ONNX file or a korch plan file, parsed and validated. */
+typedef struct korch_model korch_model;
+
+korch_status korch_model_load(const char *path, korch_model **out);
+void korch_model_free(korch_model *model);
+
+/* ---- sessions ------------------------------------------------------------
+ * A session owns the prepared executable and its memory. Sessions are
+ * independent: different sessions may run concurrently on different threads.
+ * One session must not be run from two threads at once. */
+typedef struct korch_session korch_session;
+
+typedef struct korch_session_options {
+    int threads;              /* 0: OpenMP default */
+    /* Fix symbolic input dimensions: "name=1x3x224x224;other=1x128". NULL: none. */
+    const char *input_shapes;
+} korch_session_options;
+
+korch_session_options korch_session_options_default(void);
+
+korch_status korch_session_create(const korch_model *model, const korch_session_options *options,
+                                  korch_session **out);
+void korch_session_destroy(korch_session *session);
+
+typedef struct korch_tensor_info {
+    const char *name;
+    korch_dtype dtype;
+    int rank;
+    int64_t dims[KORCH_MAX_RANK];
+} korch_tensor_info;
+
+int korch_session_input_count(const korch_session *session);
+int korch_session_output_count(const korch_session *session);
+korch_status korch_session_input_info(const korch_session *session, int index, korch_tensor_info *info);
+korch_status korch_session_output_info(const korch_session *session, int index, korch_tensor_info *info);
+
+/* Zero-copy binding: the session reads from / writes to caller memory during
+ * korch_session_run. `bytes` must equal the tensor's size. */
+korch_status korch_session_set_input(korch_session *session, int index, const void *data, size_t bytes);
+korch_status korch_session_set_output(korch_session *session, int index, void *data, size_t bytes);
+korch_status korch_session_run(korch_session *session);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KORCH_H */

@@ -1,0 +1,44 @@
+/* Shared pieces of the korch command-line tool. Each command lives in its own
+ * cmd_<name>.c and returns the process exit code: 0 success, 1 bad model or
+ * failed run, 2 bad usage. */
+#ifndef KORCH_CLI_CLI_H
+#define KORCH_CLI_CLI_H
+
+#include <stdbool.h>
+
+#include "frontend/frontend.h"
+
+#define KORCH_CLI_MAX_SHAPES 64
+
+typedef struct korch_cli_command {
+    const char *name;
+    const char *summary;
+    int (*main)(int argc, char **argv); /* argv[0] is the command name */
+} korch_cli_command;
+
+int korch_cmd_info(int argc, char **argv);
+int korch_cmd_check(int argc, char **argv);
+int korch_cmd_run(int argc, char **argv);
+
+/* Prints "korch: error: <message>" for the last error and returns 1. */
+int korch_cli_fail(void);
+/* Prints a usage error and returns 2. */
+int korch_cli_usage_error(const char *command, const char *fmt, ...) KORCH_PRINTF(2, 3);
+bool korch_cli_is_help(const char *arg);
+/* Parses an option value at argv[*i + 1]; returns NULL (after printing) if missing. */
+const char *korch_cli_value(int argc, char **argv, int *i, const char *command);
+bool korch_cli_parse_int(const char *text, long lo, long hi, long *out);
+
+/* --input-shape NAME=DIMS accumulates into `shapes`. */
+typedef struct korch_cli_shapes {
+    korch_input_shape items[KORCH_CLI_MAX_SHAPES];
+    char *storage[KORCH_CLI_MAX_SHAPES];
+    int count;
+} korch_cli_shapes;
+/* Returns 0 or a usage exit code. */
+int korch_cli_shapes_add(korch_cli_shapes *s, const char *spec, const char *command);
+void korch_cli_shapes_free(korch_cli_shapes *s);
+
+double korch_cli_now_ms(void);
+
+#endif

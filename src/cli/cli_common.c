@@ -1,0 +1,74 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+
+int korch_cli_fail(void) {
+    fprintf(stderr, "korch: error: %s\n", korch_last_error());
+    return 1;
+}
+
+int korch_cli_usage_error(const char *command, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "korch %s: ", command);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(see 'korch %s --help')\n", command);
+    va_end(ap);
+    return 2;
+}
+
+bool korch_cli_is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0; }
+
+const char *korch_cli_value(int argc, char **argv, int *i, const char *command) {
+    if (*i + 1 >= argc) {
+        korch_cli_usage_error(command, "option %s needs a value", argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+bool korch_cli_parse_int(const char *text, long lo, long hi, long *out) {
+    char *end = NULL;
+    long v = strtol(text, &end, 10);
+    if (!*text || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+int korch_cli_shapes_add(korch_cli_shapes *s, const char *spec, const char *command) {
+    if (s->count >= KORCH_CLI_MAX_SHAPES) return korch_cli_usage_error(command, "too many --input-shape options");
+    char *copy = strdup(spec);
+    if (!copy) return korch_cli_usage_error(command, "out of memory");
+    char *eq = strrchr(copy, '=');
+    if (!eq || eq == copy) {
+        free(copy);
+        return korch_cli_usage_error(command, "--input-shape expects NAME=DIMS, e.g. input=1x3x224x224");
+    }
+    *eq = '\0';
+    korch_shape shape;
+    if (!korch_shape_parse(eq + 1, &shape)) {
+        int rc = korch_cli_usage_error(command, "--input-shape: bad dimensions \"%s\" (expected e.g. 1x3x224x224)", eq + 1);
+        free(copy);
+        return rc;
+    }
+    s->storage[s->count] = copy;
+    s->items[s->count].name = copy;
+    s->items[s->count].shape = shape;
+    s->count++;
+    return 0;
+}
+
+void korch_cli_shapes_free(korch_cli_shapes *s) {
+    for (int i = 0; i < s->count; i++) free(s->storage[i]);
+    s->count = 0;
+}
+
+double korch_cli_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}

@@ -1,0 +1,279 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "frontend/onnx_load.h"
+#include "io/npy.h"
+#include "runtime/reference.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static void help(void) {
+    printf("usage: korch run MODEL --input NAME=FILE... [--output-dir DIR] [--threads N]\n"
+           "                 [--bench N] [--input-shape NAME=DIMS]...\n\n"
+           "Runs MODEL (an .onnx file) on the given inputs and writes one .npy file per\n"
+           "graph output into DIR, named after the output tensor with every character\n"
+           "outside [A-Za-z0-9._-] replaced by '_'.\n\n"
+           "  --input NAME=FILE       input tensor from a .npy file or an ONNX TensorProto\n"
+           "                          (.pb); FILE alone binds the next unbound input\n"
+           "  --output-dir DIR        where to write outputs (created if missing)\n"
+           "  --threads N             OpenMP threads (default: all cores)\n"
+           "  --bench N               after one warm-up run, time N runs; the last line\n"
+           "                          printed is 'median_ms=X min_ms=Y max_ms=Z runs=N'.\n"
+           "                          Inputs not given are filled with seeded random data.\n"
+           "  --input-shape NAME=DIMS fix a symbolic input dimension\n");
+}
+
+typedef struct run_input {
+    const char *name; /* NULL: next unbound */
+    const char *path;
+} run_input;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void fill_random(korch_tensor *t, unsigned seed) {
+    int64_t n = korch_tensor_numel(t);
+    uint64_t s = 0x9E3779B97F4A7C15ull ^ seed;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(s >> 11) / 9007199254740992.0; /* [0,1) */
+        switch (t->dtype) {
+        case KORCH_DTYPE_FLOAT32: ((float *)t->data)[i] = (float)(u * 2.0 - 1.0); break;
+        case KORCH_DTYPE_INT64: ((int64_t *)t->data)[i] = (int64_t)(u * 100); break;
+        case KORCH_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)(u * 100); break;
+        case KORCH_DTYPE_BOOL: ((uint8_t *)t->data)[i] = u < 0.5; break;
+        default: break;
+        }
+    }
+}
+
+static int make_dir(const char *dir) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "korch: error: cannot create output directory \"%s\": %s\n", dir, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+int korch_cmd_run(int argc, char **argv) {
+    const char *model = NULL, *out_dir = NULL;
+    long threads = 0, bench = 0;
+    korch_cli_shapes shapes = {0};
+    run_input inputs[256];
+    int n_inputs = 0, rc = 0;
+    for (int i = 1; i < argc && rc == 0; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (korch_cli_is_help(a)) {
+            help();
+            korch_cli_shapes_free(&shapes);
+            return 0;
+        } else if (strcmp(a, "--input") == 0 || strcmp(a, "-i") == 0) {
+            if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
+            else if (n_inputs >= 256) rc = korch_cli_usage_error("run", "too many inputs");
+            else {
+                const char *eq = strchr(v, '=');
+                /* NAME=FILE; a bare FILE (no '=') binds the next unbound input */
+                inputs[n_inputs].name = eq ? v : NULL;
+                inputs[n_inputs].path = eq ? eq + 1 : v;
+                n_inputs++;
+            }
+        } else if (strcmp(a, "--output-dir") == 0 || strcmp(a, "-o") == 0) {
+            if (!(out_dir = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
+        } else if (strcmp(a, "--threads") == 0) {
+            if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
+            else if (!korch_cli_parse_int(v, 1, 1024, &threads))
+                rc = korch_cli_usage_error("run", "--threads expects a number from 1 to 1024");
+        } else if (strcmp(a, "--bench") == 0) {
+            if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
+            else if (!korch_cli_parse_int(v, 1, 1000000, &bench))
+                rc = korch_cli_usage_error("run", "--bench expects a positive number of runs");
+        } else if (strcmp(a, "--input-shape") == 0) {
+            if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
+            else rc = korch_cli_shapes_add(&shapes, v, "run");
+        } else if (a[0] == '-') {
+            rc = korch_cli_usage_error("run", "unknown option %s", a);
+        } else if (!model) {
+            model = a;
+        } else {
+            rc = korch_cli_usage_error("run", "more than one model given");
+        }
+    }
+    if (rc == 0 && !model) rc = korch_cli_usage_error("run", "no model given");
+    if (rc) {
+        korch_cli_shapes_free(&shapes);
+        return rc;
+    }
+#ifdef _OPENMP
+    if (threads > 0) omp_set_num_threads((int)threads);
+#endif
+
+    /* Read input files first: their shapes fix symbolic dimensions. */
+    korch_tensor files[256];
+    char *file_names[256];
+    memset(files, 0, sizeof files);
+    memset(file_names, 0, sizeof file_names);
+    korch_graph *g = NULL;
+    korch_tensor *bound = NULL, *outputs = NULL;
+    for (int k = 0; k < n_inputs; k++) {
+        if (korch_tensor_file_read(inputs[k].path, &files[k], &file_names[k]) != KORCH_OK) {
+            rc = korch_cli_fail();
+            goto done;
+        }
+    }
+    /* Load once unprepared to resolve names and symbolic dims. */
+    if (korch_onnx_load_file(model, &g) != KORCH_OK || korch_graph_validate(g) != KORCH_OK) {
+        rc = korch_cli_fail();
+        goto done;
+    }
+    int *binding = calloc((size_t)g->n_inputs + 1, sizeof *binding);
+    if (!binding) {
+        rc = korch_cli_fail();
+        goto done;
+    }
+    for (int i = 0; i < g->n_inputs; i++) binding[i] = -1;
+    for (int k = 0; k < n_inputs; k++) {
+        int slot = -1;
+        if (inputs[k].name) {
+            size_t len = (size_t)(strchr(inputs[k].name, '=') - inputs[k].name);
+            for (int i = 0; i < g->n_inputs; i++) {
+                const char *vn = g->values[g->inputs[i]].name;
+                if (strlen(vn) == len && strncmp(vn, inputs[k].name, len) == 0) slot = i;
+            }
+            if (slot < 0) {
+                fprintf(stderr, "korch: error: --input %.*s: the model has no input of that name\n", (int)len,
+                        inputs[k].name);
+                rc = 2;
+            }
+        } else {
+            for (int i = 0; i < g->n_inputs && slot < 0; i++)
+                if (binding[i] < 0) slot = i;
+            if (slot < 0) {
+                fprintf(stderr, "korch: error: more --input files than model inputs\n");
+                rc = 2;
+            }
+        }
+        if (rc) break;
+        if (binding[slot] >= 0) {
+            fprintf(stderr, "korch: error: input \"%s\" is given twice\n", g->values[g->inputs[slot]].name);
+            rc = 2;
+            break;
+        }
+        binding[slot] = k;
+    }
+    korch_cli_shapes auto_shapes = {0};
+    for (int i = 0; i < g->n_inputs && rc == 0; i++) {
+        const korch_value *v = &g->values[g->inputs[i]];
+        if (binding[i] < 0) {
+            if (!bench) {
+                fprintf(stderr, "korch: error: no --input given for graph input \"%s\"\n", v->name);
+                rc = 2;
+            }
+            continue;
+        }
+        bool user_fixed = false;
+        for (int s = 0; s < shapes.count; s++) user_fixed |= strcmp(shapes.items[s].name, v->name) == 0;
+        if (!user_fixed) {
+            char spec[512], dims[160];
+            snprintf(spec, sizeof spec, "%s=%s", v->name, korch_shape_format(&files[binding[i]].shape, dims, sizeof dims));
+            if (files[binding[i]].shape.rank == 0) snprintf(spec, sizeof spec, "%s=scalar", v->name);
+            rc = korch_cli_shapes_add(&shapes, spec, "run");
+        }
+    }
+    korch_cli_shapes_free(&auto_shapes);
+    if (rc) {
+        free(binding);
+        goto done;
+    }
+    korch_graph_free(g);
+    g = NULL;
+    if (korch_frontend_load(model, shapes.items, shapes.count, &g) != KORCH_OK) {
+        free(binding);
+        rc = korch_cli_fail();
+        goto done;
+    }
+    bound = calloc((size_t)g->n_inputs + 1, sizeof *bound);
+    outputs = calloc((size_t)g->n_outputs + 1, sizeof *outputs);
+    if (!bound || !outputs) {
+        free(binding);
+        rc = korch_cli_fail();
+        goto done;
+    }
+    for (int i = 0; i < g->n_inputs && rc == 0; i++) {
+        const korch_value *v = &g->values[g->inputs[i]];
+        if (binding[i] >= 0) {
+            korch_tensor *t = &files[binding[i]];
+            if (t->dtype != v->dtype) {
+                fprintf(stderr, "korch: error: input \"%s\" is %s, the file gives %s\n", v->name,
+                        korch_dtype_name(v->dtype), korch_dtype_name(t->dtype));
+                rc = 1;
+            }
+            bound[i] = (korch_tensor){.dtype = t->dtype, .shape = t->shape, .data = t->data};
+        } else {
+            if (korch_tensor_alloc(&bound[i], v->dtype, &v->shape) != KORCH_OK) rc = korch_cli_fail();
+            else {
+                fill_random(&bound[i], (unsigned)i);
+                fprintf(stderr, "korch: note: input \"%s\" not given; using seeded random data\n", v->name);
+            }
+        }
+    }
+    free(binding);
+    if (rc) goto done;
+
+    if (korch_reference_run(g, bound, outputs) != KORCH_OK) {
+        rc = korch_cli_fail();
+        goto done;
+    }
+    if (out_dir) {
+        if ((rc = make_dir(out_dir))) goto done;
+        for (int i = 0; i < g->n_outputs; i++) {
+            char fname[300], path[4096];
+            korch_sanitize_filename(g->values[g->outputs[i]].name, fname, sizeof fname);
+            snprintf(path, sizeof path, "%s/%s.npy", out_dir, fname);
+            if (korch_npy_write(path, &outputs[i]) != KORCH_OK) {
+                rc = korch_cli_fail();
+                goto done;
+            }
+        }
+    }
+    if (bench) {
+        double *times = calloc((size_t)bench, sizeof *times);
+        if (!times) {
+            rc = 1;
+            goto done;
+        }
+        for (long r = 0; r < bench && rc == 0; r++) {
+            for (int i = 0; i < g->n_outputs; i++) korch_tensor_free(&outputs[i]);
+            double t0 = korch_cli_now_ms();
+            if (korch_reference_run(g, bound, outputs) != KORCH_OK) rc = korch_cli_fail();
+            times[r] = korch_cli_now_ms() - t0;
+        }
+        if (rc == 0) {
+            qsort(times, (size_t)bench, sizeof *times, cmp_double);
+            double median = bench % 2 ? times[bench / 2] : 0.5 * (times[bench / 2 - 1] + times[bench / 2]);
+            printf("median_ms=%.4f min_ms=%.4f max_ms=%.4f runs=%ld\n", median, times[0], times[bench - 1], bench);
+        }
+        free(times);
+    }
+done:
+    if (g && outputs)
+        for (int i = 0; i < g->n_outputs; i++) korch_tensor_free(&outputs[i]);
+    if (g && bound)
+        for (int i = 0; i < g->n_inputs; i++) korch_tensor_free(&bound[i]);
+    free(bound);
+    free(outputs);
+    for (int k = 0; k < n_inputs; k++) {
+        korch_tensor_free(&files[k]);
+        free(file_names[k]);
+    }
+    korch_cli_shapes_free(&shapes);
+    korch_graph_free(g);
+    return rc;
+}

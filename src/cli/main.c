@@ -1,0 +1,42 @@
+/* korch: the command-line tool. Each command only wires library stages
+ * together; see docs/cli.md for the full reference. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const korch_cli_command commands[] = {
+    {"info", "inputs, outputs, operator histogram, parameters and FLOPs of a model", korch_cmd_info},
+    {"check", "validate a model without running it (exit 0 only if korch can run it)", korch_cmd_check},
+    {"run", "run a model or plan on .npy/.pb inputs, write .npy outputs, optionally time it", korch_cmd_run},
+};
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "korch %s: optimal kernel orchestration for ONNX models on the CPU\n\n"
+            "usage: korch <command> [options]\n\ncommands:\n",
+            korch_version());
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'korch <command> --help' describes a command.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (korch_cli_is_help(argv[1])) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("korch %s\n", korch_version());
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].main(argc - 1, argv + 1);
+    fprintf(stderr, "korch: unknown command \"%.64s\"\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,31 @@
+/* The frontend stage: load, validate, infer shapes and fold constants.
+ * The result is an op graph with every live value's dtype and static shape
+ * known, and every constant-only subgraph folded away. */
+#ifndef KORCH_FRONTEND_FRONTEND_H
+#define KORCH_FRONTEND_FRONTEND_H
+
+#include "frontend/graph.h"
+
+/* A user-supplied shape for a graph input (--input-shape NAME=1x3x224x224). */
+typedef struct korch_input_shape {
+    const char *name;
+    korch_shape shape;
+} korch_input_shape;
+
+/* Structure: every node's operator is supported at the model's opset, every
+ * referenced tensor exists, each tensor has one producer, no cycles. */
+korch_status korch_graph_validate(korch_graph *g);
+
+/* Shapes and dtypes for every value, with constant folding. Fails on
+ * symbolic input dimensions that no override fixes. */
+korch_status korch_graph_infer(korch_graph *g, const korch_input_shape *overrides, int n_overrides);
+
+/* Parses "a=1x3x224x224;b=1x128" (also ',' between dims). Names point into
+ * `text`, which the caller keeps alive and which is modified in place. */
+korch_status korch_input_shapes_parse(char *text, korch_input_shape *out, int cap, int *count);
+
+/* Load + validate + infer in one call. */
+korch_status korch_frontend_load(const char *path, const korch_input_shape *overrides, int n_overrides,
+                                 korch_graph **out);
+
+#endif

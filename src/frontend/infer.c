@@ -1,0 +1,194 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+#include "frontend/onnx_load.h"
+#include "ops/op.h"
+
+korch_status korch_input_shapes_parse(char *text, korch_input_shape *out, int cap, int *count) {
+    int n = 0;
+    char *save = NULL;
+    for (char *item = strtok_r(text, ";", &save); item; item = strtok_r(NULL, ";", &save)) {
+        char *eq = strrchr(item, '=');
+        if (!eq || eq == item)
+            return korch_error(KORCH_ERR_INVALID_ARGUMENT, "bad input shape \"%s\": expected NAME=DIMS, e.g. x=1x3x224x224",
+                               item);
+        *eq = '\0';
+        if (n >= cap) return korch_error(KORCH_ERR_INVALID_ARGUMENT, "too many input shapes (at most %d)", cap);
+        if (!korch_shape_parse(eq + 1, &out[n].shape))
+            return korch_error(KORCH_ERR_INVALID_ARGUMENT, "bad dimensions \"%s\" for input \"%s\": expected e.g. 1x3x224x224",
+                               eq + 1, item);
+        out[n].name = item;
+        n++;
+    }
+    *count = n;
+    return KORCH_OK;
+}
+
+static korch_status bind_graph_inputs(korch_graph *g, const korch_input_shape *ov, int n_ov) {
+    char vbuf[160], sbuf[160];
+    for (int k = 0; k < n_ov; k++) {
+        int v = korch_graph_find_value(g, ov[k].name);
+        if (v < 0 || !g->values[v].is_graph_input)
+            return korch_error(KORCH_ERR_INVALID_ARGUMENT, "--input-shape names \"%s\", which is not a graph input",
+                               korch_printable(ov[k].name, vbuf, sizeof vbuf));
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        korch_value *val = &g->values[g->inputs[i]];
+        korch_printable(val->name, vbuf, sizeof vbuf);
+        if (val->declared_dtype == KORCH_DTYPE_UNDEFINED)
+            return korch_error(KORCH_ERR_INVALID_MODEL, "graph input \"%s\" has no element type", vbuf);
+        val->dtype = val->declared_dtype;
+        if (korch_dtype_size(val->dtype) == 0 || val->dtype == KORCH_DTYPE_STRING)
+            return korch_error(KORCH_ERR_UNSUPPORTED, "graph input \"%s\" has unsupported dtype %s", vbuf,
+                               korch_dtype_name(val->dtype));
+        const korch_input_shape *o = NULL;
+        for (int k = 0; k < n_ov; k++)
+            if (strcmp(ov[k].name, val->name) == 0) o = &ov[k];
+        if (o) {
+            if (val->has_declared_shape && val->declared_shape.rank != o->shape.rank)
+                return korch_error(KORCH_ERR_SHAPE, "--input-shape %s=%s has rank %d, the model declares rank %d", vbuf,
+                                   korch_shape_format(&o->shape, sbuf, sizeof sbuf), o->shape.rank,
+                                   val->declared_shape.rank);
+            if (val->has_declared_shape)
+                for (int d = 0; d < o->shape.rank; d++)
+                    if (val->declared_shape.dims[d] >= 0 && val->declared_shape.dims[d] != o->shape.dims[d])
+                        return korch_error(KORCH_ERR_SHAPE,
+                                           "--input-shape %s=%s: dimension %d is fixed to %lld by the model", vbuf,
+                                           korch_shape_format(&o->shape, sbuf, sizeof sbuf), d,
+                                           (long long)val->declared_shape.dims[d]);
+            val->shape = o->shape;
+        } else {
+            if (!val->has_declared_shape)
+                return korch_error(KORCH_ERR_SHAPE, "graph input \"%s\" has no shape; give one with --input-shape %s=...",
+                                   vbuf, vbuf);
+            for (int d = 0; d < val->declared_shape.rank; d++)
+                if (val->declared_shape.dims[d] < 0) {
+                    char pbuf[96];
+                    return korch_error(KORCH_ERR_SHAPE,
+                                       "graph input \"%s\" has symbolic dimension %d (\"%s\"); fix it with "
+                                       "--input-shape %s=...",
+                                       vbuf, d,
+                                       korch_printable(val->dim_params[d] ? val->dim_params[d] : "?", pbuf, sizeof pbuf),
+                                       vbuf);
+                }
+            val->shape = val->declared_shape;
+        }
+        if (korch_shape_numel(&val->shape) < 0)
+            return korch_error(KORCH_ERR_SHAPE, "graph input \"%s\" is too large", vbuf);
+        val->has_shape = true;
+    }
+    return KORCH_OK;
+}
+
+/* Checks an inferred output and records it on its value. */
+static korch_status accept_output(korch_graph *g, const korch_node *n, int k, korch_tensor *t) {
+    char nbuf[160], vbuf[160], sbuf[160];
+    korch_value *val = &g->values[n->outputs[k]];
+    korch_printable(n->name, nbuf, sizeof nbuf);
+    korch_printable(val->name, vbuf, sizeof vbuf);
+    if (t->dtype == KORCH_DTYPE_UNDEFINED)
+        return korch_error(KORCH_ERR_INTERNAL, "node \"%s\" (%s): shape inference left output \"%s\" untyped", nbuf,
+                           n->op_type, vbuf);
+    if (t->shape.rank < 0 || t->shape.rank > KORCH_MAX_RANK)
+        return korch_error(KORCH_ERR_UNSUPPORTED, "node \"%s\" (%s): output \"%s\" has rank %d", nbuf, n->op_type, vbuf,
+                           t->shape.rank);
+    if (korch_shape_numel(&t->shape) < 0)
+        return korch_error(KORCH_ERR_SHAPE, "node \"%s\" (%s): output \"%s\" has a negative or absurd shape %s", nbuf,
+                           n->op_type, vbuf, korch_shape_format(&t->shape, sbuf, sizeof sbuf));
+    if (val->declared_dtype != KORCH_DTYPE_UNDEFINED && val->declared_dtype != t->dtype)
+        return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): output \"%s\" is %s, but the model declares %s",
+                           nbuf, n->op_type, vbuf, korch_dtype_name(t->dtype), korch_dtype_name(val->declared_dtype));
+    val->dtype = t->dtype;
+    val->shape = t->shape;
+    val->has_shape = true;
+    return KORCH_OK;
+}
+
+static korch_status infer_node(korch_graph *g, int ni) {
+    korch_node *n = &g->nodes[ni];
+    korch_tensor in_store[16], out_store[16];
+    korch_tensor *ins[16] = {0}, *outs[16] = {0};
+    char nbuf[160];
+    if (n->n_inputs > 16 || n->n_outputs > 16)
+        return korch_error(KORCH_ERR_UNSUPPORTED, "node \"%s\" (%s) has too many inputs or outputs",
+                           korch_printable(n->name, nbuf, sizeof nbuf), n->op_type);
+    bool all_constant = true;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int v = n->inputs[k];
+        if (v < 0) continue;
+        korch_value *val = &g->values[v];
+        if (!val->has_shape)
+            return korch_error(KORCH_ERR_INTERNAL, "node \"%s\" (%s): input %d has no shape",
+                               korch_printable(n->name, nbuf, sizeof nbuf), n->op_type, k);
+        in_store[k] = (korch_tensor){.dtype = val->dtype, .shape = val->shape,
+                                     .data = val->is_constant ? val->constant.data : NULL};
+        ins[k] = &in_store[k];
+        if (!val->is_constant) all_constant = false;
+    }
+    for (int k = 0; k < n->n_outputs; k++) {
+        if (n->outputs[k] < 0) continue;
+        out_store[k] = (korch_tensor){0};
+        outs[k] = &out_store[k];
+    }
+    korch_op_ctx ctx = {.graph = g, .node = n, .n_inputs = n->n_inputs, .inputs = ins,
+                        .n_outputs = n->n_outputs, .outputs = outs};
+    korch_status st = n->def->infer(&ctx);
+    for (int k = 0; k < n->n_outputs && st == KORCH_OK; k++)
+        if (outs[k]) st = accept_output(g, n, k, outs[k]);
+
+    /* Fold: a node whose inputs are all constant is run now, once. Outputs
+     * that inference already computed (Shape) are constants too. */
+    bool outputs_known = true;
+    for (int k = 0; k < n->n_outputs; k++)
+        if (outs[k] && !outs[k]->data) outputs_known = false;
+    if (st == KORCH_OK && all_constant && !outputs_known) {
+        for (int k = 0; k < n->n_outputs && st == KORCH_OK; k++) {
+            if (!outs[k]) continue;
+            korch_tensor_free(outs[k]);
+            st = korch_tensor_alloc(outs[k], outs[k]->dtype, &outs[k]->shape);
+        }
+        if (st == KORCH_OK) st = n->def->run(&ctx);
+        outputs_known = st == KORCH_OK;
+    }
+    if (st == KORCH_OK && outputs_known) {
+        for (int k = 0; k < n->n_outputs; k++) {
+            if (!outs[k]) continue;
+            korch_value *val = &g->values[n->outputs[k]];
+            val->constant = *outs[k];
+            outs[k]->owns_data = false; /* ownership moved to the value */
+            val->is_constant = true;
+            val->producer = -1;
+        }
+        n->dead = true;
+    }
+    for (int k = 0; k < n->n_outputs; k++)
+        if (outs[k]) korch_tensor_free(outs[k]);
+    return st;
+}
+
+korch_status korch_graph_infer(korch_graph *g, const korch_input_shape *overrides, int n_overrides) {
+    KORCH_TRY(bind_graph_inputs(g, overrides, n_overrides));
+    int *order = malloc(((size_t)g->n_nodes + 1) * sizeof *order);
+    if (!order) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    int count = 0;
+    korch_status st = korch_graph_toposort(g, order, &count);
+    for (int i = 0; i < count && st == KORCH_OK; i++) st = infer_node(g, order[i]);
+    free(order);
+    return st;
+}
+
+korch_status korch_frontend_load(const char *path, const korch_input_shape *overrides, int n_overrides,
+                                 korch_graph **out) {
+    korch_graph *g = NULL;
+    KORCH_TRY(korch_onnx_load_file(path, &g));
+    korch_status st = korch_graph_validate(g);
+    if (st == KORCH_OK) st = korch_graph_infer(g, overrides, n_overrides);
+    if (st != KORCH_OK) {
+        korch_graph_free(g);
+        return st;
+    }
+    *out = g;
+    return KORCH_OK;
+}

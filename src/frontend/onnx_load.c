@@ -1,0 +1,312 @@
+#include "frontend/onnx_load.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "frontend/onnx_tensor.h"
+
+korch_status korch_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size) {
+    char printable[256];
+    korch_printable(path, printable, sizeof printable);
+    FILE *f = fopen(path, "rb");
+    if (!f) return korch_error(KORCH_ERR_IO, "cannot open \"%s\": %s", printable, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fclose(f);
+        return korch_error(KORCH_ERR_IO, "\"%s\" is not a regular file", printable);
+    }
+    if ((unsigned long long)sb.st_size > max_bytes) {
+        fclose(f);
+        return korch_error(KORCH_ERR_IO, "\"%s\" is too large (%lld bytes)", printable, (long long)sb.st_size);
+    }
+    size_t n = (size_t)sb.st_size;
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) {
+        fclose(f);
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes for \"%s\"", n, printable);
+    }
+    if (fread(buf, 1, n, f) != n) {
+        free(buf);
+        fclose(f);
+        return korch_error(KORCH_ERR_IO, "cannot read \"%s\"", printable);
+    }
+    fclose(f);
+    *data = buf;
+    *size = n;
+    return KORCH_OK;
+}
+
+static char *dup_or_empty(const char *s) { return strdup(s ? s : ""); }
+
+/* Declared element type and shape from a ValueInfoProto. */
+static korch_status read_value_info(korch_graph *g, const Onnx__ValueInfoProto *vi, int v, bool is_input) {
+    korch_value *val = &g->values[v];
+    char name[160];
+    if (!vi->type) return KORCH_OK; /* untyped value_info is legal for intermediates */
+    if (vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+        return korch_error(KORCH_ERR_UNSUPPORTED, "value \"%s\": only tensor types are supported",
+                           korch_printable(vi->name, name, sizeof name));
+    const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type;
+    if (!tt) return KORCH_OK;
+    if (tt->has_elem_type) {
+        if (!korch_dtype_is_valid(tt->elem_type))
+            return korch_error(KORCH_ERR_INVALID_MODEL, "value \"%s\": invalid element type %d",
+                               korch_printable(vi->name, name, sizeof name), (int)tt->elem_type);
+        val->declared_dtype = (korch_dtype)tt->elem_type;
+    }
+    if (!tt->shape) return KORCH_OK;
+    if (tt->shape->n_dim > KORCH_MAX_RANK)
+        return korch_error(KORCH_ERR_UNSUPPORTED, "value \"%s\": rank %zu exceeds korch's maximum of %d",
+                           korch_printable(vi->name, name, sizeof name), tt->shape->n_dim, KORCH_MAX_RANK);
+    korch_shape s = {.rank = (int)tt->shape->n_dim};
+    for (size_t d = 0; d < tt->shape->n_dim; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        s.dims[d] = -1;
+        if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            if (dim->dim_value < 0 || dim->dim_value > KORCH_MAX_ELEMENTS)
+                return korch_error(KORCH_ERR_INVALID_MODEL, "value \"%s\": dimension %zu is %lld",
+                                   korch_printable(vi->name, name, sizeof name), d, (long long)dim->dim_value);
+            s.dims[d] = dim->dim_value;
+        } else if (is_input && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                   dim->dim_param) {
+            free(val->dim_params[d]);
+            val->dim_params[d] = strdup(dim->dim_param);
+        }
+    }
+    val->declared_shape = s;
+    val->has_declared_shape = true;
+    return KORCH_OK;
+}
+
+static korch_status convert_attr(const Onnx__AttributeProto *ap, korch_attr *a, const char *model_dir,
+                                 const char *node_name, const char *op_type) {
+    char nbuf[160], abuf[80], what[320];
+    a->name = dup_or_empty(ap->name);
+    if (!a->name) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    a->type = ap->has_type ? (korch_attr_type)ap->type : KORCH_ATTR_UNDEFINED;
+    if (ap->ref_attr_name)
+        return korch_error(KORCH_ERR_UNSUPPORTED, "node \"%s\" (%s): attribute \"%s\" refers to a function attribute",
+                           korch_printable(node_name, nbuf, sizeof nbuf), op_type,
+                           korch_printable(a->name, abuf, sizeof abuf));
+    switch (a->type) {
+    case KORCH_ATTR_FLOAT: a->f = ap->f; break;
+    case KORCH_ATTR_INT: a->i = ap->i; break;
+    case KORCH_ATTR_STRING:
+        a->s = malloc(ap->s.len + 1);
+        if (!a->s) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        if (ap->s.len) memcpy(a->s, ap->s.data, ap->s.len);
+        a->s[ap->s.len] = '\0';
+        break;
+    case KORCH_ATTR_FLOATS:
+        a->count = (int)ap->n_floats;
+        a->floats = malloc((ap->n_floats ? ap->n_floats : 1) * sizeof(float));
+        if (!a->floats) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        if (ap->n_floats) memcpy(a->floats, ap->floats, ap->n_floats * sizeof(float));
+        break;
+    case KORCH_ATTR_INTS:
+        a->count = (int)ap->n_ints;
+        a->ints = malloc((ap->n_ints ? ap->n_ints : 1) * sizeof(int64_t));
+        if (!a->ints) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        if (ap->n_ints) memcpy(a->ints, ap->ints, ap->n_ints * sizeof(int64_t));
+        break;
+    case KORCH_ATTR_TENSOR:
+        if (!ap->t)
+            return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): tensor attribute \"%s\" has no tensor",
+                               korch_printable(node_name, nbuf, sizeof nbuf), op_type,
+                               korch_printable(a->name, abuf, sizeof abuf));
+        a->tensor = calloc(1, sizeof *a->tensor);
+        if (!a->tensor) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        snprintf(what, sizeof what, "node \"%s\" (%s) attribute \"%s\"", korch_printable(node_name, nbuf, sizeof nbuf),
+                 op_type, korch_printable(a->name, abuf, sizeof abuf));
+        KORCH_TRY(korch_onnx_tensor_convert(ap->t, model_dir, what, a->tensor));
+        break;
+    default:
+        /* graphs, sparse tensors, type protos, string lists: kept as a type
+         * tag only; no supported operator reads them. */
+        break;
+    }
+    return KORCH_OK;
+}
+
+static korch_status convert_node(korch_graph *g, const Onnx__NodeProto *np, int index, const char *model_dir) {
+    int ni = korch_graph_add_node(g);
+    if (ni < 0) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    korch_node *n = &g->nodes[ni];
+    n->op_type = dup_or_empty(np->op_type);
+    n->domain = dup_or_empty(np->domain);
+    if (np->name && *np->name) {
+        n->name = strdup(np->name);
+    } else {
+        char buf[96];
+        snprintf(buf, sizeof buf, "%.64s_%d", np->op_type ? np->op_type : "node", index);
+        n->name = strdup(buf);
+    }
+    if (!n->op_type || !n->domain || !n->name) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    char nbuf[160];
+    if (!*n->op_type)
+        return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" has no op_type", korch_printable(n->name, nbuf, sizeof nbuf));
+    n->n_inputs = (int)np->n_input;
+    n->n_outputs = (int)np->n_output;
+    n->inputs = malloc((np->n_input + 1) * sizeof(int));
+    n->outputs = malloc((np->n_output + 1) * sizeof(int));
+    n->attrs = calloc(np->n_attribute + 1, sizeof(korch_attr));
+    if (!n->inputs || !n->outputs || !n->attrs) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < np->n_input; i++) {
+        const char *name = np->input[i];
+        int v = (name && *name) ? korch_graph_intern_value(g, name) : -1;
+        if (name && *name && v < 0) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        g->nodes[ni].inputs[i] = v; /* g->nodes may not move here, but stay safe */
+    }
+    for (size_t i = 0; i < np->n_output; i++) {
+        const char *name = np->output[i];
+        int v = (name && *name) ? korch_graph_intern_value(g, name) : -1;
+        if (name && *name && v < 0) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        n->outputs[i] = v;
+        if (v < 0) continue;
+        char vbuf[160];
+        if (g->values[v].producer >= 0 || g->values[v].is_constant || g->values[v].is_graph_input)
+            return korch_error(KORCH_ERR_INVALID_MODEL,
+                               "tensor \"%s\" has more than one producer (node \"%s\" writes it again)",
+                               korch_printable(name, vbuf, sizeof vbuf), korch_printable(n->name, nbuf, sizeof nbuf));
+        g->values[v].producer = ni;
+    }
+    for (size_t a = 0; a < np->n_attribute; a++) {
+        n->n_attrs++;
+        KORCH_TRY(convert_attr(np->attribute[a], &n->attrs[a], model_dir, n->name, n->op_type));
+    }
+    /* opset of the node's domain */
+    int64_t opset = korch_graph_opset(g, n->domain);
+    n->opset = opset > 0 && opset < 1000000 ? (int)opset : -1;
+    return KORCH_OK;
+}
+
+static korch_status convert_model(const Onnx__ModelProto *m, const char *model_dir, korch_graph *g) {
+    char buf[160], what[256];
+    if (!m->graph) return korch_error(KORCH_ERR_INVALID_MODEL, "the model has no graph");
+    const Onnx__GraphProto *gp = m->graph;
+    g->ir_version = m->has_ir_version ? m->ir_version : 0;
+    g->name = dup_or_empty(gp->name);
+    g->model_dir = model_dir ? strdup(model_dir) : NULL;
+    if (!g->name || (model_dir && !g->model_dir)) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+
+    if (m->n_opset_import == 0) return korch_error(KORCH_ERR_INVALID_MODEL, "the model imports no opset");
+    g->opsets = calloc(m->n_opset_import, sizeof *g->opsets);
+    if (!g->opsets) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        g->opsets[i].domain = dup_or_empty(m->opset_import[i]->domain);
+        g->opsets[i].version = m->opset_import[i]->has_version ? m->opset_import[i]->version : 0;
+        g->n_opsets++;
+        if (!g->opsets[i].domain) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (gp->n_sparse_initializer)
+        return korch_error(KORCH_ERR_UNSUPPORTED, "sparse initializers are not supported");
+
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        if (!tp->name || !*tp->name) return korch_error(KORCH_ERR_INVALID_MODEL, "initializer %zu has no name", i);
+        int v = korch_graph_intern_value(g, tp->name);
+        if (v < 0) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        if (g->values[v].is_constant)
+            return korch_error(KORCH_ERR_INVALID_MODEL, "initializer \"%s\" is defined twice",
+                               korch_printable(tp->name, buf, sizeof buf));
+        snprintf(what, sizeof what, "initializer \"%s\"", korch_printable(tp->name, buf, sizeof buf));
+        KORCH_TRY(korch_onnx_tensor_convert(tp, model_dir, what, &g->values[v].constant));
+        korch_value *val = &g->values[v];
+        val->is_constant = true;
+        val->dtype = val->constant.dtype;
+        val->shape = val->constant.shape;
+        val->has_shape = true;
+    }
+
+    g->inputs = malloc((gp->n_input + 1) * sizeof(int));
+    g->outputs = malloc((gp->n_output + 1) * sizeof(int));
+    if (!g->inputs || !g->outputs) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        if (!vi->name || !*vi->name) return korch_error(KORCH_ERR_INVALID_MODEL, "graph input %zu has no name", i);
+        int v = korch_graph_intern_value(g, vi->name);
+        if (v < 0) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        KORCH_TRY(read_value_info(g, vi, v, true));
+        /* Older IR versions list initializers as inputs too: the initializer
+         * is the value, and it is not a run-time input. */
+        if (g->values[v].is_constant) continue;
+        if (g->values[v].is_graph_input)
+            return korch_error(KORCH_ERR_INVALID_MODEL, "graph input \"%s\" is listed twice",
+                               korch_printable(vi->name, buf, sizeof buf));
+        g->values[v].is_graph_input = true;
+        g->inputs[g->n_inputs++] = v;
+    }
+    for (size_t i = 0; i < gp->n_value_info; i++) {
+        const Onnx__ValueInfoProto *vi = gp->value_info[i];
+        if (!vi->name || !*vi->name) continue;
+        int v = korch_graph_intern_value(g, vi->name);
+        if (v < 0) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        KORCH_TRY(read_value_info(g, vi, v, false));
+    }
+    for (size_t i = 0; i < gp->n_node; i++) KORCH_TRY(convert_node(g, gp->node[i], (int)i, model_dir));
+
+    if (gp->n_output == 0) return korch_error(KORCH_ERR_INVALID_MODEL, "the graph has no outputs");
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const Onnx__ValueInfoProto *vi = gp->output[i];
+        if (!vi->name || !*vi->name) return korch_error(KORCH_ERR_INVALID_MODEL, "graph output %zu has no name", i);
+        int v = korch_graph_find_value(g, vi->name);
+        if (v < 0)
+            return korch_error(KORCH_ERR_INVALID_MODEL, "graph output \"%s\" is not produced by any node",
+                               korch_printable(vi->name, buf, sizeof buf));
+        KORCH_TRY(read_value_info(g, vi, v, false));
+        if (g->values[v].is_graph_output)
+            return korch_error(KORCH_ERR_INVALID_MODEL, "graph output \"%s\" is listed twice",
+                               korch_printable(vi->name, buf, sizeof buf));
+        g->values[v].is_graph_output = true;
+        g->outputs[g->n_outputs++] = v;
+    }
+    return KORCH_OK;
+}
+
+korch_status korch_onnx_load_buffer(const uint8_t *data, size_t size, const char *model_dir, korch_graph **out) {
+    *out = NULL;
+    if (size == 0) return korch_error(KORCH_ERR_PARSE, "the file is empty");
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, data);
+    if (!m) return korch_error(KORCH_ERR_PARSE, "not a valid ONNX model: protobuf parsing failed");
+    korch_graph *g = NULL;
+    korch_status st = korch_graph_create(&g);
+    if (st == KORCH_OK) st = convert_model(m, model_dir, g);
+    onnx__model_proto__free_unpacked(m, NULL);
+    if (st != KORCH_OK) {
+        korch_graph_free(g);
+        return st;
+    }
+    *out = g;
+    return KORCH_OK;
+}
+
+korch_status korch_onnx_load_file(const char *path, korch_graph **out) {
+    uint8_t *data = NULL;
+    size_t size = 0;
+    *out = NULL;
+    KORCH_TRY(korch_read_file(path, KORCH_MAX_MODEL_BYTES, &data, &size));
+    /* external data lives next to the model */
+    char *dir = strdup(path);
+    if (!dir) {
+        free(data);
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        if (slash == dir) slash[1] = '\0';
+        else *slash = '\0';
+    } else {
+        strcpy(dir, ".");
+    }
+    korch_status st = korch_onnx_load_buffer(data, size, dir, out);
+    free(data);
+    free(dir);
+    if (st != KORCH_OK) {
+        char printable[256];
+        return korch_error_prefix(st, "%s", korch_printable(path, printable, sizeof printable));
+    }
+    return KORCH_OK;
+}

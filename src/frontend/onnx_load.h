@@ -1,0 +1,22 @@
+/* ONNX model loading: protobuf bytes -> korch_graph. Structural checks that
+ * need the protobuf (well-formed tensors, attribute types) happen here; graph
+ * checks (references, producers, cycles, operator support) are in validate.c. */
+#ifndef KORCH_FRONTEND_ONNX_LOAD_H
+#define KORCH_FRONTEND_ONNX_LOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frontend/graph.h"
+
+/* Largest model file korch reads (protobuf's own 2 GiB limit). */
+#define KORCH_MAX_MODEL_BYTES ((size_t)2 << 30)
+
+korch_status korch_onnx_load_file(const char *path, korch_graph **out);
+/* `model_dir` is the external-data root; NULL forbids external data. */
+korch_status korch_onnx_load_buffer(const uint8_t *data, size_t size, const char *model_dir, korch_graph **out);
+
+/* Reads a whole file (at most max_bytes) into a malloc'd buffer. */
+korch_status korch_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size);
+
+#endif

@@ -1,0 +1,190 @@
+#include "frontend/onnx_tensor.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "frontend/graph.h"
+
+bool korch_external_location_is_safe(const char *location) {
+    if (!location || !*location || location[0] == '/') return false;
+    /* walk components separated by '/' (and '\\', which some writers use) */
+    const char *p = location;
+    while (*p) {
+        const char *end = p;
+        while (*end && *end != '/' && *end != '\\') end++;
+        size_t len = (size_t)(end - p);
+        if (len == 0) return false;
+        if (len == 2 && p[0] == '.' && p[1] == '.') return false;
+        if (memchr(p, ':', len)) return false; /* drive letters, URLs */
+        p = *end ? end + 1 : end;
+    }
+    return true;
+}
+
+static korch_status read_external(const Onnx__TensorProto *proto, const char *base_dir, const char *what,
+                                  void *dst, size_t expected) {
+    const char *location = NULL;
+    long long offset = 0, length = -1;
+    for (size_t i = 0; i < proto->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = proto->external_data[i];
+        if (!e->key || !e->value) continue;
+        char *end = NULL;
+        if (strcmp(e->key, "location") == 0) {
+            location = e->value;
+        } else if (strcmp(e->key, "offset") == 0) {
+            offset = strtoll(e->value, &end, 10);
+            if (!*e->value || *end || offset < 0)
+                return korch_error(KORCH_ERR_INVALID_MODEL, "%s: bad external data offset \"%.40s\"", what, e->value);
+        } else if (strcmp(e->key, "length") == 0) {
+            length = strtoll(e->value, &end, 10);
+            if (!*e->value || *end || length < 0)
+                return korch_error(KORCH_ERR_INVALID_MODEL, "%s: bad external data length \"%.40s\"", what, e->value);
+        }
+    }
+    char printable[256];
+    if (!base_dir) return korch_error(KORCH_ERR_INVALID_MODEL, "%s: external data is not allowed here", what);
+    if (!location) return korch_error(KORCH_ERR_INVALID_MODEL, "%s: external data without a location", what);
+    if (!korch_external_location_is_safe(location))
+        return korch_error(KORCH_ERR_INVALID_MODEL,
+                           "%s: external data location \"%s\" leaves the model's folder (absolute paths and '..' are "
+                           "refused)",
+                           what, korch_printable(location, printable, sizeof printable));
+    if (length >= 0 && (size_t)length != expected)
+        return korch_error(KORCH_ERR_INVALID_MODEL, "%s: external data length %lld does not match its shape (%zu bytes)",
+                           what, length, expected);
+    size_t plen = strlen(base_dir) + strlen(location) + 2;
+    char *path = malloc(plen);
+    if (!path) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+    snprintf(path, plen, "%s/%s", base_dir, location);
+    FILE *f = fopen(path, "rb");
+    korch_status st = KORCH_OK;
+    if (!f) {
+        st = korch_error(KORCH_ERR_IO, "%s: cannot open external data file \"%s\": %s", what,
+                         korch_printable(path, printable, sizeof printable), strerror(errno));
+    } else {
+        struct stat sb;
+        if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            st = korch_error(KORCH_ERR_IO, "%s: external data \"%s\" is not a regular file", what,
+                             korch_printable(path, printable, sizeof printable));
+        } else if ((unsigned long long)offset + expected > (unsigned long long)sb.st_size) {
+            st = korch_error(KORCH_ERR_INVALID_MODEL,
+                             "%s: external data file \"%s\" is too short (%lld bytes, need %zu at offset %lld)", what,
+                             korch_printable(path, printable, sizeof printable), (long long)sb.st_size, expected,
+                             offset);
+        } else if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, expected, f) != expected) {
+            st = korch_error(KORCH_ERR_IO, "%s: cannot read external data \"%s\"", what,
+                             korch_printable(path, printable, sizeof printable));
+        }
+        fclose(f);
+    }
+    free(path);
+    return st;
+}
+
+/* Copies n typed elements from a protobuf repeated field, converting width. */
+static korch_status copy_typed(const Onnx__TensorProto *p, korch_tensor *t, int64_t n, const char *what) {
+    size_t have = 0;
+    switch (t->dtype) {
+    case KORCH_DTYPE_FLOAT32:
+        have = p->n_float_data;
+        if (have == (size_t)n) memcpy(t->data, p->float_data, (size_t)n * 4);
+        break;
+    case KORCH_DTYPE_FLOAT64:
+        have = p->n_double_data;
+        if (have == (size_t)n) memcpy(t->data, p->double_data, (size_t)n * 8);
+        break;
+    case KORCH_DTYPE_INT64:
+        have = p->n_int64_data;
+        if (have == (size_t)n) memcpy(t->data, p->int64_data, (size_t)n * 8);
+        break;
+    case KORCH_DTYPE_UINT64:
+        have = p->n_uint64_data;
+        if (have == (size_t)n) memcpy(t->data, p->uint64_data, (size_t)n * 8);
+        break;
+    case KORCH_DTYPE_UINT32:
+        have = p->n_uint64_data;
+        if (have == (size_t)n)
+            for (int64_t i = 0; i < n; i++) ((uint32_t *)t->data)[i] = (uint32_t)p->uint64_data[i];
+        break;
+    case KORCH_DTYPE_INT32:
+        have = p->n_int32_data;
+        if (have == (size_t)n) memcpy(t->data, p->int32_data, (size_t)n * 4);
+        break;
+    case KORCH_DTYPE_INT16:
+    case KORCH_DTYPE_UINT16:
+    case KORCH_DTYPE_FLOAT16:
+        have = p->n_int32_data;
+        if (have == (size_t)n)
+            for (int64_t i = 0; i < n; i++) ((uint16_t *)t->data)[i] = (uint16_t)p->int32_data[i];
+        break;
+    case KORCH_DTYPE_INT8:
+    case KORCH_DTYPE_UINT8:
+    case KORCH_DTYPE_BOOL:
+        have = p->n_int32_data;
+        if (have == (size_t)n)
+            for (int64_t i = 0; i < n; i++)
+                ((uint8_t *)t->data)[i] =
+                    t->dtype == KORCH_DTYPE_BOOL ? (p->int32_data[i] != 0) : (uint8_t)p->int32_data[i];
+        break;
+    default: break;
+    }
+    if (have != (size_t)n)
+        return korch_error(KORCH_ERR_INVALID_MODEL, "%s: has %zu %s values, its shape needs %lld", what, have,
+                           korch_dtype_name(t->dtype), (long long)n);
+    return KORCH_OK;
+}
+
+korch_status korch_onnx_tensor_convert(const Onnx__TensorProto *p, const char *base_dir, const char *what,
+                                       korch_tensor *out) {
+    memset(out, 0, sizeof *out);
+    if (p->n_dims > KORCH_MAX_RANK)
+        return korch_error(KORCH_ERR_UNSUPPORTED, "%s: rank %zu exceeds korch's maximum of %d", what, p->n_dims,
+                           KORCH_MAX_RANK);
+    korch_shape shape = {0};
+    shape.rank = (int)p->n_dims;
+    for (size_t i = 0; i < p->n_dims; i++) {
+        if (p->dims[i] < 0)
+            return korch_error(KORCH_ERR_INVALID_MODEL, "%s: negative dimension %lld", what, (long long)p->dims[i]);
+        shape.dims[i] = p->dims[i];
+    }
+    int64_t n = korch_shape_numel(&shape);
+    if (n < 0) return korch_error(KORCH_ERR_INVALID_MODEL, "%s: dimensions are too large", what);
+    if (!p->has_data_type || !korch_dtype_is_valid(p->data_type))
+        return korch_error(KORCH_ERR_INVALID_MODEL, "%s: invalid data type %d", what, (int)p->data_type);
+    korch_dtype dtype = (korch_dtype)p->data_type;
+    size_t esize = korch_dtype_size(dtype);
+    if (esize == 0 || dtype == KORCH_DTYPE_STRING)
+        return korch_error(KORCH_ERR_UNSUPPORTED, "%s: data type %s is not supported", what, korch_dtype_name(dtype));
+    if (p->segment) return korch_error(KORCH_ERR_UNSUPPORTED, "%s: segmented tensors are not supported", what);
+    size_t expected = (size_t)n * esize;
+
+    bool external = p->has_data_location && p->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    /* Reject sizes the source cannot possibly back before allocating. */
+    if (!external) {
+        if (p->has_raw_data && p->raw_data.len != expected)
+            return korch_error(KORCH_ERR_INVALID_MODEL, "%s: raw_data holds %zu bytes, its shape %s needs %zu", what,
+                               p->raw_data.len, korch_dtype_name(dtype), expected);
+        if (!p->has_raw_data) {
+            size_t typed = p->n_float_data + p->n_int32_data + p->n_int64_data + p->n_double_data + p->n_uint64_data;
+            if (typed != (size_t)n)
+                return korch_error(KORCH_ERR_INVALID_MODEL, "%s: holds %zu values, its shape needs %lld", what, typed,
+                                   (long long)n);
+        }
+    }
+    KORCH_TRY(korch_tensor_alloc(out, dtype, &shape));
+    korch_status st = KORCH_OK;
+    if (external) {
+        st = read_external(p, base_dir, what, out->data, expected);
+    } else if (p->has_raw_data) {
+        if (expected) memcpy(out->data, p->raw_data.data, expected); /* little-endian host */
+        if (dtype == KORCH_DTYPE_BOOL)
+            for (size_t i = 0; i < expected; i++) ((uint8_t *)out->data)[i] = ((uint8_t *)out->data)[i] != 0;
+    } else {
+        st = copy_typed(p, out, n, what);
+    }
+    if (st != KORCH_OK) korch_tensor_free(out);
+    return st;
+}

@@ -1,0 +1,88 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+#include "ops/op.h"
+
+static bool is_default_domain(const char *d) { return !d || !*d || strcmp(d, "ai.onnx") == 0; }
+
+static korch_status check_opsets(const korch_graph *g) {
+    int64_t v = korch_graph_opset(g, "");
+    if (v < 0) {
+        /* a model that only uses custom domains; nodes will be refused below */
+        return KORCH_OK;
+    }
+    if (v < KORCH_OPSET_MIN || v > KORCH_OPSET_MAX)
+        return korch_error(KORCH_ERR_UNSUPPORTED, "the model imports ONNX opset %lld; korch supports opsets %d to %d",
+                           (long long)v, KORCH_OPSET_MIN, KORCH_OPSET_MAX);
+    return KORCH_OK;
+}
+
+static korch_status resolve_node(korch_graph *g, korch_node *n) {
+    char nbuf[160], dbuf[96], obuf[96];
+    korch_printable(n->name, nbuf, sizeof nbuf);
+    korch_printable(n->op_type, obuf, sizeof obuf);
+    if (!is_default_domain(n->domain))
+        return korch_error(KORCH_ERR_UNSUPPORTED, "unsupported operator %s from custom domain \"%s\" (node \"%s\")", obuf,
+                           korch_printable(n->domain, dbuf, sizeof dbuf), nbuf);
+    if (n->opset < 0)
+        return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): the model imports no opset for its domain", nbuf,
+                           obuf);
+    const korch_op_def *def = korch_op_find(n->op_type);
+    if (!def)
+        return korch_error(KORCH_ERR_UNSUPPORTED, "unsupported operator %s (node \"%s\", opset %d)", obuf, nbuf,
+                           n->opset);
+    if (n->opset < def->opset_min || n->opset > def->opset_max)
+        return korch_error(KORCH_ERR_UNSUPPORTED, "unsupported operator %s at opset %d (node \"%s\"; korch supports %s at opsets %d-%d)",
+                           obuf, n->opset, nbuf, obuf, def->opset_min, def->opset_max);
+    int present = korch_node_input_count(n);
+    if (present < def->min_inputs || n->n_inputs > def->max_inputs)
+        return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): has %d inputs, expected %d to %d", nbuf, obuf,
+                           n->n_inputs, def->min_inputs, def->max_inputs);
+    for (int i = 0; i < def->min_inputs; i++)
+        if (n->inputs[i] < 0)
+            return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): required input %d is empty", nbuf, obuf, i);
+    if (n->n_outputs < def->min_outputs || n->n_outputs > def->max_outputs)
+        return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): has %d outputs, expected %d to %d", nbuf, obuf,
+                           n->n_outputs, def->min_outputs, def->max_outputs);
+    n->def = def;
+    (void)g;
+    return KORCH_OK;
+}
+
+korch_status korch_graph_validate(korch_graph *g) {
+    char nbuf[160], vbuf[160];
+    KORCH_TRY(check_opsets(g));
+    for (int i = 0; i < g->n_nodes; i++) {
+        korch_node *n = &g->nodes[i];
+        if (n->dead) continue;
+        for (int k = 0; k < n->n_inputs; k++) {
+            int v = n->inputs[k];
+            if (v < 0) continue;
+            const korch_value *val = &g->values[v];
+            if (val->producer < 0 && !val->is_constant && !val->is_graph_input)
+                return korch_error(KORCH_ERR_INVALID_MODEL,
+                                   "node \"%s\" (%s) reads tensor \"%s\", which is neither a graph input, an "
+                                   "initializer nor any node's output",
+                                   korch_printable(n->name, nbuf, sizeof nbuf), n->op_type,
+                                   korch_printable(val->name, vbuf, sizeof vbuf));
+        }
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        const korch_value *val = &g->values[g->outputs[i]];
+        if (val->producer < 0 && !val->is_constant && !val->is_graph_input)
+            return korch_error(KORCH_ERR_INVALID_MODEL, "graph output \"%s\" is not produced by any node",
+                               korch_printable(val->name, vbuf, sizeof vbuf));
+    }
+    int *order = malloc(((size_t)g->n_nodes + 1) * sizeof *order);
+    if (!order) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    int count = 0;
+    korch_status st = korch_graph_toposort(g, order, &count);
+    free(order);
+    KORCH_TRY(st);
+    /* Operator support is checked in model order so that the first unsupported
+     * node a user sees is the first one in their file. */
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!g->nodes[i].dead) KORCH_TRY(resolve_node(g, &g->nodes[i]));
+    return KORCH_OK;
+}

@@ -1,0 +1,7 @@
+/* Convolution, matrix multiplication and pooling. */
+#ifndef KORCH_OPS_OP_LIST_NN_H
+#define KORCH_OPS_OP_LIST_NN_H
+
+#define KORCH_OP_LIST_NN(X)
+
+#endif

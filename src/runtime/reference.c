@@ -1,0 +1,106 @@
+#include "runtime/reference.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/op.h"
+
+static korch_status check_input(const korch_graph *g, int i, const korch_tensor *t) {
+    const korch_value *val = &g->values[g->inputs[i]];
+    char vbuf[160], a[96], b[96];
+    if (t->dtype != val->dtype || !korch_shape_equal(&t->shape, &val->shape))
+        return korch_error(KORCH_ERR_SHAPE, "input \"%s\": got %s %s, the prepared model expects %s %s",
+                           korch_printable(val->name, vbuf, sizeof vbuf), korch_dtype_name(t->dtype),
+                           korch_shape_format(&t->shape, a, sizeof a), korch_dtype_name(val->dtype),
+                           korch_shape_format(&val->shape, b, sizeof b));
+    if (!t->data && korch_shape_numel(&t->shape) > 0)
+        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "input \"%s\" has no data",
+                           korch_printable(val->name, vbuf, sizeof vbuf));
+    return KORCH_OK;
+}
+
+korch_status korch_reference_run_observed(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs,
+                                          korch_value_observer observer, void *user) {
+    korch_status st = KORCH_OK;
+    int *order = malloc(((size_t)g->n_nodes + 1) * sizeof *order);
+    int *uses = calloc((size_t)g->n_values + 1, sizeof *uses);
+    korch_tensor *vals = calloc((size_t)g->n_values + 1, sizeof *vals);
+    if (!order || !uses || !vals) {
+        st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "reference executor: out of memory");
+        goto done;
+    }
+    for (int i = 0; i < g->n_outputs; i++) outputs[i] = (korch_tensor){0};
+    int count = 0;
+    st = korch_graph_toposort(g, order, &count);
+    if (st != KORCH_OK) goto done;
+
+    for (int v = 0; v < g->n_values; v++) {
+        const korch_value *val = &g->values[v];
+        if (val->is_constant) vals[v] = (korch_tensor){.dtype = val->constant.dtype, .shape = val->constant.shape,
+                                                       .data = val->constant.data};
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        st = check_input(g, i, &inputs[i]);
+        if (st != KORCH_OK) goto done;
+        vals[g->inputs[i]] = (korch_tensor){.dtype = inputs[i].dtype, .shape = inputs[i].shape, .data = inputs[i].data};
+    }
+    for (int i = 0; i < count; i++) {
+        const korch_node *n = &g->nodes[order[i]];
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] >= 0) uses[n->inputs[k]]++;
+    }
+    for (int i = 0; i < g->n_outputs; i++) uses[g->outputs[i]]++; /* never freed early */
+
+    for (int i = 0; i < count && st == KORCH_OK; i++) {
+        const korch_node *n = &g->nodes[order[i]];
+        korch_tensor *ins[64] = {0}, *outs[64] = {0};
+        if (n->n_inputs > 64 || n->n_outputs > 64) {
+            st = korch_error(KORCH_ERR_UNSUPPORTED, "node \"%s\" has too many inputs", n->name);
+            break;
+        }
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] >= 0) ins[k] = &vals[n->inputs[k]];
+        for (int k = 0; k < n->n_outputs && st == KORCH_OK; k++) {
+            int v = n->outputs[k];
+            if (v < 0) continue;
+            st = korch_tensor_alloc(&vals[v], g->values[v].dtype, &g->values[v].shape);
+            outs[k] = &vals[v];
+        }
+        if (st != KORCH_OK) break;
+        korch_op_ctx ctx = {.graph = g, .node = n, .n_inputs = n->n_inputs, .inputs = ins,
+                            .n_outputs = n->n_outputs, .outputs = outs};
+        st = n->def->run(&ctx);
+        if (st != KORCH_OK) break;
+        if (observer)
+            for (int k = 0; k < n->n_outputs; k++)
+                if (n->outputs[k] >= 0) observer(user, g, n->outputs[k], &vals[n->outputs[k]]);
+        for (int k = 0; k < n->n_inputs; k++) {
+            int v = n->inputs[k];
+            if (v >= 0 && --uses[v] == 0) korch_tensor_free(&vals[v]);
+        }
+        /* outputs nobody reads (optional extras like Dropout's mask) */
+        for (int k = 0; k < n->n_outputs; k++) {
+            int v = n->outputs[k];
+            if (v >= 0 && uses[v] == 0) korch_tensor_free(&vals[v]);
+        }
+    }
+    for (int i = 0; i < g->n_outputs && st == KORCH_OK; i++) {
+        int v = g->outputs[i];
+        /* The same value may be listed once only (the loader checks), but it can
+         * be a constant or an input: always hand back an owned copy. */
+        st = korch_tensor_clone(&vals[v], &outputs[i]);
+    }
+    if (st != KORCH_OK)
+        for (int i = 0; i < g->n_outputs; i++) korch_tensor_free(&outputs[i]);
+done:
+    if (vals)
+        for (int v = 0; v < g->n_values; v++) korch_tensor_free(&vals[v]);
+    free(vals);
+    free(uses);
+    free(order);
+    return st;
+}
+
+korch_status korch_reference_run(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs) {
+    return korch_reference_run_observed(g, inputs, outputs, NULL, NULL);
+}

@@ -1,0 +1,18 @@
+/* The reference executor: runs an inferred op graph node by node with the
+ * reference kernels of the op table. It is the oracle every optimised path is
+ * checked against, so it favours clarity over speed. */
+#ifndef KORCH_RUNTIME_REFERENCE_H
+#define KORCH_RUNTIME_REFERENCE_H
+
+#include "frontend/graph.h"
+
+/* Called after each node with the values it produced (for tracing/tests). */
+typedef void (*korch_value_observer)(void *user, const korch_graph *g, int value, const korch_tensor *t);
+
+/* inputs[i] binds g->inputs[i] and must match its inferred dtype and shape.
+ * outputs[i] receives g->outputs[i] as a newly allocated tensor (owned). */
+korch_status korch_reference_run(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs);
+korch_status korch_reference_run_observed(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs,
+                                          korch_value_observer observer, void *user);
+
+#endif

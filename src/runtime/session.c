@@ -1,0 +1,184 @@
+/* The public C API (include/korch.h): models and sessions. A model keeps the
+ * file's bytes; each session parses and prepares its own copy, so sessions
+ * share nothing mutable and can run on different threads. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+#include "frontend/onnx_load.h"
+#include "runtime/reference.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+struct korch_model {
+    uint8_t *bytes;
+    size_t size;
+    char *dir;
+};
+
+struct korch_session {
+    korch_graph *graph;
+    int threads;
+    korch_tensor *inputs;  /* views of caller memory */
+    korch_tensor *outputs; /* views of caller memory */
+};
+
+korch_status korch_model_load(const char *path, korch_model **out) {
+    if (!path || !out) return korch_error(KORCH_ERR_INVALID_ARGUMENT, "korch_model_load: NULL argument");
+    *out = NULL;
+    korch_model *m = calloc(1, sizeof *m);
+    if (!m) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    korch_status st = korch_read_file(path, KORCH_MAX_MODEL_BYTES, &m->bytes, &m->size);
+    if (st == KORCH_OK) {
+        m->dir = strdup(path);
+        if (!m->dir) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (st == KORCH_OK) {
+        char *slash = strrchr(m->dir, '/');
+        if (!slash) strcpy(m->dir, ".");
+        else if (slash == m->dir) slash[1] = '\0';
+        else *slash = '\0';
+        /* validate now so that a bad model fails at load, not at session creation */
+        korch_graph *g = NULL;
+        st = korch_onnx_load_buffer(m->bytes, m->size, m->dir, &g);
+        if (st == KORCH_OK) st = korch_graph_validate(g);
+        korch_graph_free(g);
+    }
+    if (st != KORCH_OK) {
+        korch_model_free(m);
+        return st;
+    }
+    *out = m;
+    return KORCH_OK;
+}
+
+void korch_model_free(korch_model *model) {
+    if (!model) return;
+    free(model->bytes);
+    free(model->dir);
+    free(model);
+}
+
+korch_session_options korch_session_options_default(void) {
+    korch_session_options o = {0};
+    return o;
+}
+
+korch_status korch_session_create(const korch_model *model, const korch_session_options *options,
+                                  korch_session **out) {
+    if (!model || !out) return korch_error(KORCH_ERR_INVALID_ARGUMENT, "korch_session_create: NULL argument");
+    *out = NULL;
+    korch_session_options defaults = korch_session_options_default();
+    if (!options) options = &defaults;
+    korch_input_shape shapes[64];
+    int n_shapes = 0;
+    char *spec = NULL;
+    if (options->input_shapes) {
+        spec = strdup(options->input_shapes);
+        if (!spec) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        korch_status st = korch_input_shapes_parse(spec, shapes, 64, &n_shapes);
+        if (st != KORCH_OK) {
+            free(spec);
+            return st;
+        }
+    }
+    korch_session *s = calloc(1, sizeof *s);
+    korch_status st = s ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st == KORCH_OK) st = korch_onnx_load_buffer(model->bytes, model->size, model->dir, &s->graph);
+    if (st == KORCH_OK) st = korch_graph_validate(s->graph);
+    if (st == KORCH_OK) st = korch_graph_infer(s->graph, shapes, n_shapes);
+    free(spec);
+    if (st == KORCH_OK) {
+        s->threads = options->threads;
+        s->inputs = calloc((size_t)s->graph->n_inputs + 1, sizeof *s->inputs);
+        s->outputs = calloc((size_t)s->graph->n_outputs + 1, sizeof *s->outputs);
+        if (!s->inputs || !s->outputs) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (st != KORCH_OK) {
+        korch_session_destroy(s);
+        return st;
+    }
+    *out = s;
+    return KORCH_OK;
+}
+
+void korch_session_destroy(korch_session *s) {
+    if (!s) return;
+    korch_graph_free(s->graph);
+    free(s->inputs);
+    free(s->outputs);
+    free(s);
+}
+
+int korch_session_input_count(const korch_session *s) { return s ? s->graph->n_inputs : 0; }
+int korch_session_output_count(const korch_session *s) { return s ? s->graph->n_outputs : 0; }
+
+static korch_status fill_info(const korch_value *v, korch_tensor_info *info) {
+    info->name = v->name;
+    info->dtype = v->dtype;
+    info->rank = v->shape.rank;
+    for (int i = 0; i < KORCH_MAX_RANK; i++) info->dims[i] = i < v->shape.rank ? v->shape.dims[i] : 0;
+    return KORCH_OK;
+}
+
+korch_status korch_session_input_info(const korch_session *s, int index, korch_tensor_info *info) {
+    if (!s || !info || index < 0 || index >= s->graph->n_inputs)
+        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "input index %d out of range", index);
+    return fill_info(&s->graph->values[s->graph->inputs[index]], info);
+}
+
+korch_status korch_session_output_info(const korch_session *s, int index, korch_tensor_info *info) {
+    if (!s || !info || index < 0 || index >= s->graph->n_outputs)
+        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "output index %d out of range", index);
+    return fill_info(&s->graph->values[s->graph->outputs[index]], info);
+}
+
+static korch_status bind(const korch_value *v, korch_tensor *slot, const void *data, size_t bytes, const char *what) {
+    korch_tensor t = {.dtype = v->dtype, .shape = v->shape};
+    size_t need = korch_tensor_bytes(&t);
+    char vbuf[160];
+    if (bytes != need)
+        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "%s \"%s\" needs %zu bytes, got %zu", what,
+                           korch_printable(v->name, vbuf, sizeof vbuf), need, bytes);
+    t.data = (void *)data;
+    *slot = t;
+    return KORCH_OK;
+}
+
+korch_status korch_session_set_input(korch_session *s, int index, const void *data, size_t bytes) {
+    if (!s || index < 0 || index >= s->graph->n_inputs)
+        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "input index %d out of range", index);
+    return bind(&s->graph->values[s->graph->inputs[index]], &s->inputs[index], data, bytes, "input");
+}
+
+korch_status korch_session_set_output(korch_session *s, int index, void *data, size_t bytes) {
+    if (!s || index < 0 || index >= s->graph->n_outputs)
+        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "output index %d out of range", index);
+    return bind(&s->graph->values[s->graph->outputs[index]], &s->outputs[index], data, bytes, "output");
+}
+
+korch_status korch_session_run(korch_session *s) {
+    if (!s) return korch_error(KORCH_ERR_INVALID_ARGUMENT, "korch_session_run: NULL session");
+    char vbuf[160];
+    for (int i = 0; i < s->graph->n_inputs; i++)
+        if (!s->inputs[i].data && korch_tensor_numel(&s->inputs[i]) != 0)
+            return korch_error(KORCH_ERR_INVALID_ARGUMENT, "input \"%s\" is not bound",
+                               korch_printable(s->graph->values[s->graph->inputs[i]].name, vbuf, sizeof vbuf));
+    for (int i = 0; i < s->graph->n_outputs; i++)
+        if (!s->outputs[i].data)
+            return korch_error(KORCH_ERR_INVALID_ARGUMENT, "output \"%s\" is not bound",
+                               korch_printable(s->graph->values[s->graph->outputs[i]].name, vbuf, sizeof vbuf));
+#ifdef _OPENMP
+    if (s->threads > 0) omp_set_num_threads(s->threads);
+#endif
+    korch_tensor *results = calloc((size_t)s->graph->n_outputs + 1, sizeof *results);
+    if (!results) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    korch_status st = korch_reference_run(s->graph, s->inputs, results);
+    for (int i = 0; i < s->graph->n_outputs && st == KORCH_OK; i++)
+        memcpy(s->outputs[i].data, results[i].data, korch_tensor_bytes(&results[i]));
+    for (int i = 0; i < s->graph->n_outputs; i++) korch_tensor_free(&results[i]);
+    free(results);
+    return st;
+}
