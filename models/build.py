@@ -76,17 +76,50 @@ def shape_map(model):
     return shapes
 
 
-def analyse(path):
-    """Op histogram, GFLOPs (2 x MACs of Conv/MatMul/Gemm), parameter bytes."""
+LINEAR_OPS = ("Conv", "MatMul", "Gemm")
+
+
+def linear_shapes(m, feeds):
+    """Actual shapes of the inputs/outputs of Conv/MatMul/Gemm nodes.
+
+    Static shape inference gives up behind torch's computed-pads subgraphs
+    (e.g. reflection Pad), so run the model once in ONNX Runtime (graph
+    optimisations off) with those tensors exposed as extra outputs.
+    """
+    import onnx
+    import onnxruntime as ort
+    m = onnx.ModelProto.FromString(m.SerializeToString())
+    inits = {i.name for i in m.graph.initializer}
+    have = {o.name for o in m.graph.output}
+    want = []
+    for n in m.graph.node:
+        if n.op_type in LINEAR_OPS:
+            for t in list(n.input[:2]) + [n.output[0]]:
+                if t and t not in inits and t not in have:
+                    have.add(t)
+                    want.append(t)
+    for t in want:
+        m.graph.output.append(onnx.helper.make_empty_tensor_value_info(t))
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    return {n: list(v.shape) for n, v in zip(names, sess.run(None, feeds))}
+
+
+def analyse(path, feeds):
+    """Op histograms, GFLOPs (2 x MACs of Conv/MatMul/Gemm), parameter bytes."""
     import onnx
     from onnx import numpy_helper, shape_inference
     m = onnx.load(path)
     inferred = shape_inference.infer_shapes(m)
     shapes = shape_map(inferred)
+    shapes.update(linear_shapes(m, feeds))
     hist = collections.Counter(n.op_type for n in m.graph.node)
     flops = 0
     unknown = 0
-    for n in inferred.graph.node:
+    for n in m.graph.node:
         try:
             if n.op_type == "Conv":
                 w = shapes[n.input[1]]
@@ -103,10 +136,32 @@ def analyse(path):
                 ta = [x.i for x in n.attribute if x.name == "transA"]
                 kdim = a[0] if ta and ta[0] else a[1]
                 flops += 2 * int(np.prod(y)) * kdim
-        except (KeyError, TypeError):
+        except (KeyError, TypeError, IndexError):
             unknown += 1
     param_bytes = sum(numpy_helper.to_array(t).nbytes for t in m.graph.initializer)
-    return m, dict(sorted(hist.items())), flops / 1e9, unknown, param_bytes
+    return m, dict(sorted(hist.items())), runtime_histogram(inferred, shapes), \
+        flops / 1e9, unknown, param_bytes
+
+
+def runtime_histogram(model, shapes):
+    """Op histogram of the nodes left after constant folding.
+
+    A node is constant when all its inputs are initializers or outputs of
+    constant nodes (Constant nodes included), or when it is a Shape/Size of a
+    tensor whose shape is fully static. Those nodes only need to be
+    evaluated by a constant folder; the others need runtime kernels.
+    """
+    const = {i.name for i in model.graph.initializer}
+    hist = collections.Counter()
+    for n in model.graph.node:
+        ins = [i for i in n.input if i]
+        static = n.op_type in ("Shape", "Size") and ins and \
+            shapes.get(ins[0]) is not None and None not in shapes[ins[0]]
+        if static or all(i in const for i in ins):
+            const.update(n.output)
+        else:
+            hist[n.op_type] += 1
+    return dict(sorted(hist.items()))
 
 
 def ort_check(path, feeds, refs, threads=2):
@@ -183,7 +238,8 @@ def build_one(name, out_dir, force=False, log=print):
                           training=torch.onnx.TrainingMode.EVAL)
     onnx.checker.check_model(tmp, full_check=True)
     os.replace(tmp, onnx_path)
-    m, hist, gflops, unknown, param_bytes = analyse(onnx_path)
+    m, hist, rt_hist, gflops, unknown, param_bytes = analyse(
+        onnx_path, {spec.input_name: x.numpy()})
 
     in_file = f"{name}.input.{common.sanitize(spec.input_name)}.npy"
     np.save(os.path.join(out_dir, in_file), x.numpy())
@@ -211,7 +267,9 @@ def build_one(name, out_dir, force=False, log=print):
         "params": int(sum(p.numel() for p in model.parameters())),
         "param_bytes": int(param_bytes),
         "nodes": len(m.graph.node),
+        "gflops_unknown_nodes": unknown,
         "op_histogram": hist,
+        "runtime_op_histogram": rt_hist,
         "ort_check": check,
         "ort_check_ok": bool(worst <= RTOL_OK),
         "torch_fp32_vs_fp64_max_rel": fp64_rel,

@@ -90,7 +90,9 @@ class LiteMLA(nn.Module):
         q, k, v = qkv[..., :self.dim], qkv[..., self.dim:2 * self.dim], qkv[..., 2 * self.dim:]
         q = F.relu(q)
         k = F.relu(k)
-        v = F.pad(v, (0, 1), mode="constant", value=1.0)
+        # Append a ones column to v (the original uses F.pad(v, (0, 1), value=1),
+        # which torch 1.13 exports with a computed-pads subgraph).
+        v = torch.cat([v, torch.ones(static_shape(v)[:-1] + (1,))], dim=-1)
         kv = torch.matmul(k.transpose(-1, -2), v)      # b, heads, dim, dim+1
         out = torch.matmul(q, kv)                      # b, heads, hw, dim+1
         out = out[..., :-1] / (out[..., -1:] + self.eps)
@@ -150,7 +152,8 @@ class EfficientViTSeg(nn.Module):
         for f, conv in zip(feats, self.inputs):
             f = conv(f)
             if int(f.shape[2]) != h:
-                f = F.interpolate(f, size=(h, w), mode="bilinear", align_corners=False)
+                f = F.interpolate(f, scale_factor=float(h // int(f.shape[2])),
+                                  mode="bilinear", align_corners=False)
             y = f if y is None else y + f
         y = self.middle(y)
         return self.classifier(self.final_expand(y))

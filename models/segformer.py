@@ -23,8 +23,8 @@ class OverlapPatchEmbed(nn.Module):
 
     def forward(self, x):
         x = self.proj(x)
-        _, _, h, w = static_shape(x)
-        x = x.flatten(2).transpose(1, 2)
+        b, c, h, w = static_shape(x)
+        x = x.reshape(b, c, h * w).transpose(1, 2)
         return self.norm(x), int(h), int(w)
 
 
@@ -71,7 +71,7 @@ class MixFFN(nn.Module):
         x = self.fc1(x)
         b, n, c = static_shape(x)
         x = x.transpose(1, 2).reshape(b, c, h, w)
-        x = self.dwconv(x).flatten(2).transpose(1, 2)
+        x = self.dwconv(x).reshape(b, c, n).transpose(1, 2)
         return self.fc2(self.act(x))
 
 
@@ -132,10 +132,13 @@ class SegFormerHead(nn.Module):
         ups = []
         for f, mlp in zip(feats, self.mlps):
             _, c, h, w = static_shape(f)
-            y = mlp(f.flatten(2).transpose(1, 2))
+            y = mlp(f.reshape(b, c, h * w).transpose(1, 2))
             y = y.permute(0, 2, 1).reshape(b, -1, int(h), int(w))
             if int(h) != h0:
-                y = F.interpolate(y, size=(h0, w0), mode="bilinear", align_corners=False)
+                # scale_factor (exact here) rather than size=: size= exports a
+                # Shape -> Slice -> Concat chain for Resize's sizes input.
+                y = F.interpolate(y, scale_factor=float(h0 // h), mode="bilinear",
+                                  align_corners=False)
             ups.append(y)
         x = self.fuse(torch.cat(ups[::-1], dim=1))
         return self.pred(self.dropout(x))

@@ -169,7 +169,8 @@ class YOLOXHead(nn.Module):
             yv, xv = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
             grids.append(torch.stack((xv, yv), 2).reshape(1, -1, 2).float())
             stride_t.append(torch.full((1, h * w, 1), float(strides[k])))
-        out = torch.cat([o.flatten(start_dim=2) for o in outs], dim=2).permute(0, 2, 1)
+        out = torch.cat([o.reshape(o.shape[0], o.shape[1], -1) for o in outs],
+                        dim=2).permute(0, 2, 1)
         grid = torch.cat(grids, dim=1)      # constants: folded at export
         stride = torch.cat(stride_t, dim=1)
         xy = (out[..., 0:2] + grid) * stride
