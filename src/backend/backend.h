@@ -1,0 +1,86 @@
+/* Kernel backends: how a candidate kernel (a set of primitives) becomes
+ * runnable code, and how it is profiled.
+ *
+ *   cgen   generated C for memory-bound kernels (no linear primitive),
+ *          compiled with the system compiler, loaded with dlopen, tuned
+ *   dnnl   oneDNN convolution / matmul with fused post-ops
+ *   ref    the primitive interpreter (opaque operators; never chosen when a
+ *          real backend can implement the kernel)
+ *
+ * Every backend implements the same four calls, dispatched on kind. Buffers
+ * passed to kernels are dense, row-major, in the order of the spec's inputs
+ * and outputs. */
+#ifndef KORCH_BACKEND_BACKEND_H
+#define KORCH_BACKEND_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fission/pgraph.h"
+
+typedef enum korch_backend_kind {
+    KORCH_BACKEND_CGEN,
+    KORCH_BACKEND_DNNL,
+    KORCH_BACKEND_REF,
+    KORCH_BACKEND_COUNT
+} korch_backend_kind;
+
+const char *korch_backend_name(korch_backend_kind kind);
+
+/* What to implement: a convex, connected set of primitives of `pg`. */
+typedef struct korch_kernel_spec {
+    const korch_pgraph *pg;
+    int n_nodes;
+    const int *nodes;   /* pnode indices in topological order */
+    int n_inputs;
+    const int *inputs;  /* pvalues read from outside the kernel (constants included) */
+    int n_outputs;
+    const int *outputs; /* pvalues written for use outside the kernel */
+} korch_kernel_spec;
+
+/* A runnable kernel, built for one schedule. */
+typedef struct korch_kernel {
+    korch_backend_kind backend;
+    char impl[160]; /* human-readable implementation, e.g. "cgen k3f2a1 tile=64 par=0"
+                       or "dnnl brg:avx512_core" */
+    void *state;
+    korch_status (*run)(struct korch_kernel *k, void *const *inputs, void *const *outputs);
+    void (*destroy)(struct korch_kernel *k);
+} korch_kernel;
+
+typedef struct korch_profile_options {
+    int threads;          /* OpenMP threads kernels run with */
+    double budget_s;      /* total tuning time budget for this call (<= 0: backend default) */
+    const char *db_path;  /* profile database; NULL: $XDG_CACHE_HOME/korch/profile.db */
+    const char *cache_dir;/* compiled-object cache; NULL: $XDG_CACHE_HOME/korch/kernels */
+    bool progress;        /* progress bar on stderr (only when stderr is a terminal) */
+} korch_profile_options;
+
+typedef struct korch_profile_result {
+    korch_status status;  /* KORCH_OK, or why this spec could not be implemented */
+    char reason[256];     /* when status != KORCH_OK */
+    double latency_ms;    /* median */
+    double spread_ms;     /* max - min of the timed repeats */
+    char schedule[256];   /* opaque to callers; rebuilds the same kernel */
+    char impl[160];
+    bool from_database;   /* nothing was compiled or timed */
+} korch_profile_result;
+
+/* Cheap structural check; on false, `reason` says why (e.g. "post-op GELU-tanh
+ * not expressible as a oneDNN post-op"). */
+bool korch_backend_supports(korch_backend_kind kind, const korch_kernel_spec *spec, char *reason, size_t size);
+
+/* Tunes and times every spec (batched: one compiler run for many kernels),
+ * consulting and filling the profile database. results[i] for specs[i]. The
+ * call fails only on infrastructure errors (no compiler, unusable database);
+ * a spec the backend cannot implement gets results[i].status != KORCH_OK. */
+korch_status korch_backend_profile(korch_backend_kind kind, const korch_kernel_spec *specs, int n,
+                                   const korch_profile_options *options, korch_profile_result *results);
+
+/* Builds runnable kernels for given schedules (plan loading); batched too. */
+korch_status korch_backend_build(korch_backend_kind kind, const korch_kernel_spec *specs, const char *const *schedules,
+                                 int n, const korch_profile_options *options, korch_kernel **kernels);
+
+void korch_kernel_destroy(korch_kernel *k);
+
+#endif
