@@ -7,6 +7,7 @@
 #   make bench    peer benchmark (korch vs ONNX Runtime vs PyTorch) -> bench/RESULTS.md
 #   make install  install library, header, CLI and pkg-config file (PREFIX, DESTDIR)
 
+MAKEFLAGS += --no-print-directory
 BUILD ?= build
 SAN_BUILD ?= build-asan
 PREFIX ?= /usr/local
@@ -38,7 +39,7 @@ bench: build
 	@scripts/bench.sh
 
 install: build
-	@$(CMAKE) --install $(BUILD) $(if $(DESTDIR),,) >/dev/null
+	@DESTDIR=$(DESTDIR) $(CMAKE) --install $(BUILD) >/dev/null
 	@echo "installed to $(DESTDIR)$(PREFIX)"
 
 clean:
