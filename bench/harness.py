@@ -1,0 +1,739 @@
+"""Peer benchmark harness: ONNX Runtime, PyTorch eager and korch, interleaved.
+
+Run with build/venv/bin/python (scripts/bench.sh does everything):
+
+    python -m bench.harness [--models a,b] [--threads T] [--runs N] ...
+
+Method (details in bench/README.md):
+  1. machine probes (C, bench/probe/probe.c): FMA peak and STREAM triad,
+     1 and T threads; "suspect" when T-thread FMA < 1.4x 1-thread FMA;
+  2. per model: load every contender, check that outputs agree (ORT against
+     the stored PyTorch reference, PyTorch and korch against ORT);
+  3. warm-up, then R rounds; in each round every contender runs once, in an
+     order rotated every round. In-process contenders (ORT, PyTorch) time one
+     inference; korch runs one `korch run ... --bench K` process per round
+     and contributes that process's median;
+  4. report median and min-max over rounds, and ratio to ORT's median.
+Results are appended to bench/RESULTS.md; a bar chart (latency relative to
+ORT) goes to bench/results-latest.png and raw data to bench/results-latest.json.
+A contender that cannot run is reported "n/a (reason)"; nothing aborts the run.
+"""
+import argparse
+import datetime
+import gc
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+DEFAULT_MODELS = ["candy", "segformer_b0", "yolox_nano", "yolov4", "efficientvit",
+                  "resnet50", "mobilenetv2", "vit_b16", "bert_base"]
+RTOL = 1e-3          # outputs agree when max|a-b| <= RTOL * max|reference|
+SUSPECT_SCALING = 1.4
+
+
+def log(*a):
+    print("[bench]", *a, flush=True)
+
+
+def sanitize(name):
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def compare(outs, refs):
+    """Worst (max_abs, max_rel) over outputs; rel is relative to max|ref|."""
+    if len(outs) != len(refs):
+        return None, None, f"{len(outs)} outputs vs {len(refs)}"
+    worst_abs, worst_rel = 0.0, 0.0
+    for o, r in zip(outs, refs):
+        o = np.asarray(o)
+        r = np.asarray(r)
+        if o.shape != r.shape:
+            return None, None, f"shape {list(o.shape)} vs {list(r.shape)}"
+        if not o.size:
+            continue
+        d = float(np.max(np.abs(o.astype(np.float64) - r.astype(np.float64))))
+        if not np.isfinite(d):
+            return float("inf"), float("inf"), "non-finite values"
+        scale = float(np.max(np.abs(r)))
+        worst_abs = max(worst_abs, d)
+        worst_rel = max(worst_rel, d / scale if scale > 0 else d)
+    return worst_abs, worst_rel, None
+
+
+# ----------------------------------------------------------------- machine
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    fl = line.split(":", 1)[1].split()
+                    return [f for f in ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni",
+                                        "amx_tile") if f in fl]
+    except OSError:
+        pass
+    return []
+
+
+def run_probes(probe, threads):
+    """Run the C probes; returns dict or {'error': ...}."""
+    res = {"binary": probe}
+    if not probe or not os.path.exists(probe):
+        return {"error": f"probe binary missing ({probe})"}
+    for kind in ("fma", "triad"):
+        for t in sorted({1, threads}):
+            try:
+                p = subprocess.run([probe, kind, str(t)], capture_output=True, text=True,
+                                   timeout=300)
+                res[f"{kind}_{t}t"] = json.loads(p.stdout.strip().splitlines()[-1])
+            except Exception as e:  # noqa: BLE001 - report, don't crash
+                res[f"{kind}_{t}t"] = {"error": str(e)}
+    try:
+        f1 = res["fma_1t"]["best"]
+        ft = res[f"fma_{threads}t"]["best"]
+        res["fma_scaling"] = ft / f1
+        res["suspect"] = threads > 1 and ft < SUSPECT_SCALING * f1
+    except (KeyError, TypeError, ZeroDivisionError):
+        res["suspect"] = None
+    return res
+
+
+def git_commit():
+    try:
+        c = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"],
+                           capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return c + ("-dirty" if dirty else "")
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+def versions():
+    import onnx
+    import onnxruntime
+    import torch
+    v = {"python": platform.python_version(), "numpy": np.__version__,
+         "onnxruntime": onnxruntime.__version__, "onnx": onnx.__version__,
+         "torch": torch.__version__, "korch_commit": git_commit(),
+         "kernel": platform.release()}
+    try:
+        v["cc"] = subprocess.run(["cc", "--version"], capture_output=True, text=True,
+                                 timeout=10).stdout.splitlines()[0]
+    except Exception:  # noqa: BLE001
+        pass
+    return v
+
+
+class CpuMeter:
+    """CPU time used by *other* processes (and VM steal) while we measure.
+
+    /proc/stat gives machine-wide busy time; os.times() gives ours (and our
+    finished children's, i.e. korch processes). Busy time that is not ours
+    is foreign load that perturbs the timings."""
+
+    def __init__(self):
+        self.t0 = self._read()
+
+    @staticmethod
+    def _read():
+        try:
+            with open("/proc/stat") as fh:
+                f = [int(v) for v in fh.readline().split()[1:]]
+            hz = os.sysconf("SC_CLK_TCK")
+            idle = f[3] + (f[4] if len(f) > 4 else 0)
+            steal = f[7] if len(f) > 7 else 0
+            total = sum(f[:8])
+            t = os.times()
+            own = t.user + t.system + t.children_user + t.children_system
+            return total / hz, (total - idle - steal) / hz, steal / hz, own, time.monotonic()
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def stop(self):
+        t1 = self._read()
+        if not self.t0 or not t1:
+            return {}
+        total, busy, steal = (t1[i] - self.t0[i] for i in range(3))
+        own = t1[3] - self.t0[3]
+        if total <= 0:
+            return {}
+        return {"foreign_cpu_pct": round(100 * max(busy - own, 0) / total, 1),
+                "steal_pct": round(100 * steal / total, 1)}
+
+
+# ------------------------------------------------------------- contenders
+
+
+class Contender:
+    name = "?"
+    kind = "inproc"     # "inproc": time one call; "proc": one process per round
+    error = None        # set -> "n/a (error)"
+
+    def prepare(self):
+        """Load; return list of output arrays (for the agreement check)."""
+        raise NotImplementedError
+
+    def once(self):
+        """One timed sample in ms."""
+        raise NotImplementedError
+
+    def close(self):
+        pass
+
+
+class OrtContender(Contender):
+    name = "ORT"
+
+    def __init__(self, path, feeds, threads):
+        self.path, self.feeds, self.threads = path, feeds, threads
+
+    def prepare(self):
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        so.intra_op_num_threads = self.threads
+        so.inter_op_num_threads = 1
+        so.log_severity_level = 3
+        t0 = time.perf_counter()
+        self.sess = ort.InferenceSession(self.path, so, providers=["CPUExecutionProvider"])
+        self.load_s = time.perf_counter() - t0
+        return self.sess.run(None, self.feeds)
+
+    def once(self):
+        t0 = time.perf_counter()
+        self.sess.run(None, self.feeds)
+        return (time.perf_counter() - t0) * 1e3
+
+    def close(self):
+        self.sess = None
+
+
+class TorchContender(Contender):
+    name = "PyTorch"
+
+    def __init__(self, model_name, x, threads):
+        self.model_name, self.x, self.threads = model_name, x, threads
+
+    def prepare(self):
+        import torch
+        from models import build as mbuild
+        from models.zoo import lookup
+        torch.set_num_threads(self.threads)
+        spec, tiny = lookup(self.model_name)
+        t0 = time.perf_counter()
+        self.model, x = mbuild.make_model(spec, tiny)
+        self.load_s = time.perf_counter() - t0
+        self.x = torch.from_numpy(self.x)
+        if not torch.equal(x, self.x):
+            raise RuntimeError("regenerated input differs from the stored one "
+                               "(models out of date? run scripts/build-models.sh)")
+        self.ctx = torch.inference_mode
+        with self.ctx():
+            out = self.model(self.x)
+        out = list(out) if isinstance(out, (tuple, list)) else [out]
+        return [o.numpy() for o in out]
+
+    def once(self):
+        with self.ctx():
+            t0 = time.perf_counter()
+            self.model(self.x)
+            return (time.perf_counter() - t0) * 1e3
+
+    def close(self):
+        self.model = None
+
+
+BENCH_LINE = re.compile(r"median_ms=([0-9.eE+-]+)\s+min_ms=([0-9.eE+-]+)\s+"
+                        r"max_ms=([0-9.eE+-]+)\s+runs=(\d+)")
+
+
+class KorchContender(Contender):
+    """korch CLI: optional `korch optimize`, then `korch run --bench K` per round."""
+    kind = "proc"
+
+    def __init__(self, korch, strategy, model_path, meta, models_dir, threads, work,
+                 bench_k, db=None, budget=None, timeout=900, max_run_s=30.0):
+        self.korch, self.strategy = korch, strategy
+        self.model_path, self.meta, self.models_dir = model_path, meta, models_dir
+        self.threads, self.work, self.bench_k = threads, work, bench_k
+        self.db, self.budget, self.timeout = db, budget, timeout
+        self.max_run_s = max_run_s
+        self.name = f"korch-{strategy}" if strategy != "onnx" else "korch (no plan)"
+        self.optimize_s = None
+        self.inner = []  # per-round (median, min, max, runs) as printed by korch
+
+    def _run(self, args, timeout=None):
+        p = subprocess.run([self.korch] + args, capture_output=True, text=True,
+                           timeout=timeout or self.timeout)
+        if p.returncode != 0:
+            lines = [ln.strip() for ln in (p.stderr or p.stdout).splitlines() if ln.strip()]
+            errs = [ln for ln in lines if "error" in ln.lower()] or lines or ["no output"]
+            raise RuntimeError(f"`korch {args[0]}` exit {p.returncode}: {errs[0][:160]}")
+        return p
+
+    def _run_args(self, out_dir):
+        args = ["run", self.target]
+        for i in self.meta["inputs"]:
+            args += ["--input", f"{i['name']}={os.path.join(self.models_dir, i['file'])}"]
+        return args + ["--output-dir", out_dir, "--threads", str(self.threads)]
+
+    def prepare(self):
+        if not os.path.exists(self.korch):
+            raise RuntimeError("korch CLI not built")
+        stem = f"{self.meta['name']}.{self.strategy}"
+        self.out_dir = os.path.join(self.work, stem + ".out")
+        os.makedirs(self.out_dir, exist_ok=True)
+        if self.strategy == "onnx":
+            self.target = self.model_path
+        else:
+            self.target = os.path.join(self.work, stem + ".plan")
+            args = ["optimize", self.model_path, "-o", self.target, "--strategy", self.strategy,
+                    "--threads", str(self.threads)]
+            if self.db:
+                args += ["--db", self.db]
+            if self.budget is not None:
+                args += ["--budget", str(self.budget)]
+            t0 = time.perf_counter()
+            self._run(args)
+            self.optimize_s = time.perf_counter() - t0
+        for f in os.listdir(self.out_dir):
+            os.unlink(os.path.join(self.out_dir, f))
+        t0 = time.perf_counter()
+        self._run(self._run_args(self.out_dir), timeout=self.max_run_s * 4)
+        first = time.perf_counter() - t0
+        if first > self.max_run_s:
+            raise RuntimeError(f"too slow to benchmark: first run took {first:.0f} s "
+                               f"(limit {self.max_run_s:.0f} s, --korch-max-run-s)")
+        outs = []
+        for o in self.meta["outputs"]:
+            f = os.path.join(self.out_dir, sanitize(o["name"]) + ".npy")
+            if not os.path.exists(f):
+                raise RuntimeError(f"korch wrote no {os.path.basename(f)}")
+            outs.append(np.load(f))
+        return outs
+
+    def once(self):
+        p = self._run(self._run_args(self.out_dir) + ["--bench", str(self.bench_k)])
+        lines = [ln for ln in p.stdout.strip().splitlines() if ln.strip()]
+        m = BENCH_LINE.search(lines[-1]) if lines else None
+        if not m:
+            raise RuntimeError("no 'median_ms=... runs=N' last line from korch run --bench")
+        med, lo, hi, n = float(m.group(1)), float(m.group(2)), float(m.group(3)), int(m.group(4))
+        self.inner.append((med, lo, hi, n))
+        return med
+
+
+# ------------------------------------------------------------ benchmarking
+
+
+def bench_model(name, args, probes):
+    models_dir = args.models_dir
+    with open(os.path.join(models_dir, name + ".json")) as fh:
+        meta = json.load(fh)
+    path = os.path.join(models_dir, name + ".onnx")
+    feeds = {i["name"]: np.load(os.path.join(models_dir, i["file"])) for i in meta["inputs"]}
+    refs = [np.load(os.path.join(models_dir, o["file"])) for o in meta["outputs"]]
+    x = next(iter(feeds.values()))
+
+    cons = []
+    if "ort" in args.contenders:
+        cons.append(OrtContender(path, feeds, args.threads))
+    if "torch" in args.contenders:
+        cons.append(TorchContender(name, x, args.threads))
+    if "korch" in args.contenders:
+        for s in args.korch_strategies:
+            cons.append(KorchContender(args.korch, s, path, meta, models_dir, args.threads,
+                                       args.work, args.korch_bench_k, args.korch_db,
+                                       args.korch_budget, max_run_s=args.korch_max_run_s))
+
+    res = {"model": name, "gflops": meta.get("gflops"), "param_bytes": meta.get("param_bytes"),
+           "opset": meta.get("opset"), "contenders": {}}
+    ort_out = None
+    for c in cons:
+        r = res["contenders"].setdefault(c.name, {"kind": c.kind})
+        try:
+            outs = c.prepare()
+            if isinstance(c, OrtContender):
+                ort_out = outs
+                a, rel, err = compare(outs, refs)
+                r["check_against"] = "PyTorch reference (build time)"
+            else:
+                if ort_out is None:
+                    a, rel, err = compare(outs, refs)
+                    r["check_against"] = "PyTorch reference (build time)"
+                else:
+                    a, rel, err = compare(outs, ort_out)
+                    r["check_against"] = "ORT"
+            r["max_abs"], r["max_rel"] = a, rel
+            r["check_ok"] = err is None and rel is not None and rel <= RTOL
+            if err:
+                r["check_error"] = err
+            for k in ("load_s", "optimize_s"):
+                if getattr(c, k, None) is not None:
+                    r[k] = round(getattr(c, k), 3)
+            log(f"{name}: {c.name} ready; max_abs={a} max_rel={rel} "
+                f"{'ok' if r['check_ok'] else 'MISMATCH ' + (err or '')}")
+        except Exception as e:  # noqa: BLE001
+            c.error = str(e) or type(e).__name__
+            r["na"] = c.error
+            log(f"{name}: {c.name} n/a ({c.error})")
+            if args.verbose:
+                traceback.print_exc()
+    live = [c for c in cons if c.error is None]
+
+    # warm-up, and a cost estimate for choosing the number of rounds
+    round_cost = 0.0
+    for c in live:
+        try:
+            t0 = time.perf_counter()
+            for _ in range(args.warmup if c.kind == "inproc" else 1):
+                c.once()
+            dt = (time.perf_counter() - t0) / (args.warmup if c.kind == "inproc" else 1)
+            round_cost += dt
+        except Exception as e:  # noqa: BLE001
+            c.error = str(e)
+            res["contenders"][c.name]["na"] = c.error
+            log(f"{name}: {c.name} n/a in warm-up ({c.error})")
+        if c.kind == "proc" and c.error is None:
+            c.inner.clear()
+    live = [c for c in cons if c.error is None]
+    if args.runs:
+        rounds = args.runs
+    else:
+        rounds = int(args.time_per_model / max(round_cost, 1e-6))
+        rounds = max(args.min_runs, min(args.max_runs, rounds))
+    log(f"{name}: {rounds} rounds (round ~{round_cost * 1e3:.0f} ms, "
+        f"{len(live)} contenders)")
+
+    samples = {c.name: [] for c in live}
+    meter = CpuMeter()
+    t_start = time.perf_counter()
+    for rnd in range(rounds):
+        k = rnd % max(len(live), 1)
+        for c in live[k:] + live[:k]:     # rotate the order each round
+            if c.error:
+                continue
+            try:
+                samples[c.name].append(c.once())
+            except Exception as e:  # noqa: BLE001
+                c.error = str(e)
+                res["contenders"][c.name]["na"] = f"failed in round {rnd}: {c.error}"
+            if args.gap_ms:
+                time.sleep(args.gap_ms / 1e3)
+    res["bench_seconds"] = round(time.perf_counter() - t_start, 1)
+    res.update(meter.stop())
+    res["rounds"] = rounds
+
+    for c in cons:
+        r = res["contenders"][c.name]
+        s = samples.get(c.name, [])
+        if c.error is None and s:
+            r.update(median_ms=statistics.median(s), min_ms=min(s), max_ms=max(s), n=len(s),
+                     samples_ms=[round(v, 4) for v in s])
+            if c.kind == "proc":
+                r["per_process_bench_k"] = args.korch_bench_k
+        c.close()
+    ort = res["contenders"].get("ORT", {}).get("median_ms")
+    for r in res["contenders"].values():
+        if ort and "median_ms" in r:
+            r["ratio_vs_ort"] = r["median_ms"] / ort
+    # roofline-style floor from the probes: compute-bound and weight-streaming
+    try:
+        peak = probes[f"fma_{args.threads}t"]["best"]
+        bw = probes[f"triad_{args.threads}t"]["best"]
+        res["floor_ms"] = max(meta["gflops"] / peak, meta["param_bytes"] / 1e9 / bw) * 1e3
+    except (KeyError, TypeError):
+        pass
+    gc.collect()
+    return res
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def fmt_ms(v):
+    if v is None:
+        return "-"
+    return f"{v:.3g}" if v < 10 else f"{v:.1f}"
+
+
+def contender_order(results):
+    names = []
+    for r in results:
+        for n in r["contenders"]:
+            if n not in names:
+                names.append(n)
+    return names
+
+
+def markdown(results, probes, vers, args, started, elapsed):
+    L = []
+    L.append(f"## Run {started.strftime('%Y-%m-%d %H:%M UTC')}")
+    L.append("")
+    L.append(f"Command: `{args.command}`")
+    L.append("")
+    L.append(f"- Machine: {cpu_model()}, {os.cpu_count()} logical CPUs, flags: "
+             f"{' '.join(cpu_flags())}; load average at start: {args.loadavg}")
+    pr = []
+    for kind, unit in (("fma", "GFLOP/s"), ("triad", "GB/s")):
+        for t in sorted({1, args.threads}):
+            p = probes.get(f"{kind}_{t}t", {})
+            if "best" in p:
+                pr.append(f"{kind} {t}T best {p['best']:.0f} (median {p['median']:.0f}) {unit}")
+            else:
+                pr.append(f"{kind} {t}T n/a")
+    L.append("- Probes: " + "; ".join(pr))
+    if probes.get("suspect"):
+        L.append(f"- **suspect: vCPUs may share a physical core** ({args.threads}-thread FMA "
+                 f"is only {probes['fma_scaling']:.2f}x the 1-thread FMA; want >= "
+                 f"{SUSPECT_SCALING}x)")
+    elif probes.get("suspect") is False:
+        L.append(f"- FMA scaling {args.threads}T/1T = {probes['fma_scaling']:.2f}x (not suspect)")
+    L.append(f"- Versions: " + ", ".join(f"{k} {v}" for k, v in vers.items()))
+    L.append(f"- Settings: {args.threads} threads (ORT intra-op {args.threads}, inter-op 1, "
+             f"sequential, all graph optimisations; torch.set_num_threads({args.threads})); "
+             f"warm-up {args.warmup}; rounds "
+             f"{'fixed ' + str(args.runs) if args.runs else f'auto ({args.min_runs}..{args.max_runs}, ~{args.time_per_model:.0f} s/model)'}"
+             f"; korch: `run --bench {args.korch_bench_k}` per round, strategies "
+             f"{','.join(args.korch_strategies)}; total {elapsed / 60:.1f} min")
+    L.append("")
+    names = contender_order(results)
+    L.append("Summary (median ms; ratio = median / ORT median, lower is better; floor = "
+             "max(GFLOPs / FMA peak, weight bytes / triad bandwidth) at the bench's thread "
+             "count; other load = CPU time used by other processes during the rounds):")
+    L.append("")
+    L.append("| model | GFLOPs | floor ms | " + " | ".join(names) + " | other load |")
+    L.append("|---|---:|---:|" + "---|" * len(names) + "---:|")
+    for r in results:
+        cells = []
+        for n in names:
+            c = r["contenders"].get(n, {})
+            if "median_ms" in c:
+                cell = fmt_ms(c["median_ms"])
+                if n != "ORT" and "ratio_vs_ort" in c:
+                    cell += f" ({c['ratio_vs_ort']:.2f}x)"
+                if not c.get("check_ok", True):
+                    cell += " MISMATCH"
+                cells.append(cell)
+            else:
+                cells.append("n/a")
+        load = f"{r['foreign_cpu_pct']:.0f}%" if "foreign_cpu_pct" in r else "?"
+        L.append(f"| {r['model']} | {r.get('gflops', 0):.2f} | {fmt_ms(r.get('floor_ms'))} | "
+                 + " | ".join(cells) + f" | {load} |")
+    L.append("")
+    for r in results:
+        L.append(f"### {r['model']}")
+        L.append("")
+        noise = ""
+        if "foreign_cpu_pct" in r:
+            noise = (f"; other processes used {r['foreign_cpu_pct']}% of the CPUs during the "
+                     f"rounds (steal {r['steal_pct']}%)")
+            if r["foreign_cpu_pct"] > 10:
+                noise += " **(noisy)**"
+        L.append(f"{r.get('rounds', 0)} rounds, {r.get('bench_seconds', 0)} s{noise}; "
+                 f"{r.get('gflops', 0):.2f} GFLOPs, {r.get('param_bytes', 0) / 1e6:.1f} MB "
+                 f"weights, opset {r.get('opset')}; floor {fmt_ms(r.get('floor_ms'))} ms")
+        L.append("")
+        L.append("| contender | median ms | min–max ms | ratio vs ORT | output check | notes |")
+        L.append("|---|---:|---:|---:|---|---|")
+        for n in names:
+            c = r["contenders"].get(n)
+            if c is None:
+                continue
+            if "na" in c:
+                L.append(f"| {n} | n/a ({c['na']}) | | | | |")
+                continue
+            chk = "-"
+            if "max_rel" in c and c["max_rel"] is not None:
+                chk = (f"{'ok' if c['check_ok'] else '**MISMATCH**'} vs "
+                       f"{c.get('check_against', '?')}: max abs {c['max_abs']:.2g}, "
+                       f"rel {c['max_rel']:.2g}")
+            elif c.get("check_error"):
+                chk = f"**MISMATCH** {c['check_error']}"
+            notes = []
+            if "optimize_s" in c:
+                notes.append(f"optimise {c['optimize_s']:.1f} s")
+            if c.get("kind") == "proc":
+                notes.append(f"median of per-process medians (--bench {c.get('per_process_bench_k')})")
+            if "load_s" in c:
+                notes.append(f"load {c['load_s']:.2f} s")
+            ratio = f"{c['ratio_vs_ort']:.2f}" if "ratio_vs_ort" in c else "-"
+            L.append(f"| {n} | {fmt_ms(c.get('median_ms'))} | {fmt_ms(c.get('min_ms'))}–"
+                     f"{fmt_ms(c.get('max_ms'))} | {ratio} | {chk} | {'; '.join(notes)} |")
+        L.append("")
+    return "\n".join(L) + "\n"
+
+
+def chart(results, path, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = contender_order(results)
+    models = [r["model"] for r in results]
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(models) + 2), 4.8))
+    width = 0.8 / max(len(names), 1)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    ymax = 1.0
+    for j, n in enumerate(names):
+        xs, ys = [], []
+        for i, r in enumerate(results):
+            c = r["contenders"].get(n, {})
+            if "ratio_vs_ort" in c:
+                xs.append(i + (j - (len(names) - 1) / 2) * width)
+                ys.append(c["ratio_vs_ort"])
+            elif n.startswith("korch") or "na" in c:
+                ax.text(i + (j - (len(names) - 1) / 2) * width, 0.02, "n/a", rotation=90,
+                        ha="center", va="bottom", fontsize=6, color="grey",
+                        transform=ax.get_xaxis_transform())
+        if ys:
+            ymax = max(ymax, max(ys))
+        bars = ax.bar(xs, ys, width, label=n, color=colors[j % len(colors)])
+        for b, y in zip(bars, ys):
+            ax.text(b.get_x() + b.get_width() / 2, y, f"{y:.2f}", ha="center", va="bottom",
+                    fontsize=6)
+    ax.axhline(1.0, color="black", lw=0.8, ls="--")
+    ax.set_xticks(range(len(models)))
+    ax.set_xticklabels(models, rotation=20, ha="right")
+    ax.set_ylabel("latency / ORT latency (median; lower is better)")
+    ax.set_yscale("log")
+    ax.set_ylim(min(0.2, ax.get_ylim()[0]), ymax * 1.6)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8, ncol=min(len(names), 5))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------- main
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default=",".join(DEFAULT_MODELS),
+                    help="comma-separated model names (default: the nine full models)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--runs", type=int, default=0,
+                    help="rounds per model (default: auto, see --time-per-model)")
+    ap.add_argument("--min-runs", type=int, default=7)
+    ap.add_argument("--max-runs", type=int, default=30)
+    ap.add_argument("--time-per-model", type=float, default=60.0,
+                    help="auto rounds: about this many seconds of timed rounds per model")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--gap-ms", type=float, default=0.0,
+                    help="sleep between contenders inside a round")
+    ap.add_argument("--contenders", default="ort,torch,korch")
+    ap.add_argument("--korch", default=os.path.join(ROOT, "build", "korch"))
+    ap.add_argument("--korch-max-run-s", type=float, default=30.0,
+                    help="korch contenders whose first (checking) run takes longer are n/a")
+    ap.add_argument("--korch-strategies", default="onnx,none,greedy,optimal",
+                    help="plans to build with `korch optimize --strategy S`; 'onnx' runs "
+                         "the model file directly")
+    ap.add_argument("--korch-bench-k", type=int, default=5)
+    ap.add_argument("--korch-db", default=os.path.join(ROOT, "build", "bench", "profile.db"))
+    ap.add_argument("--korch-budget", type=float, default=None,
+                    help="--budget seconds passed to korch optimize")
+    ap.add_argument("--models-dir", default=os.path.join(ROOT, "build", "models"))
+    ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
+    ap.add_argument("--probe", default=os.path.join(ROOT, "build", "bench", "probe"))
+    ap.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"))
+    ap.add_argument("--chart", default=os.path.join(ROOT, "bench", "results-latest.png"))
+    ap.add_argument("--json", default=os.path.join(ROOT, "bench", "results-latest.json"))
+    ap.add_argument("--no-record", action="store_true",
+                    help="print the report only; do not touch RESULTS.md/png/json")
+    ap.add_argument("--command", default=None, help="command line to record (bench.sh sets it)")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args(argv)
+    args.models = [m for m in args.models.split(",") if m]
+    args.contenders = set(args.contenders.split(","))
+    args.korch_strategies = [s for s in args.korch_strategies.split(",") if s]
+    if args.command is None:
+        args.command = "python -m bench.harness " + " ".join(shlex.quote(a) for a in argv)
+    return args
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    os.makedirs(args.work, exist_ok=True)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    t0 = time.perf_counter()
+    try:
+        with open("/proc/loadavg") as fh:
+            args.loadavg = " ".join(fh.read().split()[:3])
+    except OSError:
+        args.loadavg = "?"
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+
+    log(f"probes ({args.probe}) ...")
+    probes = run_probes(args.probe, args.threads)
+    for k, v in probes.items():
+        if isinstance(v, dict):
+            log(f"  {k}: {v.get('best', v.get('error'))} {v.get('unit', '')}")
+    if probes.get("suspect"):
+        log("  suspect: vCPUs may share a physical core")
+    vers = versions()
+    log("versions: " + ", ".join(f"{k} {v}" for k, v in vers.items()))
+
+    results = []
+    for m in args.models:
+        try:
+            results.append(bench_model(m, args, probes))
+        except Exception as e:  # noqa: BLE001 - one model must not stop the others
+            traceback.print_exc()
+            results.append({"model": m, "gflops": 0, "contenders": {
+                "ORT": {"na": f"model failed: {e}"}}})
+        r = results[-1]
+        log(f"{m}: " + ", ".join(
+            f"{n} {fmt_ms(c['median_ms'])} ms" if "median_ms" in c else f"{n} n/a"
+            for n, c in r["contenders"].items()))
+    elapsed = time.perf_counter() - t0
+    md = markdown(results, probes, vers, args, started, elapsed)
+    print(md)
+    if not args.no_record:
+        with open(args.results, "a") as fh:
+            fh.write("\n" + md)
+        title = (f"korch bench {started.strftime('%Y-%m-%d')}, {args.threads} threads, "
+                 f"{cpu_model()}" + (" [suspect]" if probes.get("suspect") else ""))
+        try:
+            chart(results, args.chart, title)
+        except Exception as e:  # noqa: BLE001
+            log(f"chart failed: {e}")
+        with open(args.json, "w") as fh:
+            json.dump({"started": started.isoformat(), "command": args.command,
+                       "threads": args.threads, "cpu": cpu_model(), "probes": probes,
+                       "versions": vers, "results": results}, fh, indent=1)
+        log(f"appended to {args.results}; chart {args.chart}; data {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
