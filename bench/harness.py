@@ -34,7 +34,10 @@ import tempfile
 import time
 import traceback
 
-import numpy as np
+# numpy is imported in main(), after preload_blas(): Debian's numpy links
+# libblas.so.3 too, and whichever libblas.so.3 is loaded first is the one
+# torch gets.
+np = None
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -72,6 +75,73 @@ def compare(outs, refs):
         worst_abs = max(worst_abs, d)
         worst_rel = max(worst_rel, d / scale if scale > 0 else d)
     return worst_abs, worst_rel, None
+
+
+# ------------------------------------------------------------ PyTorch BLAS
+
+
+def preload_blas(args):
+    """Make PyTorch use OpenBLAS instead of Debian's default reference BLAS.
+
+    Debian's python3-torch links libblas.so.3, which by default is netlib's
+    reference BLAS: ~3 GFLOP/s for PyTorch's Linear/matmul, which would make
+    PyTorch an absurd straw man on the transformer models. bench.sh extracts
+    Debian's libopenblas0-openmp (OpenMP build, so it shares libgomp with
+    torch instead of oversubscribing the cores) into build/openblas without
+    installing it. Loading its libblas.so.3 with RTLD_GLOBAL before torch is
+    imported makes the dynamic linker reuse it (matched by SONAME) for torch,
+    in this process only; korch subprocesses are not affected.
+    OpenBLAS 0.3.21 detects this Zen 5 as Haswell (AVX2 kernels); on AVX-512
+    machines OPENBLAS_CORETYPE=SkylakeX roughly doubles sgemm speed.
+    Returns a description for the report.
+    """
+    import ctypes
+    d = args.torch_blas
+    if not d or d == "system":
+        return "system libblas.so.3 (as installed)"
+    lib = os.path.join(d, "libblas.so.3")
+    if not os.path.exists(lib):
+        return f"system libblas.so.3 ({lib} missing)"
+    ct = args.openblas_coretype
+    if ct == "auto":
+        ct = "SkylakeX" if "avx512f" in cpu_flags() else ""
+    if ct:
+        os.environ["OPENBLAS_CORETYPE"] = ct
+    else:
+        os.environ.pop("OPENBLAS_CORETYPE", None)
+    os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
+    try:
+        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+        lapack = os.path.join(d, "liblapack.so.3")
+        if os.path.exists(lapack):
+            ctypes.CDLL(lapack, mode=ctypes.RTLD_GLOBAL)
+    except OSError as e:
+        return f"system libblas.so.3 (preloading {lib} failed: {e})"
+    return (f"OpenBLAS from {os.path.relpath(d, ROOT)} (OpenMP build), "
+            f"OPENBLAS_CORETYPE={ct or 'auto-detected'}")
+
+
+def torch_sgemm_probe(threads):
+    """GFLOP/s of a PyTorch Linear 197x768 -> 3072 (ViT-B MLP shape)."""
+    import torch
+    torch.set_num_threads(threads)
+    a, w = torch.randn(197, 768), torch.randn(3072, 768)
+    torch.nn.functional.linear(a, w)
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < 0.3 or n < 3:
+        torch.nn.functional.linear(a, w)
+        n += 1
+    return 2 * 197 * 768 * 3072 * n / (time.perf_counter() - t0) / 1e9
+
+
+def mapped_blas():
+    """Which BLAS library is actually mapped into this process."""
+    try:
+        with open("/proc/self/maps") as fh:
+            libs = {ln.split()[-1] for ln in fh if "blas" in ln.lower() and "/" in ln}
+        return ", ".join(sorted(os.path.basename(x) for x in libs)) or "none"
+    except OSError:
+        return "?"
 
 
 # ----------------------------------------------------------------- machine
@@ -661,6 +731,14 @@ def parse_args(argv):
     ap.add_argument("--korch-db", default=os.path.join(ROOT, "build", "bench", "profile.db"))
     ap.add_argument("--korch-budget", type=float, default=None,
                     help="--budget seconds passed to korch optimize")
+    ap.add_argument("--torch-blas",
+                    default=os.path.join(ROOT, "build", "openblas", "usr", "lib",
+                                         "x86_64-linux-gnu", "openblas-openmp"),
+                    help="folder with an OpenBLAS libblas.so.3 to preload for PyTorch, or "
+                         "'system' (see preload_blas)")
+    ap.add_argument("--openblas-coretype", default="auto",
+                    help="OPENBLAS_CORETYPE for PyTorch's BLAS ('auto': SkylakeX on AVX-512 "
+                         "machines, else OpenBLAS's own detection)")
     ap.add_argument("--models-dir", default=os.path.join(ROOT, "build", "models"))
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench"))
     ap.add_argument("--probe", default=os.path.join(ROOT, "build", "bench", "probe"))
@@ -692,6 +770,9 @@ def main(argv=None):
     except OSError:
         args.loadavg = "?"
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    args.blas = preload_blas(args)   # before anything imports numpy or torch
+    global np
+    import numpy as np  # noqa: F811
 
     log(f"probes ({args.probe}) ...")
     probes = run_probes(args.probe, args.threads)
@@ -701,6 +782,8 @@ def main(argv=None):
     if probes.get("suspect"):
         log("  suspect: vCPUs may share a physical core")
     vers = versions()
+    vers["torch_blas"] = (f"{args.blas}; mapped: {mapped_blas()}; torch Linear 197x768x3072 "
+                          f"{torch_sgemm_probe(args.threads):.0f} GFLOP/s")
     log("versions: " + ", ".join(f"{k} {v}" for k, v in vers.items()))
 
     results = []

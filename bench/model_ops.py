@@ -84,6 +84,31 @@ def main(argv=None):
         L.append(f"| {op} | " + " | ".join(
             str(m.get("runtime_op_histogram", {}).get(op, "")) for m in full) + " |")
     L.append("")
+    L.append("## Tiny variants: same operator types as the full models?")
+    L.append("")
+    by = {m["name"]: m for m in metas}
+    for m in full:
+        t = by.get(m["name"] + "_tiny")
+        if not t:
+            L.append(f"- {m['name']}: no tiny variant built")
+            continue
+        a, b = set(m["op_histogram"]), set(t["op_histogram"])
+        ra = set(m.get("runtime_op_histogram", {}))
+        rb = set(t.get("runtime_op_histogram", {}))
+        if a == b and ra == rb:
+            L.append(f"- {m['name']}_tiny: same op types ({len(ra)} runtime, {len(a)} in all)")
+        else:
+            diff = []
+            if ra - rb:
+                diff.append("runtime ops missing in tiny: " + ", ".join(sorted(ra - rb)))
+            if rb - ra:
+                diff.append("runtime ops only in tiny: " + ", ".join(sorted(rb - ra)))
+            if a - b:
+                diff.append("ops missing in tiny: " + ", ".join(sorted(a - b)))
+            if b - a:
+                diff.append("ops only in tiny: " + ", ".join(sorted(b - a)))
+            L.append(f"- {m['name']}_tiny: **differs**: " + "; ".join(diff))
+    L.append("")
     L.append("## Per model")
     L.append("")
     for m in metas:

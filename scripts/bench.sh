@@ -39,4 +39,34 @@ if [ ! -x "$PROBE" ] || [ "$ROOT/bench/probe/probe.c" -nt "$PROBE" ]; then
     cc -O3 -march=native -fopenmp "$ROOT/bench/probe/probe.c" -o "$PROBE"
 fi
 
+# PyTorch's BLAS. Debian's python3-torch uses libblas.so.3, by default the
+# netlib reference BLAS (~3 GFLOP/s sgemm). Give PyTorch OpenBLAS instead
+# without touching the system: extract Debian's libopenblas0-openmp package
+# into build/openblas (apt-get download + dpkg -x, no install); the harness
+# preloads it for its own process only. See bench/README.md.
+TORCH_BLAS=""
+case " $* " in *" --torch-blas"*) TORCH_BLAS=given ;; esac
+if [ -z "$TORCH_BLAS" ]; then
+    SYSDIR=/usr/lib/x86_64-linux-gnu/openblas-openmp
+    LOCALDIR="$ROOT/build/openblas/usr/lib/x86_64-linux-gnu/openblas-openmp"
+    if [ -e "$SYSDIR/libblas.so.3" ]; then
+        TORCH_BLAS="$SYSDIR"
+    else
+        if [ ! -e "$LOCALDIR/libblas.so.3" ]; then
+            echo "[bench] fetching Debian libopenblas0-openmp into build/openblas (not installed)"
+            DL="$ROOT/build/openblas-dl"
+            rm -rf "$DL" && mkdir -p "$DL"
+            if (cd "$DL" && apt-get download -q libopenblas0-openmp >/dev/null 2>&1 &&
+                dpkg -x "$DL"/libopenblas0-openmp_*.deb "$ROOT/build/openblas"); then
+                :
+            else
+                echo "[bench] WARNING: could not fetch OpenBLAS; PyTorch uses the system BLAS"
+            fi
+            rm -rf "$DL"
+        fi
+        TORCH_BLAS="$LOCALDIR"
+    fi
+    set -- --torch-blas "$TORCH_BLAS" "$@"
+fi
+
 exec "$PY" -m bench.harness --probe "$PROBE" --command "$CMD" "$@"
