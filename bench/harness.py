@@ -580,11 +580,14 @@ def markdown(results, probes, vers, args, started, elapsed):
                 pr.append(f"{kind} {t}T best {p['best']:.0f} (median {p['median']:.0f}) {unit}")
             else:
                 pr.append(f"{kind} {t}T n/a")
-    L.append("- Probes: " + "; ".join(pr))
+    L.append("- Probes: " + "; ".join(pr) + (f" (other load during probes "
+             f"{probes['foreign_cpu_pct']}%)" if "foreign_cpu_pct" in probes else ""))
     if probes.get("suspect"):
         L.append(f"- **suspect: vCPUs may share a physical core** ({args.threads}-thread FMA "
                  f"is only {probes['fma_scaling']:.2f}x the 1-thread FMA; want >= "
-                 f"{SUSPECT_SCALING}x)")
+                 f"{SUSPECT_SCALING}x; other processes used "
+                 f"{probes.get('foreign_cpu_pct', '?')}% of the CPUs during the probes, a busy "
+                 f"neighbour also causes this)")
     elif probes.get("suspect") is False:
         L.append(f"- FMA scaling {args.threads}T/1T = {probes['fma_scaling']:.2f}x (not suspect)")
     L.append(f"- Versions: " + ", ".join(f"{k} {v}" for k, v in vers.items()))
@@ -666,37 +669,55 @@ def chart(results, path, title):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FixedLocator, NullLocator
     names = contender_order(results)
     models = [r["model"] for r in results]
-    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(models) + 2), 4.8))
+    palette = {"ORT": "#7f7f7f", "PyTorch": "#ff7f0e"}
+    others = ["#1f77b4", "#2ca02c", "#17becf", "#9467bd", "#d62728", "#8c564b"]
+    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(models) + 2), 5))
     width = 0.8 / max(len(names), 1)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    ymax = 1.0
+    ys_all = [1.0]
+    handles = []
+    k = 0
     for j, n in enumerate(names):
+        color = palette.get(n)
+        if color is None:
+            color = others[k % len(others)]
+            k += 1
         xs, ys = [], []
         for i, r in enumerate(results):
             c = r["contenders"].get(n, {})
+            x = i + (j - (len(names) - 1) / 2) * width
             if "ratio_vs_ort" in c:
-                xs.append(i + (j - (len(names) - 1) / 2) * width)
+                xs.append(x)
                 ys.append(c["ratio_vs_ort"])
-            elif n.startswith("korch") or "na" in c:
-                ax.text(i + (j - (len(names) - 1) / 2) * width, 0.02, "n/a", rotation=90,
-                        ha="center", va="bottom", fontsize=6, color="grey",
-                        transform=ax.get_xaxis_transform())
-        if ys:
-            ymax = max(ymax, max(ys))
-        bars = ax.bar(xs, ys, width, label=n, color=colors[j % len(colors)])
+            else:
+                ax.text(x, 0.01, "n/a", rotation=90, ha="center", va="bottom", fontsize=6,
+                        color="grey", transform=ax.get_xaxis_transform())
+        ys_all += ys
+        handles.append(Patch(color=color, label=n if ys else f"{n} (n/a)"))
+        bars = ax.bar(xs, ys, width, color=color)
         for b, y in zip(bars, ys):
             ax.text(b.get_x() + b.get_width() / 2, y, f"{y:.2f}", ha="center", va="bottom",
                     fontsize=6)
     ax.axhline(1.0, color="black", lw=0.8, ls="--")
     ax.set_xticks(range(len(models)))
-    ax.set_xticklabels(models, rotation=20, ha="right")
+    labels = []
+    for r in results:
+        o = r["contenders"].get("ORT", {}).get("median_ms")
+        labels.append(f"{r['model']}\nORT {fmt_ms(o)} ms" if o else r["model"])
+    ax.set_xticklabels(labels, fontsize=8)
     ax.set_ylabel("latency / ORT latency (median; lower is better)")
     ax.set_yscale("log")
-    ax.set_ylim(min(0.2, ax.get_ylim()[0]), ymax * 1.6)
+    lo, hi = min(0.25, min(ys_all) / 1.5), max(ys_all) * 1.8
+    ax.set_ylim(lo, hi)
+    ticks = [t for t in (0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128) if lo <= t <= hi]
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.set_yticklabels([f"{t:g}" for t in ticks])
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8, ncol=min(len(names), 5))
+    ax.legend(handles=handles, fontsize=8, ncol=min(len(names), 3), loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -775,7 +796,9 @@ def main(argv=None):
     import numpy as np  # noqa: F811
 
     log(f"probes ({args.probe}) ...")
+    meter = CpuMeter()
     probes = run_probes(args.probe, args.threads)
+    probes.update(meter.stop())
     for k, v in probes.items():
         if isinstance(v, dict):
             log(f"  {k}: {v.get('best', v.get('error'))} {v.get('unit', '')}")
