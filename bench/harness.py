@@ -593,7 +593,7 @@ def markdown(results, probes, vers, args, started, elapsed):
     L.append(f"- Versions: " + ", ".join(f"{k} {v}" for k, v in vers.items()))
     L.append(f"- Settings: {args.threads} threads (ORT intra-op {args.threads}, inter-op 1, "
              f"sequential, all graph optimisations; torch.set_num_threads({args.threads})); "
-             f"warm-up {args.warmup}; rounds "
+             f"warm-up {args.warmup}; gap {args.gap_ms:g} ms between runs; rounds "
              f"{'fixed ' + str(args.runs) if args.runs else f'auto ({args.min_runs}..{args.max_runs}, ~{args.time_per_model:.0f} s/model)'}"
              f"; korch: `run --bench {args.korch_bench_k}` per round, strategies "
              f"{','.join(args.korch_strategies)}; total {elapsed / 60:.1f} min")
@@ -739,8 +739,10 @@ def parse_args(argv):
     ap.add_argument("--time-per-model", type=float, default=60.0,
                     help="auto rounds: about this many seconds of timed rounds per model")
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--gap-ms", type=float, default=0.0,
-                    help="sleep between contenders inside a round")
+    ap.add_argument("--gap-ms", type=float, default=5.0,
+                    help="idle gap between two contenders' runs, so that the spinning "
+                         "worker threads of one (ORT's pool, libgomp) have parked before the "
+                         "next starts")
     ap.add_argument("--contenders", default="ort,torch,korch")
     ap.add_argument("--korch", default=os.path.join(ROOT, "build", "korch"))
     ap.add_argument("--korch-max-run-s", type=float, default=30.0,
