@@ -31,6 +31,8 @@ static korch_status reduce_mask(const korch_op_ctx *ctx, bool *mask) {
     int64_t axes[KORCH_MAX_RANK];
     int count = 0;
     if (axes_are_input(ctx)) {
+        if (korch_node_attr(ctx->node, "axes"))
+            return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "axes are an input at this opset, not an attribute");
         if (korch_op_has_input(ctx, 1)) KORCH_TRY(korch_op_read_ints(ctx, 1, "axes", axes, KORCH_MAX_RANK, &count));
     } else {
         if (korch_op_has_input(ctx, 1))
