@@ -51,14 +51,14 @@ void korch_ew_plan_piece(const korch_ew_plan *plan, int64_t t, int64_t *begin, i
             TY *ew_ry_ = ew_py_ + ew_b_;                                                                    \
             int64_t ew_n_ = ew_e_ - ew_b_, ew_sa_ = ew_p_->step[0], ew_sb_ = ew_p_->step[1];                \
             if (ew_sa_ == 1 && ew_sb_ == 1) {                                                               \
-                for (int64_t j = 0; j < ew_n_; j++) {                                                       \
+                _Pragma("omp simd") for (int64_t j = 0; j < ew_n_; j++) {                                                       \
                     TA a = ew_ra_[j];                                                                       \
                     TB b = ew_rb_[j];                                                                       \
                     ew_ry_[j] = (EXPR);                                                                     \
                 }                                                                                           \
             } else if (ew_sa_ == 1 && ew_sb_ == 0) {                                                        \
                 TB b = ew_rb_[0];                                                                           \
-                for (int64_t j = 0; j < ew_n_; j++) {                                                       \
+                _Pragma("omp simd") for (int64_t j = 0; j < ew_n_; j++) {                                                       \
                     TA a = ew_ra_[j];                                                                       \
                     ew_ry_[j] = (EXPR);                                                                     \
                 }                                                                                           \
@@ -104,7 +104,7 @@ void korch_ew_plan_piece(const korch_ew_plan *plan, int64_t t, int64_t *begin, i
         const TA *ew_pa_ = (pa);                                                                            \
         TY *ew_py_ = (py);                                                                                  \
         int64_t ew_n_ = (n);                                                                                \
-        _Pragma("omp parallel for schedule(static) if (ew_n_ >= KORCH_EW_PARALLEL_MIN)")                   \
+        _Pragma("omp parallel for simd schedule(static) if (ew_n_ >= KORCH_EW_PARALLEL_MIN)")              \
         for (int64_t j = 0; j < ew_n_; j++) {                                                               \
             TA a = ew_pa_[j];                                                                               \
             ew_py_[j] = (EXPR);                                                                             \
