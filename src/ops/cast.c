@@ -81,8 +81,9 @@ static korch_status cast_target(const korch_op_ctx *ctx, korch_dtype *out) {
 static korch_status infer_cast_to(korch_op_ctx *ctx, korch_dtype to) {
     KORCH_TRY(korch_ew_require(ctx, 0, is_castable, CASTABLE));
     if (!is_castable(to))
-        return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "cast to %s (ONNX type %d) is not supported; korch supports %s",
-                              korch_dtype_name(to), (int)to, CASTABLE);
+        return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
+                              "cast to %s (ONNX type %d) is not supported; korch supports %s", korch_dtype_name(to),
+                              (int)to, CASTABLE);
     korch_op_set_output(ctx, 0, to, &ctx->inputs[0]->shape);
     return KORCH_OK;
 }

@@ -65,8 +65,13 @@ static korch_status run_dropout(korch_op_ctx *ctx) {
     return KORCH_OK;
 }
 
+static int64_t no_flops(const korch_op_ctx *ctx) {
+    (void)ctx;
+    return 0; /* a copy */
+}
+
 const korch_op_def korch_op_def_Dropout = {
     .kind = KORCH_OP_Dropout, .op_type = "Dropout", .opset_min = 1, .opset_max = 18,
     .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 2,
-    .infer = infer_dropout, .run = run_dropout,
+    .infer = infer_dropout, .run = run_dropout, .flops = no_flops,
 };

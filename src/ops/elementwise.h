@@ -35,80 +35,89 @@ void korch_ew_plan_init(korch_ew_plan *plan, const korch_shape *out, int n_input
 void korch_ew_plan_piece(const korch_ew_plan *plan, int64_t t, int64_t *begin, int64_t *end, int64_t *offsets);
 
 /* Y[i] = EXPR for every output element, where EXPR reads `a` (an element of pa,
- * type TA) and `b` (of pb, type TB). The two common stride patterns get their
- * own loops so the compiler can vectorise them. */
-#define KORCH_EW_LOOP2(plan, TA, pa, TB, pb, TY, py, EXPR)                                                    \
-    do {                                                                                                    \
-        const korch_ew_plan *ew_p_ = (plan);                                                                \
-        const TA *ew_pa_ = (pa);                                                                            \
-        const TB *ew_pb_ = (pb);                                                                            \
-        TY *ew_py_ = (py);                                                                                  \
-        _Pragma("omp parallel for schedule(static) if (ew_p_->parallel)") for (int64_t ew_t_ = 0; ew_t_ < ew_p_->pieces; ew_t_++) { \
-            int64_t ew_b_, ew_e_, ew_o_[KORCH_EW_MAX_INPUTS];                                               \
-            korch_ew_plan_piece(ew_p_, ew_t_, &ew_b_, &ew_e_, ew_o_);                                       \
-            const TA *ew_ra_ = ew_pa_ + ew_o_[0];                                                           \
-            const TB *ew_rb_ = ew_pb_ + ew_o_[1];                                                           \
-            TY *ew_ry_ = ew_py_ + ew_b_;                                                                    \
-            int64_t ew_n_ = ew_e_ - ew_b_, ew_sa_ = ew_p_->step[0], ew_sb_ = ew_p_->step[1];                \
-            if (ew_sa_ == 1 && ew_sb_ == 1) {                                                               \
-                _Pragma("omp simd") for (int64_t j = 0; j < ew_n_; j++) {                                                       \
-                    TA a = ew_ra_[j];                                                                       \
-                    TB b = ew_rb_[j];                                                                       \
-                    ew_ry_[j] = (EXPR);                                                                     \
-                }                                                                                           \
-            } else if (ew_sa_ == 1 && ew_sb_ == 0) {                                                        \
-                TB b = ew_rb_[0];                                                                           \
-                _Pragma("omp simd") for (int64_t j = 0; j < ew_n_; j++) {                                                       \
-                    TA a = ew_ra_[j];                                                                       \
-                    ew_ry_[j] = (EXPR);                                                                     \
-                }                                                                                           \
-            } else {                                                                                        \
-                for (int64_t j = 0; j < ew_n_; j++) {                                                       \
-                    TA a = ew_ra_[j * ew_sa_];                                                              \
-                    TB b = ew_rb_[j * ew_sb_];                                                              \
-                    ew_ry_[j] = (EXPR);                                                                     \
-                }                                                                                           \
-            }                                                                                               \
-        }                                                                                                   \
+ * type TA) and `b` (of pb, type TB). The contiguous stride patterns get loops
+ * of their own that the compiler vectorises (omp simd: no loop-carried
+ * dependences, and y may alias a at the same index). */
+#define KORCH_EW_LOOP2(plan, TA, pa, TB, pb, TY, py, EXPR)                                             \
+    do {                                                                                               \
+        const korch_ew_plan *ew_p_ = (plan);                                                           \
+        const TA *ew_pa_ = (pa);                                                                       \
+        const TB *ew_pb_ = (pb);                                                                       \
+        TY *ew_py_ = (py);                                                                             \
+        _Pragma("omp parallel for schedule(static) if (ew_p_->parallel)")                              \
+        for (int64_t ew_t_ = 0; ew_t_ < ew_p_->pieces; ew_t_++) {                                      \
+            int64_t ew_b_, ew_e_, ew_o_[KORCH_EW_MAX_INPUTS];                                          \
+            korch_ew_plan_piece(ew_p_, ew_t_, &ew_b_, &ew_e_, ew_o_);                                  \
+            const TA *ew_ra_ = ew_pa_ + ew_o_[0];                                                      \
+            const TB *ew_rb_ = ew_pb_ + ew_o_[1];                                                      \
+            TY *ew_ry_ = ew_py_ + ew_b_;                                                               \
+            int64_t ew_n_ = ew_e_ - ew_b_, ew_sa_ = ew_p_->step[0], ew_sb_ = ew_p_->step[1];           \
+            if (ew_sa_ == 1 && ew_sb_ == 1) {                                                          \
+                _Pragma("omp simd") for (int64_t j = 0; j < ew_n_; j++) {                              \
+                    TA a = ew_ra_[j];                                                                  \
+                    TB b = ew_rb_[j];                                                                  \
+                    ew_ry_[j] = (EXPR);                                                                \
+                }                                                                                      \
+            } else if (ew_sa_ == 1 && ew_sb_ == 0) {                                                   \
+                TB b = ew_rb_[0];                                                                      \
+                _Pragma("omp simd") for (int64_t j = 0; j < ew_n_; j++) {                              \
+                    TA a = ew_ra_[j];                                                                  \
+                    ew_ry_[j] = (EXPR);                                                                \
+                }                                                                                      \
+            } else if (ew_sa_ == 0 && ew_sb_ == 1) {                                                   \
+                TA a = ew_ra_[0];                                                                      \
+                _Pragma("omp simd") for (int64_t j = 0; j < ew_n_; j++) {                              \
+                    TB b = ew_rb_[j];                                                                  \
+                    ew_ry_[j] = (EXPR);                                                                \
+                }                                                                                      \
+            } else {                                                                                   \
+                for (int64_t j = 0; j < ew_n_; j++) {                                                  \
+                    TA a = ew_ra_[j * ew_sa_];                                                         \
+                    TB b = ew_rb_[j * ew_sb_];                                                         \
+                    ew_ry_[j] = (EXPR);                                                                \
+                }                                                                                      \
+            }                                                                                          \
+        }                                                                                              \
     } while (0)
 
 /* Y[i] = EXPR over three broadcast inputs `a`, `b`, `c` (for Where). */
-#define KORCH_EW_LOOP3(plan, TA, pa, TB, pb, TC, pc, TY, py, EXPR)                                            \
-    do {                                                                                                    \
-        const korch_ew_plan *ew_p_ = (plan);                                                                \
-        const TA *ew_pa_ = (pa);                                                                            \
-        const TB *ew_pb_ = (pb);                                                                            \
-        const TC *ew_pc_ = (pc);                                                                            \
-        TY *ew_py_ = (py);                                                                                  \
-        _Pragma("omp parallel for schedule(static) if (ew_p_->parallel)") for (int64_t ew_t_ = 0; ew_t_ < ew_p_->pieces; ew_t_++) { \
-            int64_t ew_b_, ew_e_, ew_o_[KORCH_EW_MAX_INPUTS];                                               \
-            korch_ew_plan_piece(ew_p_, ew_t_, &ew_b_, &ew_e_, ew_o_);                                       \
-            const TA *ew_ra_ = ew_pa_ + ew_o_[0];                                                           \
-            const TB *ew_rb_ = ew_pb_ + ew_o_[1];                                                           \
-            const TC *ew_rc_ = ew_pc_ + ew_o_[2];                                                           \
-            TY *ew_ry_ = ew_py_ + ew_b_;                                                                    \
-            int64_t ew_n_ = ew_e_ - ew_b_;                                                                  \
-            int64_t ew_sa_ = ew_p_->step[0], ew_sb_ = ew_p_->step[1], ew_sc_ = ew_p_->step[2];              \
-            for (int64_t j = 0; j < ew_n_; j++) {                                                           \
-                TA a = ew_ra_[j * ew_sa_];                                                                  \
-                TB b = ew_rb_[j * ew_sb_];                                                                  \
-                TC c = ew_rc_[j * ew_sc_];                                                                  \
-                ew_ry_[j] = (EXPR);                                                                         \
-            }                                                                                               \
-        }                                                                                                   \
+#define KORCH_EW_LOOP3(plan, TA, pa, TB, pb, TC, pc, TY, py, EXPR)                                     \
+    do {                                                                                               \
+        const korch_ew_plan *ew_p_ = (plan);                                                           \
+        const TA *ew_pa_ = (pa);                                                                       \
+        const TB *ew_pb_ = (pb);                                                                       \
+        const TC *ew_pc_ = (pc);                                                                       \
+        TY *ew_py_ = (py);                                                                             \
+        _Pragma("omp parallel for schedule(static) if (ew_p_->parallel)")                              \
+        for (int64_t ew_t_ = 0; ew_t_ < ew_p_->pieces; ew_t_++) {                                      \
+            int64_t ew_b_, ew_e_, ew_o_[KORCH_EW_MAX_INPUTS];                                          \
+            korch_ew_plan_piece(ew_p_, ew_t_, &ew_b_, &ew_e_, ew_o_);                                  \
+            const TA *ew_ra_ = ew_pa_ + ew_o_[0];                                                      \
+            const TB *ew_rb_ = ew_pb_ + ew_o_[1];                                                      \
+            const TC *ew_rc_ = ew_pc_ + ew_o_[2];                                                      \
+            TY *ew_ry_ = ew_py_ + ew_b_;                                                               \
+            int64_t ew_n_ = ew_e_ - ew_b_;                                                             \
+            int64_t ew_sa_ = ew_p_->step[0], ew_sb_ = ew_p_->step[1], ew_sc_ = ew_p_->step[2];         \
+            for (int64_t j = 0; j < ew_n_; j++) {                                                      \
+                TA a = ew_ra_[j * ew_sa_];                                                             \
+                TB b = ew_rb_[j * ew_sb_];                                                             \
+                TC c = ew_rc_[j * ew_sc_];                                                             \
+                ew_ry_[j] = (EXPR);                                                                    \
+            }                                                                                          \
+        }                                                                                              \
     } while (0)
 
 /* Y[i] = EXPR over one input `a` of the same shape. */
-#define KORCH_EW_LOOP1(n, TA, pa, TY, py, EXPR)                                                               \
-    do {                                                                                                    \
-        const TA *ew_pa_ = (pa);                                                                            \
-        TY *ew_py_ = (py);                                                                                  \
-        int64_t ew_n_ = (n);                                                                                \
-        _Pragma("omp parallel for simd schedule(static) if (ew_n_ >= KORCH_EW_PARALLEL_MIN)")              \
-        for (int64_t j = 0; j < ew_n_; j++) {                                                               \
-            TA a = ew_pa_[j];                                                                               \
-            ew_py_[j] = (EXPR);                                                                             \
-        }                                                                                                   \
+#define KORCH_EW_LOOP1(n, TA, pa, TY, py, EXPR)                                                        \
+    do {                                                                                               \
+        const TA *ew_pa_ = (pa);                                                                       \
+        TY *ew_py_ = (py);                                                                             \
+        int64_t ew_n_ = (n);                                                                           \
+        _Pragma("omp parallel for simd schedule(static) if (ew_n_ >= KORCH_EW_PARALLEL_MIN)")          \
+        for (int64_t j = 0; j < ew_n_; j++) {                                                          \
+            TA a = ew_pa_[j];                                                                          \
+            ew_py_[j] = (EXPR);                                                                        \
+        }                                                                                              \
     } while (0)
 
 bool korch_ew_is_float(korch_dtype dtype);

@@ -76,7 +76,9 @@ bool korch_ew_is_unsigned(korch_dtype d) {
     return d == KORCH_DTYPE_UINT8 || d == KORCH_DTYPE_UINT16 || d == KORCH_DTYPE_UINT32 || d == KORCH_DTYPE_UINT64;
 }
 
-bool korch_ew_is_numeric(korch_dtype d) { return korch_ew_is_float(d) || korch_ew_is_signed(d) || korch_ew_is_unsigned(d); }
+bool korch_ew_is_numeric(korch_dtype d) {
+    return korch_ew_is_float(d) || korch_ew_is_signed(d) || korch_ew_is_unsigned(d);
+}
 
 korch_status korch_ew_require(const korch_op_ctx *ctx, int i, bool (*ok)(korch_dtype), const char *what) {
     char name[160];

@@ -90,14 +90,22 @@ static korch_status run_mean(korch_op_ctx *ctx) {
     return KORCH_OK;
 }
 
+/* One operation per input after the first, per output element (Mean adds a division). */
+static int64_t fold_flops(const korch_op_ctx *ctx) {
+    return (int64_t)(ctx->n_inputs - 1) * korch_tensor_numel(ctx->outputs[0]);
+}
+static int64_t mean_flops(const korch_op_ctx *ctx) {
+    return (int64_t)ctx->n_inputs * korch_tensor_numel(ctx->outputs[0]);
+}
+
 /* At most 16 inputs: the frontend's inference passes that many to an op. */
-#define VARIADIC_ROW(Name, lo, infer_fn)                                                           \
+#define VARIADIC_ROW(Name, lo, infer_fn, flops_fn)                                                 \
     const korch_op_def korch_op_def_##Name = {                                                     \
         .kind = KORCH_OP_##Name, .op_type = #Name, .opset_min = 1, .opset_max = 18,                \
         .min_inputs = 1, .max_inputs = 16, .min_outputs = 1, .max_outputs = 1,                     \
-        .infer = infer_fn, .run = run_##lo,                                                        \
+        .infer = infer_fn, .run = run_##lo, .flops = flops_fn,                                     \
     };
-VARIADIC_ROW(Max, max, infer_numeric)
-VARIADIC_ROW(Min, min, infer_numeric)
-VARIADIC_ROW(Sum, sum, infer_numeric)
-VARIADIC_ROW(Mean, mean, infer_float)
+VARIADIC_ROW(Max, max, infer_numeric, fold_flops)
+VARIADIC_ROW(Min, min, infer_numeric, fold_flops)
+VARIADIC_ROW(Sum, sum, infer_numeric, fold_flops)
+VARIADIC_ROW(Mean, mean, infer_float, mean_flops)

@@ -15,22 +15,24 @@ static korch_status infer_where(korch_op_ctx *ctx) {
 }
 
 #define WHERE_CASE(size, T)                                                                        \
-    case size: KORCH_EW_LOOP3(&plan, uint8_t, c->data, T, x->data, T, y->data, T, out->data, a ? b : c); return KORCH_OK;
+    case size:                                                                                     \
+        KORCH_EW_LOOP3(&plan, uint8_t, cond->data, T, tx->data, T, ty->data, T, out->data, a ? b : c); \
+        return KORCH_OK;
 
 static korch_status run_where(korch_op_ctx *ctx) {
-    const korch_tensor *c = ctx->inputs[0], *x = ctx->inputs[1], *y = ctx->inputs[2];
+    const korch_tensor *cond = ctx->inputs[0], *tx = ctx->inputs[1], *ty = ctx->inputs[2];
     korch_tensor *out = ctx->outputs[0];
-    const korch_shape *shapes[3] = {&c->shape, &x->shape, &y->shape};
+    const korch_shape *shapes[3] = {&cond->shape, &tx->shape, &ty->shape};
     korch_ew_plan plan;
     korch_ew_plan_init(&plan, &out->shape, 3, shapes);
-    switch (korch_dtype_size(x->dtype)) {
+    switch (korch_dtype_size(tx->dtype)) {
         WHERE_CASE(1, uint8_t)
         WHERE_CASE(2, uint16_t)
         WHERE_CASE(4, uint32_t)
         WHERE_CASE(8, uint64_t)
     default: break;
     }
-    return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "dtype %s is not supported", korch_dtype_name(x->dtype));
+    return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "dtype %s is not supported", korch_dtype_name(tx->dtype));
 }
 
 const korch_op_def korch_op_def_Where = {

@@ -51,7 +51,8 @@ static korch_status reduce_mask(const korch_op_ctx *ctx, bool *mask) {
         if (d < 0)
             return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "axis %lld is out of range for rank %d",
                                   (long long)axes[i], rank);
-        if (mask[d]) return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "axis %lld is given twice", (long long)axes[i]);
+        if (mask[d])
+            return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "axis %lld is given twice", (long long)axes[i]);
         mask[d] = true;
     }
     return KORCH_OK;
