@@ -281,7 +281,44 @@ static void check_prelu(void) {
     CHECK(h_run1("PRelu", 16, NULL, 0, ins, 2, &y) == KORCH_ERR_SHAPE);
 }
 
+/* Zero-sized dims flow through every kind of kernel without touching memory. */
+static void check_empty(void) {
+    float dummy[4] = {1, 1, 1, 1};
+    int64_t d0[3] = {2, 0, 3}, d1[1] = {3}, dc[1] = {0};
+    h_input x = h_tensor(KORCH_DTYPE_FLOAT32, 3, d0, NULL), v = h_tensor(KORCH_DTYPE_FLOAT32, 1, d1, dummy);
+    korch_tensor y;
+    h_input add[2] = {x, v};
+    CHECK_OK(h_run1("Add", 14, NULL, 0, add, 2, &y));
+    CHECK(h_shape_is(&y, 3, d0));
+    korch_tensor_free(&y);
+    CHECK_OK(h_run1("Softmax", 13, NULL, 0, &x, 1, &y));
+    korch_tensor_free(&y);
+    h_attr axis1 = H_INT("axis", 1);
+    CHECK_OK(h_run1("Softmax", 13, &axis1, 1, &x, 1, &y));
+    korch_tensor_free(&y);
+    /* reducing over the empty dim: Sum gives 0, Max gives -inf */
+    int64_t axes[1] = {1}, d23[2] = {2, 3};
+    h_attr red[2] = {H_INTS("axes", axes, 1), H_INT("keepdims", 0)};
+    CHECK_OK(h_run1("ReduceSum", 11, red, 2, &x, 1, &y));
+    CHECK(h_shape_is(&y, 2, d23) && ((float *)y.data)[5] == 0.0f);
+    korch_tensor_free(&y);
+    CHECK_OK(h_run1("ReduceMax", 11, red, 2, &x, 1, &y));
+    CHECK(isinf(((float *)y.data)[0]) && ((float *)y.data)[0] < 0);
+    korch_tensor_free(&y);
+    h_input ln[2] = {x, v};
+    CHECK_OK(h_run1("LayerNormalization", 17, NULL, 0, ln, 2, &y));
+    korch_tensor_free(&y);
+    int64_t dbn[3] = {0, 3, 2};
+    h_input bn[5] = {h_tensor(KORCH_DTYPE_FLOAT32, 3, dbn, NULL), v, v, v, v};
+    CHECK_OK(h_run1("BatchNormalization", 15, NULL, 0, bn, 5, &y));
+    korch_tensor_free(&y);
+    h_input zc[2] = {h_tensor(KORCH_DTYPE_FLOAT32, 1, dc, NULL), h_tensor(KORCH_DTYPE_FLOAT32, 1, dc, NULL)};
+    CHECK_OK(h_run1("Max", 13, NULL, 0, zc, 2, &y));
+    korch_tensor_free(&y);
+}
+
 int main(void) {
+    check_empty();
     check_broadcast_property();
     check_large();
     check_legacy_broadcast();
