@@ -5,8 +5,16 @@
 
 #define KORCH_OP_LIST_MATH(X) \
     X(Abs)                    \
+    X(Acos)                   \
+    X(Acosh)                  \
     X(Add)                    \
     X(And)                    \
+    X(ArgMax)                 \
+    X(ArgMin)                 \
+    X(Asin)                   \
+    X(Asinh)                  \
+    X(Atan)                   \
+    X(Atanh)                  \
     X(BatchNormalization)     \
     X(Cast)                   \
     X(CastLike)               \
@@ -14,6 +22,7 @@
     X(Celu)                   \
     X(Clip)                   \
     X(Cos)                    \
+    X(Cosh)                   \
     X(Div)                    \
     X(Dropout)                \
     X(Elu)                    \
@@ -27,6 +36,8 @@
     X(HardSigmoid)            \
     X(HardSwish)              \
     X(InstanceNormalization)  \
+    X(IsInf)                  \
+    X(IsNaN)                  \
     X(LayerNormalization)     \
     X(LeakyRelu)              \
     X(Less)                   \
@@ -37,6 +48,7 @@
     X(Mean)                   \
     X(Min)                    \
     X(Mish)                   \
+    X(Mod)                    \
     X(Mul)                    \
     X(Neg)                    \
     X(Not)                    \
@@ -55,15 +67,19 @@
     X(ReduceSum)              \
     X(ReduceSumSquare)        \
     X(Relu)                   \
+    X(Round)                  \
     X(Selu)                   \
     X(Sigmoid)                \
+    X(Sign)                   \
     X(Sin)                    \
+    X(Sinh)                   \
     X(Softmax)                \
     X(Softplus)               \
     X(Softsign)               \
     X(Sqrt)                   \
     X(Sub)                    \
     X(Sum)                    \
+    X(Tan)                    \
     X(Tanh)                   \
     X(ThresholdedRelu)        \
     X(Where)                  \

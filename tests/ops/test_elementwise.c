@@ -135,6 +135,25 @@ static void check_integers(void) {
     CHECK_OK(h_run1("Add", 14, NULL, 0, uins, 2, &y));
     CHECK(((uint8_t *)y.data)[1] == 4);
     korch_tensor_free(&y);
+    /* Mod: fmod=0 takes the divisor's sign, fmod=1 the dividend's; x mod 0 is 0, INT64_MIN mod -1 is 0 */
+    int64_t ma[6] = {7, -7, 7, -7, 5, INT64_MIN}, mb[6] = {3, 3, -3, -3, 0, -1};
+    int64_t d6[1] = {6};
+    h_input mod[2] = {h_tensor(KORCH_DTYPE_INT64, 1, d6, ma), h_tensor(KORCH_DTYPE_INT64, 1, d6, mb)};
+    CHECK_OK(h_run1("Mod", 13, NULL, 0, mod, 2, &y));
+    int64_t python_mod[6] = {1, 2, -2, -1, 0, 0};
+    CHECK(y.data && memcmp(y.data, python_mod, sizeof python_mod) == 0);
+    korch_tensor_free(&y);
+    h_attr fmod = H_INT("fmod", 1);
+    CHECK_OK(h_run1("Mod", 13, &fmod, 1, mod, 2, &y));
+    int64_t c_mod[6] = {1, -1, 1, -1, 0, 0};
+    CHECK(y.data && memcmp(y.data, c_mod, sizeof c_mod) == 0);
+    korch_tensor_free(&y);
+    float fa[2] = {-7.5f, 7.5f}, fb[2] = {2, -2};
+    h_input fmods[2] = {h_tensor(KORCH_DTYPE_FLOAT32, 1, d2, fa), h_tensor(KORCH_DTYPE_FLOAT32, 1, d2, fb)};
+    CHECK_OK(h_run1("Mod", 13, &fmod, 1, fmods, 2, &y));
+    CHECK(((float *)y.data)[0] == -1.5f && ((float *)y.data)[1] == 1.5f);
+    korch_tensor_free(&y);
+    CHECK(h_run1("Mod", 13, NULL, 0, fmods, 2, &y) == KORCH_ERR_INVALID_MODEL); /* floats need fmod=1 */
     /* mismatched dtypes and bool arithmetic are refused */
     h_input mixed[2] = {ins[0], uins[0]};
     CHECK(h_run1("Add", 14, NULL, 0, mixed, 2, &y) == KORCH_ERR_INVALID_MODEL);
