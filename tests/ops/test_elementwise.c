@@ -293,6 +293,22 @@ static void check_prelu(void) {
     for (int i = 0; i < 12; i++) want[i] = x[i] < 0 ? x[i] * slope[(i / 2) % 3] : x[i];
     CHECK(h_close_f32(y.data, want, 12));
     korch_tensor_free(&y);
+    /* opset 6: a 1-D slope of length C is per channel (dim 1), not numpy-aligned with the last dim */
+    float x3[2 * 3 * 3];
+    for (int i = 0; i < 18; i++) x3[i] = (float)(i % 5) - 3.0f;
+    int64_t dx3[3] = {2, 3, 3}, dc[1] = {3};
+    h_input legacy[2] = {h_tensor(KORCH_DTYPE_FLOAT32, 3, dx3, x3), h_tensor(KORCH_DTYPE_FLOAT32, 1, dc, slope)};
+    CHECK_OK(h_run1("PRelu", 6, NULL, 0, legacy, 2, &y));
+    double want3[18], numpy3[18];
+    for (int i = 0; i < 18; i++) {
+        want3[i] = x3[i] < 0 ? x3[i] * slope[(i / 3) % 3] : x3[i];
+        numpy3[i] = x3[i] < 0 ? x3[i] * slope[i % 3] : x3[i];
+    }
+    CHECK(h_close_f32(y.data, want3, 18));
+    korch_tensor_free(&y);
+    CHECK_OK(h_run1("PRelu", 9, NULL, 0, legacy, 2, &y)); /* opset 9: numpy broadcasting */
+    CHECK(h_close_f32(y.data, numpy3, 18));
+    korch_tensor_free(&y);
     /* the slope may not grow the output */
     float big[24] = {0};
     int64_t dbig[4] = {2, 2, 3, 2};
