@@ -53,7 +53,8 @@ ACT_RUN(thresholded_relu, 1.0, 0, 0, a > alpha ? a : 0.0f, a > alpha ? a : 0.0)
 /* Shrink's attributes are `lambd` and `bias` (not alpha/beta). */
 static korch_status run_shrink(korch_op_ctx *ctx) {
     int64_t n = korch_tensor_numel(ctx->outputs[0]);
-    double lambd = korch_node_attr_float(ctx->node, "lambd", 0.5f), bias = korch_node_attr_float(ctx->node, "bias", 0.0f);
+    double lambd = korch_node_attr_float(ctx->node, "lambd", 0.5f);
+    double bias = korch_node_attr_float(ctx->node, "bias", 0.0f);
     if (ctx->inputs[0]->dtype == KORCH_DTYPE_FLOAT32) {
         float l = (float)lambd, b = (float)bias;
         KORCH_EW_LOOP1(n, float, ctx->inputs[0]->data, float, ctx->outputs[0]->data,
