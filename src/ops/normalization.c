@@ -1,7 +1,7 @@
 /* Normalisation: LayerNormalization (opset 17), InstanceNormalization,
- * MeanVarianceNormalization and BatchNormalization (inference only). Statistics are computed in double,
- * two-pass (mean, then the mean of squared deviations), so they do not suffer
- * the cancellation of E[x^2] - E[x]^2. */
+ * MeanVarianceNormalization and BatchNormalization (inference only).
+ * Statistics are computed in double, two-pass (mean, then the mean of squared
+ * deviations), so they do not suffer the cancellation of E[x^2] - E[x]^2. */
 #include <stdlib.h>
 
 #include "ops/broadcast.h"
