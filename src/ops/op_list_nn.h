@@ -2,6 +2,7 @@
 #ifndef KORCH_OPS_OP_LIST_NN_H
 #define KORCH_OPS_OP_LIST_NN_H
 
-#define KORCH_OP_LIST_NN(X)
+#define KORCH_OP_LIST_NN(X) \
+    X(Conv)
 
 #endif
