@@ -3,6 +3,7 @@
 #define KORCH_OPS_OP_LIST_NN_H
 
 #define KORCH_OP_LIST_NN(X) \
-    X(Conv)
+    X(Conv)                 \
+    X(ConvTranspose)
 
 #endif
