@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 enum {
     MR = 6,    /* rows of the register tile */
     NR = 8,    /* columns of the register tile: two SSE vectors */
@@ -105,7 +109,11 @@ korch_status korch_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64
     }
     int64_t tiles_m = (m + MC - 1) / MC, tiles_n = (n + NC - 1) / NC;
     int64_t tiles = tiles_m * tiles_n;
-    bool parallel = m * n * k >= PARALLEL_MIN_MACS && tiles > 1;
+    bool parallel = (double)m * (double)n * (double)k >= (double)PARALLEL_MIN_MACS && tiles > 1;
+#ifdef _OPENMP
+    /* called from a parallel loop (e.g. over a batch): stay on this thread */
+    if (omp_in_parallel()) parallel = false;
+#endif
 
 #pragma omp parallel if (parallel)
     for (int64_t pc = 0; pc < k; pc += KC) {

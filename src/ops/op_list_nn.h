@@ -4,6 +4,8 @@
 
 #define KORCH_OP_LIST_NN(X) \
     X(Conv)                 \
-    X(ConvTranspose)
+    X(ConvTranspose)        \
+    X(Gemm)                 \
+    X(MatMul)
 
 #endif
