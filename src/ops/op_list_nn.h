@@ -3,9 +3,13 @@
 #define KORCH_OPS_OP_LIST_NN_H
 
 #define KORCH_OP_LIST_NN(X) \
+    X(AveragePool)          \
     X(Conv)                 \
     X(ConvTranspose)        \
     X(Gemm)                 \
-    X(MatMul)
+    X(GlobalAveragePool)    \
+    X(GlobalMaxPool)        \
+    X(MatMul)               \
+    X(MaxPool)
 
 #endif
