@@ -92,7 +92,7 @@ static korch_status deconv_geometry_read(const korch_op_ctx *ctx, deconv_geometr
     for (int j = 0; j < 3; j++) w->in[j] = w->kernel[j] = w->stride[j] = w->dilation[j] = w->out[j] = 1;
     int64_t ks[3], st[3], dl[3], pads[6], adj[3], oshape[3] = {-1, -1, -1};
     const int64_t *attr = NULL;
-    if (korch_node_attr_ints(ctx->node, "kernel_shape", &attr) >= 0) {
+    if (korch_node_attr(ctx->node, "kernel_shape")) {
         KORCH_TRY(korch_window_ints(ctx, "kernel_shape", spatial, 1, 1, ks));
         for (int i = 0; i < spatial; i++)
             if (ks[i] != wt->shape.dims[2 + i])
@@ -104,6 +104,8 @@ static korch_status deconv_geometry_read(const korch_op_ctx *ctx, deconv_geometr
     KORCH_TRY(korch_window_ints(ctx, "pads", 2 * spatial, 0, 0, pads));
     KORCH_TRY(korch_window_ints(ctx, "output_padding", spatial, 0, 0, adj));
     int n_oshape = korch_node_attr_ints(ctx->node, "output_shape", &attr);
+    if (n_oshape < 0 && korch_node_attr(ctx->node, "output_shape"))
+        return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "attribute output_shape must be a list of integers");
     if (n_oshape >= 0) {
         /* some exporters give the full N x C x spatial shape: keep the spatial part */
         if (n_oshape != spatial && n_oshape != rank)

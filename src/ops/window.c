@@ -20,6 +20,8 @@ korch_status korch_window_ints(const korch_op_ctx *ctx, const char *name, int co
                                int64_t *out) {
     const int64_t *v = NULL;
     int n = korch_node_attr_ints(ctx->node, name, &v);
+    if (n < 0 && korch_node_attr(ctx->node, name))
+        return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "attribute %s must be a list of integers", name);
     if (n < 0) {
         for (int i = 0; i < count; i++) out[i] = dflt;
         return KORCH_OK;
@@ -82,14 +84,13 @@ korch_status korch_window_forward(const korch_op_ctx *ctx, const korch_shape *x,
         w->pad_begin[j] = w->pad_end[j] = 0;
     }
     int64_t ks[3], st[3], dl[3], pads[6];
-    const int64_t *attr_kernel = NULL;
-    int n_kernel = korch_node_attr_ints(ctx->node, "kernel_shape", &attr_kernel);
-    if (n_kernel < 0 && !kernel) return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "missing kernel_shape attribute");
-    if (n_kernel >= 0) KORCH_TRY(korch_window_ints(ctx, "kernel_shape", spatial, 1, 1, ks));
+    bool has_kernel_attr = korch_node_attr(ctx->node, "kernel_shape") != NULL;
+    if (!has_kernel_attr && !kernel) return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "missing kernel_shape attribute");
+    if (has_kernel_attr) KORCH_TRY(korch_window_ints(ctx, "kernel_shape", spatial, 1, 1, ks));
     for (int i = 0; i < spatial && kernel; i++) {
         if (kernel[i] < 1 || kernel[i] >= KORCH_WINDOW_MAX_ATTR)
             return korch_op_error(ctx, KORCH_ERR_SHAPE, "weight spatial dimension %d is %lld", i, (long long)kernel[i]);
-        if (n_kernel >= 0 && ks[i] != kernel[i])
+        if (has_kernel_attr && ks[i] != kernel[i])
             return korch_op_error(ctx, KORCH_ERR_SHAPE, "kernel_shape[%d] = %lld but the weights have %lld", i,
                                   (long long)ks[i], (long long)kernel[i]);
         ks[i] = kernel[i];
