@@ -155,7 +155,7 @@ static void test_large(void) {
                    .s = {1, 1}, .d = {1, 1}, .pb = {1, 0}, .pe = {1, 2}, .bias = true};
     check_conv_case(&a, "large 3x3");
     /* pointwise, K = 300 > one k block, M = 100 > one row tile, N = 620 > one column tile */
-    conv_case b = {.spatial = 2, .batch = 2, .group = 1, .cpg = 300, .mpg = 100, .in = {20, 31}, .k = {1, 1},
+    conv_case b = {.spatial = 2, .batch = 2, .group = 1, .cpg = 300, .mpg = 100, .in = {40, 31}, .k = {1, 1},
                    .s = {1, 1}, .d = {1, 1}, .bias = true};
     check_conv_case(&b, "large pointwise");
     /* 1x1 with stride: not pointwise, goes through im2col */
