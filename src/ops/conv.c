@@ -14,6 +14,7 @@
 #include <omp.h>
 #endif
 
+#include "ops/flop_count.h"
 #include "ops/gemm_kernel.h"
 #include "ops/op.h"
 #include "ops/window.h"
@@ -48,9 +49,13 @@ static korch_status conv_geometry_read(const korch_op_ctx *ctx, conv_geometry *g
         return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "group %lld is out of range for %lld input channels",
                               (long long)group, (long long)g->channels);
     g->groups = group;
-    if (g->channels_per_group < 1 || g->channels_per_group * group != g->channels)
+    int64_t expected = 0;
+    if (korch_mul_overflow_i64(g->channels_per_group, group, &expected))
+        return korch_op_error(ctx, KORCH_ERR_SHAPE, "X has %lld channels but W expects %lld per group (group %lld)",
+                              (long long)g->channels, (long long)g->channels_per_group, (long long)group);
+    if (g->channels_per_group < 1 || expected != g->channels)
         return korch_op_error(ctx, KORCH_ERR_SHAPE, "X has %lld channels but W expects %lld (group %lld)",
-                              (long long)g->channels, (long long)(g->channels_per_group * group), (long long)group);
+                              (long long)g->channels, (long long)expected, (long long)group);
     if (g->out_channels < 1 || g->out_channels % group != 0)
         return korch_op_error(ctx, KORCH_ERR_SHAPE, "W has %lld output channels, not a positive multiple of group %lld",
                               (long long)g->out_channels, (long long)group);
@@ -243,9 +248,10 @@ static korch_status run_conv(korch_op_ctx *ctx) {
 static int64_t flops_conv(const korch_op_ctx *ctx) {
     conv_geometry g;
     if (conv_geometry_read(ctx, &g) != KORCH_OK) return 0;
-    int64_t outputs = g.batch * g.out_channels * korch_window_out_size(&g.w);
-    int64_t macs = outputs * g.channels_per_group * korch_window_kernel_size(&g.w);
-    return 2 * macs + (korch_op_has_input(ctx, 2) ? outputs : 0);
+    int64_t outputs = korch_flops_mul(korch_flops_mul(g.batch, g.out_channels), korch_window_out_size(&g.w));
+    /* channels_per_group * kernel is W's numel per output channel: no overflow */
+    int64_t macs = korch_flops_mul(outputs, g.channels_per_group * korch_window_kernel_size(&g.w));
+    return korch_flops_add(korch_flops_mul(2, macs), korch_op_has_input(ctx, 2) ? outputs : 0);
 }
 
 const korch_op_def korch_op_def_Conv = {
