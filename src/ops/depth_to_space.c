@@ -2,7 +2,10 @@
  * a transpose and a reshape back, i.e. one strided view of the input:
  *   DepthToSpace DCR: [N, b, b, C', H, W] -> perm (0, 3, 4, 1, 5, 2)
  *   DepthToSpace CRD: [N, C', b, b, H, W] -> perm (0, 1, 4, 2, 5, 3)
- *   SpaceToDepth:     [N, C, H', b, W', b] -> perm (0, 3, 5, 1, 2, 4) */
+ *   SpaceToDepth DCR: [N, C, H', b, W', b] -> perm (0, 3, 5, 1, 2, 4)
+ *   SpaceToDepth CRD: [N, C, H', b, W', b] -> perm (0, 1, 3, 5, 2, 4)
+ * (SpaceToDepth has no mode attribute up to opset 18; DCR is its behaviour,
+ * CRD is accepted for models from later opsets.) */
 #include <string.h>
 
 #include "ops/layout.h"
@@ -83,7 +86,9 @@ const korch_op_def korch_op_def_DepthToSpace = {
 static korch_status infer_space_to_depth(korch_op_ctx *ctx) {
     KORCH_TRY(korch_layout_require_copyable(ctx, 0));
     int64_t b;
+    bool crd;
     KORCH_TRY(read_blocksize(ctx, &b));
+    KORCH_TRY(read_crd(ctx, &crd));
     const int64_t *d = ctx->inputs[0]->shape.dims;
     if (d[2] % b != 0 || d[3] % b != 0)
         return korch_op_error(ctx, KORCH_ERR_SHAPE, "height %lld and width %lld must be divisible by blocksize %lld",
@@ -99,10 +104,12 @@ static korch_status infer_space_to_depth(korch_op_ctx *ctx) {
 
 static korch_status run_space_to_depth(korch_op_ctx *ctx) {
     int64_t b;
+    bool crd;
     KORCH_TRY(read_blocksize(ctx, &b));
+    KORCH_TRY(read_crd(ctx, &crd));
     const int64_t *d = ctx->inputs[0]->shape.dims;
-    static const int perm[6] = {0, 3, 5, 1, 2, 4};
-    run_6d(ctx, (int64_t[6]){d[0], d[1], d[2] / b, b, d[3] / b, b}, perm);
+    static const int dcr[6] = {0, 3, 5, 1, 2, 4}, crd_perm[6] = {0, 1, 3, 5, 2, 4};
+    run_6d(ctx, (int64_t[6]){d[0], d[1], d[2] / b, b, d[3] / b, b}, crd ? crd_perm : dcr);
     return KORCH_OK;
 }
 

@@ -43,13 +43,14 @@ static korch_status parse_modes(const korch_op_ctx *ctx, bool legacy, resize_pla
         return KORCH_OK;
     }
     static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
-                                         "tf_half_pixel_for_nearest", "tf_crop_and_resize", "tf_half_pixel_for_nn"};
+                                         "tf_half_pixel_for_nearest", "tf_crop_and_resize", "half_pixel_symmetric",
+                                         "tf_half_pixel_for_nn"};
     static const char *const roundings[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
     int c = 0, r = 0;
-    KORCH_TRY(parse_enum(ctx, "coordinate_transformation_mode", "half_pixel", coords, 7, &c));
+    KORCH_TRY(parse_enum(ctx, "coordinate_transformation_mode", "half_pixel", coords, 8, &c));
     KORCH_TRY(parse_enum(ctx, "nearest_mode", "round_prefer_floor", roundings, 4, &r));
     /* opset 11 spelled it tf_half_pixel_for_nn; later opsets renamed it */
-    p->coord = c == 6 ? COORD_TF_HALF_PIXEL_FOR_NEAREST : (resize_coord)c;
+    p->coord = c == 7 ? COORD_TF_HALF_PIXEL_FOR_NEAREST : (resize_coord)c;
     p->rounding = (resize_rounding)r;
     p->extrapolation = korch_node_attr_float(ctx->node, "extrapolation_value", 0.0f);
     return KORCH_OK;
@@ -206,6 +207,11 @@ double korch_resize_source_coord(const resize_plan *p, int d, int64_t o, bool *o
     case COORD_ALIGN_CORNERS: return len == 1.0 ? 0.0 : y * (in - 1.0) / (len - 1.0);
     case COORD_ASYMMETRIC: return y / s;
     case COORD_TF_HALF_PIXEL_FOR_NEAREST: return (y + 0.5) / s;
+    case COORD_HALF_PIXEL_SYMMETRIC: {
+        /* half_pixel, re-centred for the part of the length lost to rounding */
+        double adjustment = (double)p->out_dims[d] / len, center = in / 2.0;
+        return center * (1.0 - adjustment) + (y + 0.5) / s - 0.5;
+    }
     case COORD_TF_CROP_AND_RESIZE: {
         double a = p->roi_start[d], b = p->roi_end[d], x;
         if (len == 1.0) x = (b - a) * (in - 1.0) / 2.0;

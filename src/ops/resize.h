@@ -16,6 +16,7 @@ typedef enum resize_coord {
     COORD_ASYMMETRIC,
     COORD_TF_HALF_PIXEL_FOR_NEAREST,
     COORD_TF_CROP_AND_RESIZE,
+    COORD_HALF_PIXEL_SYMMETRIC, /* Resize-19; accepted at any opset */
 } resize_coord;
 
 typedef enum resize_rounding {
