@@ -182,6 +182,14 @@ def ort_check(path, feeds, refs, threads=2):
     return res
 
 
+def save_npy(path, arr):
+    """np.save via a temporary file and rename: other processes may be
+    reading build/models while it is rebuilt."""
+    tmp = path + ".tmp.npy"
+    np.save(tmp, arr)
+    os.replace(tmp, path)
+
+
 def build_one(name, out_dir, force=False, log=print):
     import onnx
     spec, tiny = lookup(name)
@@ -242,11 +250,11 @@ def build_one(name, out_dir, force=False, log=print):
         onnx_path, {spec.input_name: x.numpy()})
 
     in_file = f"{name}.input.{common.sanitize(spec.input_name)}.npy"
-    np.save(os.path.join(out_dir, in_file), x.numpy())
+    save_npy(os.path.join(out_dir, in_file), x.numpy())
     outputs = []
     for i, (oname, r) in enumerate(zip(spec.output_names, refs)):
         f = f"{name}.output.{i}.npy"
-        np.save(os.path.join(out_dir, f), r)
+        save_npy(os.path.join(out_dir, f), r)
         outputs.append({"name": oname, "shape": list(r.shape), "dtype": str(r.dtype),
                         "file": f})
     check = ort_check(onnx_path, {spec.input_name: x.numpy()}, refs)
@@ -263,7 +271,7 @@ def build_one(name, out_dir, force=False, log=print):
                     "file": in_file}],
         "outputs": outputs,
         "gflops": round(gflops, 4),
-        "gflops_note": "2 x multiply-accumulates of Conv/MatMul/Gemm (shape-inferred)",
+        "gflops_note": "2 x multiply-accumulates of Conv/MatMul/Gemm (shapes from an ORT run)",
         "params": int(sum(p.numel() for p in model.parameters())),
         "param_bytes": int(param_bytes),
         "nodes": len(m.graph.node),
@@ -278,8 +286,9 @@ def build_one(name, out_dir, force=False, log=print):
         "generator_hash": h,
         "build_seconds": round(time.time() - t0, 1),
     }
-    with open(meta_path, "w") as fh:
+    with open(meta_path + ".tmp", "w") as fh:
         json.dump(meta, fh, indent=1)
+    os.replace(meta_path + ".tmp", meta_path)
     status = "ok" if meta["ort_check_ok"] else f"WARNING rel diff > {RTOL_OK}"
     log(f"[models] {name}: {len(m.graph.node)} nodes, {gflops:.3f} GFLOPs, "
         f"{param_bytes / 1e6:.1f} MB weights, ORT vs torch max_abs="

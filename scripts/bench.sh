@@ -12,7 +12,7 @@
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-CMD="scripts/bench.sh $*"
+CMD=$(printf "scripts/bench.sh %s" "$*" | sed "s/ *$//")
 
 "$ROOT/scripts/python-env.sh" --quiet
 PY="$ROOT/build/venv/bin/python"
