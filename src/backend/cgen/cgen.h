@@ -123,6 +123,7 @@ void cg_library_release(cg_library *lib);
 /* The compiler command line generated code is built with (for fingerprints). */
 const char *cg_compiler(void);
 const char *cg_compiler_flags(void);
+const char *cg_compiler_version(void); /* first line of `cc --version`, or NULL */
 /* Resolves the kernel cache directory (options value, or the XDG default). */
 korch_status cg_cache_dir(const char *requested, char *buf, size_t size);
 

@@ -169,3 +169,27 @@ korch_status cg_compile(const char *source, size_t len, const char *cache_dir, c
     }
     return cg_library_open(so, out);
 }
+
+/* First line of `cc --version` (cached per compiler), or NULL. */
+const char *cg_compiler_version(void) {
+    static char cached_for[256], version[256];
+    const char *cc = cg_compiler();
+    if (version[0] && strcmp(cached_for, cc) == 0) return version;
+    char dir[4096], log[4200];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s", tmp && *tmp ? tmp : "/tmp");
+    snprintf(log, sizeof log, "%s/korch-ccversion-%d.txt", dir, (int)getpid());
+    const char *argv[] = {cc, "--version", NULL};
+    int rc = run(argv, log);
+    char head[256];
+    read_head(log, head, sizeof head);
+    unlink(log);
+    if (rc != 0) return NULL;
+    head[strcspn(head, "\n")] = '\0';
+    /* read_head turned newlines into spaces: keep the first line's worth */
+    char *cut = strstr(head, " Copyright");
+    if (cut) *cut = '\0';
+    snprintf(version, sizeof version, "%s", head);
+    snprintf(cached_for, sizeof cached_for, "%s", cc);
+    return version;
+}
