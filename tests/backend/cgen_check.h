@@ -30,7 +30,7 @@ static inline uint64_t cc_next(void) {
 static inline double cc_uniform(double lo, double hi) { return lo + (hi - lo) * (double)(cc_next() >> 11) / 9007199254740992.0; }
 static inline int cc_int(int lo, int hi) { return lo + (int)(cc_next() % (uint64_t)(hi - lo + 1)); }
 
-static int cc_input(korch_pgraph *pg, korch_dtype dt, int rank, const int64_t *dims) {
+static inline int cc_input(korch_pgraph *pg, korch_dtype dt, int rank, const int64_t *dims) {
     korch_shape s = korch_shape_make(rank, dims);
     int v = korch_pgraph_add_value(pg, dt, &s);
     pg->inputs = realloc(pg->inputs, (size_t)(pg->n_inputs + 1) * sizeof(int));
@@ -39,7 +39,7 @@ static int cc_input(korch_pgraph *pg, korch_dtype dt, int rank, const int64_t *d
     return v;
 }
 
-static void cc_output(korch_pgraph *pg, int v) {
+static inline void cc_output(korch_pgraph *pg, int v) {
     pg->outputs = realloc(pg->outputs, (size_t)(pg->n_outputs + 1) * sizeof(int));
     pg->values[v].graph_output = pg->n_outputs;
     pg->outputs[pg->n_outputs++] = v;
@@ -55,7 +55,7 @@ static inline int cc_constant(korch_pgraph *pg, int rank, const int64_t *dims, d
     return korch_pgraph_add_constant(pg, &t);
 }
 
-static void cc_fill(korch_tensor *t, double lo, double hi) {
+static inline void cc_fill(korch_tensor *t, double lo, double hi) {
     int64_t n = korch_tensor_numel(t);
     for (int64_t i = 0; i < n; i++) {
         switch (t->dtype) {
@@ -71,7 +71,7 @@ static void cc_fill(korch_tensor *t, double lo, double hi) {
 
 /* The whole live graph as one kernel spec (all nodes, graph inputs plus the
  * constants they use, graph outputs). Arrays are malloc'ed into *spec. */
-static void cc_spec_all(const korch_pgraph *pg, korch_kernel_spec *spec) {
+static inline void cc_spec_all(const korch_pgraph *pg, korch_kernel_spec *spec) {
     int *nodes = malloc(((size_t)pg->n_nodes + 1) * sizeof(int)), count = 0;
     korch_pgraph_toposort(pg, nodes, &count);
     int *inputs = malloc(((size_t)pg->n_values + 1) * sizeof(int)), ni = 0;
@@ -82,7 +82,7 @@ static void cc_spec_all(const korch_pgraph *pg, korch_kernel_spec *spec) {
                                 .n_outputs = pg->n_outputs, .outputs = pg->outputs};
 }
 
-static void cc_spec_free(korch_kernel_spec *spec) {
+static inline void cc_spec_free(korch_kernel_spec *spec) {
     free((void *)spec->nodes);
     free((void *)spec->inputs);
 }
@@ -90,7 +90,7 @@ static void cc_spec_free(korch_kernel_spec *spec) {
 static double cc_max_err = 0; /* largest relative error seen (reported by tests) */
 
 /* Compares one output; returns the number of mismatches. */
-static int cc_compare(const korch_tensor *want, const void *got, const char *what) {
+static inline int cc_compare(const korch_tensor *want, const void *got, const char *what) {
     int64_t n = korch_tensor_numel(want);
     double scale = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -120,7 +120,7 @@ static int cc_compare(const korch_tensor *want, const void *got, const char *wha
 
 /* Runs the whole graph as one kernel under each schedule ("" = default) and
  * checks every output. Returns the number of failing schedules. */
-static int cc_check(const korch_pgraph *pg, const char *const *schedules, int n_sched, double lo, double hi,
+static inline int cc_check(const korch_pgraph *pg, const char *const *schedules, int n_sched, double lo, double hi,
                     const char *what) {
     korch_tensor *in = calloc((size_t)pg->n_inputs + 1, sizeof *in), *want = calloc((size_t)pg->n_outputs, sizeof *want);
     for (int i = 0; i < pg->n_inputs; i++) {
