@@ -153,11 +153,11 @@ korch_status cg_compile(const char *source, size_t len, const char *cache_dir, c
             unlink(tmp_c);
             unlink(log);
             return korch_error(KORCH_ERR_RUNTIME,
-                               "cannot run the C compiler \"%s\" (%s; set KORCH_CC) to build kernel(s) %s", cg_compiler(),
-                               strerror(errno), what);
+                               "cannot run the C compiler \"%s\" (%s; set KORCH_CC) to build kernel(s) %.200s%s",
+                               cg_compiler(), strerror(errno), what, strlen(what) > 200 ? "..." : "");
         }
-        return korch_error(KORCH_ERR_RUNTIME, "C compiler \"%s\" failed (exit %d) on kernel(s) %s; source kept at %s: %s",
-                           cg_compiler(), rc, what, tmp_c, head);
+        return korch_error(KORCH_ERR_RUNTIME, "C compiler \"%s\" failed (exit %d) on kernel(s) %.200s%s: %s (source kept at %s)",
+                           cg_compiler(), rc, what, strlen(what) > 200 ? "..." : "", head, tmp_c);
     }
     unlink(tmp_c);
     unlink(log);

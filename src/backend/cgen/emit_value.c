@@ -278,6 +278,9 @@ static const char *rowcache_at(cg_emit *e, int v, const char *key, const cg_aff 
     for (int d = 0; d < inner.rank; d++) inner.dims[d] = val->shape.dims[e->P + d];
     cg_aff lin = cg_linear(e, &inner, c + e->P);
     int lvl = cg_aff_level(e, &lin);
+    /* the cache lives inside the outer loops even where the inner index is constant */
+    for (int i = 0; i < e->P; i++)
+        if (e->syms[e->outer[i]].level > lvl) lvl = e->syms[e->outer[i]].level;
     char s[400], name[24];
     cg_aff_str(&lin, s, sizeof s);
     snprintf(name, sizeof name, "t%d", e->n_tmp++);
