@@ -166,6 +166,14 @@ static int consumers(const cg_kernel *k, int v) {
     return n;
 }
 
+/* "acc = max/min(acc, v)" keeping NaN sticky like the interpreter. The NaN
+ * test is on the accumulator: testing the loaded value stops gcc from
+ * vectorising guarded (masked) loads. */
+static void combine(cg_emit *e, bool is_max, const char *acc, const char *v) {
+    cg_stmt(e, e->depth - 1, "%s = (%s %s %s || %s != %s) ? %s : %s;", acc, acc, is_max ? ">=" : "<=", v, acc, acc, acc,
+            v);
+}
+
 bool cg_kept_inner(const cg_schedule *s, const cg_value *x, uint32_t axes) {
     int R = x->shape.rank, K = R;
     int64_t window = 1;
@@ -184,7 +192,6 @@ static void emit_kept_inner(cg_emit *e, const cg_node *n, const bool *red, int P
     int R = x->shape.rank;
     int64_t E = x->shape.dims[K - 1];
     bool additive = r->op != KORCH_REDUCE_MAX && r->op != KORCH_REDUCE_MIN, is_mean = r->op == KORCH_REDUCE_MEAN;
-    const char *cmp = r->op == KORCH_REDUCE_MAX ? ">" : "<";
     char acc[24], s[400];
     snprintf(acc, sizeof acc, "a%d", e->n_tmp++);
     cg_stmt(e, e->depth - 1, "%s %s[%lld];", cg_ctype(x->dtype), acc, (long long)E);
@@ -213,8 +220,11 @@ static void emit_kept_inner(cg_emit *e, const cg_node *n, const bool *red, int P
         cg_stmt(e, e->depth - 1, "rc%d[%s] = %s;", n->in[0], s, v);
     }
     if (additive) cg_stmt(e, e->depth - 1, "%s[x%d] += %s;", acc, in.sym[0], v);
-    else cg_stmt(e, e->depth - 1, "%s[x%d] = (%s %s %s[x%d] || %s != %s) ? %s : %s[x%d];", acc, in.sym[0], v, cmp, acc,
-                 in.sym[0], v, v, v, acc, in.sym[0]);
+    else {
+        char a[48];
+        snprintf(a, sizeof a, "%s[x%d]", acc, in.sym[0]);
+        combine(e, r->op == KORCH_REDUCE_MAX, a, v);
+    }
     cg_nest_close(e, &in);
     cg_nest_close(e, &suf);
     cg_nest_open(e, &in, &simd);
@@ -232,8 +242,12 @@ static void emit_kept_inner(cg_emit *e, const cg_node *n, const bool *red, int P
     if (!mixed) cg_stmt(e, e->depth - 1, "%s[%s] = %s[x%d]%s%s;", dst, s, acc, in.sym[0], is_mean ? " / " : "",
                         is_mean ? cnt : "");
     else if (additive) cg_stmt(e, e->depth - 1, "%s[%s] += %s[x%d];", dst, s, acc, in.sym[0]);
-    else cg_stmt(e, e->depth - 1, "%s[%s] = (%s[x%d] %s %s[%s] || %s[x%d] != %s[x%d]) ? %s[x%d] : %s[%s];", dst, s, acc,
-                 in.sym[0], cmp, dst, s, acc, in.sym[0], acc, in.sym[0], acc, in.sym[0], dst, s);
+    else {
+        char d[480], a[48];
+        snprintf(d, sizeof d, "%s[%s]", dst, s);
+        snprintf(a, sizeof a, "%s[x%d]", acc, in.sym[0]);
+        combine(e, r->op == KORCH_REDUCE_MAX, d, a);
+    }
     cg_nest_close(e, &in);
 }
 
@@ -265,7 +279,6 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
                sizeof init);
     cg_literal((double)count, x->dtype, cnt, sizeof cnt);
     const char *rop = r->op == KORCH_REDUCE_MAX ? "max" : r->op == KORCH_REDUCE_MIN ? "min" : "+";
-    const char *cmp = r->op == KORCH_REDUCE_MAX ? ">" : "<";
     bool is_mean = r->op == KORCH_REDUCE_MEAN;
     bool additive = r->op == KORCH_REDUCE_SUM || is_mean;
 
@@ -346,13 +359,16 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
     cg_aff_str(&ylin, s, sizeof s);
     if (K < R) {
         if (additive) cg_stmt(e, e->depth - 1, "%s += %s;", acc, v);
-        else cg_stmt(e, e->depth - 1, "%s = (%s %s %s || %s != %s) ? %s : %s;", acc, v, cmp, acc, v, v, v, acc);
+        else combine(e, r->op == KORCH_REDUCE_MAX, acc, v);
         cg_nest_close(e, &suf);
         if (mixed) {
             if (additive) cg_stmt(e, e->depth - 1, "%s[%s] += %s;", dst, s, acc);
             else
-                cg_stmt(e, e->depth - 1, "%s[%s] = (%s %s %s[%s] || %s != %s) ? %s : %s[%s];", dst, s, acc, cmp, dst, s,
-                        acc, acc, acc, dst, s);
+            {
+                char d[480];
+                snprintf(d, sizeof d, "%s[%s]", dst, s);
+                combine(e, r->op == KORCH_REDUCE_MAX, d, acc);
+            }
         } else {
             cg_stmt(e, e->depth - 1, "%s[%s] = %s%s%s;", dst, s, acc, is_mean ? " / " : "", is_mean ? cnt : "");
         }
@@ -362,8 +378,9 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
     } else if (additive) {
         cg_stmt(e, e->depth - 1, "%s[%s] += %s;", dst, s, v);
     } else {
-        cg_stmt(e, e->depth - 1, "%s[%s] = (%s %s %s[%s] || %s != %s) ? %s : %s[%s];", dst, s, v, cmp, dst, s, v, v, v,
-                dst, s);
+        char d[480];
+        snprintf(d, sizeof d, "%s[%s]", dst, s);
+        combine(e, r->op == KORCH_REDUCE_MAX, d, v);
     }
     cg_nest_close(e, &main_ns);
 finalize:
