@@ -78,6 +78,9 @@ void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o) {
     int rect = 0;
     while (rect < nl && kind[rect] != 2) rect++;
     int c = o->par < rect ? o->par : rect;
+    /* keep the innermost loop out of the collapse when it is the vector loop:
+     * gcc does not vectorise a collapsed iteration space */
+    if (o->simd && e->s->vec && nl > 1 && c == nl) c = nl - 1;
     int base = e->depth;
     char tile_var[KORCH_MAX_RANK][16];
     /* Loops 1..c-1 are collapsed into loop 0: no pragma may sit between

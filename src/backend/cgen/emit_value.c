@@ -146,6 +146,14 @@ static const char *elementwise_at(cg_emit *e, const cg_node *n, const char *key,
 
 static void buffer_ref(cg_emit *e, int v, const cg_aff *c, char *out, size_t size, int *level);
 
+/* Coordinate a (of a dimension of extent `dim`) is the fused outer
+ * coordinate i: the outer symbol itself, or 0 where both extents are 1. */
+static bool same_outer(const cg_emit *e, const cg_aff *a, int i, int64_t dim) {
+    if (cg_aff_is_sym(a, e->outer[i])) return true;
+    const cg_sym *s = &e->syms[e->outer[i]];
+    return dim == 1 && s->lo == 0 && s->hi == 0 && a->n == 0 && a->off == 0;
+}
+
 /* A named bounds check (memoised like index temporaries). */
 static void cond_temp(cg_emit *e, const cg_aff *a, int64_t limit, char *names, size_t size, int *level) {
     char s[400], text[900], key[920];
@@ -279,7 +287,7 @@ static void buffer_ref(cg_emit *e, int v, const cg_aff *c, char *out, size_t siz
     if (e->loc[v] != CG_LOC_INPUT && e->P > 0) {
         /* a reduction result must come from the same outer iteration */
         for (int i = 0; i < e->P; i++)
-            if (i >= val->shape.rank || !cg_aff_is_sym(&c[i], e->outer[i])) e->fusion_broken = true;
+            if (i >= val->shape.rank || !same_outer(e, &c[i], i, val->shape.dims[i])) e->fusion_broken = true;
     }
     cg_aff lin = cg_linear(e, &val->shape, c);
     *level = cg_aff_level(e, &lin);
@@ -300,7 +308,7 @@ static const char *buffer_at(cg_emit *e, int v, const char *key, const cg_aff *c
 static const char *rowcache_at(cg_emit *e, int v, const char *key, const cg_aff *c, int *level) {
     const cg_value *val = &e->k->values[v];
     for (int i = 0; i < e->P; i++)
-        if (!cg_aff_is_sym(&c[i], e->outer[i])) return NULL;
+        if (!same_outer(e, &c[i], i, val->shape.dims[i])) return NULL;
     korch_shape inner = {.rank = val->shape.rank - e->P};
     for (int d = 0; d < inner.rank; d++) inner.dims[d] = val->shape.dims[e->P + d];
     cg_aff lin = cg_linear(e, &inner, c + e->P);
