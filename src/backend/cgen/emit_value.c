@@ -291,6 +291,11 @@ static void buffer_ref(cg_emit *e, int v, const cg_aff *c, char *out, size_t siz
     }
     cg_aff lin = cg_linear(e, &val->shape, c);
     *level = cg_aff_level(e, &lin);
+    /* a result of this kernel is written inside the fused loops: never read
+     * it above them (its address may skip extent-1 or reordered loops) */
+    if (e->loc[v] != CG_LOC_INPUT)
+        for (int i = 0; i < e->P; i++)
+            if (e->syms[e->outer[i]].level > *level) *level = e->syms[e->outer[i]].level;
     char s[400];
     cg_aff_str(&lin, s, sizeof s);
     if ((size_t)snprintf(out, size, "%s[%s]", buf, s) >= size) cg_fail(e, KORCH_ERR_UNSUPPORTED, "index too long");
@@ -355,7 +360,7 @@ const char *cg_value_at(cg_emit *e, int v, const cg_aff *c, int *level) {
     case CG_LOC_OUTPUT: return buffer_at(e, v, key, c, level);
     case CG_LOC_COMPUTE: break;
     }
-    if (e->rc_value == v) {
+    if (e->rc_has[v]) {
         const char *r = rowcache_at(e, v, key, c, level);
         if (r) return r;
     }
