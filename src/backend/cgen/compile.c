@@ -110,8 +110,10 @@ static void read_head(const char *path, char *buf, size_t size) {
     const char *from = strstr(all, "error");
     if (!from) from = all;
     while (from > all && from[-1] != '\n') from--;
-    snprintf(buf, size, "%s", from);
-    n = strlen(buf);
+    n = strlen(from);
+    if (n > size - 1) n = size - 1;
+    memcpy(buf, from, n);
+    buf[n] = '\0';
     for (size_t i = 0; i < n; i++)
         if (buf[i] == '\n' && i + 1 < n) buf[i] = ' ';
 }
