@@ -52,7 +52,7 @@ static void test_transpose(void) {
 /* Shapes larger than the copy kernel's 32x32 tiles, with ragged edges and
  * enough elements to run threaded, for 1-, 4- and 8-byte elements. */
 static void test_transpose_large(void) {
-    enum { A = 3, B = 37, C = 70, N = A * B * C };
+    enum { A = 3, B = 37, C = 301, N = A * B * C }; /* N > the kernels' 32768-element threading threshold */
     static const int64_t perms[][3] = {{0, 2, 1}, {2, 1, 0}, {1, 2, 0}, {2, 0, 1}, {1, 0, 2}};
     static const korch_dtype types[3] = {KORCH_DTYPE_UINT8, KORCH_DTYPE_INT32, KORCH_DTYPE_INT64};
     int64_t d[3] = {A, B, C}, s[3] = {B * C, C, 1};
