@@ -87,7 +87,31 @@ double korch_ew_apply(korch_ew_op op, double a, double b, double c, float alpha,
     }
 }
 
+static bool is_float(korch_dtype dt) { return dt == KORCH_DTYPE_FLOAT32 || dt == KORCH_DTYPE_FLOAT64; }
+
+/* Integer-to-integer casts wrap (two's complement), as C and ONNX do; going
+ * through double would saturate and lose bits above 2^53. */
+static void store_wrapped(korch_tensor *t, int64_t i, int64_t v) {
+    switch (t->dtype) {
+    case KORCH_DTYPE_INT64: ((int64_t *)t->data)[i] = v; break;
+    case KORCH_DTYPE_UINT64: ((uint64_t *)t->data)[i] = (uint64_t)v; break;
+    case KORCH_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)(uint32_t)v; break;
+    case KORCH_DTYPE_UINT32: ((uint32_t *)t->data)[i] = (uint32_t)v; break;
+    case KORCH_DTYPE_INT16: ((int16_t *)t->data)[i] = (int16_t)(uint16_t)v; break;
+    case KORCH_DTYPE_UINT16: ((uint16_t *)t->data)[i] = (uint16_t)v; break;
+    case KORCH_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)(uint8_t)v; break;
+    case KORCH_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
+    case KORCH_DTYPE_BOOL: ((uint8_t *)t->data)[i] = v != 0; break;
+    default: break;
+    }
+}
+
 static korch_status run_elementwise(const korch_pnode *n, korch_tensor **in, korch_tensor *out) {
+    if (n->u.ew.op == KORCH_EW_CAST && !is_float(in[0]->dtype) && !is_float(out->dtype)) {
+        int64_t total = korch_tensor_numel(out);
+        for (int64_t i = 0; i < total; i++) store_wrapped(out, i, korch_tensor_get_i64(in[0], i));
+        return KORCH_OK;
+    }
     const korch_shape *shapes[3] = {0};
     for (int i = 0; i < n->n_inputs; i++) shapes[i] = &in[i]->shape;
     int64_t total = korch_tensor_numel(out);

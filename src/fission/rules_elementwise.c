@@ -1,5 +1,6 @@
 /* Fission rules for elementwise arithmetic, maths, comparisons, activations
  * and casts: each is one elementwise primitive or a short chain of them. */
+#include <float.h>
 #include <math.h>
 
 #include "fission/rules.h"
@@ -64,10 +65,72 @@ KORCH_FISSION_RULE(Where) {
     return fission_done(ctx);
 }
 
-KORCH_FISSION_RULE(Cast) {
+/* Cast and CastLike: the target dtype is the inferred output dtype. */
+static korch_status cast_rule(korch_fission_ctx *ctx) {
     int x = fission_in(ctx, 0);
-    korch_dtype to = fission_out_dtype(ctx, 0);
-    fission_set_out(ctx, 0, to == fission_in_dtype(ctx, 0) ? x : fission_cast(ctx, x, to));
+    korch_dtype from = fission_in_dtype(ctx, 0), to = fission_out_dtype(ctx, 0);
+    if (from == KORCH_DTYPE_FLOAT16 || to == KORCH_DTYPE_FLOAT16)
+        return fission_decline(ctx, "Cast from or to float16 (primitives compute in float32/float64 and the "
+                                    "integer dtypes)");
+    fission_set_out(ctx, 0, to == from ? x : fission_cast(ctx, x, to));
+    return fission_done(ctx);
+}
+
+KORCH_FISSION_RULE(Cast) { return cast_rule(ctx); }
+KORCH_FISSION_RULE(CastLike) { return cast_rule(ctx); }
+
+/* a xor b = not (a == b) on bools */
+KORCH_FISSION_RULE(Xor) {
+    int eq = fission_binary(ctx, KORCH_EW_EQUAL, fission_in(ctx, 0), fission_in(ctx, 1));
+    fission_set_out(ctx, 0, fission_unary(ctx, KORCH_EW_NOT, eq));
+    return fission_done(ctx);
+}
+
+/* Sum of the inputs divided by their count. */
+KORCH_FISSION_RULE(Mean) {
+    KORCH_TRY(variadic(ctx, KORCH_EW_ADD));
+    int count = 0;
+    for (int i = 0; i < ctx->n_inputs; i++) count += fission_has_in(ctx, i);
+    if (count > 1) {
+        int n = fission_scalar(ctx, count, fission_out_dtype(ctx, 0));
+        fission_set_out(ctx, 0, fission_binary(ctx, KORCH_EW_DIV, ctx->out[0], n));
+    }
+    return fission_done(ctx);
+}
+
+/* gamma * elu(x; alpha) */
+KORCH_FISSION_RULE(Selu) {
+    float alpha = korch_node_attr_float(ctx->node, "alpha", 1.67326319217681884765625f);
+    float gamma = korch_node_attr_float(ctx->node, "gamma", 1.05070102214813232421875f);
+    int e = fission_unary_ab(ctx, KORCH_EW_ELU, fission_in(ctx, 0), alpha, 0);
+    fission_set_out(ctx, 0, fission_unary_ab(ctx, KORCH_EW_AFFINE, e, gamma, 0));
+    return fission_done(ctx);
+}
+
+/* max(0, x) + min(0, alpha (exp(x / alpha) - 1)) = alpha * elu(x / alpha; 1) */
+KORCH_FISSION_RULE(Celu) {
+    float alpha = korch_node_attr_float(ctx->node, "alpha", 1.0f);
+    int s = fission_binary(ctx, KORCH_EW_DIV, fission_in(ctx, 0), fission_scalar(ctx, alpha, fission_in_dtype(ctx, 0)));
+    int e = fission_unary_ab(ctx, KORCH_EW_ELU, s, 1.0f, 0);
+    fission_set_out(ctx, 0, fission_unary_ab(ctx, KORCH_EW_AFFINE, e, alpha, 0));
+    return fission_done(ctx);
+}
+
+/* x / (1 + |x|) */
+KORCH_FISSION_RULE(Softsign) {
+    int x = fission_in(ctx, 0);
+    int d = fission_unary_ab(ctx, KORCH_EW_AFFINE, fission_unary(ctx, KORCH_EW_ABS, x), 1.0f, 1.0f);
+    fission_set_out(ctx, 0, fission_binary(ctx, KORCH_EW_DIV, x, d));
+    return fission_done(ctx);
+}
+
+/* x > alpha ? x : 0 */
+KORCH_FISSION_RULE(ThresholdedRelu) {
+    int x = fission_in(ctx, 0);
+    korch_dtype dt = fission_in_dtype(ctx, 0);
+    float alpha = korch_node_attr_float(ctx->node, "alpha", 1.0f);
+    int c = fission_binary(ctx, KORCH_EW_GREATER, x, fission_scalar(ctx, alpha, dt));
+    fission_set_out(ctx, 0, fission_where(ctx, c, x, fission_scalar(ctx, 0.0, dt)));
     return fission_done(ctx);
 }
 
@@ -119,8 +182,8 @@ KORCH_FISSION_RULE(Clip) {
     double lo = -INFINITY, hi = INFINITY;
     int lo_v = -1, hi_v = -1;
     if (ctx->node->opset < 11) {
-        lo = korch_node_attr_float(ctx->node, "min", -INFINITY);
-        hi = korch_node_attr_float(ctx->node, "max", INFINITY);
+        lo = korch_node_attr_float(ctx->node, "min", -FLT_MAX);
+        hi = korch_node_attr_float(ctx->node, "max", FLT_MAX);
     } else {
         for (int i = 1; i <= 2; i++) {
             if (!fission_has_in(ctx, i)) continue;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "fission/rules.h"
+#include "ops/window.h"
 
 /* MatMul with numpy semantics: rank-1 operands become matrices (1, K) or
  * (K, 1), and the result is reshaped to the inferred output shape. */
@@ -54,18 +55,12 @@ KORCH_FISSION_RULE(Gemm) {
     return fission_done(ctx);
 }
 
-/* Reads an INTS attribute of `count` entries, or fills `dflt`. */
-static bool read_ints(const korch_node *n, const char *name, int count, int64_t dflt, int64_t *out) {
-    const int64_t *v = NULL;
-    int c = korch_node_attr_ints(n, name, &v);
-    for (int i = 0; i < count; i++) out[i] = dflt;
-    if (c < 0) return true;
-    if (c != count) return false;
-    memcpy(out, v, (size_t)count * sizeof *out);
-    return true;
-}
-
-/* Convolution parameters from the attributes; pads resolved for auto_pad. */
+/* Convolution parameters exactly as the reference kernels derive them:
+ * forward windows through ops/window.h; for the transpose, the same split
+ * of a derived total padding as ConvTranspose's reference (SAME_UPPER puts
+ * the odd unit at the end), and an end padding that reproduces the inferred
+ * output size (negative when output_shape asks for more than the full
+ * output: those positions receive only the bias). */
 static korch_status conv_params(korch_fission_ctx *ctx, bool transpose, korch_prim_linear *p) {
     const korch_node *n = ctx->node;
     const korch_shape *x = fission_in_shape(ctx, 0), *w = fission_in_shape(ctx, 1);
@@ -77,35 +72,40 @@ static korch_status conv_params(korch_fission_ctx *ctx, bool transpose, korch_pr
     p->op = transpose ? KORCH_LINEAR_CONV_TRANSPOSE : KORCH_LINEAR_CONV;
     p->spatial = s;
     p->group = korch_node_attr_int(n, "group", 1);
-    int64_t pads[6];
-    if (!read_ints(n, "strides", s, 1, p->strides) || !read_ints(n, "dilations", s, 1, p->dilations) ||
-        !read_ints(n, "pads", 2 * s, 0, pads) || !read_ints(n, "output_padding", s, 0, p->output_padding))
-        return korch_error(KORCH_ERR_INVALID_MODEL, "convolution attribute with the wrong number of entries");
-    for (int d = 0; d < s; d++) {
-        p->pads_begin[d] = pads[d];
-        p->pads_end[d] = pads[s + d];
-    }
-    const char *auto_pad = korch_node_attr_string(n, "auto_pad", "NOTSET");
-    bool upper = strcmp(auto_pad, "SAME_UPPER") == 0, lower = strcmp(auto_pad, "SAME_LOWER") == 0;
-    if (strcmp(auto_pad, "VALID") == 0)
-        for (int d = 0; d < s; d++) p->pads_begin[d] = p->pads_end[d] = 0;
-    const int64_t *out_shape = NULL;
-    int n_out_shape = transpose ? korch_node_attr_ints(n, "output_shape", &out_shape) : -1;
-    for (int d = 0; d < s; d++) {
-        int64_t in = x->dims[2 + d], k = (w->dims[2 + d] - 1) * p->dilations[d] + 1, total;
-        if (!transpose) {
-            if (!upper && !lower) continue;
-            int64_t out = (in + p->strides[d] - 1) / p->strides[d];
-            total = (out - 1) * p->strides[d] + k - in;
-            if (total < 0) total = 0;
-            p->pads_begin[d] = upper ? total / 2 : total - total / 2;
-        } else {
-            if (n_out_shape < 0 && !upper && !lower) continue;
-            int64_t want = y->dims[2 + d];
-            total = p->strides[d] * (in - 1) + p->output_padding[d] + k - want;
-            p->pads_begin[d] = upper ? total / 2 : total - total / 2;
+    korch_op_ctx octx = {.graph = ctx->g, .node = n};
+    if (!transpose) {
+        korch_window win;
+        KORCH_TRY(korch_window_forward(&octx, x, w->dims + 2, false, &win));
+        for (int d = 0; d < s; d++) {
+            int j = 3 - s + d;
+            p->strides[d] = win.stride[j];
+            p->dilations[d] = win.dilation[j];
+            p->pads_begin[d] = win.pad_begin[j];
+            p->pads_end[d] = win.pad_end[j];
         }
-        p->pads_end[d] = total - p->pads_begin[d];
+        return KORCH_OK;
+    }
+    int64_t pads[6];
+    korch_auto_pad auto_pad;
+    KORCH_TRY(korch_window_ints(&octx, "strides", s, 1, 1, p->strides));
+    KORCH_TRY(korch_window_ints(&octx, "dilations", s, 1, 1, p->dilations));
+    KORCH_TRY(korch_window_ints(&octx, "pads", 2 * s, 0, 0, pads));
+    KORCH_TRY(korch_window_ints(&octx, "output_padding", s, 0, 0, p->output_padding));
+    KORCH_TRY(korch_window_auto_pad(&octx, &auto_pad));
+    const int64_t *out_shape = NULL;
+    int n_out_shape = korch_node_attr_ints(n, "output_shape", &out_shape);
+    bool same = auto_pad == KORCH_AUTO_PAD_SAME_UPPER || auto_pad == KORCH_AUTO_PAD_SAME_LOWER;
+    for (int d = 0; d < s; d++) {
+        int64_t in = x->dims[2 + d], k = (w->dims[2 + d] - 1) * p->dilations[d] + 1;
+        int64_t full = p->strides[d] * (in - 1) + p->output_padding[d] + k;
+        if (n_out_shape >= 0 || same) {
+            int64_t target = n_out_shape >= 0 ? out_shape[n_out_shape - s + d] : in * p->strides[d];
+            int64_t total = full - target > 0 ? full - target : 0;
+            p->pads_begin[d] = auto_pad == KORCH_AUTO_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+        } else {
+            p->pads_begin[d] = auto_pad == KORCH_AUTO_PAD_VALID ? 0 : pads[d];
+        }
+        p->pads_end[d] = full - p->pads_begin[d] - y->dims[2 + d];
     }
     return KORCH_OK;
 }

@@ -171,3 +171,40 @@ KORCH_FISSION_RULE(BatchNormalization) {
     fission_set_out(ctx, 0, y);
     return fission_done(ctx);
 }
+
+/* One-hot of the first maximum: m = max(x); first = min(where(x == m, iota,
+ * n)) over the axes; y = cast(iota == first). iota numbers the elements of
+ * one group in row-major order. */
+KORCH_FISSION_RULE(Hardmax) {
+    int64_t mask = softmax_axes(ctx);
+    if (mask < 0) return KORCH_ERR_INVALID_MODEL;
+    const korch_shape *in = fission_in_shape(ctx, 0);
+    korch_dtype dt = fission_in_dtype(ctx, 0);
+    int x = fission_in(ctx, 0);
+    if (mask == 0) {
+        /* one element per group: always 1 */
+        int one = fission_scalar(ctx, 1.0, dt);
+        fission_set_out(ctx, 0, korch_pgraph_expand(ctx->pg, one, in));
+        return fission_done(ctx);
+    }
+    int first_axis = 0;
+    while (!(mask & ((int64_t)1 << first_axis))) first_axis++;
+    korch_shape is = {.rank = in->rank - first_axis};
+    int64_t n = 1;
+    for (int k = first_axis; k < in->rank; k++) {
+        is.dims[k - first_axis] = (mask & ((int64_t)1 << k)) ? in->dims[k] : 1;
+        n *= is.dims[k - first_axis];
+    }
+    if (n > (1 << 24)) return fission_decline(ctx, "Hardmax over more than 2^24 elements (float32 positions)");
+    korch_tensor iota;
+    KORCH_TRY(korch_tensor_alloc(&iota, KORCH_DTYPE_FLOAT32, &is));
+    for (int64_t i = 0; i < n; i++) ((float *)iota.data)[i] = (float)i;
+    int iv = fission_constant(ctx, &iota);
+    int m = fission_reduce(ctx, KORCH_REDUCE_MAX, x, (uint32_t)mask, true);
+    int at_max = fission_binary(ctx, KORCH_EW_EQUAL, x, m);
+    int cand = fission_where(ctx, at_max, iv, fission_scalar(ctx, (double)n, KORCH_DTYPE_FLOAT32));
+    int first = fission_reduce(ctx, KORCH_REDUCE_MIN, cand, (uint32_t)mask, true);
+    int hit = fission_binary(ctx, KORCH_EW_EQUAL, iv, first);
+    fission_set_out(ctx, 0, fission_cast(ctx, hit, dt));
+    return fission_done(ctx);
+}

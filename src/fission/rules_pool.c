@@ -8,50 +8,35 @@
 #include <string.h>
 
 #include "fission/rules.h"
+#include "ops/window.h"
 
 typedef struct pool_params {
     int spatial;
     int64_t kernel[3], strides[3], dilations[3], pads_begin[3], pads_end[3], out[3], in[3];
 } pool_params;
 
-static bool read_ints(const korch_node *n, const char *name, int count, int64_t dflt, int64_t *out) {
-    const int64_t *v = NULL;
-    int c = korch_node_attr_ints(n, name, &v);
-    for (int i = 0; i < count; i++) out[i] = dflt;
-    if (c < 0) return true;
-    if (c != count) return false;
-    memcpy(out, v, (size_t)count * sizeof *out);
-    return true;
-}
-
+/* The window geometry exactly as the reference kernels compute it
+ * (ops/window.h: auto_pad, ceil_mode, the last-window rule). */
 static korch_status pool_params_read(korch_fission_ctx *ctx, pool_params *p) {
-    const korch_node *n = ctx->node;
-    const korch_shape *x = fission_in_shape(ctx, 0), *y = fission_out_shape(ctx, 0);
+    const korch_shape *x = fission_in_shape(ctx, 0);
     int s = x->rank - 2;
     if (s < 1 || s > 3) return fission_decline(ctx, "pooling with other than 1 to 3 spatial dimensions");
+    korch_op_ctx octx = {.graph = ctx->g, .node = ctx->node};
+    korch_window w;
+    KORCH_TRY(korch_window_forward(&octx, x, NULL, korch_node_attr_int(ctx->node, "ceil_mode", 0) != 0, &w));
     memset(p, 0, sizeof *p);
     p->spatial = s;
-    int64_t pads[6];
-    const int64_t *k = NULL;
-    if (korch_node_attr_ints(n, "kernel_shape", &k) != s || !read_ints(n, "strides", s, 1, p->strides) ||
-        !read_ints(n, "dilations", s, 1, p->dilations) || !read_ints(n, "pads", 2 * s, 0, pads))
-        return korch_error(KORCH_ERR_INVALID_MODEL, "pooling attribute with the wrong number of entries");
-    const char *auto_pad = korch_node_attr_string(n, "auto_pad", "NOTSET");
-    bool upper = strcmp(auto_pad, "SAME_UPPER") == 0, lower = strcmp(auto_pad, "SAME_LOWER") == 0;
     for (int d = 0; d < s; d++) {
-        p->kernel[d] = k[d];
-        p->in[d] = x->dims[2 + d];
-        p->out[d] = y->dims[2 + d];
-        p->pads_begin[d] = pads[d];
-        p->pads_end[d] = pads[s + d];
-        if (strcmp(auto_pad, "VALID") == 0) p->pads_begin[d] = p->pads_end[d] = 0;
-        if (upper || lower) {
-            int64_t ke = (k[d] - 1) * p->dilations[d] + 1;
-            int64_t total = (p->out[d] - 1) * p->strides[d] + ke - p->in[d];
-            if (total < 0) total = 0;
-            p->pads_begin[d] = upper ? total / 2 : total - total / 2;
-            p->pads_end[d] = total - p->pads_begin[d];
-        }
+        int j = 3 - s + d;
+        p->kernel[d] = w.kernel[j];
+        p->strides[d] = w.stride[j];
+        p->dilations[d] = w.dilation[j];
+        p->pads_begin[d] = w.pad_begin[j];
+        p->pads_end[d] = w.pad_end[j];
+        p->in[d] = w.in[j];
+        p->out[d] = w.out[j];
+        if (p->out[d] != fission_out_shape(ctx, 0)->dims[2 + d])
+            return korch_error(KORCH_ERR_INTERNAL, "pooling window disagrees with shape inference");
     }
     return KORCH_OK;
 }
