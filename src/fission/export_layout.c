@@ -19,7 +19,12 @@ static const char *name_of(korch_onnx_writer *w, int v) { return w->names[v]; }
 
 static void emit_reshape(korch_onnx_writer *w, const char *x, const korch_shape *s, const char *y) {
     const char *ins[2] = {x, korch_onnx_const_i64(w, s->dims, s->rank)};
-    korch_onnx_node(w, "Reshape", 2, ins, 1, &y);
+    Onnx__NodeProto *r = korch_onnx_node(w, "Reshape", 2, ins, 1, &y);
+    for (int k = 0; k < s->rank; k++)
+        if (s->dims[k] == 0) {
+            korch_onnx_attr_int(w, r, "allowzero", 1); /* a 0 is a size, not "copy the input dim" */
+            break;
+        }
 }
 
 /* Is term k of map m exactly o_k (a pass-through of a leading dimension)? */

@@ -310,12 +310,27 @@ static void emit_linear(korch_onnx_writer *w, const korch_pnode *n) {
         simple(w, "MatMul", n);
         return;
     }
-    Onnx__NodeProto *node = simple(w, p->op == KORCH_LINEAR_CONV ? "Conv" : "ConvTranspose", n);
     int s = p->spatial;
-    int64_t pads[6];
+    int64_t pads[6], extend[2 * KORCH_MAX_RANK] = {0};
+    bool negative = false;
     for (int d = 0; d < s; d++) {
         pads[d] = p->pads_begin[d];
         pads[s + d] = p->pads_end[d];
+        /* a negative end pad (output_shape beyond the full output) is a
+         * zero extension after the convolution: ONNX pads must be >= 0 */
+        if (p->pads_end[d] < 0) {
+            extend[2 + s + 2 + d] = -p->pads_end[d];
+            pads[s + d] = 0;
+            negative = true;
+        }
+    }
+    const char *ins[2] = {in_name(w, n, 0), in_name(w, n, 1)};
+    const char *y = negative ? korch_onnx_temp(w) : out_name(w, n);
+    Onnx__NodeProto *node = korch_onnx_node(w, p->op == KORCH_LINEAR_CONV ? "Conv" : "ConvTranspose", 2, ins, 1, &y);
+    if (negative) {
+        const char *pad_ins[2] = {y, korch_onnx_const_i64(w, extend, 2 * (s + 2))};
+        const char *z = out_name(w, n);
+        korch_onnx_node(w, "Pad", 2, pad_ins, 1, &z);
     }
     const korch_shape *ws = &w->pg->values[n->inputs[1]].shape;
     korch_onnx_attr_ints(w, node, "kernel_shape", ws->dims + 2, s);
@@ -432,7 +447,7 @@ static void name_values(korch_onnx_writer *w) {
 
 static int export_opset(const korch_pgraph *pg) {
     int64_t v = pg->source ? korch_graph_opset(pg->source, "") : 13;
-    if (v < 13) v = 13;
+    if (v < 14) v = 14; /* Reshape's allowzero (empty tensors) */
     if (v > KORCH_OPSET_MAX) v = KORCH_OPSET_MAX;
     return (int)v;
 }

@@ -55,11 +55,13 @@ typedef struct run_state {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: conformance [--data DIR] [--folders a,b] [--filter SUBSTR] [--known-failures FILE]\n"
-               "                   [--report FILE] [--timeout SECONDS] [--no-fork] [-v]\n\n"
+               "                   [--report FILE] [--timeout SECONDS] [--no-fork] [--fission] [-v]\n\n"
                "Runs every ONNX backend test folder (model.onnx + test_data_set_*) under\n"
                "DIR/<folder> (default " DEFAULT_DATA ", folders " DEFAULT_FOLDERS ")\n"
                "through the korch frontend and reference executor. Exit status 1 when a test\n"
-               "fails that known-failures.txt does not list, or a listed test no longer fails.\n");
+               "fails that known-failures.txt does not list, or a listed test no longer fails.\n"
+               "--fission also runs each test through operator fission (primitive interpreter\n"
+               "and ONNX export); all three must match.\n");
 }
 
 /* Reads "folder/test_name  one-line reason" lines; '#' starts a comment. */
@@ -335,6 +337,7 @@ static int parse_args(int argc, char **argv, options *o) {
             exit(0);
         } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) o->verbose = true;
         else if (strcmp(a, "--no-fork") == 0) o->fork_tests = false;
+        else if (strcmp(a, "--fission") == 0) conformance_fission_mode = 1;
         else if (strcmp(a, "--data") == 0 && has_value) o->data = argv[++i];
         else if (strcmp(a, "--folders") == 0 && has_value) o->folders = argv[++i];
         else if (strcmp(a, "--filter") == 0 && has_value) o->filter = argv[++i];

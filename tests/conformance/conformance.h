@@ -20,6 +20,19 @@ typedef struct conformance_result {
     char detail[1400]; /* one line: korch's message or the mismatch */
 } conformance_result;
 
+/* --fission: a test passes only if, besides the reference executor, the
+ * fissioned primitive graph (interpreted) and its ONNX export (reloaded and
+ * run by the reference executor) match the stored outputs too (run_fission.c). */
+extern int conformance_fission_mode;
+
+/* Runs g through fission + clean-ups + the primitive interpreter into
+ * `interpreted`, and through the ONNX export, reloaded, into `exported`
+ * (g->n_outputs tensors each, owned by the caller on success). */
+struct korch_graph;
+struct korch_tensor;
+int conformance_fission_run(const struct korch_graph *g, const struct korch_tensor *inputs,
+                            struct korch_tensor *interpreted, struct korch_tensor *exported);
+
 /* Runs every test_data_set_* of the test folder `dir` (holding model.onnx). */
 void conformance_run_test(const char *dir, conformance_result *r);
 

@@ -170,6 +170,34 @@ static void compare_outputs(const korch_graph *g, korch_tensor *got, const tenso
     set_result(r, CONFORMANCE_PASS, "%d outputs match", want->count);
 }
 
+/* --fission: the same outputs through the primitive interpreter and through
+ * the exported ONNX model. */
+static void check_fission(const korch_graph *g, const korch_tensor *bound, const tensor_files *want,
+                          conformance_result *r) {
+    korch_tensor interp[MAX_TENSORS], exported[MAX_TENSORS];
+    if (conformance_fission_run(g, bound, interp, exported) != KORCH_OK) {
+        set_result(r, CONFORMANCE_FAIL, "fission: %s", korch_last_error());
+        return;
+    }
+    compare_outputs(g, interp, want, r);
+    if (r->outcome != CONFORMANCE_PASS) {
+        char d[sizeof r->detail];
+        snprintf(d, sizeof d, "%s", r->detail);
+        snprintf(r->detail, sizeof r->detail, "fission (interpreted): %.1300s", d);
+    } else {
+        compare_outputs(g, exported, want, r);
+        if (r->outcome != CONFORMANCE_PASS) {
+            char d[sizeof r->detail];
+            snprintf(d, sizeof d, "%s", r->detail);
+            snprintf(r->detail, sizeof r->detail, "fission (exported ONNX): %.1300s", d);
+        }
+    }
+    for (int k = 0; k < g->n_outputs; k++) {
+        korch_tensor_free(&interp[k]);
+        korch_tensor_free(&exported[k]);
+    }
+}
+
 /* korch needs shape-like operands (Reshape's shape, Slice's starts, ...) to be
  * constants, but many node tests feed them as graph inputs. Freezing turns
  * every integer graph input into a constant holding the test's data, which
@@ -273,6 +301,7 @@ static void run_data_set(const char *model, const char *set_dir, bool freeze, co
         goto done;
     }
     compare_outputs(g, results, out, r);
+    if (r->outcome == CONFORMANCE_PASS && conformance_fission_mode) check_fission(g, bound, out, r);
     if (r->outcome == CONFORMANCE_PASS && n_frozen)
         snprintf(r->detail, sizeof r->detail, "%d outputs match, with %d integer inputs frozen as constants",
                  out->count, n_frozen);
