@@ -198,6 +198,7 @@ KORCH_FISSION_RULE(Pad) {
     int rank = in->rank;
     int64_t pads[2 * KORCH_MAX_RANK] = {0};
     double value = 0.0;
+    int runtime_value = -1;
     if (n->opset < 11) {
         const int64_t *p = NULL;
         int c = korch_node_attr_ints(n, n->opset < 2 ? "paddings" : "pads", &p);
@@ -226,8 +227,8 @@ KORCH_FISSION_RULE(Pad) {
         }
         if (fission_has_in(ctx, 2)) {
             const korch_tensor *tv = fission_const_in(ctx, 2);
-            if (!tv) return fission_decline(ctx, "Pad with a run-time constant_value");
-            if (korch_tensor_numel(tv) >= 1) value = korch_tensor_get_f64(tv, 0);
+            if (!tv) runtime_value = fission_in(ctx, 2);
+            else if (korch_tensor_numel(tv) >= 1) value = korch_tensor_get_f64(tv, 0);
         }
     }
     const char *mode = korch_node_attr_string(n, "mode", "constant");
@@ -239,7 +240,17 @@ KORCH_FISSION_RULE(Pad) {
     int x = fission_in(ctx, 0);
     bool zero = true;
     for (int k = 0; k < 2 * rank; k++) zero = zero && pads[k] == 0;
-    fission_set_out(ctx, 0, zero ? x : korch_pgraph_pad(ctx->pg, x, pads, pads + rank, m, value));
+    int y = zero ? x : korch_pgraph_pad(ctx->pg, x, pads, pads + rank, m, value);
+    if (!zero && m == KORCH_PAD_CONSTANT && runtime_value >= 0) {
+        /* a pad value known only at run time: pad, then select it where a
+         * constant mask (the same pad of ones; folded) says "padding" */
+        korch_tensor ones;
+        KORCH_TRY(korch_tensor_alloc(&ones, KORCH_DTYPE_BOOL, in));
+        memset(ones.data, 1, korch_tensor_bytes(&ones));
+        int inside = korch_pgraph_pad(ctx->pg, fission_constant(ctx, &ones), pads, pads + rank, m, 0.0);
+        y = fission_where(ctx, inside, y, runtime_value);
+    }
+    fission_set_out(ctx, 0, y);
     return fission_done(ctx);
 }
 

@@ -63,15 +63,90 @@ static double lowest(korch_dtype dt) {
     }
 }
 
+/* An int64 constant of full window rank (lead + 2 * spatial) that is 1
+ * everywhere but at the given positions (-1: unused). */
+static int index_term(korch_fission_ctx *ctx, int rank, int at_a, int64_t len_a, int at_b, int64_t len_b,
+                      const int64_t *values) {
+    korch_shape s = {.rank = rank};
+    for (int k = 0; k < rank; k++) s.dims[k] = 1;
+    if (at_a >= 0) s.dims[at_a] = len_a;
+    if (at_b >= 0) s.dims[at_b] = len_b;
+    korch_tensor t;
+    if (korch_tensor_alloc(&t, KORCH_DTYPE_INT64, &s) != KORCH_OK) return -1;
+    memcpy(t.data, values, korch_tensor_bytes(&t));
+    return fission_constant(ctx, &t);
+}
+
+/* MaxPool's Indices: the flat input index (row-major, or column-major over
+ * the spatial dims with storage_order = 1) of the first maximum in kernel
+ * scan order, as the reference kernel picks it. With w the window and m its
+ * max: first = min(where(w == m, tap, K)), and the index is the sum over the
+ * window of where(tap == first, index, 0), index being an affine function of
+ * the window coordinates built from small broadcast constants. */
+static int max_pool_indices(korch_fission_ctx *ctx, const pool_params *p, int w, int m) {
+    const korch_shape *x = fission_in_shape(ctx, 0);
+    int rank = x->rank, s = p->spatial, wr = rank + s;
+    uint32_t kaxes = kernel_axes(rank, s);
+    bool column_major = korch_node_attr_int(ctx->node, "storage_order", 0) != 0;
+    int64_t taps = 1, plane = 1;
+    for (int d = 0; d < s; d++) taps *= p->kernel[d], plane *= p->in[d];
+    /* tap number in scan order, shaped over the kernel axes */
+    korch_shape ts = {.rank = s};
+    for (int d = 0; d < s; d++) ts.dims[d] = p->kernel[d];
+    korch_tensor tap_t;
+    if (korch_tensor_alloc(&tap_t, KORCH_DTYPE_FLOAT32, &ts) != KORCH_OK) return -1;
+    for (int64_t i = 0; i < taps; i++) ((float *)tap_t.data)[i] = (float)i;
+    int tap = fission_constant(ctx, &tap_t);
+    int eq = fission_binary(ctx, KORCH_EW_EQUAL, w, m);
+    int cand = fission_where(ctx, eq, tap, fission_scalar(ctx, (double)taps, KORCH_DTYPE_FLOAT32));
+    int first = fission_reduce(ctx, KORCH_REDUCE_MIN, cand, kaxes, true);
+    int hit = fission_binary(ctx, KORCH_EW_EQUAL, tap, first);
+    /* index = plane_base[n, c] + sum_d stride_d * (o_d * s_d + k_d * dil_d - pad_d) */
+    int64_t n_planes = x->dims[0] * x->dims[1];
+    int64_t *v = malloc((size_t)(n_planes > 1 ? n_planes : 1) * sizeof *v);
+    if (!v) return -1;
+    for (int64_t i = 0; i < n_planes; i++) v[i] = i * plane;
+    int index = index_term(ctx, wr, 0, x->dims[0], 1, x->dims[1], v);
+    free(v);
+    for (int d = 0; d < s; d++) {
+        int64_t stride = 1;
+        if (column_major)
+            for (int e = 0; e < d; e++) stride *= p->in[e];
+        else
+            for (int e = d + 1; e < s; e++) stride *= p->in[e];
+        int64_t n = p->out[d] * p->kernel[d];
+        v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+        if (!v) return -1;
+        for (int64_t o = 0; o < p->out[d]; o++)
+            for (int64_t k = 0; k < p->kernel[d]; k++) {
+                int64_t pos = o * p->strides[d] + k * p->dilations[d] - p->pads_begin[d];
+                /* padded taps never hold the maximum; keep their index harmless */
+                v[o * p->kernel[d] + k] = (pos < 0 ? 0 : pos) * stride;
+            }
+        int term = index_term(ctx, wr, 2 + d, p->out[d], rank + d, p->kernel[d], v);
+        free(v);
+        index = fission_binary(ctx, KORCH_EW_ADD, index, term);
+    }
+    int picked = fission_where(ctx, hit, index, fission_scalar(ctx, 0, KORCH_DTYPE_INT64));
+    return fission_reduce(ctx, KORCH_REDUCE_SUM, picked, kaxes, false);
+}
+
 KORCH_FISSION_RULE(MaxPool) {
-    if (fission_has_out(ctx, 1))
-        return fission_decline(ctx, "MaxPool with the Indices output (argmax positions are neither an index map "
-                                    "nor a sum/max/min/mean reduction)");
     pool_params p;
     KORCH_TRY(pool_params_read(ctx, &p));
     int rank = fission_in_shape(ctx, 0)->rank;
     int w = window(ctx, &p, lowest(fission_in_dtype(ctx, 0)));
-    fission_set_out(ctx, 0, fission_reduce(ctx, KORCH_REDUCE_MAX, w, kernel_axes(rank, p.spatial), false));
+    uint32_t kaxes = kernel_axes(rank, p.spatial);
+    if (!fission_has_out(ctx, 1)) {
+        fission_set_out(ctx, 0, fission_reduce(ctx, KORCH_REDUCE_MAX, w, kaxes, false));
+        return fission_done(ctx);
+    }
+    int64_t taps = 1;
+    for (int d = 0; d < p.spatial; d++) taps *= p.kernel[d];
+    if (taps > (1 << 24)) return fission_decline(ctx, "MaxPool Indices over a window of more than 2^24 taps");
+    int m = fission_reduce(ctx, KORCH_REDUCE_MAX, w, kaxes, true);
+    fission_set_out(ctx, 0, fission_squeeze_axes(ctx, m, kaxes));
+    fission_set_out(ctx, 1, max_pool_indices(ctx, &p, w, m));
     return fission_done(ctx);
 }
 
