@@ -123,13 +123,22 @@ int korch_pgraph_slice(korch_pgraph *pg, int x, const int64_t *starts, const int
     return add_single(pg, KORCH_LAYOUT_SLICE, x, out_shape, &map, 0.0);
 }
 
-/* Source coordinate of padded position p in a dimension of size n. */
-static int64_t pad_source(korch_pad_mode mode, int64_t p, int64_t n) {
-    if (mode == KORCH_PAD_EDGE) return p < 0 ? 0 : (p >= n ? n - 1 : p);
-    if (n == 1) return 0;
-    int64_t period = 2 * (n - 1); /* reflect without repeating the edge */
-    int64_t m = ((p % period) + period) % period;
-    return m < n ? m : period - m;
+/* Source index of output position o in a dimension of size n padded by
+ * (begin, end): negative amounts crop, then the kept window of length len is
+ * extended (mirrors the reference Pad kernel). */
+static int64_t pad_source(korch_pad_mode mode, int64_t o, int64_t begin, int64_t end, int64_t n) {
+    int64_t lo = begin < 0 ? -begin : 0, len = n - lo - (end < 0 ? -end : 0), c = o - (begin > 0 ? begin : 0);
+    if (c >= 0 && c < len) return lo + c;
+    switch (mode) {
+    case KORCH_PAD_EDGE: return lo + (c < 0 ? 0 : len - 1);
+    case KORCH_PAD_WRAP: return lo + ((c % len) + len) % len;
+    case KORCH_PAD_REFLECT: {
+        if (len == 1) return lo;
+        int64_t period = 2 * (len - 1), m = ((c % period) + period) % period; /* no repeated edge */
+        return lo + (m < len ? m : period - m);
+    }
+    default: return -1;
+    }
 }
 
 int korch_pgraph_pad(korch_pgraph *pg, int x, const int64_t *begins, const int64_t *ends, korch_pad_mode mode,
@@ -148,7 +157,7 @@ int korch_pgraph_pad(korch_pgraph *pg, int x, const int64_t *begins, const int64
         }
         if (begins[k] > 0 || ends[k] > 0) oob = true;
         if (mode == KORCH_PAD_CONSTANT || (begins[k] <= 0 && ends[k] <= 0)) continue;
-        if (in->dims[k] == 0) {
+        if (in->dims[k] + (begins[k] < 0 ? begins[k] : 0) + (ends[k] < 0 ? ends[k] : 0) <= 0) {
             korch_error(KORCH_ERR_INTERNAL, "pad: cannot reflect or extend an empty dimension %d", k);
             ok = false;
             break;
@@ -159,7 +168,7 @@ int korch_pgraph_pad(korch_pgraph *pg, int x, const int64_t *begins, const int64
             ok = false;
             break;
         }
-        for (int64_t o = 0; o < out.dims[k]; o++) tables[k][o] = pad_source(mode, o - begins[k], in->dims[k]);
+        for (int64_t o = 0; o < out.dims[k]; o++) tables[k][o] = pad_source(mode, o, begins[k], ends[k], in->dims[k]);
     }
     if (!ok) {
         for (int k = 0; k < in->rank; k++) free(tables[k]);

@@ -11,7 +11,7 @@
 
 #include "fission/pgraph.h"
 
-typedef enum korch_pad_mode { KORCH_PAD_CONSTANT, KORCH_PAD_REFLECT, KORCH_PAD_EDGE } korch_pad_mode;
+typedef enum korch_pad_mode { KORCH_PAD_CONSTANT, KORCH_PAD_REFLECT, KORCH_PAD_EDGE, KORCH_PAD_WRAP } korch_pad_mode;
 
 /* y = transpose(x, perm): y.dims[j] = x.dims[perm[j]]. */
 int korch_pgraph_transpose(korch_pgraph *pg, int x, const int64_t *perm);
@@ -20,7 +20,9 @@ int korch_pgraph_reshape(korch_pgraph *pg, int x, const korch_shape *shape);
 /* y[o] = x[start + step * o] per dimension; out_shape gives the counts. */
 int korch_pgraph_slice(korch_pgraph *pg, int x, const int64_t *starts, const int64_t *steps,
                        const korch_shape *out_shape);
-/* Pads (or crops, with negative amounts) every dimension. */
+/* Pads (or crops, with negative amounts) every dimension. Negative amounts
+ * crop first; reflect, edge and wrap then extend the kept window (ONNX
+ * Runtime's reading of mixed pads, and the reference kernel's). */
 int korch_pgraph_pad(korch_pgraph *pg, int x, const int64_t *begins, const int64_t *ends, korch_pad_mode mode,
                      double value);
 /* Concatenation along axis; more than 8 inputs become a tree of concats. */

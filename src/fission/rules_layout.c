@@ -204,7 +204,9 @@ KORCH_FISSION_RULE(Pad) {
         int c = korch_node_attr_ints(n, n->opset < 2 ? "paddings" : "pads", &p);
         if (c != 2 * rank) return korch_error(KORCH_ERR_INVALID_MODEL, "Pad: pads has %d entries for rank %d", c, rank);
         memcpy(pads, p, (size_t)c * sizeof *pads);
-        value = korch_node_attr_float(n, "value", 0.0f);
+        /* the attribute form is float-only; the reference pads integers with 0 */
+        bool is_float = fission_in_dtype(ctx, 0) == KORCH_DTYPE_FLOAT32 || fission_in_dtype(ctx, 0) == KORCH_DTYPE_FLOAT64;
+        value = is_float ? korch_node_attr_float(n, "value", 0.0f) : 0.0;
     } else {
         const korch_tensor *tp = fission_const_in(ctx, 1);
         if (!tp) return fission_decline(ctx, "Pad with run-time pads (not a static index map)");
@@ -236,7 +238,8 @@ KORCH_FISSION_RULE(Pad) {
     if (strcmp(mode, "constant") == 0) m = KORCH_PAD_CONSTANT;
     else if (strcmp(mode, "reflect") == 0) m = KORCH_PAD_REFLECT;
     else if (strcmp(mode, "edge") == 0) m = KORCH_PAD_EDGE;
-    else return fission_decline(ctx, "Pad mode other than constant, reflect or edge");
+    else if (strcmp(mode, "wrap") == 0) m = KORCH_PAD_WRAP;
+    else return korch_error(KORCH_ERR_INVALID_MODEL, "Pad: unknown mode");
     int x = fission_in(ctx, 0);
     bool zero = true;
     for (int k = 0; k < 2 * rank; k++) zero = zero && pads[k] == 0;

@@ -50,7 +50,7 @@ static void variadic(const char *op, int n_inputs) {
     korch_graph *g = fh_begin(13);
     char names[64] = "";
     for (int i = 0; i < n_inputs; i++) {
-        char nm[8];
+        char nm[16];
         snprintf(nm, sizeof nm, "x%d", i);
         korch_shape s = i == 0 ? base : broadcast_partner(&base);
         fh_input(g, nm, KORCH_DTYPE_FLOAT32, s.rank, s.dims);
