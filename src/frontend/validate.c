@@ -97,6 +97,9 @@ static korch_status resolve_node(korch_graph *g, korch_node *n) {
     if (n->n_outputs < def->min_outputs || n->n_outputs > def->max_outputs)
         return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): has %d outputs, expected %d to %d", nbuf, obuf,
                            n->n_outputs, def->min_outputs, def->max_outputs);
+    for (int i = 0; i < def->min_outputs; i++)
+        if (n->outputs[i] < 0)
+            return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): required output %d is empty", nbuf, obuf, i);
     n->def = def;
     (void)g;
     return KORCH_OK;
