@@ -98,6 +98,66 @@ def gen_bytes_level():
     bad("no_graph.onnx", "has no graph", "a ModelProto without a graph", no_graph)
 
 
+def varint(n):
+    out = b""
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out += bytes([b | 0x80]) if n else bytes([b])
+        if not n:
+            return out
+
+
+def field_header(field, length):
+    return varint(field << 3 | 2) + varint(length)
+
+
+def nest(depth, level, innermost=b""):
+    """`depth` levels of level(inner_length) -> (prefix, total_length) around
+    `innermost`, built from the inside out so that the cost stays linear."""
+    prefixes, inner = [], len(innermost)
+    for _ in range(depth):
+        prefix, inner = level(inner)
+        prefixes.append(prefix)
+    return b"".join(reversed(prefixes)) + innermost
+
+
+def model_bytes(graph):
+    opset = field_header(8, 2) + varint(2 << 3) + varint(13)
+    return varint(1 << 3) + varint(8) + field_header(7, len(graph)) + graph + opset
+
+
+def subgraph_level(inner):
+    """A Graph whose only node is an If with the inner graph as attribute g."""
+    attr = field_header(1, 1) + b"g" + varint(20 << 3) + varint(5) + field_header(6, inner)
+    node = field_header(4, 2) + b"If" + field_header(5, len(attr) + inner)
+    graph = field_header(1, len(node) + len(attr) + inner)
+    return graph + node + attr, len(graph) + len(node) + len(attr) + inner
+
+
+def sequence_type_level(inner):
+    """A TypeProto holding sequence_type { elem_type: <inner TypeProto> }."""
+    elem = field_header(1, inner)
+    seq = field_header(4, len(elem) + inner)
+    return seq + elem, len(seq) + len(elem) + inner
+
+
+def gen_nesting():
+    # protobuf-c recurses per nested message: without korch's nesting bound,
+    # 4,000 levels of either kind overflowed the 8 MiB stack
+    bad("nested_subgraphs.onnx", "nests subgraphs or types deeper than",
+        "5,000 If nodes, each in the previous one's then-branch", model_bytes(nest(5000, subgraph_level)))
+    t = onnx.TypeProto()
+    t.tensor_type.elem_type = F
+    types = nest(20000, sequence_type_level, t.SerializeToString())
+    value_info = field_header(1, 1) + b"x" + field_header(2, len(types)) + types
+    bad("nested_types.onnx", "nests subgraphs or types deeper than",
+        "a graph input whose type is a sequence of sequences, 20,000 deep",
+        model_bytes(field_header(11, len(value_info)) + value_info))
+    bad("nested_subgraphs_ok_depth.onnx", "the graph has no outputs",
+        "20 nested If subgraphs: within the nesting bound, so refused for its next fault (no outputs)",
+        model_bytes(nest(20, subgraph_level)))
+
+
 def gen_structure():
     relu = lambda i, o, n: helper.make_node("Relu", [i], [o], name=n)
     bad("cycle.onnx", "cycle", "a = Relu(b), b = Relu(a)",
@@ -301,6 +361,7 @@ def main():
                 os.remove(os.path.join(OUT, f))
     os.makedirs(OUT, exist_ok=True)
     gen_bytes_level()
+    gen_nesting()
     gen_structure()
     gen_tensors()
     gen_external()

@@ -38,7 +38,12 @@ const char *korch_dtype_name(korch_dtype dtype) {
     case KORCH_DTYPE_FLOAT64: return "float64";
     case KORCH_DTYPE_UINT32: return "uint32";
     case KORCH_DTYPE_UINT64: return "uint64";
-    default: return "unknown";
+    default: {
+        /* ONNX types korch does not support, named for messages */
+        static const char *const others[] = {[14] = "complex64", [15] = "complex128", [16] = "bfloat16"};
+        unsigned d = (unsigned)dtype;
+        return d < sizeof others / sizeof others[0] && others[d] ? others[d] : "unknown";
+    }
     }
 }
 

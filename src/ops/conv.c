@@ -2,20 +2,26 @@
  *
  * The general path lowers each (image, group) to a GEMM: im2col unfolds the
  * input patches into a (C/group * kernel) x (output positions) matrix, and
- * Y_g = W_g * col. The columns are unfolded in chunks so the scratch matrix
- * stays a few megabytes however large the image. A 1x1 convolution with unit
+ * Y_g = W_g * col. The columns are unfolded in blocks so the scratch matrix
+ * stays about a megabyte however large the image. A 1x1 convolution with unit
  * stride and no padding needs no unfolding: its input already is the matrix.
  * Depthwise convolutions (one input channel per group), where a GEMM would
  * have a single row, run as a direct loop over each output plane instead. */
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "ops/flop_count.h"
 #include "ops/gemm_kernel.h"
 #include "ops/op.h"
 #include "ops/window.h"
 
-/* Target size, in floats, of one chunk of the im2col matrix (8 MiB). */
-#define COL_CHUNK_FLOATS ((int64_t)1 << 21)
+/* Target size, in floats, of one block of the im2col matrix (1 MiB: the GEMM
+ * reads it back while it is still in the L2 cache). */
+#define COL_BLOCK_FLOATS ((int64_t)1 << 18)
 
 typedef struct conv_geometry {
     korch_window w;
@@ -43,9 +49,13 @@ static korch_status conv_geometry_read(const korch_op_ctx *ctx, conv_geometry *g
         return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "group %lld is out of range for %lld input channels",
                               (long long)group, (long long)g->channels);
     g->groups = group;
-    if (g->channels_per_group < 1 || g->channels_per_group * group != g->channels)
+    int64_t expected = 0;
+    if (korch_mul_overflow_i64(g->channels_per_group, group, &expected))
+        return korch_op_error(ctx, KORCH_ERR_SHAPE, "X has %lld channels but W expects %lld per group (group %lld)",
+                              (long long)g->channels, (long long)g->channels_per_group, (long long)group);
+    if (g->channels_per_group < 1 || expected != g->channels)
         return korch_op_error(ctx, KORCH_ERR_SHAPE, "X has %lld channels but W expects %lld (group %lld)",
-                              (long long)g->channels, (long long)(g->channels_per_group * group), (long long)group);
+                              (long long)g->channels, (long long)expected, (long long)group);
     if (g->out_channels < 1 || g->out_channels % group != 0)
         return korch_op_error(ctx, KORCH_ERR_SHAPE, "W has %lld output channels, not a positive multiple of group %lld",
                               (long long)g->out_channels, (long long)group);
@@ -121,44 +131,65 @@ static void im2col(const korch_window *w, const float *x, int64_t channels, int6
     }
 }
 
-static korch_status conv_gemm(const korch_op_ctx *ctx, const conv_geometry *g, const float *x, const float *wt,
-                              float *y) {
+/* Output columns [c0, c0 + count) of image n, group grp: Y = bias + W_g * im2col(X_g).
+ * Runs its own loops in parallel unless called from a parallel region. */
+static korch_status conv_block(const conv_geometry *g, bool pointwise, const float *x, const float *wt,
+                               const float *bias, float *y, int64_t n, int64_t grp, int64_t c0, int64_t count,
+                               float *col) {
     const korch_window *w = &g->w;
-    int64_t taps = korch_window_kernel_size(w), in_size = korch_window_in_size(w);
-    int64_t out_size = korch_window_out_size(w), k = g->channels_per_group * taps;
-    bool pointwise = taps == 1;
+    int64_t in_size = korch_window_in_size(w), out_size = korch_window_out_size(w);
+    int64_t k = g->channels_per_group * korch_window_kernel_size(w);
+    const float *xg = x + (n * g->channels + grp * g->channels_per_group) * in_size;
+    const float *wg = wt + grp * g->out_per_group * k;
+    float *yg = y + (n * g->out_channels + grp * g->out_per_group) * out_size + c0;
+    for (int64_t m = 0; m < g->out_per_group; m++) {
+        float v = bias ? bias[grp * g->out_per_group + m] : 0.0f;
+        for (int64_t i = 0; i < count; i++) yg[m * out_size + i] = v;
+    }
+    if (pointwise) /* the input planes already are the k x columns matrix */
+        return korch_sgemm(false, false, g->out_per_group, count, k, 1.0f, wg, k, xg + c0, in_size, 1.0f, yg, out_size);
+    im2col(w, xg, g->channels_per_group, c0, count, col);
+    return korch_sgemm(false, false, g->out_per_group, count, k, 1.0f, wg, k, col, count, 1.0f, yg, out_size);
+}
+
+/* The GEMM path, in blocks of output columns. With enough blocks to keep
+ * every thread busy, each thread takes whole blocks (its im2col stays in its
+ * own cache and nothing waits at a barrier); otherwise the blocks run in
+ * turn, each with a parallel im2col and GEMM. */
+static korch_status conv_gemm(const korch_op_ctx *ctx, const conv_geometry *g, const float *x, const float *wt,
+                              const float *bias, float *y) {
+    const korch_window *w = &g->w;
+    int64_t out_size = korch_window_out_size(w), k = g->channels_per_group * korch_window_kernel_size(w);
+    bool pointwise = korch_window_kernel_size(w) == 1;
     for (int j = 0; j < 3; j++)
         if (w->stride[j] != 1 || w->pad_begin[j] != 0 || w->pad_end[j] != 0) pointwise = false;
-    int64_t chunk = COL_CHUNK_FLOATS / k;
-    if (chunk < 256) chunk = 256;
-    if (chunk > out_size) chunk = out_size;
-    float *col = NULL;
-    if (!pointwise) {
-        col = malloc((size_t)(k * chunk) * sizeof *col);
-        if (!col)
-            return korch_op_error(ctx, KORCH_ERR_OUT_OF_MEMORY, "cannot allocate the %lldx%lld im2col buffer",
-                                  (long long)k, (long long)chunk);
-    }
-    korch_status st = KORCH_OK;
-    for (int64_t n = 0; n < g->batch && st == KORCH_OK; n++)
-        for (int64_t grp = 0; grp < g->groups && st == KORCH_OK; grp++) {
-            const float *xg = x + (n * g->channels + grp * g->channels_per_group) * in_size;
-            const float *wg = wt + grp * g->out_per_group * k;
-            float *yg = y + (n * g->out_channels + grp * g->out_per_group) * out_size;
-            if (pointwise) {
-                st = korch_sgemm(false, false, g->out_per_group, out_size, k, 1.0f, wg, k, xg, in_size, 1.0f, yg,
-                                 out_size);
-                continue;
-            }
-            for (int64_t c0 = 0; c0 < out_size && st == KORCH_OK; c0 += chunk) {
-                int64_t count = out_size - c0 < chunk ? out_size - c0 : chunk;
-                im2col(w, xg, g->channels_per_group, c0, count, col);
-                st = korch_sgemm(false, false, g->out_per_group, count, k, 1.0f, wg, k, col, count, 1.0f, yg + c0,
-                                 out_size);
-            }
+    int64_t block = COL_BLOCK_FLOATS / k;
+    if (block < 256) block = 256;
+    if (block > out_size) block = out_size;
+    int64_t blocks_per_plane = (out_size + block - 1) / block;
+    int64_t jobs = g->batch * g->groups * blocks_per_plane;
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    size_t col_bytes = pointwise ? 1 : (size_t)(k * block) * sizeof(float);
+    int failed = 0;
+#pragma omp parallel if (threads > 1 && jobs >= 2 * threads) reduction(| : failed)
+    {
+        float *col = malloc(col_bytes);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t job = 0; job < jobs; job++) {
+            int64_t c0 = (job % blocks_per_plane) * block, plane = job / blocks_per_plane;
+            int64_t count = out_size - c0 < block ? out_size - c0 : block;
+            if (!col || conv_block(g, pointwise, x, wt, bias, y, plane / g->groups, plane % g->groups, c0, count, col) !=
+                            KORCH_OK)
+                failed = 1;
         }
-    free(col);
-    if (st != KORCH_OK) return korch_op_error(ctx, st, "%s", korch_last_error());
+        free(col);
+    }
+    if (failed)
+        return korch_op_error(ctx, KORCH_ERR_OUT_OF_MEMORY, "cannot allocate the %lldx%lld im2col buffer",
+                              (long long)k, (long long)block);
     return KORCH_OK;
 }
 
@@ -206,20 +237,21 @@ static korch_status run_conv(korch_op_ctx *ctx) {
     const float *bias = korch_op_has_input(ctx, 2) ? ctx->inputs[2]->data : NULL;
     float *y = ctx->outputs[0]->data;
     if (korch_tensor_numel(ctx->outputs[0]) == 0) return KORCH_OK;
-    fill_bias(&g, bias, y);
     if (g.channels_per_group == 1) {
+        fill_bias(&g, bias, y);
         conv_depthwise(&g, x, wt, y);
         return KORCH_OK;
     }
-    return conv_gemm(ctx, &g, x, wt, y);
+    return conv_gemm(ctx, &g, x, wt, bias, y);
 }
 
 static int64_t flops_conv(const korch_op_ctx *ctx) {
     conv_geometry g;
     if (conv_geometry_read(ctx, &g) != KORCH_OK) return 0;
-    int64_t outputs = g.batch * g.out_channels * korch_window_out_size(&g.w);
-    int64_t macs = outputs * g.channels_per_group * korch_window_kernel_size(&g.w);
-    return 2 * macs + (korch_op_has_input(ctx, 2) ? outputs : 0);
+    int64_t outputs = korch_flops_mul(korch_flops_mul(g.batch, g.out_channels), korch_window_out_size(&g.w));
+    /* channels_per_group * kernel is W's numel per output channel: no overflow */
+    int64_t macs = korch_flops_mul(outputs, g.channels_per_group * korch_window_kernel_size(&g.w));
+    return korch_flops_add(korch_flops_mul(2, macs), korch_op_has_input(ctx, 2) ? outputs : 0);
 }
 
 const korch_op_def korch_op_def_Conv = {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/flop_count.h"
 #include "ops/gemm_kernel.h"
 #include "ops/op.h"
 #include "ops/window.h"
@@ -26,6 +27,12 @@ typedef struct deconv_geometry {
  * SAME_UPPER crops the odd unit from the end, anything else from the start. */
 static korch_status deconv_dim(const korch_op_ctx *ctx, korch_auto_pad auto_pad, int64_t output_padding,
                                int64_t output_shape, int i, korch_window *w, int j) {
+    /* stride, dilation, padding < 2^31 and in, kernel <= 2^40: compute in double first to rule out overflow */
+    double full_estimate = (double)w->stride[j] * (double)(w->in[j] - 1) + (double)output_padding +
+                           (double)w->dilation[j] * (double)(w->kernel[j] - 1) + 1.0;
+    if (full_estimate > (double)KORCH_MAX_ELEMENTS)
+        return korch_op_error(ctx, KORCH_ERR_SHAPE, "spatial dimension %d: the output would have about %.3g positions",
+                              i, full_estimate);
     int64_t full = w->stride[j] * (w->in[j] - 1) + output_padding + w->dilation[j] * (w->kernel[j] - 1) + 1;
     bool same = auto_pad == KORCH_AUTO_PAD_SAME_UPPER || auto_pad == KORCH_AUTO_PAD_SAME_LOWER;
     if (output_shape >= 0 || same) {
@@ -77,7 +84,9 @@ static korch_status deconv_geometry_read(const korch_op_ctx *ctx, deconv_geometr
     if (g->out_per_group < 1)
         return korch_op_error(ctx, KORCH_ERR_SHAPE, "W has shape %s: no output channels",
                               korch_shape_format(&wt->shape, ws, sizeof ws));
-    g->out_channels = g->out_per_group * group;
+    if (korch_mul_overflow_i64(g->out_per_group, group, &g->out_channels) || g->out_channels > KORCH_MAX_ELEMENTS)
+        return korch_op_error(ctx, KORCH_ERR_SHAPE, "W has shape %s: %lld output channels per group times group %lld is too many",
+                              korch_shape_format(&wt->shape, ws, sizeof ws), (long long)g->out_per_group, (long long)group);
     if (korch_op_has_input(ctx, 2)) {
         KORCH_TRY(korch_op_require_dtype(ctx, 2, KORCH_DTYPE_FLOAT32));
         const korch_shape *b = &ctx->inputs[2]->shape;
@@ -228,9 +237,10 @@ static korch_status run_conv_transpose(korch_op_ctx *ctx) {
 static int64_t flops_conv_transpose(const korch_op_ctx *ctx) {
     deconv_geometry g;
     if (deconv_geometry_read(ctx, &g) != KORCH_OK) return 0;
-    int64_t macs = g.batch * g.channels * korch_window_in_size(&g.w) * g.out_per_group * korch_window_kernel_size(&g.w);
-    int64_t outputs = g.batch * g.out_channels * korch_window_out_size(&g.w);
-    return 2 * macs + (korch_op_has_input(ctx, 2) ? outputs : 0);
+    /* every input element meets out_per_group * kernel weights (W's numel / channels) */
+    int64_t macs = korch_flops_mul(korch_tensor_numel(ctx->inputs[0]), g.out_per_group * korch_window_kernel_size(&g.w));
+    int64_t outputs = korch_flops_mul(korch_flops_mul(g.batch, g.out_channels), korch_window_out_size(&g.w));
+    return korch_flops_add(korch_flops_mul(2, macs), korch_op_has_input(ctx, 2) ? outputs : 0);
 }
 
 const korch_op_def korch_op_def_ConvTranspose = {

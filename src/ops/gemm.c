@@ -3,6 +3,7 @@
  * Opsets 1 and 6 broadcast C only when the `broadcast` attribute is set;
  * from opset 7 C always broadcasts unidirectionally; from opset 11 C is
  * optional. When beta is 0, C is not read (the BLAS convention). */
+#include "ops/flop_count.h"
 #include "ops/gemm_kernel.h"
 #include "ops/op.h"
 
@@ -99,7 +100,9 @@ static korch_status run_gemm(korch_op_ctx *ctx) {
 static int64_t flops_gemm(const korch_op_ctx *ctx) {
     gemm_geometry g;
     if (gemm_geometry_read(ctx, &g) != KORCH_OK) return 0;
-    return 2 * g.m * g.n * g.k + (g.has_c && g.beta != 0.0f ? 2 * g.m * g.n : 0);
+    int64_t outputs = korch_flops_mul(g.m, g.n);
+    return korch_flops_add(korch_flops_mul(2, korch_flops_mul(outputs, g.k)),
+                           g.has_c && g.beta != 0.0f ? korch_flops_mul(2, outputs) : 0);
 }
 
 const korch_op_def korch_op_def_Gemm = {

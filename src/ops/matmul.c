@@ -2,6 +2,7 @@
  * the promoted dimension dropped from the result), leading dimensions are
  * batch dimensions and broadcast against each other. */
 #include "ops/broadcast.h"
+#include "ops/flop_count.h"
 #include "ops/gemm_kernel.h"
 #include "ops/op.h"
 
@@ -93,7 +94,8 @@ static int64_t flops_matmul(const korch_op_ctx *ctx) {
     matmul_geometry g;
     korch_shape out;
     if (matmul_geometry_read(ctx, &g, &out) != KORCH_OK) return 0;
-    return 2 * korch_shape_numel(&g.batch) * g.m * g.n * g.k;
+    int64_t outputs = korch_flops_mul(korch_flops_mul(korch_shape_numel(&g.batch), g.m), g.n);
+    return korch_flops_mul(2, korch_flops_mul(outputs, g.k));
 }
 
 const korch_op_def korch_op_def_MatMul = {

@@ -9,8 +9,13 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "ops/flop_count.h"
 #include "ops/op.h"
 #include "ops/window.h"
+
+/* Above this many outputs along one dimension, the exact search for windows
+ * of only padding is refused rather than run (no real model comes close). */
+#define MAX_SCANNED_OUTPUTS ((int64_t)1 << 24)
 
 typedef struct pool_geometry {
     korch_window w;
@@ -42,7 +47,18 @@ static korch_status pool_geometry_read(const korch_op_ctx *ctx, pool_geometry *g
     KORCH_TRY(korch_window_forward(ctx, x, NULL, ceil_mode, &g->w));
     g->planes = x->dims[0] * x->dims[1];
     const korch_window *w = &g->w;
-    for (int j = 3 - w->spatial; j < 3; j++)
+    for (int j = 3 - w->spatial; j < 3; j++) {
+        /* Pads shorter than the window and a dilation no wider than the input
+         * give every window a real input (the first tap at or after position
+         * 0 lies before `in`), so only other dimensions need the exact scan. */
+        int64_t extent = w->dilation[j] * (w->kernel[j] - 1) + 1;
+        if (w->pad_begin[j] < extent && w->pad_end[j] < extent && w->dilation[j] <= w->in[j]) continue;
+        if (w->out[j] > MAX_SCANNED_OUTPUTS)
+            return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
+                                  "spatial dimension %d: with pads %lld+%lld and dilation %lld some windows may see "
+                                  "only padding, and the %lld outputs are too many to check",
+                                  j - (3 - w->spatial), (long long)w->pad_begin[j], (long long)w->pad_end[j],
+                                  (long long)w->dilation[j], (long long)w->out[j]);
         for (int64_t o = 0; o < w->out[j]; o++) {
             int64_t lo, hi;
             valid_taps(w, j, o, &lo, &hi);
@@ -54,6 +70,7 @@ static korch_status pool_geometry_read(const korch_op_ctx *ctx, pool_geometry *g
                                       (long long)w->pad_end[j], (long long)w->kernel[j], (long long)w->stride[j],
                                       (long long)w->dilation[j]);
         }
+    }
     return KORCH_OK;
 }
 
@@ -194,7 +211,7 @@ static korch_status run_average_pool(korch_op_ctx *ctx) {
 static int64_t flops_pool(const korch_op_ctx *ctx) {
     pool_geometry g;
     if (pool_geometry_read(ctx, &g) != KORCH_OK) return 0;
-    return g.planes * korch_window_out_size(&g.w) * korch_window_kernel_size(&g.w);
+    return korch_flops_mul(korch_flops_mul(g.planes, korch_window_out_size(&g.w)), korch_window_kernel_size(&g.w));
 }
 
 const korch_op_def korch_op_def_MaxPool = {

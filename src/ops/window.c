@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "ops/flop_count.h"
+
 korch_status korch_window_auto_pad(const korch_op_ctx *ctx, korch_auto_pad *out) {
     const char *s = korch_node_attr_string(ctx->node, "auto_pad", "NOTSET");
     char buf[64];
@@ -118,12 +120,18 @@ korch_status korch_window_forward(const korch_op_ctx *ctx, const korch_shape *x,
         w->pad_end[j] = pads[spatial + i];
         KORCH_TRY(forward_dim(ctx, auto_pad, ceil_mode, i, w, j));
     }
+    if (korch_window_out_size(w) > KORCH_MAX_ELEMENTS)
+        return korch_op_error(ctx, KORCH_ERR_SHAPE, "the output would have %s positions per channel",
+                              korch_window_out_size(w) == INT64_MAX ? "more than 2^63" : "more than 2^40");
     return KORCH_OK;
 }
 
-int64_t korch_window_in_size(const korch_window *w) { return w->in[0] * w->in[1] * w->in[2]; }
-int64_t korch_window_out_size(const korch_window *w) { return w->out[0] * w->out[1] * w->out[2]; }
-int64_t korch_window_kernel_size(const korch_window *w) { return w->kernel[0] * w->kernel[1] * w->kernel[2]; }
+static int64_t product3(const int64_t *v) {
+    return korch_flops_mul(korch_flops_mul(v[0], v[1]), v[2]);
+}
+int64_t korch_window_in_size(const korch_window *w) { return product3(w->in); }
+int64_t korch_window_out_size(const korch_window *w) { return product3(w->out); }
+int64_t korch_window_kernel_size(const korch_window *w) { return product3(w->kernel); }
 
 void korch_window_valid_range(int64_t offset, int64_t step, int64_t limit, int64_t count, int64_t *lo, int64_t *hi) {
     /* offset + t*step >= 0  <=>  t >= ceil(-offset / step) */

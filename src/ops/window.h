@@ -45,7 +45,8 @@ korch_status korch_window_ints(const korch_op_ctx *ctx, const char *name, int co
 korch_status korch_window_forward(const korch_op_ctx *ctx, const korch_shape *x, const int64_t *kernel,
                                   bool ceil_mode, korch_window *w);
 
-/* Elements of the 3-D window arrays (in, out, kernel) multiplied out. */
+/* Elements of the 3-D window arrays (in, out, kernel) multiplied out,
+ * saturating at INT64_MAX. */
 int64_t korch_window_in_size(const korch_window *w);
 int64_t korch_window_out_size(const korch_window *w);
 int64_t korch_window_kernel_size(const korch_window *w);

@@ -155,7 +155,7 @@ static void test_large(void) {
                    .s = {1, 1}, .d = {1, 1}, .pb = {1, 0}, .pe = {1, 2}, .bias = true};
     check_conv_case(&a, "large 3x3");
     /* pointwise, K = 300 > one k block, M = 100 > one row tile, N = 620 > one column tile */
-    conv_case b = {.spatial = 2, .batch = 2, .group = 1, .cpg = 300, .mpg = 100, .in = {20, 31}, .k = {1, 1},
+    conv_case b = {.spatial = 2, .batch = 2, .group = 1, .cpg = 300, .mpg = 100, .in = {40, 31}, .k = {1, 1},
                    .s = {1, 1}, .d = {1, 1}, .bias = true};
     check_conv_case(&b, "large pointwise");
     /* 1x1 with stride: not pointwise, goes through im2col */
@@ -284,6 +284,12 @@ static void test_errors(void) {
     h_input(&h, 1, KORCH_DTYPE_FLOAT32, 4, wd);
     h_input(&h, 2, KORCH_DTYPE_FLOAT32, 1, bd);
     CHECK_INFER_FAILS(&h, KORCH_ERR_SHAPE, "B has shape 3; expected [2]");
+    h_free(&h);
+
+    conv_2d(&h, 1, 1, 1, 1, 1);
+    int64_t max_pads[4] = {((int64_t)1 << 31) - 1, ((int64_t)1 << 31) - 1, ((int64_t)1 << 31) - 1, ((int64_t)1 << 31) - 1};
+    h_attr_ints(&h, "pads", 4, max_pads); /* 2^32 x 2^32 outputs: refused before any arithmetic overflows */
+    CHECK_INFER_FAILS(&h, KORCH_ERR_SHAPE, "the output would have more than");
     h_free(&h);
 
     h_init(&h, "Conv", 11, 2, 1);
