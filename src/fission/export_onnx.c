@@ -223,6 +223,10 @@ static void emit_elementwise(korch_onnx_writer *w, const korch_pnode *n) {
         [KORCH_EW_EQUAL] = "Equal",   [KORCH_EW_LESS] = "Less",       [KORCH_EW_LESS_EQUAL] = "LessOrEqual",
         [KORCH_EW_GREATER] = "Greater", [KORCH_EW_GREATER_EQUAL] = "GreaterOrEqual",
         [KORCH_EW_AND] = "And",       [KORCH_EW_OR] = "Or",           [KORCH_EW_WHERE] = "Where",
+        [KORCH_EW_TAN] = "Tan",       [KORCH_EW_ASIN] = "Asin",       [KORCH_EW_ACOS] = "Acos",
+        [KORCH_EW_ATAN] = "Atan",     [KORCH_EW_SINH] = "Sinh",       [KORCH_EW_COSH] = "Cosh",
+        [KORCH_EW_ASINH] = "Asinh",   [KORCH_EW_ACOSH] = "Acosh",     [KORCH_EW_ATANH] = "Atanh",
+        [KORCH_EW_ROUND] = "Round",   [KORCH_EW_SIGN] = "Sign",
     };
     const korch_prim_elementwise *e = &n->u.ew;
     korch_dtype dt = w->pg->values[n->inputs[0]].dtype;
@@ -240,6 +244,7 @@ static void emit_elementwise(korch_onnx_writer *w, const korch_pnode *n) {
     }
     case KORCH_EW_CAST: korch_onnx_attr_int(w, simple(w, "Cast", n), "to", w->pg->values[n->outputs[0]].dtype); break;
     case KORCH_EW_LEAKY_RELU: korch_onnx_attr_float(w, simple(w, "LeakyRelu", n), "alpha", e->alpha); break;
+    case KORCH_EW_MOD: korch_onnx_attr_int(w, simple(w, "Mod", n), "fmod", e->alpha != 0.0f); break;
     case KORCH_EW_ELU: korch_onnx_attr_float(w, simple(w, "Elu", n), "alpha", e->alpha); break;
     case KORCH_EW_CLIP: {
         const char *ins[3] = {x, isinf(e->alpha) ? "" : korch_onnx_const_scalar(w, dt, e->alpha),

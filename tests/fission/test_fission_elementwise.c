@@ -198,6 +198,37 @@ static void prelu(void) {
     }
 }
 
+/* Special values reach the op through x + c with x ~ 1e-30: c itself in float. */
+static void special_values(const char *op, int opset, const char *attr, int64_t value) {
+    int64_t d[1] = {12};
+    const float c[12] = {NAN, INFINITY, -INFINITY, 0.5f, -0.5f, 1.5f, 2.5f, -2.5f, 0.0f, -0.0f, 3.7f, -1e30f};
+    korch_graph *g = fh_begin(opset);
+    fh_input(g, "x", KORCH_DTYPE_FLOAT32, 1, d);
+    fh_const_f32(g, "c", 1, d, c);
+    fh_node(g, "Add", "x,c", "v");
+    int n = fh_node(g, op, "v", "y");
+    if (attr) fh_attr_int(g, n, attr, value);
+    fh_output(g, "y");
+    char label[64];
+    snprintf(label, sizeof label, "%s on special values", op);
+    fh_check(g, &(fh_options){.rtol = 0, .lo = 0, .hi = 1e-30}, label);
+}
+
+static void mod(void) {
+    for (int t = 0; t < 6; t++) {
+        korch_shape a = fh_random_shape(1, 3, 4), b = broadcast_partner(&a);
+        bool is_float = t >= 4;
+        korch_graph *g = fh_begin(13);
+        fh_input(g, "a", is_float ? KORCH_DTYPE_FLOAT32 : KORCH_DTYPE_INT64, a.rank, a.dims);
+        fh_input(g, "b", is_float ? KORCH_DTYPE_FLOAT32 : KORCH_DTYPE_INT64, b.rank, b.dims);
+        int n = fh_node(g, "Mod", "a,b", "y");
+        if (t & 1 || is_float) fh_attr_int(g, n, "fmod", 1);
+        fh_output(g, "y");
+        /* integers in [-5, 5] include 0 and -1 divisors; floats stay away from 0 */
+        fh_check(g, &(fh_options){.rtol = 0, .lo = 0.3, .hi = 7}, (t & 1 || is_float) ? "Mod fmod=1" : "Mod fmod=0");
+    }
+}
+
 int main(void) {
     fh_seed(1);
     /* one primitive each, the same formula in double: a few ulp at most */
@@ -246,6 +277,25 @@ int main(void) {
     activation("Celu", 13, "alpha", 0.8f, NULL, 0);
     activation("HardSigmoid", 13, "alpha", 0.15f, "beta", 0.3f);
     activation("ThresholdedRelu", 13, "alpha", 0.4f, NULL, 0);
+    unary("Tan", 13, -1.4, 1.4, 1e-7);
+    unary("Asin", 13, -0.99, 0.99, 1e-7);
+    unary("Acos", 13, -0.99, 0.99, 1e-7);
+    unary("Atan", 13, -5, 5, 1e-7);
+    unary("Sinh", 13, -4, 4, 1e-7);
+    unary("Cosh", 13, -4, 4, 1e-7);
+    unary("Asinh", 13, -5, 5, 1e-7);
+    unary("Acosh", 13, 1.01, 6, 1e-7);
+    unary("Atanh", 13, -0.99, 0.99, 1e-7);
+    unary("Round", 13, -4, 4, 0);
+    unary("Sign", 13, -4, 4, 0);
+    unary("Shrink", 13, -2, 2, 1e-7);
+    special_values("Round", 13, NULL, 0);
+    special_values("Sign", 13, NULL, 0);
+    special_values("IsNaN", 13, NULL, 0);
+    special_values("IsInf", 13, NULL, 0);
+    special_values("IsInf", 13, "detect_negative", 0);
+    special_values("IsInf", 13, "detect_positive", 0);
+    mod();
     clip();
     where_and_logic();
     casts();
