@@ -213,6 +213,8 @@ int main(void) {
     reduce("ReduceProd", 0.5, 1.6, 1e-6, 18);
     reduce("ReduceProd", -1.5, 1.5, 1e-6, 18);
     reduce("ReduceSumSquare", -2, 2, 1e-6, 18);
+    reduce("ReduceL1", -2, 2, 1e-6, 18);
+    reduce("ReduceL2", -2, 2, 1e-6, 18);
     reduce("ReduceLogSum", 0.1, 2, 1e-6, 18);
     reduce("ReduceLogSumExp", -4, 4, 1e-6, 18);
     printf("%d graphs checked\n", fh_checked);
