@@ -229,6 +229,40 @@ static void mod(void) {
     }
 }
 
+/* GELU as PyTorch exports it: erf form x * 0.5 * (1 + erf(x / sqrt(2))) and
+ * tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), which fission
+ * splits operator by operator (Pow with exponent 3 included). */
+static void gelu_subgraphs(void) {
+    for (int t = 0; t < 4; t++) {
+        korch_shape s = fh_random_shape(1, 3, 8);
+        korch_graph *g = fh_begin(13);
+        fh_input(g, "x", KORCH_DTYPE_FLOAT32, s.rank, s.dims);
+        const float half = 0.5f, one = 1.0f, sqrt2 = 1.41421356f, k = 0.79788456f, c = 0.044715f, three = 3.0f;
+        fh_const_f32(g, "half", 0, NULL, &half);
+        fh_const_f32(g, "one", 0, NULL, &one);
+        if (t & 1) {
+            fh_const_f32(g, "three", 0, NULL, &three);
+            fh_const_f32(g, "c", 0, NULL, &c);
+            fh_const_f32(g, "k", 0, NULL, &k);
+            fh_node(g, "Pow", "x,three", "x3");
+            fh_node(g, "Mul", "x3,c", "cx3");
+            fh_node(g, "Add", "x,cx3", "inner");
+            fh_node(g, "Mul", "inner,k", "arg");
+            fh_node(g, "Tanh", "arg", "t");
+        } else {
+            fh_const_f32(g, "sqrt2", 0, NULL, &sqrt2);
+            fh_node(g, "Div", "x,sqrt2", "arg");
+            fh_node(g, "Erf", "arg", "t");
+        }
+        fh_node(g, "Add", "t,one", "t1");
+        fh_node(g, "Mul", "x,half", "hx");
+        fh_node(g, "Mul", "hx,t1", "y");
+        fh_output(g, "y");
+        fh_check(g, &(fh_options){.rtol = 1e-6, .lo = -5, .hi = 5, .min_primitives = 5},
+                 t & 1 ? "GELU tanh form" : "GELU erf form");
+    }
+}
+
 int main(void) {
     fh_seed(1);
     /* one primitive each, the same formula in double: a few ulp at most */
@@ -296,6 +330,7 @@ int main(void) {
     special_values("IsInf", 13, "detect_negative", 0);
     special_values("IsInf", 13, "detect_positive", 0);
     mod();
+    gelu_subgraphs();
     clip();
     where_and_logic();
     casts();
