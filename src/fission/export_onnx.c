@@ -189,6 +189,9 @@ const char *korch_onnx_const_scalar(korch_onnx_writer *w, korch_dtype dtype, dou
     case KORCH_DTYPE_INT16: *(int16_t *)(void *)buf = (int16_t)v; break;
     case KORCH_DTYPE_INT8: *(int8_t *)(void *)buf = (int8_t)v; break;
     case KORCH_DTYPE_UINT8: *buf = (uint8_t)v; break;
+    case KORCH_DTYPE_UINT16: *(uint16_t *)(void *)buf = (uint16_t)v; break;
+    case KORCH_DTYPE_UINT32: *(uint32_t *)(void *)buf = (uint32_t)v; break;
+    case KORCH_DTYPE_UINT64: *(uint64_t *)(void *)buf = (uint64_t)v; break;
     case KORCH_DTYPE_BOOL: *buf = v != 0.0; break;
     default:
         if (w->status == KORCH_OK)
