@@ -168,7 +168,11 @@ korch_status korch_tensor_alloc(korch_tensor *t, korch_dtype dtype, const korch_
     size_t bytes = (size_t)n * esize;
     /* Allocate at least one element so zero-sized tensors still have a valid pointer. */
     t->data = calloc(bytes ? bytes : esize, 1);
-    if (!t->data) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", bytes);
+    if (!t->data) {
+        char buf[128];
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes for a %s tensor of shape %s", bytes,
+                           korch_dtype_name(dtype), korch_shape_format(shape, buf, sizeof buf));
+    }
     t->owns_data = true;
     return KORCH_OK;
 }

@@ -1,7 +1,9 @@
 /* The two copy kernels behind every layout operator. Both walk the
  * destination in row-major order, one "row" (innermost dimension) at a time,
  * and split rows across OpenMP threads: each thread positions an odometer
- * once at its first row and then steps it. */
+ * once at its first row and then steps it. Transpose-like views, whose rows
+ * are strided in the source, take a cache-tiled path instead.
+ * Source offsets are signed: reversed slices have negative strides. */
 #include <string.h>
 
 #include "ops/layout.h"
@@ -35,7 +37,7 @@ static void copy_row(char *dst, const char *src, size_t esize, int64_t n, int64_
         for (int64_t i = 0; i < n; i++) memcpy(dst + 8 * i, src + 8 * i * stride, 8);
         break;
     default:
-        for (int64_t i = 0; i < n; i++) memcpy(dst + (size_t)i * esize, src + (size_t)(i * stride) * esize, esize);
+        for (int64_t i = 0; i < n; i++) memcpy(dst + (size_t)i * esize, src + i * stride * (int64_t)esize, esize);
         break;
     }
 }
@@ -121,7 +123,7 @@ static void copy_tile(char *dst, int64_t dst_k, const char *src, int64_t src_i, 
 #define KORCH_TILE_LOOP(size)                                                                      \
     for (int64_t kk = 0; kk < nk; kk++)                                                            \
         for (int64_t ii = 0; ii < ni; ii++)                                                        \
-            memcpy(dst + (size_t)(kk * dst_k + ii) * (size), src + (size_t)(kk + ii * src_i) * (size), (size));
+            memcpy(dst + (size_t)(kk * dst_k + ii) * (size), src + (kk + ii * src_i) * (int64_t)(size), (size));
     switch (esize) {
     case 1: KORCH_TILE_LOOP(1) break;
     case 2: KORCH_TILE_LOOP(2) break;
@@ -168,7 +170,7 @@ static void copy_view_tiled(char *d, const char *s, size_t esize, const korch_st
         int64_t bk = nk - k0 < TILE_K ? nk - k0 : TILE_K;
         for (int64_t i0 = 0; i0 < ni; i0 += TILE_I) {
             int64_t bi = ni - i0 < TILE_I ? ni - i0 : TILE_I;
-            copy_tile(d + (size_t)(dst_off + i0) * esize, dst_k, s + (size_t)(src_off + i0 * src_i) * esize, src_i,
+            copy_tile(d + (size_t)(dst_off + i0) * esize, dst_k, s + (src_off + i0 * src_i) * (int64_t)esize, src_i,
                       esize, bk, bi);
         }
     }
