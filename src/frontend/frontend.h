@@ -16,6 +16,14 @@ typedef struct korch_input_shape {
  * referenced tensor exists, each tensor has one producer, no cycles. */
 korch_status korch_graph_validate(korch_graph *g);
 
+/* Constant folding leaves a node alone when its outputs would take more
+ * than KORCH_FOLD_MAX_BYTES, or when the graph has already folded
+ * KORCH_FOLD_TOTAL_BYTES: a huge folded constant costs memory for little
+ * speed, and the shapes of a hostile model must not make inference allocate
+ * (an unfolded node just runs with the model). */
+#define KORCH_FOLD_MAX_BYTES ((size_t)64 << 20)
+#define KORCH_FOLD_TOTAL_BYTES ((size_t)1 << 30)
+
 /* Shapes and dtypes for every value, with constant folding. Fails on
  * symbolic input dimensions that no override fixes. */
 korch_status korch_graph_infer(korch_graph *g, const korch_input_shape *overrides, int n_overrides);

@@ -106,7 +106,7 @@ static korch_status accept_output(korch_graph *g, const korch_node *n, int k, ko
     return KORCH_OK;
 }
 
-static korch_status infer_node(korch_graph *g, int ni) {
+static korch_status infer_node(korch_graph *g, int ni, size_t *fold_budget) {
     korch_node *n = &g->nodes[ni];
     korch_tensor in_store[64], out_store[64];
     korch_tensor *ins[64] = {0}, *outs[64] = {0};
@@ -139,11 +139,20 @@ static korch_status infer_node(korch_graph *g, int ni) {
         if (outs[k]) st = accept_output(g, n, k, outs[k]);
 
     /* Fold: a node whose inputs are all constant is run now, once. Outputs
-     * that inference already computed (Shape) are constants too. */
+     * that inference already computed (Shape) are constants too. Outputs
+     * larger than KORCH_FOLD_MAX_BYTES, or beyond what is left of the
+     * graph's KORCH_FOLD_TOTAL_BYTES, stay unfolded: the node then runs with
+     * the model, and hostile shapes cannot make inference allocate. */
     bool outputs_known = true;
+    size_t fold_bytes = 0;
     for (int k = 0; k < n->n_outputs; k++)
-        if (outs[k] && !outs[k]->data) outputs_known = false;
-    if (st == KORCH_OK && all_constant && !outputs_known) {
+        if (outs[k] && !outs[k]->data) {
+            outputs_known = false;
+            if (st == KORCH_OK) fold_bytes += korch_tensor_bytes(outs[k]);
+        }
+    if (st == KORCH_OK && all_constant && !outputs_known && fold_bytes <= KORCH_FOLD_MAX_BYTES &&
+        fold_bytes <= *fold_budget) {
+        *fold_budget -= fold_bytes;
         for (int k = 0; k < n->n_outputs && st == KORCH_OK; k++) {
             if (!outs[k]) continue;
             korch_tensor_free(outs[k]);
@@ -174,7 +183,8 @@ korch_status korch_graph_infer(korch_graph *g, const korch_input_shape *override
     if (!order) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     int count = 0;
     korch_status st = korch_graph_toposort(g, order, &count);
-    for (int i = 0; i < count && st == KORCH_OK; i++) st = infer_node(g, order[i]);
+    size_t fold_budget = KORCH_FOLD_TOTAL_BYTES;
+    for (int i = 0; i < count && st == KORCH_OK; i++) st = infer_node(g, order[i], &fold_budget);
     free(order);
     return st;
 }
