@@ -107,7 +107,26 @@ static void ew_expr(const korch_prim_elementwise *ew, char v[3][64], bool dbl, c
     case KORCH_EW_AND: snprintf(out, n, "(%s != %s) & (%s != %s)", A, zero, B, zero); break;
     case KORCH_EW_OR: snprintf(out, n, "(%s != %s) | (%s != %s)", A, zero, B, zero); break;
     case KORCH_EW_WHERE: snprintf(out, n, "%s != %s ? %s : %s", A, zero, B, C); break;
-    default: snprintf(out, n, "%s", zero); break;
+    case KORCH_EW_TAN: snprintf(out, n, "tan%s(%s)", f, A); break;
+    case KORCH_EW_ASIN: snprintf(out, n, "asin%s(%s)", f, A); break;
+    case KORCH_EW_ACOS: snprintf(out, n, "acos%s(%s)", f, A); break;
+    case KORCH_EW_ATAN: snprintf(out, n, "atan%s(%s)", f, A); break;
+    case KORCH_EW_SINH: snprintf(out, n, "sinh%s(%s)", f, A); break;
+    case KORCH_EW_COSH: snprintf(out, n, "cosh%s(%s)", f, A); break;
+    case KORCH_EW_ASINH: snprintf(out, n, "asinh%s(%s)", f, A); break;
+    case KORCH_EW_ACOSH: snprintf(out, n, "acosh%s(%s)", f, A); break;
+    case KORCH_EW_ATANH: snprintf(out, n, "atanh%s(%s)", f, A); break;
+    case KORCH_EW_ROUND: snprintf(out, n, "nearbyint%s(%s)", f, A); break;
+    case KORCH_EW_SIGN: snprintf(out, n, "%s > %s ? %s : (%s < %s ? -%s : %s)", A, zero, one, A, zero, one, A); break;
+    case KORCH_EW_MOD:
+        /* alpha 1: C fmod; alpha 0: Python %, which takes the sign of the divisor */
+        if (ew->alpha != 0.0f) snprintf(out, n, "fmod%s(%s, %s)", f, A, B);
+        else
+            snprintf(out, n, "(fmod%s(%s, %s) != %s && ((fmod%s(%s, %s) < %s) != (%s < %s))) ? fmod%s(%s, %s) + %s : fmod%s(%s, %s)",
+                     f, A, B, zero, f, A, B, zero, B, zero, f, A, B, B, f, A, B);
+        break;
+    case KORCH_EW_COUNT: snprintf(out, n, "NAN"); break;
+    /* no default: -Wswitch makes a new elementwise function a build error here */
     }
 }
 
