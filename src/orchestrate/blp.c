@@ -72,7 +72,6 @@ korch_status korch_blp_solve(const korch_blp *b, const int *start, int n_start, 
     if (!m) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "solver: cannot create a CBC model");
     Cbc_setLogLevel(m, 0);
     Cbc_setParameter(m, "timeMode", "elapsed");
-    Cbc_setParameter(m, "threads", "1");
     Cbc_setAllowableGap(m, 1e-7);
     Cbc_setAllowableFractionGap(m, 1e-9);
     Cbc_setMaximumSeconds(m, time_limit_s > 0.01 ? time_limit_s : 0.01);

@@ -213,8 +213,10 @@ korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy stra
             st = rule_choice(o, p, strategy, chosen, &n_chosen);
             if (st == KORCH_OK) st = order_choice(o, p, chosen, n_chosen, available);
         } else {
+            /* greedy is the MIP start and the fallback; without it (a
+             * primitive lost every kernel) the program still solves */
             int n_start = 0;
-            st = rule_choice(o, p, KORCH_STRATEGY_GREEDY, start, &n_start);
+            if (rule_choice(o, p, KORCH_STRATEGY_GREEDY, start, &n_start) != KORCH_OK) n_start = 0;
             double left = o->options.solve_time_limit_s - (korch_now_ms() - t0) / 1e3;
             double share = left / (double)(set->n_partitions - p);
             if (share < 0.2) share = 0.2;

@@ -151,6 +151,10 @@ static korch_status pair_rows(problem *pr, korch_blp *b, int cap, int *added) {
                         pr->coefs[nz++] = -1.0;
                     }
                 }
+                /* only the pure exclusions: with third producers the row is
+                 * long, weak, and slows CBC down more than the rare deadlock
+                 * it prevents (the cut loop catches those) */
+                if (nz > 2) continue;
                 if (!korch_blp_add_row(b, nz, pr->cols, pr->coefs, 'L', 1.0)) return KORCH_ERR_OUT_OF_MEMORY;
                 (*added)++;
             }
