@@ -19,6 +19,7 @@ typedef struct korch_cli_command {
 int korch_cmd_info(int argc, char **argv);
 int korch_cmd_check(int argc, char **argv);
 int korch_cmd_run(int argc, char **argv);
+int korch_cmd_fission(int argc, char **argv);
 
 /* Prints "korch: error: <message>" for the last error and returns 1. */
 int korch_cli_fail(void);

@@ -57,7 +57,9 @@ static void fill_random(korch_tensor *t, unsigned seed) {
 
 static int make_dir(const char *dir) {
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "korch: error: cannot create output directory \"%s\": %s\n", dir, strerror(errno));
+        char buf[256];
+        fprintf(stderr, "korch: error: cannot create output directory \"%s\": %s\n",
+                korch_printable(dir, buf, sizeof buf), strerror(errno));
         return 1;
     }
     return 0;
@@ -69,6 +71,7 @@ int korch_cmd_run(int argc, char **argv) {
     korch_cli_shapes shapes = {0};
     run_input inputs[256];
     int n_inputs = 0, rc = 0;
+    char vbuf[200]; /* tensor names in messages: one printable line */
     for (int i = 1; i < argc && rc == 0; i++) {
         const char *a = argv[i], *v = NULL;
         if (korch_cli_is_help(a)) {
@@ -148,8 +151,10 @@ int korch_cmd_run(int argc, char **argv) {
                 if (strlen(vn) == len && strncmp(vn, inputs[k].name, len) == 0) slot = i;
             }
             if (slot < 0) {
-                fprintf(stderr, "korch: error: --input %.*s: the model has no input of that name\n", (int)len,
-                        inputs[k].name);
+                char buf[256];
+                snprintf(buf, sizeof buf, "%.*s", (int)len, inputs[k].name);
+                fprintf(stderr, "korch: error: --input %s: the model has no input of that name\n",
+                        korch_printable(buf, vbuf, sizeof vbuf));
                 rc = 2;
             }
         } else {
@@ -162,7 +167,8 @@ int korch_cmd_run(int argc, char **argv) {
         }
         if (rc) break;
         if (binding[slot] >= 0) {
-            fprintf(stderr, "korch: error: input \"%s\" is given twice\n", g->values[g->inputs[slot]].name);
+            fprintf(stderr, "korch: error: input \"%s\" is given twice\n",
+                    korch_printable(g->values[g->inputs[slot]].name, vbuf, sizeof vbuf));
             rc = 2;
             break;
         }
@@ -173,7 +179,8 @@ int korch_cmd_run(int argc, char **argv) {
         const korch_value *v = &g->values[g->inputs[i]];
         if (binding[i] < 0) {
             if (!bench) {
-                fprintf(stderr, "korch: error: no --input given for graph input \"%s\"\n", v->name);
+                fprintf(stderr, "korch: error: no --input given for graph input \"%s\"\n",
+                        korch_printable(v->name, vbuf, sizeof vbuf));
                 rc = 2;
             }
             continue;
@@ -211,7 +218,8 @@ int korch_cmd_run(int argc, char **argv) {
         if (binding[i] >= 0) {
             korch_tensor *t = &files[binding[i]];
             if (t->dtype != v->dtype) {
-                fprintf(stderr, "korch: error: input \"%s\" is %s, the file gives %s\n", v->name,
+                fprintf(stderr, "korch: error: input \"%s\" is %s, the file gives %s\n",
+                        korch_printable(v->name, vbuf, sizeof vbuf),
                         korch_dtype_name(v->dtype), korch_dtype_name(t->dtype));
                 rc = 1;
             }
@@ -220,7 +228,8 @@ int korch_cmd_run(int argc, char **argv) {
             if (korch_tensor_alloc(&bound[i], v->dtype, &v->shape) != KORCH_OK) rc = korch_cli_fail();
             else {
                 fill_random(&bound[i], (unsigned)i);
-                fprintf(stderr, "korch: note: input \"%s\" not given; using seeded random data\n", v->name);
+                fprintf(stderr, "korch: note: input \"%s\" not given; using seeded random data\n",
+                        korch_printable(v->name, vbuf, sizeof vbuf));
             }
         }
     }

@@ -9,6 +9,7 @@ static const korch_cli_command commands[] = {
     {"info", "inputs, outputs, operator histogram, parameters and FLOPs of a model", korch_cmd_info},
     {"check", "validate a model without running it (exit 0 only if korch can run it)", korch_cmd_check},
     {"run", "run a model or plan on .npy/.pb inputs, write .npy outputs, optionally time it", korch_cmd_run},
+    {"fission", "split operators into primitives; write the primitive graph as ONNX, print stats", korch_cmd_fission},
 };
 
 static void usage(FILE *out) {

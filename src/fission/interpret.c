@@ -11,14 +11,27 @@
 
 static double load(const korch_tensor *t, int64_t i) { return korch_tensor_get_f64(t, i); }
 
+/* Integer stores saturate (NaN -> 0): the float-to-integer conversion of an
+ * out-of-range value is undefined behaviour in C. */
+static int64_t saturate(double v, double lo, double hi) {
+    if (v != v) return 0;
+    if (v <= lo) return (int64_t)lo;
+    if (v >= hi) return (int64_t)hi;
+    return (int64_t)v;
+}
+
 static void store(korch_tensor *t, int64_t i, double v) {
     switch (t->dtype) {
     case KORCH_DTYPE_FLOAT32: ((float *)t->data)[i] = (float)v; break;
     case KORCH_DTYPE_FLOAT64: ((double *)t->data)[i] = v; break;
-    case KORCH_DTYPE_INT64: ((int64_t *)t->data)[i] = (int64_t)v; break;
-    case KORCH_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)v; break;
-    case KORCH_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)v; break;
-    case KORCH_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
+    case KORCH_DTYPE_INT64: ((int64_t *)t->data)[i] = saturate(v, -9223372036854775808.0, 9223372036854774784.0); break;
+    case KORCH_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)saturate(v, INT32_MIN, INT32_MAX); break;
+    case KORCH_DTYPE_INT16: ((int16_t *)t->data)[i] = (int16_t)saturate(v, INT16_MIN, INT16_MAX); break;
+    case KORCH_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)saturate(v, INT8_MIN, INT8_MAX); break;
+    case KORCH_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)saturate(v, 0, UINT8_MAX); break;
+    case KORCH_DTYPE_UINT16: ((uint16_t *)t->data)[i] = (uint16_t)saturate(v, 0, UINT16_MAX); break;
+    case KORCH_DTYPE_UINT32: ((uint32_t *)t->data)[i] = (uint32_t)saturate(v, 0, UINT32_MAX); break;
+    case KORCH_DTYPE_UINT64: ((uint64_t *)t->data)[i] = (uint64_t)saturate(v, 0, 9223372036854774784.0); break;
     case KORCH_DTYPE_BOOL: ((uint8_t *)t->data)[i] = v != 0.0; break;
     default: break;
     }
@@ -74,7 +87,31 @@ double korch_ew_apply(korch_ew_op op, double a, double b, double c, float alpha,
     }
 }
 
+static bool is_float(korch_dtype dt) { return dt == KORCH_DTYPE_FLOAT32 || dt == KORCH_DTYPE_FLOAT64; }
+
+/* Integer-to-integer casts wrap (two's complement), as C and ONNX do; going
+ * through double would saturate and lose bits above 2^53. */
+static void store_wrapped(korch_tensor *t, int64_t i, int64_t v) {
+    switch (t->dtype) {
+    case KORCH_DTYPE_INT64: ((int64_t *)t->data)[i] = v; break;
+    case KORCH_DTYPE_UINT64: ((uint64_t *)t->data)[i] = (uint64_t)v; break;
+    case KORCH_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)(uint32_t)v; break;
+    case KORCH_DTYPE_UINT32: ((uint32_t *)t->data)[i] = (uint32_t)v; break;
+    case KORCH_DTYPE_INT16: ((int16_t *)t->data)[i] = (int16_t)(uint16_t)v; break;
+    case KORCH_DTYPE_UINT16: ((uint16_t *)t->data)[i] = (uint16_t)v; break;
+    case KORCH_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)(uint8_t)v; break;
+    case KORCH_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
+    case KORCH_DTYPE_BOOL: ((uint8_t *)t->data)[i] = v != 0; break;
+    default: break;
+    }
+}
+
 static korch_status run_elementwise(const korch_pnode *n, korch_tensor **in, korch_tensor *out) {
+    if (n->u.ew.op == KORCH_EW_CAST && !is_float(in[0]->dtype) && !is_float(out->dtype)) {
+        int64_t total = korch_tensor_numel(out);
+        for (int64_t i = 0; i < total; i++) store_wrapped(out, i, korch_tensor_get_i64(in[0], i));
+        return KORCH_OK;
+    }
     const korch_shape *shapes[3] = {0};
     for (int i = 0; i < n->n_inputs; i++) shapes[i] = &in[i]->shape;
     int64_t total = korch_tensor_numel(out);
@@ -268,6 +305,29 @@ static korch_status run_opaque(const korch_pgraph *pg, const korch_pnode *n, kor
     return src->def->run(&ctx);
 }
 
+korch_status korch_pgraph_run_node(const korch_pgraph *pg, int node, korch_tensor *const *in,
+                                   korch_tensor *const *out) {
+    const korch_pnode *n = &pg->nodes[node];
+    korch_tensor *ins[KORCH_MAX_RANK] = {0};
+    for (int k = 0; k < n->n_inputs; k++) ins[k] = in[k];
+    switch (n->kind) {
+    case KORCH_PRIM_ELEMENTWISE: return run_elementwise(n, ins, out[0]);
+    case KORCH_PRIM_REDUCE: return run_reduce(n, in[0], out[0]);
+    case KORCH_PRIM_LAYOUT: return run_layout(n, ins, out[0]);
+    case KORCH_PRIM_LINEAR:
+        if (in[0]->dtype != KORCH_DTYPE_FLOAT32 || in[1]->dtype != KORCH_DTYPE_FLOAT32)
+            return korch_error(KORCH_ERR_UNSUPPORTED, "interpreter: linear primitives are float32 only");
+        if (n->u.linear.op == KORCH_LINEAR_MATMUL) return run_matmul(in[0], in[1], out[0]);
+        return run_conv(&n->u.linear, in[0], in[1], out[0]);
+    case KORCH_PRIM_OPAQUE: {
+        korch_tensor *outs[8] = {0};
+        for (int k = 0; k < n->n_outputs && k < 8; k++) outs[k] = out[k];
+        return run_opaque(pg, n, ins, outs);
+    }
+    default: return korch_error(KORCH_ERR_INTERNAL, "interpreter: unknown primitive kind %d", n->kind);
+    }
+}
+
 korch_status korch_pgraph_interpret(const korch_pgraph *pg, const korch_tensor *inputs, korch_tensor *outputs) {
     korch_status st = KORCH_OK;
     int *order = malloc(((size_t)pg->n_nodes + 1) * sizeof *order);
@@ -308,19 +368,7 @@ korch_status korch_pgraph_interpret(const korch_pgraph *pg, const korch_tensor *
             out[k] = &vals[v];
         }
         if (st != KORCH_OK) break;
-        switch (n->kind) {
-        case KORCH_PRIM_ELEMENTWISE: st = run_elementwise(n, in, out[0]); break;
-        case KORCH_PRIM_REDUCE: st = run_reduce(n, in[0], out[0]); break;
-        case KORCH_PRIM_LAYOUT: st = run_layout(n, in, out[0]); break;
-        case KORCH_PRIM_LINEAR:
-            if (in[0]->dtype != KORCH_DTYPE_FLOAT32 || in[1]->dtype != KORCH_DTYPE_FLOAT32)
-                st = korch_error(KORCH_ERR_UNSUPPORTED, "interpreter: linear primitives are float32 only");
-            else if (n->u.linear.op == KORCH_LINEAR_MATMUL) st = run_matmul(in[0], in[1], out[0]);
-            else st = run_conv(&n->u.linear, in[0], in[1], out[0]);
-            break;
-        case KORCH_PRIM_OPAQUE: st = run_opaque(pg, n, in, out); break;
-        default: st = korch_error(KORCH_ERR_INTERNAL, "interpreter: unknown primitive kind %d", n->kind);
-        }
+        st = korch_pgraph_run_node(pg, order[i], in, out);
         for (int k = 0; k < n->n_inputs; k++)
             if (--uses[n->inputs[k]] == 0) korch_tensor_free(&vals[n->inputs[k]]);
         for (int k = 0; k < n->n_outputs; k++)
@@ -338,7 +386,7 @@ done:
     return st;
 }
 
-static const char *layout_tag_name(korch_layout_tag t) {
+const char *korch_layout_tag_name(korch_layout_tag t) {
     static const char *const names[] = {"generic", "transpose", "reshape", "slice", "concat", "pad",
                                         "expand",  "gather",    "resize",  "window", "depth_space"};
     _Static_assert(sizeof names / sizeof names[0] == KORCH_LAYOUT_TAG_COUNT, "layout tag names out of step");
@@ -357,7 +405,7 @@ void korch_pgraph_dump(const korch_pgraph *pg, void *file) {
         switch (n->kind) {
         case KORCH_PRIM_ELEMENTWISE: fprintf(f, "ew.%s", korch_ew_name(n->u.ew.op)); break;
         case KORCH_PRIM_REDUCE: fprintf(f, "reduce.%s[axes=0x%x]", reduce_names[n->u.reduce.op], n->u.reduce.axes); break;
-        case KORCH_PRIM_LAYOUT: fprintf(f, "layout.%s", layout_tag_name(n->u.layout.tag)); break;
+        case KORCH_PRIM_LAYOUT: fprintf(f, "layout.%s", korch_layout_tag_name(n->u.layout.tag)); break;
         case KORCH_PRIM_LINEAR: fprintf(f, "linear.%s", n->u.linear.op == KORCH_LINEAR_MATMUL ? "matmul" : "conv"); break;
         case KORCH_PRIM_OPAQUE: fprintf(f, "opaque.%s", pg->source->nodes[n->u.opaque.source_node].op_type); break;
         default: fprintf(f, "?"); break;

@@ -392,3 +392,86 @@ korch_status korch_pgraph_toposort(const korch_pgraph *pg, int *order, int *coun
     free(stack);
     return st;
 }
+
+int korch_pgraph_add_constant_ref(korch_pgraph *pg, const korch_tensor *t) {
+    int v = korch_pgraph_add_value(pg, t->dtype, &t->shape);
+    if (v < 0) return -1;
+    pg->values[v].is_constant = true;
+    pg->values[v].constant = (korch_tensor){.dtype = t->dtype, .shape = t->shape, .data = t->data, .owns_data = false};
+    return v;
+}
+
+int korch_pgraph_live_nodes(const korch_pgraph *pg) {
+    int live = 0;
+    for (int i = 0; i < pg->n_nodes; i++) live += !pg->nodes[i].dead;
+    return live;
+}
+
+const char *korch_prim_kind_name(korch_prim_kind kind) {
+    static const char *const names[] = {"elementwise", "reduce", "layout", "linear", "opaque"};
+    _Static_assert(sizeof names / sizeof names[0] == KORCH_PRIM_KIND_COUNT, "primitive kind names out of step");
+    return (unsigned)kind < KORCH_PRIM_KIND_COUNT ? names[kind] : "?";
+}
+
+const char *korch_reduce_op_name(korch_reduce_op op) {
+    static const char *const names[] = {"sum", "max", "min", "mean"};
+    return (unsigned)op < sizeof names / sizeof names[0] ? names[op] : "?";
+}
+
+korch_status korch_pgraph_compact(korch_pgraph *pg) {
+    int *vnew = malloc(((size_t)pg->n_values + 1) * sizeof *vnew);
+    int *nnew = malloc(((size_t)pg->n_nodes + 1) * sizeof *nnew);
+    if (!vnew || !nnew) {
+        free(vnew);
+        free(nnew);
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "primitive graph: out of memory");
+    }
+    /* a value survives when a live node reads or writes it, or it is a graph input/output */
+    for (int v = 0; v < pg->n_values; v++) vnew[v] = -1;
+    for (int i = 0; i < pg->n_inputs; i++) vnew[pg->inputs[i]] = 0;
+    for (int i = 0; i < pg->n_outputs; i++) vnew[pg->outputs[i]] = 0;
+    for (int i = 0; i < pg->n_nodes; i++) {
+        const korch_pnode *n = &pg->nodes[i];
+        if (n->dead) continue;
+        for (int k = 0; k < n->n_inputs; k++) vnew[n->inputs[k]] = 0;
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0) vnew[n->outputs[k]] = 0;
+    }
+    int nv = 0;
+    for (int v = 0; v < pg->n_values; v++) {
+        if (vnew[v] < 0) {
+            korch_tensor_free(&pg->values[v].constant);
+            continue;
+        }
+        vnew[v] = nv;
+        pg->values[nv++] = pg->values[v];
+    }
+    pg->n_values = nv;
+    int nn = 0;
+    for (int i = 0; i < pg->n_nodes; i++) {
+        if (pg->nodes[i].dead) {
+            if (pg->nodes[i].kind == KORCH_PRIM_LAYOUT) free_layout(&pg->nodes[i].u.layout);
+            nnew[i] = -1;
+            continue;
+        }
+        nnew[i] = nn;
+        pg->nodes[nn++] = pg->nodes[i];
+    }
+    pg->n_nodes = nn;
+    for (int i = 0; i < nn; i++) {
+        korch_pnode *n = &pg->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) n->inputs[k] = vnew[n->inputs[k]];
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0) n->outputs[k] = vnew[n->outputs[k]];
+    }
+    for (int v = 0; v < nv; v++) {
+        korch_pvalue *pv = &pg->values[v];
+        /* a producer that died leaves a value nobody computes; only constants and inputs may lack one */
+        pv->producer = pv->producer >= 0 ? nnew[pv->producer] : -1;
+    }
+    for (int i = 0; i < pg->n_inputs; i++) pg->inputs[i] = vnew[pg->inputs[i]];
+    for (int i = 0; i < pg->n_outputs; i++) pg->outputs[i] = vnew[pg->outputs[i]];
+    free(vnew);
+    free(nnew);
+    return KORCH_OK;
+}

@@ -194,6 +194,7 @@ typedef struct korch_prim_linear {
 
 typedef struct korch_prim_opaque {
     int source_node; /* index into the source op graph; run with its reference kernel */
+    const char *reason; /* static string: why the operator was not decomposed (docs/fission.md) */
 } korch_prim_opaque;
 
 /* ---- graph ------------------------------------------------------------- */
@@ -276,5 +277,29 @@ double korch_ew_apply(korch_ew_op op, double a, double b, double c, float alpha,
 
 /* Human-readable dump, one node per line. */
 void korch_pgraph_dump(const korch_pgraph *pg, void *file /* FILE* */);
+
+/* ---- additions (fission stage) ------------------------------------------ */
+
+/* Adds a constant that borrows t's data (not copied, not freed). The data
+ * must outlive the pgraph; used for op-graph initializers, since the source
+ * op graph must outlive the pgraph anyway (opaque nodes run from it). */
+int korch_pgraph_add_constant_ref(korch_pgraph *pg, const korch_tensor *t);
+
+/* Runs one node on given tensors (outputs preallocated with the node's output
+ * dtypes and shapes). The interpreter's kernels, for constant propagation and
+ * for checking generated kernels one node at a time. */
+korch_status korch_pgraph_run_node(const korch_pgraph *pg, int node, korch_tensor *const *inputs,
+                                   korch_tensor *const *outputs);
+
+/* Number of live (not dead) nodes. */
+int korch_pgraph_live_nodes(const korch_pgraph *pg);
+
+/* Drops dead nodes and values nothing refers to, renumbering the rest (graph
+ * inputs are always kept, in order). Indices held outside are invalidated. */
+korch_status korch_pgraph_compact(korch_pgraph *pg);
+
+const char *korch_layout_tag_name(korch_layout_tag tag);
+const char *korch_prim_kind_name(korch_prim_kind kind);
+const char *korch_reduce_op_name(korch_reduce_op op);
 
 #endif

@@ -16,6 +16,11 @@ typedef struct korch_input_shape {
  * referenced tensor exists, each tensor has one producer, no cycles. */
 korch_status korch_graph_validate(korch_graph *g);
 
+/* Constant folding leaves a node alone when its outputs would take more
+ * than this: folding a huge constant costs memory for no speed, and shapes
+ * in a hostile model must not make inference allocate. */
+#define KORCH_FOLD_MAX_BYTES ((size_t)64 << 20)
+
 /* Shapes and dtypes for every value, with constant folding. Fails on
  * symbolic input dimensions that no override fixes. */
 korch_status korch_graph_infer(korch_graph *g, const korch_input_shape *overrides, int n_overrides);

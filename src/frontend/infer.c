@@ -139,11 +139,17 @@ static korch_status infer_node(korch_graph *g, int ni) {
         if (outs[k]) st = accept_output(g, n, k, outs[k]);
 
     /* Fold: a node whose inputs are all constant is run now, once. Outputs
-     * that inference already computed (Shape) are constants too. */
+     * that inference already computed (Shape) are constants too. Outputs
+     * larger than KORCH_FOLD_MAX_BYTES stay unfolded: the node then runs with
+     * the model, and a hostile shape cannot make inference allocate. */
     bool outputs_known = true;
+    size_t fold_bytes = 0;
     for (int k = 0; k < n->n_outputs; k++)
-        if (outs[k] && !outs[k]->data) outputs_known = false;
-    if (st == KORCH_OK && all_constant && !outputs_known) {
+        if (outs[k] && !outs[k]->data) {
+            outputs_known = false;
+            if (st == KORCH_OK) fold_bytes += korch_tensor_bytes(outs[k]);
+        }
+    if (st == KORCH_OK && all_constant && !outputs_known && fold_bytes <= KORCH_FOLD_MAX_BYTES) {
         for (int k = 0; k < n->n_outputs && st == KORCH_OK; k++) {
             if (!outs[k]) continue;
             korch_tensor_free(outs[k]);

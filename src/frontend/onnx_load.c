@@ -81,12 +81,25 @@ static korch_status read_value_info(korch_graph *g, const Onnx__ValueInfoProto *
     return KORCH_OK;
 }
 
+/* IR version 1 had no AttributeProto.type: the field in use tells the type. */
+static korch_attr_type attr_type_from_fields(const Onnx__AttributeProto *ap) {
+    if (ap->has_f) return KORCH_ATTR_FLOAT;
+    if (ap->has_i) return KORCH_ATTR_INT;
+    if (ap->has_s) return KORCH_ATTR_STRING;
+    if (ap->t) return KORCH_ATTR_TENSOR;
+    if (ap->g) return KORCH_ATTR_GRAPH;
+    if (ap->n_floats) return KORCH_ATTR_FLOATS;
+    if (ap->n_ints) return KORCH_ATTR_INTS;
+    if (ap->n_strings) return KORCH_ATTR_STRINGS;
+    return KORCH_ATTR_UNDEFINED;
+}
+
 static korch_status convert_attr(const Onnx__AttributeProto *ap, korch_attr *a, const char *model_dir,
                                  const char *node_name, const char *op_type) {
     char nbuf[160], abuf[80], what[320];
     a->name = dup_or_empty(ap->name);
     if (!a->name) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-    a->type = ap->has_type ? (korch_attr_type)ap->type : KORCH_ATTR_UNDEFINED;
+    a->type = ap->has_type ? (korch_attr_type)ap->type : attr_type_from_fields(ap);
     if (ap->ref_attr_name)
         return korch_error(KORCH_ERR_UNSUPPORTED, "node \"%s\" (%s): attribute \"%s\" refers to a function attribute",
                            korch_printable(node_name, nbuf, sizeof nbuf), op_type,

@@ -87,6 +87,8 @@ static korch_status read_external(const Onnx__TensorProto *proto, const char *ba
 /* Copies n typed elements from a protobuf repeated field, converting width. */
 static korch_status copy_typed(const Onnx__TensorProto *p, korch_tensor *t, int64_t n, const char *what) {
     size_t have = 0;
+    /* empty repeated fields are NULL, and memcpy from NULL is undefined even for 0 bytes */
+    if (n == 0) return KORCH_OK;
     switch (t->dtype) {
     case KORCH_DTYPE_FLOAT32:
         have = p->n_float_data;

@@ -18,6 +18,56 @@ static korch_status check_opsets(const korch_graph *g) {
     return KORCH_OK;
 }
 
+/* Attribute names whose type is the same in every default-domain operator of
+ * opsets 1-18 (checked against the onnx.defs schemas of onnx 1.12; "value",
+ * "to", "seed" and "p" differ between operators and are left to the ops).
+ * The attribute getters fall back to the default on a type mismatch, so a
+ * mistyped attribute would otherwise be silently ignored. */
+static const struct {
+    const char *name;
+    korch_attr_type type;
+} attr_types[] = {
+    {"alpha", KORCH_ATTR_FLOAT}, {"allowzero", KORCH_ATTR_INT}, {"auto_pad", KORCH_ATTR_STRING},
+    {"axes", KORCH_ATTR_INTS}, {"axis", KORCH_ATTR_INT}, {"batch_dims", KORCH_ATTR_INT},
+    {"beta", KORCH_ATTR_FLOAT}, {"bias", KORCH_ATTR_FLOAT}, {"blocksize", KORCH_ATTR_INT},
+    {"broadcast", KORCH_ATTR_INT}, {"ceil_mode", KORCH_ATTR_INT}, {"coordinate_transformation_mode", KORCH_ATTR_STRING},
+    {"count_include_pad", KORCH_ATTR_INT}, {"cubic_coeff_a", KORCH_ATTR_FLOAT}, {"dilations", KORCH_ATTR_INTS},
+    {"dtype", KORCH_ATTR_INT}, {"end", KORCH_ATTR_INT}, {"ends", KORCH_ATTR_INTS},
+    {"epsilon", KORCH_ATTR_FLOAT}, {"exclude_outside", KORCH_ATTR_INT}, {"exclusive", KORCH_ATTR_INT},
+    {"extrapolation_value", KORCH_ATTR_FLOAT}, {"fmod", KORCH_ATTR_INT}, {"gamma", KORCH_ATTR_FLOAT},
+    {"group", KORCH_ATTR_INT}, {"k", KORCH_ATTR_INT}, {"keepdims", KORCH_ATTR_INT},
+    {"kernel_shape", KORCH_ATTR_INTS}, {"lambd", KORCH_ATTR_FLOAT}, {"largest", KORCH_ATTR_INT},
+    {"max", KORCH_ATTR_FLOAT}, {"min", KORCH_ATTR_FLOAT}, {"mode", KORCH_ATTR_STRING},
+    {"momentum", KORCH_ATTR_FLOAT}, {"nearest_mode", KORCH_ATTR_STRING}, {"noop_with_empty_axes", KORCH_ATTR_INT},
+    {"output_padding", KORCH_ATTR_INTS}, {"output_shape", KORCH_ATTR_INTS}, {"pads", KORCH_ATTR_INTS},
+    {"perm", KORCH_ATTR_INTS}, {"reduction", KORCH_ATTR_STRING}, {"reverse", KORCH_ATTR_INT},
+    {"scale", KORCH_ATTR_FLOAT}, {"scales", KORCH_ATTR_FLOATS}, {"select_last_index", KORCH_ATTR_INT},
+    {"shape", KORCH_ATTR_INTS}, {"size", KORCH_ATTR_INT}, {"sorted", KORCH_ATTR_INT},
+    {"spatial", KORCH_ATTR_INT}, {"split", KORCH_ATTR_INTS}, {"start", KORCH_ATTR_INT},
+    {"starts", KORCH_ATTR_INTS}, {"stash_type", KORCH_ATTR_INT}, {"storage_order", KORCH_ATTR_INT},
+    {"strides", KORCH_ATTR_INTS}, {"training_mode", KORCH_ATTR_INT}, {"transA", KORCH_ATTR_INT},
+    {"transB", KORCH_ATTR_INT}, {"upper", KORCH_ATTR_INT}, {"value_float", KORCH_ATTR_FLOAT},
+    {"value_floats", KORCH_ATTR_FLOATS}, {"value_int", KORCH_ATTR_INT}, {"value_ints", KORCH_ATTR_INTS},
+    {"value_string", KORCH_ATTR_STRING}, {"value_strings", KORCH_ATTR_STRINGS},
+};
+
+static const char *attr_type_name(korch_attr_type t) {
+    static const char *const names[] = {"UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR",
+                                        "GRAPH", "FLOATS", "INTS", "STRINGS"};
+    return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "an unsupported kind";
+}
+
+static korch_status check_attr_types(const korch_node *n, const char *nbuf, const char *obuf) {
+    char abuf[96];
+    for (int a = 0; a < n->n_attrs; a++)
+        for (size_t k = 0; k < sizeof attr_types / sizeof attr_types[0]; k++)
+            if (strcmp(n->attrs[a].name, attr_types[k].name) == 0 && n->attrs[a].type != attr_types[k].type)
+                return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): attribute \"%s\" has type %s, expected %s",
+                                   nbuf, obuf, korch_printable(n->attrs[a].name, abuf, sizeof abuf),
+                                   attr_type_name(n->attrs[a].type), attr_type_name(attr_types[k].type));
+    return KORCH_OK;
+}
+
 static korch_status resolve_node(korch_graph *g, korch_node *n) {
     char nbuf[160], dbuf[96], obuf[96];
     korch_printable(n->name, nbuf, sizeof nbuf);
@@ -45,6 +95,10 @@ static korch_status resolve_node(korch_graph *g, korch_node *n) {
     if (n->n_outputs < def->min_outputs || n->n_outputs > def->max_outputs)
         return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): has %d outputs, expected %d to %d", nbuf, obuf,
                            n->n_outputs, def->min_outputs, def->max_outputs);
+    for (int i = 0; i < def->min_outputs; i++)
+        if (n->outputs[i] < 0)
+            return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): required output %d is empty", nbuf, obuf, i);
+    KORCH_TRY(check_attr_types(n, nbuf, obuf));
     n->def = def;
     (void)g;
     return KORCH_OK;

@@ -1,80 +1,135 @@
-/* Binary elementwise operators with numpy broadcasting. */
-#include <math.h>
+/* Binary arithmetic with broadcasting: Add, Sub, Mul, Div, Pow.
+ * Floats compute in their own precision; integers wrap on overflow (computed
+ * in uint64, where wrap-around is defined) and divide by zero to 0. */
+#include <stdlib.h>
 
-#include "ops/broadcast.h"
-#include "ops/op.h"
+#include "ops/elementwise.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+static const char *const NUMERIC = "float32, float64 and the integer dtypes";
 
-typedef float (*binary_f32)(float, float);
-typedef int64_t (*binary_i64)(int64_t, int64_t);
-
-static korch_status infer_binary(korch_op_ctx *ctx) {
-    const korch_tensor *a = ctx->inputs[0], *b = ctx->inputs[1];
-    if (a->dtype != b->dtype)
-        return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "operands have different dtypes (%s and %s)",
-                              korch_dtype_name(a->dtype), korch_dtype_name(b->dtype));
-    korch_shape out;
-    char sa[96], sb[96];
-    if (!korch_shape_broadcast(&a->shape, &b->shape, &out))
-        return korch_op_error(ctx, KORCH_ERR_SHAPE, "shapes %s and %s do not broadcast",
-                              korch_shape_format(&a->shape, sa, sizeof sa), korch_shape_format(&b->shape, sb, sizeof sb));
-    korch_op_set_output(ctx, 0, a->dtype, &out);
+static korch_status infer_arith(korch_op_ctx *ctx) {
+    KORCH_TRY(korch_ew_require(ctx, 0, korch_ew_is_numeric, NUMERIC));
+    KORCH_TRY(korch_ew_require_same_dtype(ctx, 0, 1));
+    korch_shape a, b, out;
+    KORCH_TRY(korch_ew_binary_shapes(ctx, &a, &b, &out));
+    korch_op_set_output(ctx, 0, ctx->inputs[0]->dtype, &out);
     return KORCH_OK;
 }
 
-/* Runs a broadcast binary map over float32, or int64/int32 when f_i64 is given. */
-static korch_status run_binary(korch_op_ctx *ctx, binary_f32 f32, binary_i64 i64) {
-    const korch_tensor *a = ctx->inputs[0], *b = ctx->inputs[1];
-    korch_tensor *y = ctx->outputs[0];
-    const korch_shape *shapes[2] = {&a->shape, &b->shape};
-    int64_t n = korch_tensor_numel(y);
-    if (a->dtype == KORCH_DTYPE_FLOAT32) {
-        const float *pa = a->data, *pb = b->data;
-        float *py = y->data;
-#pragma omp parallel
-        {
-            korch_broadcast_iter it;
-            korch_broadcast_iter_init(&it, &y->shape, 2, shapes);
-            int64_t begin = 0, end = 0;
-            /* static split so each thread seeks once */
-            int64_t threads = 1, id = 0;
-#ifdef _OPENMP
-            threads = omp_get_num_threads();
-            id = omp_get_thread_num();
-#endif
-            begin = n * id / threads;
-            end = n * (id + 1) / threads;
-            if (begin < end) korch_broadcast_iter_seek(&it, begin);
-            for (int64_t i = begin; i < end; i++) {
-                py[i] = f32(pa[it.offset[0]], pb[it.offset[1]]);
-                korch_broadcast_iter_next(&it);
-            }
-        }
-        return KORCH_OK;
-    }
-    if (i64 && (a->dtype == KORCH_DTYPE_INT64 || a->dtype == KORCH_DTYPE_INT32)) {
-        korch_broadcast_iter it;
-        korch_broadcast_iter_init(&it, &y->shape, 2, shapes);
-        for (int64_t i = 0; i < n; i++) {
-            int64_t r = i64(korch_tensor_get_i64(a, it.offset[0]), korch_tensor_get_i64(b, it.offset[1]));
-            if (y->dtype == KORCH_DTYPE_INT64) ((int64_t *)y->data)[i] = r;
-            else ((int32_t *)y->data)[i] = (int32_t)r;
-            korch_broadcast_iter_next(&it);
-        }
-        return KORCH_OK;
-    }
-    return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "dtype %s is not supported", korch_dtype_name(a->dtype));
+static korch_status binary_plan(korch_op_ctx *ctx, korch_ew_plan *plan) {
+    korch_shape a, b, out;
+    KORCH_TRY(korch_ew_binary_shapes(ctx, &a, &b, &out));
+    const korch_shape *shapes[2] = {&a, &b};
+    korch_ew_plan_init(plan, &ctx->outputs[0]->shape, 2, shapes);
+    return KORCH_OK;
 }
 
-static float add_f32(float a, float b) { return a + b; }
-static int64_t add_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
-static korch_status run_add(korch_op_ctx *ctx) { return run_binary(ctx, add_f32, add_i64); }
+/* One `case` per numeric dtype; FEXPR/SEXPR/UEXPR compute from `a` and `b` for
+ * float, signed and unsigned element types. */
+#define ARITH_CASE(DT, T, EXPR)                                                                    \
+    case DT: KORCH_EW_LOOP2(&plan, T, ta->data, T, tb->data, T, ty->data, EXPR); return KORCH_OK;
+#define ARITH_CASES(FEXPR, SEXPR, UEXPR)                                                           \
+    ARITH_CASE(KORCH_DTYPE_FLOAT32, float, FEXPR)                                                  \
+    ARITH_CASE(KORCH_DTYPE_FLOAT64, double, FEXPR)                                                 \
+    ARITH_CASE(KORCH_DTYPE_INT8, int8_t, SEXPR)                                                    \
+    ARITH_CASE(KORCH_DTYPE_INT16, int16_t, SEXPR)                                                  \
+    ARITH_CASE(KORCH_DTYPE_INT32, int32_t, SEXPR)                                                  \
+    ARITH_CASE(KORCH_DTYPE_INT64, int64_t, SEXPR)                                                  \
+    ARITH_CASE(KORCH_DTYPE_UINT8, uint8_t, UEXPR)                                                  \
+    ARITH_CASE(KORCH_DTYPE_UINT16, uint16_t, UEXPR)                                                \
+    ARITH_CASE(KORCH_DTYPE_UINT32, uint32_t, UEXPR)                                                \
+    ARITH_CASE(KORCH_DTYPE_UINT64, uint64_t, UEXPR)
 
-const korch_op_def korch_op_def_Add = {
-    .kind = KORCH_OP_Add, .op_type = "Add", .opset_min = 1, .opset_max = 18,
+#define DEFINE_ARITH_RUN(name, FEXPR, SEXPR, UEXPR)                                                \
+    static korch_status run_##name(korch_op_ctx *ctx) {                                            \
+        const korch_tensor *ta = ctx->inputs[0], *tb = ctx->inputs[1];                             \
+        korch_tensor *ty = ctx->outputs[0];                                                        \
+        korch_ew_plan plan;                                                                        \
+        KORCH_TRY(binary_plan(ctx, &plan));                                                        \
+        switch (ta->dtype) {                                                                       \
+            ARITH_CASES(FEXPR, SEXPR, UEXPR)                                                       \
+        default: break;                                                                            \
+        }                                                                                          \
+        return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "dtype %s is not supported",             \
+                              korch_dtype_name(ta->dtype));                                        \
+    }
+
+DEFINE_ARITH_RUN(add, a + b, (uint64_t)a + (uint64_t)b, (uint64_t)a + (uint64_t)b)
+DEFINE_ARITH_RUN(sub, a - b, (uint64_t)a - (uint64_t)b, (uint64_t)a - (uint64_t)b)
+DEFINE_ARITH_RUN(mul, a * b, (uint64_t)a * (uint64_t)b, (uint64_t)a * (uint64_t)b)
+DEFINE_ARITH_RUN(div, a / b, korch_ew_div_i64(a, b), korch_ew_div_u64(a, b))
+
+#define ARITH_ROW(Name, lo)                                                                        \
+    const korch_op_def korch_op_def_##Name = {                                                     \
+        .kind = KORCH_OP_##Name, .op_type = #Name, .opset_min = 1, .opset_max = 18,                \
+        .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,                      \
+        .infer = infer_arith, .run = run_##lo,                                                     \
+    };
+ARITH_ROW(Add, add)
+ARITH_ROW(Sub, sub)
+ARITH_ROW(Mul, mul)
+ARITH_ROW(Div, div)
+
+/* ---- Pow: the exponent may have another dtype than the base (opset 12+) ---- */
+
+static korch_status infer_pow(korch_op_ctx *ctx) {
+    KORCH_TRY(korch_ew_require(ctx, 0, korch_ew_is_numeric, NUMERIC));
+    KORCH_TRY(korch_ew_require(ctx, 1, korch_ew_is_numeric, NUMERIC));
+    korch_shape a, b, out;
+    KORCH_TRY(korch_ew_binary_shapes(ctx, &a, &b, &out));
+    korch_op_set_output(ctx, 0, ctx->inputs[0]->dtype, &out);
+    return KORCH_OK;
+}
+
+/* Exact integer power with wrap-around; negative exponents truncate 1/a^-e. */
+static int64_t ipow(int64_t a, int64_t e) {
+    if (e < 0) return a == 1 ? 1 : a == -1 ? ((e & 1) ? -1 : 1) : 0;
+    uint64_t result = 1, base = (uint64_t)a;
+    while (e) {
+        if (e & 1) result *= base;
+        base *= base;
+        e >>= 1;
+    }
+    return (int64_t)result;
+}
+
+/* Mixed dtypes: read both operands element by element through double (or
+ * int64 when both are integers, to stay exact). Slow but rare. */
+static korch_status run_pow_mixed(korch_op_ctx *ctx, const korch_ew_plan *plan) {
+    const korch_tensor *ta = ctx->inputs[0], *tb = ctx->inputs[1];
+    korch_tensor *ty = ctx->outputs[0];
+    bool exact = !korch_ew_is_float(ta->dtype) && !korch_ew_is_float(tb->dtype);
+#pragma omp parallel for schedule(static) if (plan->parallel)
+    for (int64_t t = 0; t < plan->pieces; t++) {
+        int64_t begin, end, off[KORCH_EW_MAX_INPUTS];
+        korch_ew_plan_piece(plan, t, &begin, &end, off);
+        for (int64_t i = begin; i < end; i++) {
+            int64_t ia = off[0] + (i - begin) * plan->step[0], ib = off[1] + (i - begin) * plan->step[1];
+            if (exact)
+                korch_ew_set_i64(ty, i, ipow(korch_tensor_get_i64(ta, ia), korch_tensor_get_i64(tb, ib)));
+            else
+                korch_ew_set_f64(ty, i, pow(korch_tensor_get_f64(ta, ia), korch_tensor_get_f64(tb, ib)));
+        }
+    }
+    return KORCH_OK;
+}
+
+static korch_status run_pow(korch_op_ctx *ctx) {
+    const korch_tensor *ta = ctx->inputs[0], *tb = ctx->inputs[1];
+    korch_tensor *ty = ctx->outputs[0];
+    korch_ew_plan plan;
+    KORCH_TRY(binary_plan(ctx, &plan));
+    if (ta->dtype == KORCH_DTYPE_FLOAT32 && tb->dtype == KORCH_DTYPE_FLOAT32)
+        KORCH_EW_LOOP2(&plan, float, ta->data, float, tb->data, float, ty->data, b == 2.0f ? a * a : powf(a, b));
+    else if (ta->dtype == KORCH_DTYPE_FLOAT64 && tb->dtype == KORCH_DTYPE_FLOAT64)
+        KORCH_EW_LOOP2(&plan, double, ta->data, double, tb->data, double, ty->data, pow(a, b));
+    else
+        return run_pow_mixed(ctx, &plan);
+    return KORCH_OK;
+}
+
+const korch_op_def korch_op_def_Pow = {
+    .kind = KORCH_OP_Pow, .op_type = "Pow", .opset_min = 1, .opset_max = 18,
     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .infer = infer_binary, .run = run_add,
+    .infer = infer_pow, .run = run_pow,
 };

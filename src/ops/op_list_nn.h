@@ -2,6 +2,14 @@
 #ifndef KORCH_OPS_OP_LIST_NN_H
 #define KORCH_OPS_OP_LIST_NN_H
 
-#define KORCH_OP_LIST_NN(X)
+#define KORCH_OP_LIST_NN(X) \
+    X(AveragePool)          \
+    X(Conv)                 \
+    X(ConvTranspose)        \
+    X(Gemm)                 \
+    X(GlobalAveragePool)    \
+    X(GlobalMaxPool)        \
+    X(MatMul)               \
+    X(MaxPool)
 
 #endif

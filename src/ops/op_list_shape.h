@@ -3,9 +3,27 @@
 #define KORCH_OPS_OP_LIST_SHAPE_H
 
 #define KORCH_OP_LIST_SHAPE(X) \
+    X(Concat)                  \
     X(Constant)                \
+    X(ConstantOfShape)         \
+    X(DepthToSpace)            \
+    X(Expand)                  \
+    X(Flatten)                 \
+    X(Gather)                  \
     X(Identity)                \
+    X(Pad)                     \
+    X(Range)                   \
     X(Reshape)                 \
-    X(Shape)
+    X(Resize)                  \
+    X(Shape)                   \
+    X(Size)                    \
+    X(Slice)                   \
+    X(SpaceToDepth)            \
+    X(Split)                   \
+    X(Squeeze)                 \
+    X(Tile)                    \
+    X(Transpose)               \
+    X(Unsqueeze)               \
+    X(Upsample)
 
 #endif

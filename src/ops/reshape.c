@@ -1,9 +1,10 @@
-/* Reshape: a pure metadata change; the reference kernel copies. */
-#include <string.h>
-
-#include "ops/op.h"
+/* Reshape: a pure metadata change; the reference kernel copies. A 0 in the
+ * target shape copies the input dim, unless allowzero (opset 14) makes it a
+ * real zero; one -1 takes whatever the element count leaves. */
+#include "ops/layout.h"
 
 static korch_status infer_reshape(korch_op_ctx *ctx) {
+    KORCH_TRY(korch_layout_require_copyable(ctx, 0));
     const korch_tensor *x = ctx->inputs[0];
     int64_t spec[KORCH_MAX_RANK];
     int count = 0;
@@ -16,7 +17,7 @@ static korch_status infer_reshape(korch_op_ctx *ctx) {
     } else {
         KORCH_TRY(korch_op_read_ints(ctx, 1, "shape", spec, KORCH_MAX_RANK, &count));
     }
-    bool allowzero = korch_node_attr_int(ctx->node, "allowzero", 0) != 0;
+    bool allowzero = ctx->node->opset >= 14 && korch_node_attr_int(ctx->node, "allowzero", 0) != 0;
     korch_shape out = {.rank = count};
     int infer_at = -1;
     int64_t known = 1;
@@ -31,6 +32,9 @@ static korch_status infer_reshape(korch_op_ctx *ctx) {
         }
         if (d == -1) {
             if (infer_at >= 0) return korch_op_error(ctx, KORCH_ERR_SHAPE, "shape has more than one -1");
+            for (int k = 0; allowzero && k < count; k++)
+                if (spec[k] == 0)
+                    return korch_op_error(ctx, KORCH_ERR_SHAPE, "with allowzero=1 the shape cannot hold both 0 and -1");
             infer_at = i;
             continue;
         }
@@ -56,14 +60,8 @@ static korch_status infer_reshape(korch_op_ctx *ctx) {
     return KORCH_OK;
 }
 
-static korch_status run_reshape(korch_op_ctx *ctx) {
-    size_t bytes = korch_tensor_bytes(ctx->outputs[0]);
-    if (bytes) memcpy(ctx->outputs[0]->data, ctx->inputs[0]->data, bytes);
-    return KORCH_OK;
-}
-
 const korch_op_def korch_op_def_Reshape = {
     .kind = KORCH_OP_Reshape, .op_type = "Reshape", .opset_min = 1, .opset_max = 18,
     .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
-    .infer = infer_reshape, .run = run_reshape,
+    .infer = infer_reshape, .run = korch_layout_run_copy, .flops = korch_layout_no_flops,
 };

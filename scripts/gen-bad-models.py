@@ -1,0 +1,320 @@
+#!/usr/bin/python3
+"""Generates the bad-input corpus in tests/badinput/corpus/ (committed).
+
+Each entry is a model file korch must handle cleanly: malformed models must be
+refused with exit status 1 and one line "korch: error: ..." naming the fault;
+the few valid entries (hostile names, a 10k-node chain, 0-size tensors, safe
+external data) must check and run, and their outputs are compared with the
+numpy results stored next to them. MANIFEST.tsv records, per entry, the
+expected exit status of `korch check` and `korch run`, the substring the error
+must contain, and the inputs / expected outputs of the run.
+
+Usage: /usr/bin/python3 scripts/gen-bad-models.py [OUT_DIR]
+Needs python3-onnx (1.12) and numpy. The output is deterministic.
+"""
+import os
+import re
+import shutil
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F = TensorProto.FLOAT
+I64 = TensorProto.INT64
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "tests", "badinput", "corpus")
+
+entries = []  # (file, check_exit, run_exit, substring, needs_op, run_inputs, run_outputs, description)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=13, ir=8, name="g", extra_opsets=()):
+    g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    m = helper.make_model(g, producer_name="gen-bad-models.py",
+                          opset_imports=[helper.make_opsetid("", opset)] + list(extra_opsets))
+    m.ir_version = ir
+    return m
+
+
+def vi(name, shape, dtype=F):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def write(path, data):
+    with open(os.path.join(OUT, path), "wb") as f:
+        f.write(data)
+
+
+def sanitize(name):
+    """The file name `korch run --output-dir` writes for an output tensor:
+    every byte outside [A-Za-z0-9._-] becomes '_'; "", "." and ".." become '_'s."""
+    out = "".join(chr(b) if re.match(rb"[A-Za-z0-9._-]", bytes([b])) else "_" for b in name.encode())
+    if out in ("", ".", ".."):
+        out = "_" * max(len(out), 1)
+    return out
+
+
+def add(file, check_exit, run_exit, substring, description, needs_op="-", inputs=(), outputs=(), data=None):
+    """Registers an entry; `data` is a ModelProto or raw bytes written to `file`."""
+    if data is not None:
+        write(file, data if isinstance(data, (bytes, bytearray)) else data.SerializeToString())
+    entries.append((file, check_exit, run_exit, substring, needs_op,
+                    " ".join(inputs) if inputs else "-",
+                    " ".join(f"{got}:{want}" for got, want in outputs) if outputs else "-",
+                    description))
+
+
+def save_npy(file, array):
+    np.save(os.path.join(OUT, file), array, allow_pickle=False)
+    return file
+
+
+def relu_model(opset=13):
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x", [2, 3])], [vi("y", [2, 3])],
+                 opset=opset)
+
+
+def bad(file, substring, description, data, needs_op="-", check_exit=1, run_exit=1, inputs=()):
+    add(file, check_exit, run_exit, substring, description, needs_op=needs_op, inputs=inputs, data=data)
+
+
+def gen_bytes_level():
+    bad("empty.onnx", "the file is empty", "a 0-byte file", b"")
+    rng = np.random.default_rng(20240501)
+    bad("random_bytes.onnx", "protobuf parsing failed", "4 KiB of seeded random bytes", rng.bytes(4096))
+    w = numpy_helper.from_array(np.arange(256, dtype=np.float32).reshape(16, 16), "w")
+    full = model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [vi("x", [16, 16])],
+                 [vi("y", [16, 16])], [w]).SerializeToString()
+    bad("truncated.onnx", "protobuf parsing failed", "a valid model cut off inside its initializer",
+        full[: len(full) * 6 // 10])
+    t = numpy_helper.from_array(np.ones((2, 3), dtype=np.float32), "t")
+    bad("tensor_not_model.onnx", "not a valid ONNX model", "a serialized TensorProto, not a ModelProto",
+        t.SerializeToString())
+    no_graph = onnx.ModelProto()
+    no_graph.ir_version = 8
+    no_graph.opset_import.extend([helper.make_opsetid("", 13)])
+    bad("no_graph.onnx", "has no graph", "a ModelProto without a graph", no_graph)
+
+
+def gen_structure():
+    relu = lambda i, o, n: helper.make_node("Relu", [i], [o], name=n)
+    bad("cycle.onnx", "cycle", "a = Relu(b), b = Relu(a)",
+        model([relu("b", "a", "r1"), relu("a", "b", "r2"), helper.make_node("Add", ["x", "a"], ["y"], name="add")],
+              [vi("x", [2])], [vi("y", [2])]))
+    bad("dangling_input.onnx", "neither a graph input", "a node reads a tensor nobody defines",
+        model([helper.make_node("Add", ["x", "nowhere"], ["y"], name="add")], [vi("x", [2])], [vi("y", [2])]))
+    bad("duplicate_producer.onnx", "more than one producer", "two nodes write the same tensor",
+        model([relu("x", "y", "r1"), relu("x", "y", "r2")], [vi("x", [2])], [vi("y", [2])]))
+    bad("no_outputs.onnx", "no outputs", "a graph with no outputs", model([relu("x", "y", "r")], [vi("x", [2])], []))
+    bad("output_not_produced.onnx", "not produced", "the graph output names a tensor nobody writes",
+        model([relu("x", "y", "r")], [vi("x", [2])], [vi("ghost", [2])]))
+    bad("no_op_type.onnx", "has no op_type", "a node with an empty op_type",
+        model([helper.make_node("", ["x"], ["y"], name="nameless_op")], [vi("x", [2])], [vi("y", [2])]))
+    bad("too_many_inputs.onnx", "has 2 inputs, expected 1 to 1", "Relu with two inputs",
+        model([helper.make_node("Relu", ["x", "x"], ["y"], name="r")], [vi("x", [2])], [vi("y", [2])]))
+    bad("output_dtype_mismatch.onnx", "but the model declares int64", "Relu output declared int64",
+        model([relu("x", "y", "r")], [vi("x", [2])], [vi("y", [2], I64)]))
+    bad("input_no_type.onnx", "has no element type", "a graph input without a type",
+        model([relu("x", "y", "r")], [onnx.ValueInfoProto(name="x")], [vi("y", [2])]))
+    bad("sequence_input.onnx", "only tensor types are supported", "a graph input of sequence type",
+        model([relu("x", "y", "r")], [helper.make_tensor_sequence_value_info("x", F, [2])], [vi("y", [2])]))
+    bad("rank_too_high.onnx", "exceeds korch's maximum", "a rank-9 graph input",
+        model([relu("x", "y", "r")], [vi("x", [1] * 9)], [vi("y", [1] * 9)]))
+    bad("symbolic_input.onnx", "symbolic dimension", "the only input has a symbolic batch dimension",
+        model([relu("x", "y", "r")], [vi("x", ["batch", 3])], [vi("y", ["batch", 3])]))
+
+
+def initializer_model(init, name="w", shape=(4,)):
+    return model([helper.make_node("Add", ["x", name], ["y"], name="add")], [vi("x", list(shape))],
+                 [vi("y", list(shape))], [init])
+
+
+def gen_tensors():
+    t = TensorProto(name="w", data_type=F, dims=[4, 4], raw_data=b"\0" * 10)
+    bad("raw_data_short.onnx", "raw_data holds 10 bytes", "a 4x4 float initializer with 10 bytes of raw_data",
+        initializer_model(t, shape=(4, 4)))
+    t = TensorProto(name="w", data_type=F, dims=[4], float_data=[1, 2, 3])
+    bad("typed_data_short.onnx", "holds 3 values", "a [4] float initializer with 3 float_data values",
+        initializer_model(t))
+    t = TensorProto(name="w", data_type=F, dims=[-1, 4])
+    bad("negative_dims.onnx", "negative dimension", "an initializer with dims [-1, 4]", initializer_model(t))
+    t = TensorProto(name="w", data_type=F, dims=[1 << 40, 1 << 40])
+    bad("huge_dims.onnx", "too large", "an initializer with dims [2^40, 2^40] and no data", initializer_model(t))
+    bad("huge_input.onnx", "too large", "a graph input of shape [2^40, 2^40]",
+        model([helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", [1 << 40, 1 << 40])],
+              [vi("y", [1 << 40, 1 << 40])]))
+    t = TensorProto(name="w", data_type=99, dims=[4], raw_data=b"\0" * 16)
+    bad("invalid_dtype.onnx", "invalid data type 99", "an initializer of data_type 99", initializer_model(t))
+    t = TensorProto(name="w", data_type=TensorProto.STRING, dims=[1], string_data=[b"hello"])
+    bad("string_initializer.onnx", "string is not supported", "a string initializer", initializer_model(t))
+    w = numpy_helper.from_array(np.zeros(4, dtype=np.float32), "w")
+    m = initializer_model(w)
+    m.graph.initializer.append(numpy_helper.from_array(np.ones(4, dtype=np.float32), "w"))
+    bad("duplicate_initializer.onnx", "defined twice", "two initializers named w", m)
+
+
+def external(location):
+    t = TensorProto(name="w", data_type=F, dims=[4])
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", "0"), ("length", "16")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    return initializer_model(t)
+
+
+def gen_external():
+    bad("external_absolute.onnx", "leaves the model's folder", "external data at /etc/passwd",
+        external("/etc/passwd"))
+    bad("external_dotdot.onnx", "leaves the model's folder", "external data at ../../../../etc/passwd",
+        external("../../../../etc/passwd"))
+    bad("external_missing.onnx", "cannot open external data", "external data file that does not exist",
+        external("external_missing.bin"))
+    # valid: a file next to the model
+    w = np.array([0.5, -1.0, 2.0, 3.25], dtype=np.float32)
+    write("external_ok.bin", w.tobytes())
+    x = np.array([1.0, 2.0, -3.0, 0.0], dtype=np.float32)
+    add("external_ok.onnx", 0, 0, "-", "valid: external data inside the model's folder",
+        inputs=[save_npy("external_ok.x.npy", x)], outputs=[("y.npy", save_npy("external_ok.y.npy", x + w))],
+        data=external("external_ok.bin"))
+
+
+def gen_opsets_and_ops():
+    bad("unsupported_op.onnx", "unsupported operator NotAnOnnxOp", "an operator korch does not know",
+        model([helper.make_node("NotAnOnnxOp", ["x"], ["y"], name="n")], [vi("x", [2])], [vi("y", [2])]))
+    bad("custom_domain.onnx", "custom domain", "an operator from domain com.example",
+        model([helper.make_node("Relu", ["x"], ["y"], name="n", domain="com.example")], [vi("x", [2])],
+              [vi("y", [2])], extra_opsets=[helper.make_opsetid("com.example", 1)]))
+    bad("opset_99.onnx", "opset 99", "the model imports ONNX opset 99", relu_model(opset=99))
+    n = helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")
+    n.attribute.append(helper.make_attribute("allowzero", "yes"))
+    shape = numpy_helper.from_array(np.array([3, 2], dtype=np.int64), "shape")
+    bad("attr_wrong_type.onnx", "attribute \"allowzero\" has type STRING, expected INT",
+        "Reshape with a string allowzero attribute",
+        model([n], [vi("x", [2, 3])], [vi("y", [3, 2])], [shape], opset=14))
+    n = helper.make_node("Constant", [], ["c"], name="const", value_float=1.0,
+                         value=numpy_helper.from_array(np.ones(2, dtype=np.float32)))
+    bad("constant_two_values.onnx", "exactly one value attribute", "a Constant with value and value_float",
+        model([n, helper.make_node("Add", ["x", "c"], ["y"], name="add")], [vi("x", [2])], [vi("y", [2])]))
+    shape = numpy_helper.from_array(np.array([4, 2], dtype=np.int64), "shape")
+    bad("reshape_count_mismatch.onnx", "element counts differ", "Reshape 2x3 to 4x2",
+        model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")], [vi("x", [2, 3])],
+              [vi("y", [4, 2])], [shape]))
+    bad("add_no_broadcast.onnx", "do not broadcast", "Add of 2x3 and 4",
+        model([helper.make_node("Add", ["x", "z"], ["y"], name="add")], [vi("x", [2, 3]), vi("z", [4])],
+              [vi("y", [2, 3])]))
+    # 1024x1024 (4 MiB, folded), reshaped to 2^20x1 and 1x2^20 and added: 2^40
+    # floats (4 TiB). Folding must leave that node alone instead of trying to
+    # allocate it; `korch check` must pass. (No run: whether a 4 TiB calloc
+    # fails cleanly depends on the kernel's overcommit policy.)
+    consts = [numpy_helper.from_array(np.ones((1024, 1), dtype=np.float32), "a"),
+              numpy_helper.from_array(np.ones((1, 1024), dtype=np.float32), "b"),
+              numpy_helper.from_array(np.array([1 << 20, 1], dtype=np.int64), "col"),
+              numpy_helper.from_array(np.array([1, 1 << 20], dtype=np.int64), "row")]
+    add("fold_huge.onnx", 0, "-", "-",
+        "valid: constants whose folded sum would be 2^40 floats; folding must not materialise it",
+        data=model([helper.make_node("Add", ["a", "b"], ["ab"], name="outer"),
+                    helper.make_node("Reshape", ["ab", "col"], ["c"], name="as_col"),
+                    helper.make_node("Reshape", ["ab", "row"], ["r"], name="as_row"),
+                    helper.make_node("Add", ["c", "r"], ["huge"], name="huge_sum"),
+                    helper.make_node("Add", ["x", "huge"], ["y"], name="add")],
+                   [vi("x", [1])], [vi("y", [1 << 20, 1 << 20])], consts))
+
+
+def gen_nn_ops():
+    w = numpy_helper.from_array(np.ones((4, 2, 3, 3), dtype=np.float32), "w")
+    bad("conv_channel_mismatch.onnx", "channel", "Conv of a 3-channel input with 2-channel weights (group 1)",
+        model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv")], [vi("x", [1, 3, 8, 8])],
+              [vi("y", [1, 4, 6, 6])], [w]), needs_op="Conv")
+    b = numpy_helper.from_array(np.ones((4, 5), dtype=np.float32), "b")
+    bad("matmul_inner_mismatch.onnx", "2x3", "MatMul of 2x3 and 4x5",
+        model([helper.make_node("MatMul", ["a", "b"], ["y"], name="matmul")], [vi("a", [2, 3])], [vi("y", [2, 5])],
+              [b]), needs_op="MatMul")
+    bad("transpose_bad_perm.onnx", "perm", "Transpose with perm [0, 0, 1]",
+        model([helper.make_node("Transpose", ["x"], ["y"], name="transpose", perm=[0, 0, 1])], [vi("x", [2, 3, 4])],
+              [vi("y", [2, 2, 3])]), needs_op="Transpose")
+    consts = [numpy_helper.from_array(np.array(v, dtype=np.int64), n)
+              for n, v in (("starts", [0]), ("ends", [5]), ("axes", [0]), ("steps", [0]))]
+    bad("slice_step_zero.onnx", "step", "Slice with steps [0]",
+        model([helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"], name="slice")],
+              [vi("x", [10])], [vi("y", [5])], consts), needs_op="Slice")
+    idx = numpy_helper.from_array(np.array([0, 5], dtype=np.int64), "idx")
+    bad("gather_const_oob.onnx", "out of range", "Gather of a 3x4 input with constant indices [0, 5] on axis 0",
+        model([helper.make_node("Gather", ["x", "idx"], ["y"], name="gather", axis=0)], [vi("x", [3, 4])],
+              [vi("y", [2, 4])], [idx]), needs_op="Gather")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    add("gather_input_oob.onnx", 0, 1, "out of range",
+        "Gather whose indices arrive at run time with an out-of-range value (7 for a dimension of 3): "
+        "check passes, the run must fail cleanly",
+        needs_op="Gather",
+        inputs=[save_npy("gather_input_oob.x.npy", x),
+                save_npy("gather_input_oob.idx.npy", np.array([0, 7], dtype=np.int64))],
+        data=model([helper.make_node("Gather", ["x", "idx"], ["y"], name="gather", axis=0)],
+                   [vi("x", [3, 4]), vi("idx", [2], I64)], [vi("y", [2, 4])]))
+
+
+def gen_valid():
+    # a 10k-node chain: recursion over the graph would blow the stack
+    n_nodes = 10000
+    nodes = [helper.make_node("Relu", ["x" if i == 0 else f"t{i}"], [f"t{i + 1}" if i + 1 < n_nodes else "y"],
+                              name=f"relu{i}") for i in range(n_nodes)]
+    x = np.array([[-1.5, 0.0, 2.0, 3.5]], dtype=np.float32)
+    add("deep_chain.onnx", 0, 0, "-", "valid: a chain of 10,000 Relu nodes",
+        inputs=[save_npy("deep_chain.x.npy", x)], outputs=[("y.npy", save_npy("deep_chain.y.npy", np.maximum(x, 0)))],
+        data=model(nodes, [vi("x", [1, 4])], [vi("y", [1, 4])]))
+    cyc = list(nodes)
+    cyc[0] = helper.make_node("Add", ["x", "y"], ["t1"], name="relu0")
+    bad("deep_cycle.onnx", "cycle", "a 10,000-node ring: the first node reads the last node's output",
+        model(cyc, [vi("x", [1, 4])], [vi("y", [1, 4])]))
+
+    w = numpy_helper.from_array(np.ones(3, dtype=np.float32), "w")
+    x0 = np.zeros((0, 3), dtype=np.float32)
+    add("zero_size.onnx", 0, 0, "-", "valid: a 0x3 input through Relu and a broadcast Add",
+        inputs=[save_npy("zero_size.x.npy", x0)], outputs=[("y.npy", save_npy("zero_size.y.npy", x0 + 1))],
+        data=model([helper.make_node("Relu", ["x"], ["r"], name="relu"),
+                    helper.make_node("Add", ["r", "w"], ["y"], name="add")], [vi("x", [0, 3])], [vi("y", [0, 3])],
+                   [w]))
+
+    # Names that break naive printing, C emission and file naming. Valid ONNX.
+    x_name = 'x "quoted"\nnewline */ #include <stdio.h> \\back\\slash ünïcödé'
+    w_name = "w'*/\\\"\r\n#define W 1 /* 重み"
+    r_name = "relu out\t\"*/\x7f"
+    y_name = '../y "out"\n*/#include "evil.h"\\ é'
+    x = np.array([[-2.0, -0.5, 0.0], [0.25, 1.0, 4.0]], dtype=np.float32)
+    wv = np.array([1.0, -1.0, 0.5], dtype=np.float32)
+    w = numpy_helper.from_array(wv, w_name)
+    hostile = model([helper.make_node("Relu", [x_name], [r_name], name='node "relu"\n*/ #include'),
+                     helper.make_node("Add", [r_name, w_name], [y_name], name="node\\add\u00e9 */")],
+                    [vi(x_name, [2, 3])], [vi(y_name, [2, 3])], [w], name='graph "g"\n*/ #include <x>')
+    add("hostile_names.onnx", 0, 0, "-",
+        "valid: tensor, node and graph names with quotes, newlines, */, #include, backslashes and non-ASCII",
+        inputs=[save_npy("hostile_names.x.npy", x)],
+        outputs=[(sanitize(y_name) + ".npy", save_npy("hostile_names.y.npy", np.maximum(x, 0) + wv))],
+        data=hostile)
+
+
+def main():
+    if os.path.isdir(OUT):
+        for f in os.listdir(OUT):
+            if f.endswith((".onnx", ".npy", ".bin")) or f == "MANIFEST.tsv":
+                os.remove(os.path.join(OUT, f))
+    os.makedirs(OUT, exist_ok=True)
+    gen_bytes_level()
+    gen_structure()
+    gen_tensors()
+    gen_external()
+    gen_opsets_and_ops()
+    gen_nn_ops()
+    gen_valid()
+    with open(os.path.join(OUT, "MANIFEST.tsv"), "w") as f:
+        f.write("# Generated by scripts/gen-bad-models.py; do not edit by hand.\n")
+        f.write("# file\tcheck_exit\trun_exit\terror_substring\tneeds_op\trun_inputs\trun_outputs\tdescription\n")
+        for e in entries:
+            assert all("\t" not in str(c) and "\n" not in str(c) for c in e), e
+            f.write("\t".join(str(c) for c in e) + "\n")
+    print(f"wrote {len(entries)} entries to {os.path.relpath(OUT)}")
+
+
+if __name__ == "__main__":
+    main()

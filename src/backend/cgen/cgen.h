@@ -1,0 +1,136 @@
+/* The C code generator backend (internal interface).
+ *
+ * Pipeline for one kernel spec:
+ *   cg_kernel_from_spec   validate, put into canonical order, compute the
+ *                         signature (canon.c)
+ *   cg_emit_kernel        one fused C function for one schedule
+ *                         (emit_kernel.c, symbolic indices in emit_index.c)
+ *   cg_compile            many functions -> one .c -> one cached .so (compile.c)
+ *   cg_library_symbol     dlopen'ed entry points (loader.c)
+ *
+ * Generated kernels have the ABI
+ *     int name(void *const *in, void *const *out, int nthreads);
+ * with `in` in canonical input order (see cg_kernel.input_spec) and `out` in
+ * the spec's output order; they return 0, or 1 when scratch memory could not
+ * be allocated. Buffers must not overlap. */
+#ifndef KORCH_BACKEND_CGEN_CGEN_H
+#define KORCH_BACKEND_CGEN_CGEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+/* Bumped whenever generated code changes meaning or speed: it is part of the
+ * signature, so profile database entries of older generators are not reused. */
+#define CG_GENERATOR_VERSION "cg3"
+
+/* ---- growable string ---------------------------------------------------- */
+
+typedef struct cg_buf {
+    char *data;
+    size_t len, cap;
+    bool oom;
+} cg_buf;
+
+void cg_buf_printf(cg_buf *b, const char *fmt, ...) KORCH_PRINTF(2, 3);
+void cg_buf_append(cg_buf *b, const char *s, size_t n);
+void cg_buf_free(cg_buf *b);
+/* 128-bit content hash of bytes, as 32 lowercase hex digits + NUL. */
+void cg_hash_hex(const void *data, size_t n, char out[33]);
+
+/* ---- canonical kernel --------------------------------------------------- */
+
+typedef struct cg_value {
+    int pv;               /* pgraph value */
+    korch_dtype dtype;
+    korch_shape shape;
+    int producer;         /* local node, or -1 for a kernel input */
+    int input_slot;       /* canonical input slot, or -1 */
+    bool inline_scalar;   /* a 1-element constant emitted as a literal */
+    double scalar;
+    int output_slot;      /* spec output position written from this value, or -1 */
+} cg_value;
+
+typedef struct cg_node {
+    const korch_pnode *pn;
+    int n_in;
+    int in[KORCH_MAX_RANK]; /* local values */
+    int out;                /* local value */
+} cg_node;
+
+typedef struct cg_kernel {
+    int n_values;
+    cg_value *values;
+    int n_nodes;
+    cg_node *nodes;       /* canonical topological order */
+    int n_inputs;
+    int *input_spec;      /* canonical slot -> position in spec->inputs */
+    int n_outputs;
+    int *output_value;    /* spec output position -> local value */
+    char sig[33];         /* canonical signature hash (hex) */
+    char *sig_text;       /* the canonical text the hash is of (for tests and debugging) */
+} cg_kernel;
+
+/* KORCH_ERR_UNSUPPORTED with `reason` when the spec is not a memory-bound
+ * kernel this generator handles. */
+korch_status cg_kernel_from_spec(const korch_kernel_spec *spec, cg_kernel *k, char *reason, size_t size);
+void cg_kernel_free(cg_kernel *k);
+
+/* ---- schedules ------------------------------------------------------------ */
+
+typedef struct cg_schedule {
+    int par;    /* loops collapsed into the parallel loop; 0 = serial */
+    int grain;  /* OpenMP static chunk (iterations); 0 = one block per thread */
+    int vec;    /* 0 compiler's choice, 1 omp simd, 2 simdlen(8), 3 simdlen(16) */
+    int unroll; /* innermost unroll factor */
+    int tile;   /* 2-D tile edge over the last two common loops; 0 = none */
+    int order;  /* 1: swap the last two common loops */
+    int red;    /* 1: keep a reduction's input row in a thread-local buffer for later passes */
+} cg_schedule;
+
+#define CG_KNOBS 7
+/* The values each knob may take, in order (the tuner steps through them). */
+int cg_schedule_domain(int knob, const int **values);
+int *cg_schedule_knob(cg_schedule *s, int knob);
+cg_schedule cg_schedule_default(const cg_kernel *k);
+void cg_schedule_format(const cg_schedule *s, char *buf, size_t size);
+/* Strict: rejects anything cg_schedule_format cannot produce. */
+bool cg_schedule_parse(const char *text, cg_schedule *s);
+
+/* ---- emission ----------------------------------------------------------- */
+
+/* Appends one kernel function named `name` to `out` (file-scope tables go
+ * there too). */
+korch_status cg_emit_kernel(const cg_kernel *k, const cg_schedule *s, const char *name, cg_buf *out, char *reason,
+                            size_t size);
+/* Declarations every generated translation unit starts with. */
+void cg_emit_prelude(cg_buf *out);
+/* Scalar C type of a dtype in generated code (NULL if unsupported). */
+const char *cg_ctype(korch_dtype dt);
+
+/* ---- compile and load ---------------------------------------------------- */
+
+typedef struct cg_library cg_library;
+
+/* Compiles `source` (or reuses the cached object of identical source and
+ * compiler) and loads it. `what` names the kernels for error messages. */
+korch_status cg_compile(const char *source, size_t len, const char *cache_dir, const char *what, cg_library **out);
+void *cg_library_symbol(cg_library *lib, const char *name);
+void cg_library_retain(cg_library *lib);
+void cg_library_release(cg_library *lib);
+/* The compiler command line generated code is built with (for fingerprints). */
+const char *cg_compiler(void);
+const char *cg_compiler_flags(void);
+const char *cg_compiler_version(void); /* first line of `cc --version`, or NULL */
+/* Resolves the kernel cache directory (options value, or the XDG default). */
+korch_status cg_cache_dir(const char *requested, char *buf, size_t size);
+
+typedef int (*cg_entry)(void *const *in, void *const *out, int nthreads);
+
+/* A loaded kernel for the backend interface. */
+korch_status cg_kernel_wrap(const cg_kernel *k, cg_library *lib, cg_entry fn, int threads, const char *impl,
+                            korch_kernel **out);
+
+#endif

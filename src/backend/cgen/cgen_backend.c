@@ -1,0 +1,131 @@
+/* The cgen backend: supports / build / source. Profiling (tuning, timing and
+ * the profile database) is in cgen_profile.c. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cgen/cgen.h"
+#include "backend/cgen/cgen_backend.h"
+
+bool korch_cgen_supports(const korch_kernel_spec *spec, char *reason, size_t size) {
+    cg_kernel k;
+    if (cg_kernel_from_spec(spec, &k, reason, size) != KORCH_OK) return false;
+    /* emission can still refuse (index overflow, huge tables): try the default */
+    cg_schedule s = cg_schedule_default(&k);
+    cg_buf b = {0};
+    korch_status st = cg_emit_kernel(&k, &s, "probe", &b, reason, size);
+    cg_buf_free(&b);
+    cg_kernel_free(&k);
+    return st == KORCH_OK;
+}
+
+void cg_kernel_name(const cg_kernel *k, const cg_schedule *s, char *buf, size_t size);
+void cg_kernel_name(const cg_kernel *k, const cg_schedule *s, char *buf, size_t size) {
+    char text[64], h[33];
+    cg_schedule_format(s, text, sizeof text);
+    cg_hash_hex(text, strlen(text), h);
+    snprintf(buf, size, "korch_k%.16s_%.8s", k->sig, h);
+}
+
+int cg_threads(const korch_profile_options *o);
+int cg_threads(const korch_profile_options *o) {
+    if (o && o->threads > 0) return o->threads;
+    return omp_get_max_threads();
+}
+
+korch_status korch_cgen_source(const korch_kernel_spec *spec, const char *schedule, char **source) {
+    *source = NULL;
+    cg_kernel k;
+    char reason[256];
+    KORCH_TRY(cg_kernel_from_spec(spec, &k, reason, sizeof reason));
+    cg_schedule s = cg_schedule_default(&k);
+    if (schedule && *schedule && !cg_schedule_parse(schedule, &s)) {
+        cg_kernel_free(&k);
+        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "bad cgen schedule \"%.64s\"", schedule);
+    }
+    char name[64];
+    cg_kernel_name(&k, &s, name, sizeof name);
+    cg_buf b = {0};
+    cg_emit_prelude(&b);
+    korch_status st = cg_emit_kernel(&k, &s, name, &b, reason, sizeof reason);
+    cg_kernel_free(&k);
+    if (st == KORCH_OK && b.oom) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
+    if (st != KORCH_OK) {
+        cg_buf_free(&b);
+        return st;
+    }
+    *source = b.data;
+    return KORCH_OK;
+}
+
+korch_status korch_cgen_build(const korch_kernel_spec *specs, const char *const *schedules, int n,
+                              const korch_profile_options *options, korch_kernel **kernels) {
+    if (n == 0) return KORCH_OK;
+    cg_kernel *ks = calloc((size_t)n, sizeof *ks);
+    cg_schedule *ss = calloc((size_t)n, sizeof *ss);
+    char (*names)[64] = calloc((size_t)n, sizeof *names);
+    cg_buf src = {0}, what = {0};
+    cg_library *lib = NULL;
+    korch_status st = KORCH_OK;
+    if (!ks || !ss || !names) {
+        st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
+        goto done;
+    }
+    cg_emit_prelude(&src);
+    for (int i = 0; i < n && st == KORCH_OK; i++) {
+        char reason[256];
+        st = cg_kernel_from_spec(&specs[i], &ks[i], reason, sizeof reason);
+        if (st != KORCH_OK) {
+            st = korch_error_prefix(st, "kernel spec %d", i);
+            break;
+        }
+        ss[i] = cg_schedule_default(&ks[i]);
+        const char *sched = schedules ? schedules[i] : NULL;
+        if (sched && *sched && !cg_schedule_parse(sched, &ss[i])) {
+            st = korch_error(KORCH_ERR_INVALID_ARGUMENT, "bad cgen schedule \"%.64s\" for kernel %.16s", sched,
+                             ks[i].sig);
+            break;
+        }
+        cg_kernel_name(&ks[i], &ss[i], names[i], sizeof names[i]);
+        bool dup = false;
+        for (int j = 0; j < i && !dup; j++) dup = strcmp(names[j], names[i]) == 0;
+        if (dup) continue;
+        st = cg_emit_kernel(&ks[i], &ss[i], names[i], &src, reason, sizeof reason);
+        cg_buf_printf(&what, "%s%s", what.len ? ", " : "", names[i]);
+    }
+    if (st != KORCH_OK) goto done;
+    if (src.oom || what.oom) {
+        st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
+        goto done;
+    }
+    st = cg_compile(src.data, src.len, options ? options->cache_dir : NULL, what.data, &lib);
+    for (int i = 0; i < n && st == KORCH_OK; i++) {
+        cg_entry fn;
+        void *sym = cg_library_symbol(lib, names[i]);
+        memcpy(&fn, &sym, sizeof fn);
+        if (!fn) {
+            st = korch_error(KORCH_ERR_RUNTIME, "compiled library lacks kernel %s", names[i]);
+            break;
+        }
+        char impl[160], text[64];
+        cg_schedule_format(&ss[i], text, sizeof text);
+        snprintf(impl, sizeof impl, "cgen k%.16s %s", ks[i].sig, text);
+        st = cg_kernel_wrap(&ks[i], lib, fn, cg_threads(options), impl, &kernels[i]);
+    }
+    if (st != KORCH_OK)
+        for (int i = 0; i < n; i++) {
+            korch_kernel_destroy(kernels[i]);
+            kernels[i] = NULL;
+        }
+done:
+    cg_library_release(lib);
+    if (ks)
+        for (int i = 0; i < n; i++) cg_kernel_free(&ks[i]);
+    free(ks);
+    free(ss);
+    free(names);
+    cg_buf_free(&src);
+    cg_buf_free(&what);
+    return st;
+}

@@ -1,0 +1,31 @@
+/* The cgen backend's implementation of the backend interface (backend.h). */
+#ifndef KORCH_BACKEND_CGEN_CGEN_BACKEND_H
+#define KORCH_BACKEND_CGEN_CGEN_BACKEND_H
+
+#include "backend/backend.h"
+
+bool korch_cgen_supports(const korch_kernel_spec *spec, char *reason, size_t size);
+korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const korch_profile_options *options,
+                                korch_profile_result *results);
+/* schedules[i] NULL or "" means the default schedule. */
+korch_status korch_cgen_build(const korch_kernel_spec *specs, const char *const *schedules, int n,
+                              const korch_profile_options *options, korch_kernel **kernels);
+
+/* Generated C of one kernel (prelude included), for tests and `explain`. */
+korch_status korch_cgen_source(const korch_kernel_spec *spec, const char *schedule, char **source);
+
+/* What the last korch_cgen_profile call did (for tests and reports). */
+typedef struct korch_cgen_stats {
+    int kernels;          /* specs profiled */
+    int from_database;    /* answered from the profile database */
+    int unsupported;
+    int trials;           /* schedules timed */
+    int compiled;         /* kernel functions compiled */
+    int compiler_runs;
+    double compile_s, time_s, total_s;
+    double default_ms_sum, best_ms_sum; /* over tuned kernels */
+} korch_cgen_stats;
+
+korch_cgen_stats korch_cgen_last_stats(void);
+
+#endif

@@ -1,0 +1,195 @@
+/* The compiler driver: generated C -> shared object, cached on disk by the
+ * hash of (source, compiler, flags).
+ *
+ * The compiler is run with posix_spawn, never through a shell; its stderr
+ * goes to a log whose start is quoted in the error message. Objects are
+ * written under a temporary name and renamed into place, so concurrent korch
+ * processes sharing a cache never load a half-written file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend/cgen/cgen.h"
+
+extern char **environ;
+
+const char *cg_compiler(void) {
+    const char *cc = getenv("KORCH_CC");
+    return cc && *cc ? cc : "cc";
+}
+
+static bool is_clang(void) { return strstr(cg_compiler(), "clang") != NULL; }
+
+/* -fno-math-errno lets calls to maths functions vectorise (see the prelude);
+ * no -ffast-math, so NaN and inf keep their meaning. With clang, OpenMP must
+ * be libgomp, the runtime oneDNN and korch itself use. */
+static const char *const gcc_flags[] = {"-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math",
+                                        "-fPIC", "-shared", "-w", NULL};
+static const char *const clang_flags[] = {"-O3", "-march=native", "-fopenmp=libgomp", "-fno-math-errno",
+                                          "-fno-trapping-math", "-fPIC", "-shared", "-w", NULL};
+
+const char *cg_compiler_flags(void) {
+    return is_clang() ? "-O3 -march=native -fopenmp=libgomp -fno-math-errno -fno-trapping-math -fPIC -shared"
+                      : "-O3 -march=native -fopenmp -fno-math-errno -fno-trapping-math -fPIC -shared";
+}
+
+static korch_status mkdirs(const char *path) {
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
+        return korch_error(KORCH_ERR_IO, "kernel cache path too long: %s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+            return korch_error(KORCH_ERR_IO, "cannot create directory %s: %s", tmp, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+        return korch_error(KORCH_ERR_IO, "cannot create kernel cache directory %s: %s", tmp, strerror(errno));
+    return KORCH_OK;
+}
+
+korch_status cg_cache_dir(const char *requested, char *buf, size_t size) {
+    int n;
+    if (requested && *requested) {
+        n = snprintf(buf, size, "%s", requested);
+    } else {
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        if (xdg && *xdg) n = snprintf(buf, size, "%s/korch/kernels", xdg);
+        else if (home && *home) n = snprintf(buf, size, "%s/.cache/korch/kernels", home);
+        else return korch_error(KORCH_ERR_IO, "no kernel cache directory: set XDG_CACHE_HOME or HOME");
+    }
+    if (n < 0 || (size_t)n >= size) return korch_error(KORCH_ERR_IO, "kernel cache path too long");
+    return mkdirs(buf);
+}
+
+static korch_status write_file(const char *path, const char *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return korch_error(KORCH_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    size_t w = fwrite(data, 1, len, f);
+    if (fclose(f) != 0 || w != len) return korch_error(KORCH_ERR_IO, "cannot write %s", path);
+    return KORCH_OK;
+}
+
+/* Runs argv with stdout+stderr into `log`; returns the exit status, or -1 with
+ * errno when the program could not be started. */
+static int run(const char *const *argv, const char *log) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return -1;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+static void read_head(const char *path, char *buf, size_t size) {
+    buf[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    size_t n = fread(buf, 1, size - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] == '\n' && i + 1 < n) buf[i] = ' ';
+}
+
+korch_status cg_library_open(const char *path, cg_library **out); /* loader.c */
+
+korch_status cg_compile(const char *source, size_t len, const char *cache_dir, const char *what, cg_library **out) {
+    *out = NULL;
+    char dir[4096];
+    KORCH_TRY(cg_cache_dir(cache_dir, dir, sizeof dir));
+    /* key: source + compiler + flags */
+    size_t klen = len + 1024;
+    char *keytext = malloc(klen);
+    if (!keytext) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
+    memcpy(keytext, source, len);
+    int extra = snprintf(keytext + len, 1024, "\n/* %s %s */", cg_compiler(), cg_compiler_flags());
+    char key[33];
+    cg_hash_hex(keytext, len + (size_t)(extra > 0 ? extra : 0), key);
+    free(keytext);
+    char so[4200], tmp_c[4200], tmp_so[4200], log[4200];
+    snprintf(so, sizeof so, "%s/%s.so", dir, key);
+    if (access(so, R_OK) == 0) {
+        if (cg_library_open(so, out) == KORCH_OK) return KORCH_OK;
+        unlink(so); /* a damaged cache entry: rebuild it */
+    }
+    int pid = (int)getpid();
+    snprintf(tmp_c, sizeof tmp_c, "%s/%s-%d.c", dir, key, pid);
+    snprintf(tmp_so, sizeof tmp_so, "%s/%s-%d.so.tmp", dir, key, pid);
+    snprintf(log, sizeof log, "%s/%s-%d.log", dir, key, pid);
+    KORCH_TRY(write_file(tmp_c, source, len));
+    const char *argv[32];
+    int a = 0;
+    argv[a++] = cg_compiler();
+    for (const char *const *f = is_clang() ? clang_flags : gcc_flags; *f; f++) argv[a++] = *f;
+    argv[a++] = "-o";
+    argv[a++] = tmp_so;
+    argv[a++] = tmp_c;
+    argv[a++] = "-lm";
+    argv[a] = NULL;
+    int rc = run(argv, log);
+    if (rc != 0) {
+        char head[1200];
+        read_head(log, head, sizeof head);
+        unlink(tmp_so);
+        if (rc < 0) {
+            unlink(tmp_c);
+            unlink(log);
+            return korch_error(KORCH_ERR_RUNTIME,
+                               "cannot run the C compiler \"%s\" (%s; set KORCH_CC) to build kernel(s) %.200s%s",
+                               cg_compiler(), strerror(errno), what, strlen(what) > 200 ? "..." : "");
+        }
+        return korch_error(KORCH_ERR_RUNTIME, "C compiler \"%s\" failed (exit %d) on kernel(s) %.200s%s: %s (source kept at %s)",
+                           cg_compiler(), rc, what, strlen(what) > 200 ? "..." : "", head, tmp_c);
+    }
+    unlink(tmp_c);
+    unlink(log);
+    if (rename(tmp_so, so) != 0) {
+        korch_status st = korch_error(KORCH_ERR_IO, "cannot move compiled kernel(s) %s into %s: %s", what, so,
+                                      strerror(errno));
+        unlink(tmp_so);
+        return st;
+    }
+    return cg_library_open(so, out);
+}
+
+/* First line of `cc --version` (cached per compiler), or NULL. */
+const char *cg_compiler_version(void) {
+    static char cached_for[256], version[256];
+    const char *cc = cg_compiler();
+    if (version[0] && strcmp(cached_for, cc) == 0) return version;
+    char dir[4096], log[4200];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s", tmp && *tmp ? tmp : "/tmp");
+    snprintf(log, sizeof log, "%s/korch-ccversion-%d.txt", dir, (int)getpid());
+    const char *argv[] = {cc, "--version", NULL};
+    int rc = run(argv, log);
+    char head[256];
+    read_head(log, head, sizeof head);
+    unlink(log);
+    if (rc != 0) return NULL;
+    head[strcspn(head, "\n")] = '\0';
+    /* read_head turned newlines into spaces: keep the first line's worth */
+    char *cut = strstr(head, " Copyright");
+    if (cut) *cut = '\0';
+    snprintf(version, sizeof version, "%s", head);
+    snprintf(cached_for, sizeof cached_for, "%s", cc);
+    return version;
+}

@@ -1,0 +1,118 @@
+/* Shared state of the kernel emitter (emit_index.c, emit_value.c,
+ * emit_kernel.c). Private to the cgen backend.
+ *
+ * Index arithmetic is symbolic: every coordinate is an affine expression over
+ * integer symbols (loop variables and named temporaries). A floor-div, mod,
+ * clamp or table lookup that cannot be simplified away becomes a new
+ * temporary, so coordinates stay affine and the C compiler sees plain
+ * induction variables. Each symbol has a value range (for dropping bounds
+ * checks and div/mod) and a loop level (statements are placed at the
+ * outermost level where all their symbols exist: loop-invariant hoisting). */
+#ifndef KORCH_BACKEND_CGEN_EMIT_H
+#define KORCH_BACKEND_CGEN_EMIT_H
+
+#include "backend/cgen/cgen.h"
+
+#define CG_AFF_TERMS 16
+#define CG_MAX_LEVELS 24
+
+typedef struct cg_aff {
+    int n;
+    int sym[CG_AFF_TERMS]; /* sorted ascending */
+    int64_t coef[CG_AFF_TERMS];
+    int64_t off;
+} cg_aff;
+
+typedef struct cg_sym {
+    int64_t lo, hi;
+    int level; /* loop level defining it; -1 = kernel scope */
+} cg_sym;
+
+typedef struct cg_memo {
+    char *key;
+    char *name;
+    int level;
+} cg_memo;
+
+/* Where a kernel value can be read from. */
+typedef enum cg_loc { CG_LOC_COMPUTE, CG_LOC_INPUT, CG_LOC_SCALAR, CG_LOC_SCRATCH, CG_LOC_OUTPUT } cg_loc;
+
+typedef struct cg_emit {
+    const cg_kernel *k;
+    const cg_schedule *s;
+    const char *fname;
+    cg_buf *file;                   /* file-scope declarations */
+    cg_buf lv[CG_MAX_LEVELS + 1];   /* statements per level; index level + 1 */
+    char *head[CG_MAX_LEVELS];      /* pragma + loop header of each open loop */
+    int depth;                      /* open loops; current level = depth - 1 */
+    cg_sym *syms;
+    int n_syms, cap_syms;
+    cg_memo *memo;
+    int n_memo, cap_memo;
+    int n_tmp, n_tables;
+    cg_loc *loc;                    /* per local value */
+    /* A reduction input cached for the current outer iteration: value
+     * `rc_value` is readable from rc<rc_value>[...] over the inner dims. */
+    int rc_value;
+    /* Fused outer loops: stages share coordinates 0..P-1 as symbols outer[]. */
+    int P;
+    int outer[KORCH_MAX_RANK];
+    bool fusion_broken;             /* a read would cross outer iterations */
+    korch_status st;
+    char *reason;
+    size_t size;
+} cg_emit;
+
+/* errors: the first one wins; emission continues with dummies */
+void cg_fail(cg_emit *e, korch_status st, const char *fmt, ...) KORCH_PRINTF(3, 4);
+
+/* symbols and statements */
+int cg_new_sym(cg_emit *e, int64_t lo, int64_t hi, int level);
+void cg_stmt(cg_emit *e, int level, const char *fmt, ...) KORCH_PRINTF(3, 4);
+/* memo: a name for `key` valid at the current loop depth, or NULL */
+const cg_memo *cg_memo_find(cg_emit *e, const char *key);
+const char *cg_memo_add(cg_emit *e, const char *key, const char *name, int level);
+void cg_memo_drop(cg_emit *e, int from_level);
+
+/* affine expressions */
+cg_aff cg_aff_const(int64_t c);
+cg_aff cg_aff_sym(int sym);
+void cg_aff_add(cg_emit *e, cg_aff *a, const cg_aff *b, int64_t scale); /* a += scale * b */
+void cg_aff_range(cg_emit *e, const cg_aff *a, int64_t *lo, int64_t *hi);
+int cg_aff_level(const cg_emit *e, const cg_aff *a);
+bool cg_aff_is_sym(const cg_aff *a, int sym);
+void cg_aff_str(const cg_aff *a, char *buf, size_t size);
+cg_aff cg_aff_floordiv(cg_emit *e, const cg_aff *a, int64_t d);
+cg_aff cg_aff_mod(cg_emit *e, const cg_aff *a, int64_t m);
+cg_aff cg_aff_clamp(cg_emit *e, const cg_aff *a, int64_t lo, int64_t hi);
+cg_aff cg_aff_table(cg_emit *e, const cg_aff *index, const int64_t *table, int64_t size);
+
+/* loop nests (emit_kernel.c) */
+typedef struct cg_nest {
+    int n;
+    int64_t ext[KORCH_MAX_RANK];
+    int sym[KORCH_MAX_RANK]; /* filled by cg_nest_open, per dimension */
+    int opened;
+} cg_nest;
+
+typedef struct cg_loop_opts {
+    bool reorder;            /* apply the order / tile knobs to the last two dimensions */
+    int par;                 /* leading loops collapsed into one parallel loop */
+    const char *clause;      /* extra clause of the parallel loop (a reduction) */
+    bool simd;               /* the innermost loop may get simd (vec knob) */
+    const char *simd_clause;
+} cg_loop_opts;
+
+void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o);
+void cg_nest_close(cg_emit *e, cg_nest *ns);
+void cg_emit_output_pass(cg_emit *e, int value, int slot);
+void cg_emit_reduce_pass(cg_emit *e, int node);
+
+/* values (emit_value.c): the C name of value v at coordinates c, emitted as
+ * needed; *level gets the level where it is defined. */
+const char *cg_value_at(cg_emit *e, int v, const cg_aff *c, int *level);
+/* row-major linear offset of coordinates c in shape */
+cg_aff cg_linear(cg_emit *e, const korch_shape *shape, const cg_aff *c);
+void cg_literal(double v, korch_dtype dt, char *buf, size_t size);
+
+#endif

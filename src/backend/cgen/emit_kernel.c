@@ -1,0 +1,301 @@
+/* One fused C function per (kernel, schedule).
+ *
+ * A kernel is a sequence of passes ("stages"): one per reduction (writing its
+ * result to scratch, or straight to an output) and one per output. Elementwise
+ * and layout values are computed inside the passes that need them (see
+ * emit_value.c). When every pass iterates over the same leading dimensions
+ * and no pass reads another pass's result across them, those dimensions
+ * become common outer loops ("fused mode", depth P): a softmax row is then one
+ * outer iteration running a max pass, a sum pass and an output pass over data
+ * that stays in L1/L2. Otherwise (P = 0) each pass is its own parallel loop
+ * nest over the whole tensor. P is found by trying the deepest candidate and
+ * backing off while a read would cross outer iterations. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cgen/emit.h"
+
+static void open_loop(cg_emit *e, const char *pragma, const char *header) {
+    if (e->depth >= CG_MAX_LEVELS) {
+        cg_fail(e, KORCH_ERR_UNSUPPORTED, "loop nest deeper than %d", CG_MAX_LEVELS);
+        return;
+    }
+    size_t n = strlen(pragma) + strlen(header) + 8;
+    char *h = malloc(n);
+    if (!h) {
+        cg_fail(e, KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        return;
+    }
+    snprintf(h, n, "%s%s", pragma, header);
+    e->head[e->depth++] = h;
+}
+
+static void close_loop(cg_emit *e) {
+    if (e->depth == 0) return;
+    int level = e->depth - 1;
+    cg_buf *outer = &e->lv[level], *body = &e->lv[level + 1];
+    cg_buf_printf(outer, "%s {\n", e->head[level]);
+    if (body->len) cg_buf_append(outer, body->data, body->len);
+    cg_buf_printf(outer, "%*s}\n", 4 * (level + 1), "");
+    body->len = 0;
+    if (body->data) body->data[0] = '\0';
+    free(e->head[level]);
+    e->head[level] = NULL;
+    e->depth--;
+    cg_memo_drop(e, level);
+}
+
+static void simd_pragma(cg_emit *e, const cg_loop_opts *o, char *buf, size_t size) {
+    buf[0] = '\0';
+    if (!o->simd || e->s->vec == 0) return;
+    const char *len = e->s->vec == 2 ? " simdlen(8)" : e->s->vec == 3 ? " simdlen(16)" : "";
+    snprintf(buf, size, " simd%s%s", len, o->simd_clause ? o->simd_clause : "");
+}
+
+void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o) {
+    int order[KORCH_MAX_RANK];
+    for (int i = 0; i < ns->n; i++) order[i] = i;
+    bool tiled = false;
+    if (o->reorder && ns->n >= 2) {
+        if (e->s->order) {
+            order[ns->n - 2] = ns->n - 1;
+            order[ns->n - 1] = ns->n - 2;
+        }
+        int t = e->s->tile;
+        tiled = t > 0 && ns->ext[order[ns->n - 2]] > t && ns->ext[order[ns->n - 1]] > t;
+    }
+    /* the loop list: plain loops, then (tiled) two tile loops and two point loops */
+    int kind[KORCH_MAX_RANK + 2], dim[KORCH_MAX_RANK + 2], nl = 0;
+    for (int i = 0; i < ns->n; i++) {
+        if (tiled && i == ns->n - 2) {
+            kind[nl] = 1, dim[nl++] = order[i];
+            kind[nl] = 1, dim[nl++] = order[i + 1];
+        }
+        kind[nl] = tiled && i >= ns->n - 2 ? 2 : 0;
+        dim[nl++] = order[i];
+    }
+    int rect = 0;
+    while (rect < nl && kind[rect] != 2) rect++;
+    int c = o->par < rect ? o->par : rect;
+    int base = e->depth;
+    char tile_var[KORCH_MAX_RANK][16];
+    /* Loops 1..c-1 are collapsed into loop 0: no pragma may sit between
+     * them, so when the innermost loop is among them its simd goes on the
+     * combined construct. gcc accepts no GCC unroll next to an omp simd, so
+     * unrolling applies to loops without simd. */
+    char simd[96] = "";
+    simd_pragma(e, o, simd, sizeof simd);
+    bool inner_collapsed = nl - 1 < c;
+    for (int li = 0; li < nl; li++) {
+        int d = dim[li];
+        bool inner = li == nl - 1;
+        char pragma[320] = "", header[256];
+        if (li == 0 && c > 0) {
+            char sched[32] = "schedule(static)";
+            if (e->s->grain) snprintf(sched, sizeof sched, "schedule(static, %d)", e->s->grain);
+            char coll[24] = "";
+            if (c > 1) snprintf(coll, sizeof coll, " collapse(%d)", c);
+            snprintf(pragma, sizeof pragma, "%*s#pragma omp parallel for%s%s %s num_threads(nthreads)%s\n",
+                     4 * (base + 1), "", inner_collapsed ? simd : "", coll, sched,
+                     o->clause && !(inner_collapsed && simd[0]) ? o->clause : "");
+        } else if (inner && simd[0] && !inner_collapsed) {
+            snprintf(pragma, sizeof pragma, "%*s#pragma omp%s\n", 4 * (base + li + 1), "", simd);
+        }
+        if (inner && !inner_collapsed && !simd[0] && e->s->unroll > 1) {
+            size_t used = strlen(pragma);
+            snprintf(pragma + used, sizeof pragma - used, "%*s#pragma GCC unroll %d\n", 4 * (base + li + 1), "",
+                     e->s->unroll);
+        }
+        int64_t ext = ns->ext[d];
+        if (kind[li] == 1) {
+            snprintf(tile_var[d], sizeof tile_var[d], "b%d", e->n_tmp++);
+            snprintf(header, sizeof header, "%*sfor (int64_t %s = 0; %s < %lld; %s += %d)", 4 * (base + li + 1), "",
+                     tile_var[d], tile_var[d], (long long)ext, tile_var[d], e->s->tile);
+        } else {
+            int level = base + li < base + c - 1 ? base + c - 1 : base + li;
+            int s = cg_new_sym(e, 0, ext - 1, level);
+            ns->sym[d] = s;
+            if (kind[li] == 2)
+                snprintf(header, sizeof header,
+                         "%*sfor (int64_t x%d = %s; x%d < (%s + %d < %lld ? %s + %d : %lld); x%d++)",
+                         4 * (base + li + 1), "", s, tile_var[d], s, tile_var[d], e->s->tile, (long long)ext,
+                         tile_var[d], e->s->tile, (long long)ext, s);
+            else
+                snprintf(header, sizeof header, "%*sfor (int64_t x%d = 0; x%d < %lld; x%d++)", 4 * (base + li + 1), "",
+                         s, s, (long long)ext, s);
+        }
+        open_loop(e, pragma, header);
+    }
+    ns->opened = nl;
+}
+
+void cg_nest_close(cg_emit *e, cg_nest *ns) {
+    for (int i = 0; i < ns->opened; i++) close_loop(e);
+    ns->opened = 0;
+}
+
+/* ---- passes ----------------------------------------------------------------- */
+
+static void coords_of(const cg_nest *ns, int first, int P, const int *outer, int rank, cg_aff *c) {
+    for (int d = 0; d < rank; d++) c[d] = d < P ? cg_aff_sym(outer[d]) : cg_aff_sym(ns->sym[d - first]);
+}
+
+void cg_emit_output_pass(cg_emit *e, int value, int slot) {
+    const cg_value *w = &e->k->values[value];
+    cg_nest ns = {.n = w->shape.rank - e->P};
+    for (int d = 0; d < ns.n; d++) ns.ext[d] = w->shape.dims[e->P + d];
+    cg_loop_opts o = {.reorder = e->P == 0, .par = e->P == 0 ? e->s->par : 0, .simd = true};
+    cg_nest_open(e, &ns, &o);
+    cg_aff c[KORCH_MAX_RANK];
+    coords_of(&ns, e->P, e->P, e->outer, w->shape.rank, c);
+    int lvl;
+    const char *v = cg_value_at(e, value, c, &lvl);
+    cg_aff lin = cg_linear(e, &w->shape, c);
+    char s[400];
+    cg_aff_str(&lin, s, sizeof s);
+    cg_stmt(e, e->depth - 1, "out%d[%s] = %s;", slot, s, v);
+    cg_nest_close(e, &ns);
+}
+
+static int consumers(const cg_kernel *k, int v) {
+    int n = 0;
+    for (int i = 0; i < k->n_nodes; i++)
+        for (int j = 0; j < k->nodes[i].n_in; j++) n += k->nodes[i].in[j] == v;
+    for (int i = 0; i < k->n_outputs; i++) n += k->output_value[i] == v;
+    return n;
+}
+
+void cg_emit_reduce_pass(cg_emit *e, int node) {
+    const cg_node *n = &e->k->nodes[node];
+    const korch_prim_reduce *r = &n->pn->u.reduce;
+    const cg_value *x = &e->k->values[n->in[0]], *y = &e->k->values[n->out];
+    int R = x->shape.rank, P = e->P;
+    bool red[KORCH_MAX_RANK];
+    int64_t count = 1;
+    for (int d = 0; d < R; d++) {
+        red[d] = (r->axes >> d) & 1u;
+        if (red[d]) count *= x->shape.dims[d];
+    }
+    int K = R;
+    while (K > P && red[K - 1]) K--;
+    bool mixed = false;
+    for (int d = P; d < K; d++) mixed |= red[d];
+    bool dbl = x->dtype == KORCH_DTYPE_FLOAT64;
+    const char *at = dbl ? "double" : "float";
+    char dst[24], init[32], cnt[64];
+    if (e->loc[n->out] == CG_LOC_OUTPUT) snprintf(dst, sizeof dst, "out%d", y->output_slot);
+    else snprintf(dst, sizeof dst, "sc%d", n->out);
+    cg_literal(r->op == KORCH_REDUCE_MAX ? -1.0 / 0.0 : r->op == KORCH_REDUCE_MIN ? 1.0 / 0.0 : 0.0, x->dtype, init,
+               sizeof init);
+    cg_literal((double)count, x->dtype, cnt, sizeof cnt);
+    const char *rop = r->op == KORCH_REDUCE_MAX ? "max" : r->op == KORCH_REDUCE_MIN ? "min" : "+";
+    const char *cmp = r->op == KORCH_REDUCE_MAX ? ">" : "<";
+    bool is_mean = r->op == KORCH_REDUCE_MEAN;
+    bool additive = r->op == KORCH_REDUCE_SUM || is_mean;
+
+    /* kept dims (for init / finalize passes) and the output coordinates */
+    cg_nest kept = {0};
+    for (int d = P; d < R; d++)
+        if (!red[d]) kept.ext[kept.n++] = x->shape.dims[d];
+    int64_t inner = 1;
+    for (int d = P; d < R; d++) inner *= x->shape.dims[d];
+    bool cache = e->s->red && P > 0 && e->loc[n->in[0]] == CG_LOC_COMPUTE && inner <= 16384 &&
+                 consumers(e->k, n->in[0]) > 1;
+    if (cache) cg_stmt(e, e->depth - 1, "%s rc%d[%lld];", cg_ctype(x->dtype), n->in[0], (long long)inner);
+
+#define OUT_COORDS(symof)                                                                          \
+    do {                                                                                           \
+        int oc_ = 0;                                                                               \
+        for (int d = 0; d < R; d++) {                                                              \
+            if (red[d]) {                                                                          \
+                if (r->keepdims) yc[oc_++] = cg_aff_const(0);                                      \
+            } else {                                                                               \
+                yc[oc_++] = d < P ? cg_aff_sym(e->outer[d]) : cg_aff_sym(symof);                   \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+    cg_aff yc[KORCH_MAX_RANK];
+    char s[400];
+    if (mixed) {
+        cg_loop_opts o = {.par = P == 0 ? e->s->par : 0, .simd = true};
+        cg_nest_open(e, &kept, &o);
+        int ki = 0;
+        OUT_COORDS(kept.sym[ki++]);
+        cg_aff lin = cg_linear(e, &y->shape, yc);
+        cg_aff_str(&lin, s, sizeof s);
+        cg_stmt(e, e->depth - 1, "%s[%s] = %s;", dst, s, init);
+        cg_nest_close(e, &kept);
+    }
+    /* main nest over [P, K): parallel over its leading kept dims when unfused */
+    cg_nest main_ns = {.n = K - P};
+    for (int d = P; d < K; d++) main_ns.ext[d - P] = x->shape.dims[d];
+    int lead = 0;
+    while (P + lead < K && !red[P + lead]) lead++;
+    int par = P == 0 ? (e->s->par < lead ? e->s->par : lead) : 0;
+    cg_loop_opts mo = {.par = par, .simd = K == R};
+    cg_nest_open(e, &main_ns, &mo);
+    cg_nest suf = {.n = R - K};
+    for (int d = K; d < R; d++) suf.ext[d - K] = x->shape.dims[d];
+    char acc[24] = "";
+    if (K < R) {
+        snprintf(acc, sizeof acc, "a%d", e->n_tmp++);
+        cg_stmt(e, e->depth - 1, "%s %s = %s;", at, acc, init);
+        char clause[48];
+        snprintf(clause, sizeof clause, " reduction(%s:%s)", rop, acc);
+        bool full = P == 0 && K == 0 && e->s->par > 0;
+        cg_loop_opts so = {.par = full ? 1 : 0, .clause = clause, .simd = true, .simd_clause = clause};
+        cg_nest_open(e, &suf, &so);
+    }
+    cg_aff xc[KORCH_MAX_RANK];
+    for (int d = 0; d < R; d++)
+        xc[d] = d < P ? cg_aff_sym(e->outer[d]) : d < K ? cg_aff_sym(main_ns.sym[d - P]) : cg_aff_sym(suf.sym[d - K]);
+    int lvl;
+    const char *v = cg_value_at(e, n->in[0], xc, &lvl);
+    if (cache) {
+        korch_shape ish = {.rank = R - P};
+        for (int d = P; d < R; d++) ish.dims[d - P] = x->shape.dims[d];
+        cg_aff lin = cg_linear(e, &ish, xc + P);
+        cg_aff_str(&lin, s, sizeof s);
+        cg_stmt(e, e->depth - 1, "rc%d[%s] = %s;", n->in[0], s, v);
+    }
+    OUT_COORDS(main_ns.sym[d - P]);
+    cg_aff ylin = cg_linear(e, &y->shape, yc);
+    cg_aff_str(&ylin, s, sizeof s);
+    if (K < R) {
+        if (additive) cg_stmt(e, e->depth - 1, "%s += %s;", acc, v);
+        else cg_stmt(e, e->depth - 1, "%s = (%s %s %s || %s != %s) ? %s : %s;", acc, v, cmp, acc, v, v, v, acc);
+        cg_nest_close(e, &suf);
+        if (mixed) {
+            if (additive) cg_stmt(e, e->depth - 1, "%s[%s] += %s;", dst, s, acc);
+            else
+                cg_stmt(e, e->depth - 1, "%s[%s] = (%s %s %s[%s] || %s != %s) ? %s : %s[%s];", dst, s, acc, cmp, dst, s,
+                        acc, acc, acc, dst, s);
+        } else {
+            cg_stmt(e, e->depth - 1, "%s[%s] = %s%s%s;", dst, s, acc, is_mean ? " / " : "", is_mean ? cnt : "");
+        }
+    } else if (!mixed) {
+        /* nothing reduced inside the pass: a copy (or a mean over 1) */
+        cg_stmt(e, e->depth - 1, "%s[%s] = %s%s%s;", dst, s, v, is_mean ? " / " : "", is_mean ? cnt : "");
+    } else if (additive) {
+        cg_stmt(e, e->depth - 1, "%s[%s] += %s;", dst, s, v);
+    } else {
+        cg_stmt(e, e->depth - 1, "%s[%s] = (%s %s %s[%s] || %s != %s) ? %s : %s[%s];", dst, s, v, cmp, dst, s, v, v, v,
+                dst, s);
+    }
+    cg_nest_close(e, &main_ns);
+    if (mixed && is_mean) {
+        cg_nest fin = kept;
+        cg_loop_opts o = {.par = P == 0 ? e->s->par : 0, .simd = true};
+        cg_nest_open(e, &fin, &o);
+        int ki = 0;
+        OUT_COORDS(fin.sym[ki++]);
+        cg_aff lin = cg_linear(e, &y->shape, yc);
+        cg_aff_str(&lin, s, sizeof s);
+        cg_stmt(e, e->depth - 1, "%s[%s] /= %s;", dst, s, cnt);
+        cg_nest_close(e, &fin);
+    }
+    if (cache) e->rc_value = n->in[0];
+#undef OUT_COORDS
+}

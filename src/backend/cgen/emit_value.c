@@ -1,0 +1,332 @@
+/* Values inside a generated kernel: the expression of a kernel value at
+ * symbolic coordinates.
+ *
+ * Elementwise and layout values are never stored: a consumer asks for value v
+ * at coordinates c, and gets a C temporary computed from v's operands at the
+ * coordinates that broadcasting or the layout's index map gives. Requests are
+ * memoised per (value, coordinates) and per loop level, so a value used twice
+ * at the same point is computed once, and a value that does not depend on the
+ * inner loops is computed outside them. Reductions live in buffers (scratch or
+ * an output) written by their own pass; inputs are read from their buffers. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/cgen/emit.h"
+
+void cg_literal(double v, korch_dtype dt, char *buf, size_t size) {
+    if (dt == KORCH_DTYPE_FLOAT32 || dt == KORCH_DTYPE_FLOAT64) {
+        double x = dt == KORCH_DTYPE_FLOAT32 ? (double)(float)v : v;
+        if (isnan(x)) snprintf(buf, size, "NAN");
+        else if (isinf(x)) snprintf(buf, size, x > 0 ? "INFINITY" : "(-INFINITY)");
+        else snprintf(buf, size, "(%a%s)", x, dt == KORCH_DTYPE_FLOAT32 ? "f" : "");
+        return;
+    }
+    if (dt == KORCH_DTYPE_BOOL) {
+        snprintf(buf, size, "%d", v != 0.0);
+        return;
+    }
+    /* integer dtypes: saturate (the conversion would be undefined otherwise) */
+    double lo = -9.2233720368547758e18, hi = 9.2233720368547748e18;
+    long long i = isnan(v) ? 0 : v <= lo ? INT64_MIN + 1 : v >= hi ? INT64_MAX : (long long)v;
+    snprintf(buf, size, "((%s)%lldLL)", cg_ctype(dt), i);
+}
+
+cg_aff cg_linear(cg_emit *e, const korch_shape *shape, const cg_aff *c) {
+    cg_aff lin = cg_aff_const(0);
+    int64_t stride = 1;
+    for (int d = shape->rank - 1; d >= 0; d--) {
+        if (shape->dims[d] != 1) cg_aff_add(e, &lin, &c[d], stride);
+        stride *= shape->dims[d];
+    }
+    return lin;
+}
+
+static bool is_floatish(korch_dtype dt) {
+    return dt == KORCH_DTYPE_FLOAT32 || dt == KORCH_DTYPE_BOOL || dt == KORCH_DTYPE_UINT8 || dt == KORCH_DTYPE_INT8;
+}
+
+/* The C expression of one elementwise function. */
+static void ew_expr(const korch_prim_elementwise *ew, char v[3][64], bool dbl, char *out, size_t n) {
+    const char *f = dbl ? "" : "f";
+    const char *A = v[0], *B = v[1], *C = v[2];
+    korch_dtype lt = dbl ? KORCH_DTYPE_FLOAT64 : KORCH_DTYPE_FLOAT32;
+    char al[64], be[64], one[64], zero[64];
+    cg_literal(ew->alpha, lt, al, sizeof al);
+    cg_literal(ew->beta, lt, be, sizeof be);
+    cg_literal(1.0, lt, one, sizeof one);
+    cg_literal(0.0, lt, zero, sizeof zero);
+    switch (ew->op) {
+    case KORCH_EW_COPY: case KORCH_EW_CAST: snprintf(out, n, "%s", A); break;
+    case KORCH_EW_NEG: snprintf(out, n, "-%s", A); break;
+    case KORCH_EW_ABS: snprintf(out, n, "fabs%s(%s)", f, A); break;
+    case KORCH_EW_EXP: snprintf(out, n, "exp%s(%s)", f, A); break;
+    case KORCH_EW_LOG: snprintf(out, n, "log%s(%s)", f, A); break;
+    case KORCH_EW_SQRT: snprintf(out, n, "sqrt%s(%s)", f, A); break;
+    case KORCH_EW_RSQRT: snprintf(out, n, "%s / sqrt%s(%s)", one, f, A); break;
+    case KORCH_EW_RECIP: snprintf(out, n, "%s / %s", one, A); break;
+    case KORCH_EW_TANH: snprintf(out, n, "tanh%s(%s)", f, A); break;
+    case KORCH_EW_ERF: snprintf(out, n, "erf%s(%s)", f, A); break;
+    case KORCH_EW_SIGMOID: snprintf(out, n, "%s / (%s + exp%s(-%s))", one, one, f, A); break;
+    case KORCH_EW_RELU: snprintf(out, n, "(%s > %s || %s != %s) ? %s : %s", A, zero, A, A, A, zero); break;
+    case KORCH_EW_FLOOR: snprintf(out, n, "floor%s(%s)", f, A); break;
+    case KORCH_EW_CEIL: snprintf(out, n, "ceil%s(%s)", f, A); break;
+    case KORCH_EW_SIN: snprintf(out, n, "sin%s(%s)", f, A); break;
+    case KORCH_EW_COS: snprintf(out, n, "cos%s(%s)", f, A); break;
+    case KORCH_EW_SOFTPLUS:
+        snprintf(out, n, "(%s > %s ? %s : %s) + log1p%s(exp%s(-fabs%s(%s)))", A, zero, A, zero, f, f, f, A);
+        break;
+    case KORCH_EW_NOT: snprintf(out, n, "%s == %s", A, zero); break;
+    case KORCH_EW_LEAKY_RELU: snprintf(out, n, "%s >= %s ? %s : %s * %s", A, zero, A, al, A); break;
+    case KORCH_EW_ELU: snprintf(out, n, "%s >= %s ? %s : %s * (exp%s(%s) - %s)", A, zero, A, al, f, A, one); break;
+    case KORCH_EW_CLIP: snprintf(out, n, "%s < %s ? %s : (%s > %s ? %s : %s)", A, al, al, A, be, be, A); break;
+    case KORCH_EW_AFFINE: snprintf(out, n, "%s * %s + %s", al, A, be); break;
+    case KORCH_EW_POWC:
+        if (ew->alpha == 1.0f) snprintf(out, n, "%s", A);
+        else if (ew->alpha == 2.0f) snprintf(out, n, "%s * %s", A, A);
+        else if (ew->alpha == 3.0f) snprintf(out, n, "%s * %s * %s", A, A, A);
+        else snprintf(out, n, "pow%s(%s, %s)", f, A, al);
+        break;
+    case KORCH_EW_ADD: snprintf(out, n, "%s + %s", A, B); break;
+    case KORCH_EW_SUB: snprintf(out, n, "%s - %s", A, B); break;
+    case KORCH_EW_MUL: snprintf(out, n, "%s * %s", A, B); break;
+    case KORCH_EW_DIV: snprintf(out, n, "%s / %s", A, B); break;
+    case KORCH_EW_POW: snprintf(out, n, "pow%s(%s, %s)", f, A, B); break;
+    case KORCH_EW_MAX:
+        snprintf(out, n, "(%s != %s || %s != %s) ? (%s + %s) : (%s > %s ? %s : %s)", A, A, B, B, A, B, A, B, A, B);
+        break;
+    case KORCH_EW_MIN:
+        snprintf(out, n, "(%s != %s || %s != %s) ? (%s + %s) : (%s < %s ? %s : %s)", A, A, B, B, A, B, A, B, A, B);
+        break;
+    case KORCH_EW_PRELU: snprintf(out, n, "%s >= %s ? %s : %s * %s", A, zero, A, A, B); break;
+    case KORCH_EW_EQUAL: snprintf(out, n, "%s == %s", A, B); break;
+    case KORCH_EW_LESS: snprintf(out, n, "%s < %s", A, B); break;
+    case KORCH_EW_LESS_EQUAL: snprintf(out, n, "%s <= %s", A, B); break;
+    case KORCH_EW_GREATER: snprintf(out, n, "%s > %s", A, B); break;
+    case KORCH_EW_GREATER_EQUAL: snprintf(out, n, "%s >= %s", A, B); break;
+    case KORCH_EW_AND: snprintf(out, n, "(%s != %s) & (%s != %s)", A, zero, B, zero); break;
+    case KORCH_EW_OR: snprintf(out, n, "(%s != %s) | (%s != %s)", A, zero, B, zero); break;
+    case KORCH_EW_WHERE: snprintf(out, n, "%s != %s ? %s : %s", A, zero, B, C); break;
+    default: snprintf(out, n, "%s", zero); break;
+    }
+}
+
+/* Stores a computed value as a named temporary of the value's dtype. */
+static const char *named(cg_emit *e, const char *key, korch_dtype dt, const char *expr, int level) {
+    char name[24];
+    snprintf(name, sizeof name, "t%d", e->n_tmp++);
+    const char *ct = cg_ctype(dt);
+    if (dt == KORCH_DTYPE_BOOL) cg_stmt(e, level, "const uint8_t %s = (uint8_t)((%s) != 0);", name, expr);
+    else cg_stmt(e, level, "const %s %s = (%s)(%s);", ct, name, ct, expr);
+    return cg_memo_add(e, key, name, level);
+}
+
+static const char *elementwise_at(cg_emit *e, const cg_node *n, const char *key, const cg_aff *c, int *level) {
+    const cg_value *y = &e->k->values[n->out];
+    bool dbl = !is_floatish(y->dtype);
+    for (int i = 0; i < n->n_in; i++) dbl |= !is_floatish(e->k->values[n->in[i]].dtype);
+    char ops[3][64] = {"0", "0", "0"};
+    int lvl = -1;
+    for (int i = 0; i < n->n_in; i++) {
+        const cg_value *u = &e->k->values[n->in[i]];
+        cg_aff cu[KORCH_MAX_RANK];
+        int shift = y->shape.rank - u->shape.rank;
+        for (int d = 0; d < u->shape.rank; d++)
+            cu[d] = u->shape.dims[d] == 1 ? cg_aff_const(0) : c[d + shift];
+        int l;
+        const char *name = cg_value_at(e, n->in[i], cu, &l);
+        if (l > lvl) lvl = l;
+        snprintf(ops[i], sizeof ops[i], "(%s)%s", dbl ? "double" : "float", name);
+    }
+    char expr[1024];
+    ew_expr(&n->pn->u.ew, ops, dbl, expr, sizeof expr);
+    *level = lvl;
+    return named(e, key, y->dtype, expr, lvl);
+}
+
+/* Input coordinates of map `p` at output coordinates c; `cond` collects the
+ * bounds checks that range analysis could not prove (empty: always inside). */
+static void map_coords(cg_emit *e, const cg_node *n, int p, const cg_aff *c, cg_aff *in, char *cond, size_t csize) {
+    const korch_index_map *map = &n->pn->u.layout.maps[p];
+    const cg_value *u = &e->k->values[n->in[p]], *y = &e->k->values[n->out];
+    cond[0] = '\0';
+    for (int k = 0; k < map->input_rank; k++) {
+        const korch_index_term *t = &map->terms[k];
+        cg_aff a = cg_aff_const(t->offset);
+        for (int j = 0; j < y->shape.rank; j++) cg_aff_add(e, &a, &c[j], t->coef[j]);
+        if (t->div > 1) a = cg_aff_floordiv(e, &a, t->div);
+        if (t->mod > 0) a = cg_aff_mod(e, &a, t->mod);
+        int64_t lo, hi;
+        char s[400];
+        if (t->table) {
+            if (t->table_size < 1 || t->table_size > (1 << 22)) {
+                cg_fail(e, KORCH_ERR_UNSUPPORTED, "layout table of %lld entries", (long long)t->table_size);
+                return;
+            }
+            cg_aff_range(e, &a, &lo, &hi);
+            if (lo < 0 || hi >= t->table_size) {
+                cg_aff_str(&a, s, sizeof s);
+                size_t used = strlen(cond);
+                snprintf(cond + used, csize - used, "%s((%s) >= 0) & ((%s) < %lld)", used ? " & " : "", s, s,
+                         (long long)t->table_size);
+                a = cg_aff_clamp(e, &a, 0, t->table_size - 1);
+            }
+            a = cg_aff_table(e, &a, t->table, t->table_size);
+        }
+        cg_aff_range(e, &a, &lo, &hi);
+        int64_t dim = u->shape.dims[k];
+        if (lo < 0 || hi >= dim) {
+            cg_aff_str(&a, s, sizeof s);
+            size_t used = strlen(cond);
+            if (used + 2 * strlen(s) + 64 >= csize) {
+                cg_fail(e, KORCH_ERR_UNSUPPORTED, "layout bounds check too long");
+                return;
+            }
+            snprintf(cond + used, csize - used, "%s((%s) >= 0) & ((%s) < %lld)", used ? " & " : "", s, s, (long long)dim);
+            a = cg_aff_clamp(e, &a, 0, dim - 1);
+        }
+        in[k] = a;
+    }
+}
+
+static const char *layout_at(cg_emit *e, const cg_node *n, const char *key, const cg_aff *c, int *level) {
+    const korch_prim_layout *l = &n->pn->u.layout;
+    const cg_value *y = &e->k->values[n->out];
+    char pad[64];
+    cg_literal(l->pad_value, y->dtype, pad, sizeof pad);
+    /* evaluate maps up to the first one that is always in bounds */
+    char names[KORCH_MAX_RANK][24], conds[KORCH_MAX_RANK][24];
+    int used = 0, lvl = -1;
+    bool total = false;
+    for (int p = 0; p < l->n_maps && !total && e->st == KORCH_OK; p++) {
+        cg_aff in[KORCH_MAX_RANK];
+        char cond[2048];
+        map_coords(e, n, p, c, in, cond, sizeof cond);
+        if (e->st != KORCH_OK) break;
+        int vl;
+        const char *v = cg_value_at(e, n->in[p], in, &vl);
+        snprintf(names[used], sizeof names[used], "%s", v);
+        if (vl > lvl) lvl = vl;
+        if (cond[0] == '\0') {
+            total = true;
+            conds[used][0] = '\0';
+        } else {
+            /* the condition's level: that of its symbols, which the clamped
+             * coordinates share, so the value's level bounds it from below */
+            int cl = -1;
+            for (int k = 0; k < l->maps[p].input_rank; k++) {
+                int kl = cg_aff_level(e, &in[k]);
+                if (kl > cl) cl = kl;
+            }
+            for (int j = 0; j < y->shape.rank; j++) {
+                int jl = cg_aff_level(e, &c[j]);
+                if (jl > cl) cl = jl;
+            }
+            snprintf(conds[used], sizeof conds[used], "c%d", e->n_tmp++);
+            cg_stmt(e, cl, "const int %s = %s;", conds[used], cond);
+            if (cl > lvl) lvl = cl;
+        }
+        used++;
+    }
+    if (used == 1 && total) {
+        *level = lvl;
+        return cg_memo_add(e, key, names[0], lvl);
+    }
+    char expr[1024];
+    snprintf(expr, sizeof expr, "%s", total ? names[used - 1] : pad);
+    for (int p = used - (total ? 2 : 1); p >= 0; p--) {
+        char next[1100];
+        int w = snprintf(next, sizeof next, "%s ? %s : (%s)", conds[p], names[p], expr);
+        if (w < 0 || w >= (int)sizeof expr) {
+            cg_fail(e, KORCH_ERR_UNSUPPORTED, "layout expression too long");
+            return "0";
+        }
+        memcpy(expr, next, (size_t)w + 1);
+    }
+    *level = lvl;
+    return named(e, key, y->dtype, expr, lvl);
+}
+
+static const char *buffer_at(cg_emit *e, int v, const char *key, const cg_aff *c, int *level) {
+    const cg_value *val = &e->k->values[v];
+    char buf[32];
+    if (e->loc[v] == CG_LOC_INPUT) snprintf(buf, sizeof buf, "in%d", val->input_slot);
+    else if (e->loc[v] == CG_LOC_OUTPUT) snprintf(buf, sizeof buf, "out%d", val->output_slot);
+    else snprintf(buf, sizeof buf, "sc%d", v);
+    if (e->loc[v] != CG_LOC_INPUT && e->P > 0) {
+        /* a reduction result must come from the same outer iteration */
+        for (int i = 0; i < e->P; i++)
+            if (i >= val->shape.rank || !cg_aff_is_sym(&c[i], e->outer[i])) e->fusion_broken = true;
+    }
+    cg_aff lin = cg_linear(e, &val->shape, c);
+    int lvl = cg_aff_level(e, &lin);
+    char s[400];
+    cg_aff_str(&lin, s, sizeof s);
+    char name[24];
+    snprintf(name, sizeof name, "t%d", e->n_tmp++);
+    cg_stmt(e, lvl, "const %s %s = %s[%s];", cg_ctype(val->dtype), name, buf, s);
+    *level = lvl;
+    return cg_memo_add(e, key, name, lvl);
+}
+
+/* A read of the row cached by the last reduction pass, if c is in its row. */
+static const char *rowcache_at(cg_emit *e, int v, const char *key, const cg_aff *c, int *level) {
+    const cg_value *val = &e->k->values[v];
+    for (int i = 0; i < e->P; i++)
+        if (!cg_aff_is_sym(&c[i], e->outer[i])) return NULL;
+    korch_shape inner = {.rank = val->shape.rank - e->P};
+    for (int d = 0; d < inner.rank; d++) inner.dims[d] = val->shape.dims[e->P + d];
+    cg_aff lin = cg_linear(e, &inner, c + e->P);
+    int lvl = cg_aff_level(e, &lin);
+    /* the cache lives inside the outer loops even where the inner index is constant */
+    for (int i = 0; i < e->P; i++)
+        if (e->syms[e->outer[i]].level > lvl) lvl = e->syms[e->outer[i]].level;
+    char s[400], name[24];
+    cg_aff_str(&lin, s, sizeof s);
+    snprintf(name, sizeof name, "t%d", e->n_tmp++);
+    cg_stmt(e, lvl, "const %s %s = rc%d[%s];", cg_ctype(val->dtype), name, v, s);
+    *level = lvl;
+    return cg_memo_add(e, key, name, lvl);
+}
+
+const char *cg_value_at(cg_emit *e, int v, const cg_aff *c, int *level) {
+    *level = -1;
+    if (e->st != KORCH_OK) return "0";
+    const cg_value *val = &e->k->values[v];
+    char key[1200];
+    int used = snprintf(key, sizeof key, "v%d@", v);
+    for (int d = 0; d < val->shape.rank && used < (int)sizeof key; d++) {
+        char s[400];
+        cg_aff_str(&c[d], s, sizeof s);
+        used += snprintf(key + used, sizeof key - (size_t)used, "%s;", s);
+    }
+    if (used >= (int)sizeof key) {
+        cg_fail(e, KORCH_ERR_UNSUPPORTED, "index expressions too long");
+        return "0";
+    }
+    const cg_memo *m = cg_memo_find(e, key);
+    if (m) {
+        *level = m->level;
+        return m->name;
+    }
+    switch (e->loc[v]) {
+    case CG_LOC_SCALAR: {
+        char lit[64];
+        cg_literal(val->scalar, val->dtype, lit, sizeof lit);
+        return cg_memo_add(e, key, lit, -1);
+    }
+    case CG_LOC_INPUT:
+    case CG_LOC_SCRATCH:
+    case CG_LOC_OUTPUT: return buffer_at(e, v, key, c, level);
+    case CG_LOC_COMPUTE: break;
+    }
+    if (e->rc_value == v) {
+        const char *r = rowcache_at(e, v, key, c, level);
+        if (r) return r;
+    }
+    const cg_node *n = &e->k->nodes[val->producer];
+    if (n->pn->kind == KORCH_PRIM_ELEMENTWISE) return elementwise_at(e, n, key, c, level);
+    if (n->pn->kind == KORCH_PRIM_LAYOUT) return layout_at(e, n, key, c, level);
+    cg_fail(e, KORCH_ERR_INTERNAL, "reduction value read before its pass");
+    return "0";
+}

@@ -1,0 +1,94 @@
+/* The schedule space of generated kernels: seven knobs, each over a short
+ * ordered list of values, so that "one step along a knob" (the tuner's
+ * coordinate descent) is well defined. Schedules travel as text in plans and
+ * in the profile database; the parser accepts exactly what the formatter
+ * writes, since plan files are untrusted input. */
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/cgen/cgen.h"
+
+static const int par_values[] = {0, 1, 2, 3};
+static const int grain_values[] = {0, 1, 4, 16, 64};
+static const int vec_values[] = {0, 1, 2, 3};
+static const int unroll_values[] = {1, 2, 4, 8};
+static const int tile_values[] = {0, 8, 16, 32, 64};
+static const int order_values[] = {0, 1};
+static const int red_values[] = {0, 1};
+
+static const char knob_letter[CG_KNOBS] = {'p', 'g', 'v', 'u', 't', 'o', 'r'};
+
+int cg_schedule_domain(int knob, const int **values) {
+#define DOMAIN(arr)                                                                                \
+    do {                                                                                           \
+        *values = arr;                                                                             \
+        return (int)(sizeof arr / sizeof arr[0]);                                                  \
+    } while (0)
+    switch (knob) {
+    case 0: DOMAIN(par_values);
+    case 1: DOMAIN(grain_values);
+    case 2: DOMAIN(vec_values);
+    case 3: DOMAIN(unroll_values);
+    case 4: DOMAIN(tile_values);
+    case 5: DOMAIN(order_values);
+    case 6: DOMAIN(red_values);
+    default: *values = NULL; return 0;
+    }
+#undef DOMAIN
+}
+
+int *cg_schedule_knob(cg_schedule *s, int knob) {
+    switch (knob) {
+    case 0: return &s->par;
+    case 1: return &s->grain;
+    case 2: return &s->vec;
+    case 3: return &s->unroll;
+    case 4: return &s->tile;
+    case 5: return &s->order;
+    case 6: return &s->red;
+    default: return NULL;
+    }
+}
+
+/* Parallel only when there is enough work to amortise waking the threads
+ * (a few microseconds); everything else vectorised, no tiling. */
+cg_schedule cg_schedule_default(const cg_kernel *k) {
+    int64_t work = 0;
+    for (int i = 0; i < k->n_values; i++)
+        if (k->values[i].producer >= 0) work += korch_shape_numel(&k->values[i].shape);
+    cg_schedule s = {.par = work >= 32768 ? 2 : 0, .grain = 0, .vec = 1, .unroll = 1, .tile = 0, .order = 0, .red = 1};
+    return s;
+}
+
+void cg_schedule_format(const cg_schedule *s, char *buf, size_t size) {
+    snprintf(buf, size, "p%d.g%d.v%d.u%d.t%d.o%d.r%d", s->par, s->grain, s->vec, s->unroll, s->tile, s->order, s->red);
+}
+
+static bool in_domain(int knob, int v) {
+    const int *values;
+    int n = cg_schedule_domain(knob, &values);
+    for (int i = 0; i < n; i++)
+        if (values[i] == v) return true;
+    return false;
+}
+
+bool cg_schedule_parse(const char *text, cg_schedule *s) {
+    if (!text) return false;
+    cg_schedule r = {0};
+    const char *p = text;
+    for (int knob = 0; knob < CG_KNOBS; knob++) {
+        if (*p++ != knob_letter[knob]) return false;
+        if (*p < '0' || *p > '9') return false;
+        int v = 0, digits = 0;
+        while (*p >= '0' && *p <= '9') {
+            if (++digits > 3) return false;
+            v = v * 10 + (*p++ - '0');
+        }
+        if (!in_domain(knob, v)) return false;
+        *cg_schedule_knob(&r, knob) = v;
+        if (knob + 1 < CG_KNOBS && *p++ != '.') return false;
+    }
+    if (*p != '\0') return false;
+    *s = r;
+    return true;
+}

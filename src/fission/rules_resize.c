@@ -1,0 +1,150 @@
+/* Fission rules for Resize and Upsample, on the reference's own plan
+ * (ops/resize.h: coordinate modes, rounding, scales vs sizes, per opset):
+ *
+ *   nearest  one layout primitive: a lookup table per resized axis
+ *            (RESIZE_NEAREST), extrapolated positions read the pad value;
+ *   linear   separable, one pass per resized axis in axis order, like the
+ *            reference: y = gather(x, lo) * w0 + gather(x, hi) * w1, with
+ *            the gathers as table layouts and w0, w1 constant weights
+ *            shaped to broadcast along the axis. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "fission/rules.h"
+#include "ops/resize.h"
+
+/* The reference leaves an axis alone when its scale is 1 (to 1e-9) and its
+ * length and roi are unchanged (mirrors resize_kernel.c). */
+static bool axis_is_identity(const resize_plan *p, int d) {
+    bool roi_full = p->coord != COORD_TF_CROP_AND_RESIZE ||
+                    (fabs(p->roi_start[d]) <= 1e-9 && fabs(p->roi_end[d] - 1.0) <= 1e-9);
+    return fabs(p->scale[d] - 1.0) <= 1e-9 && p->out_dims[d] == p->in_dims[d] && roi_full;
+}
+
+static int64_t clamp_index(double x, int64_t len) {
+    if (!(x > 0.0)) return 0;
+    if (x > (double)(len - 1)) return len - 1;
+    return (int64_t)x;
+}
+
+static int64_t nearest_index(const resize_plan *p, int d, int64_t o) {
+    bool outside;
+    double x = korch_resize_source_coord(p, d, o, &outside);
+    if (outside) return -1;
+    double f = floor(x), r = x - f, pick;
+    switch (p->rounding) {
+    case ROUND_PREFER_FLOOR: pick = r <= 0.5 ? f : f + 1.0; break;
+    case ROUND_PREFER_CEIL: pick = r < 0.5 ? f : f + 1.0; break;
+    case ROUND_FLOOR: pick = f; break;
+    case ROUND_CEIL: pick = ceil(x); break;
+    case ROUND_LEGACY: pick = p->scale[d] < 1.0 ? ceil(x) : f; break;
+    default: pick = f; break;
+    }
+    return clamp_index(pick, p->in_dims[d]);
+}
+
+static korch_status read_plan(korch_fission_ctx *ctx, resize_plan *plan) {
+    korch_tensor store[4];
+    korch_tensor *ins[4] = {0};
+    for (int i = 0; i < ctx->n_inputs && i < 4; i++) {
+        if (ctx->node->inputs[i] < 0) continue;
+        const korch_value *v = &ctx->g->values[ctx->node->inputs[i]];
+        store[i] = (korch_tensor){.dtype = v->dtype, .shape = v->shape, .data = v->is_constant ? v->constant.data : NULL};
+        ins[i] = &store[i];
+    }
+    korch_op_ctx octx = {.graph = ctx->g, .node = ctx->node, .n_inputs = ctx->n_inputs < 4 ? ctx->n_inputs : 4,
+                         .inputs = ins};
+    return korch_resize_plan(&octx, plan);
+}
+
+static korch_status nearest(korch_fission_ctx *ctx, const resize_plan *p) {
+    int64_t *tables[KORCH_MAX_RANK] = {0};
+    bool any = false;
+    for (int d = 0; d < p->rank; d++) {
+        if (axis_is_identity(p, d)) continue;
+        tables[d] = malloc((size_t)(p->out_dims[d] + 1) * sizeof(int64_t));
+        if (!tables[d]) {
+            for (int k = 0; k < d; k++) free(tables[k]);
+            return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        for (int64_t o = 0; o < p->out_dims[d]; o++) tables[d][o] = nearest_index(p, d, o);
+        any = true;
+    }
+    int x = fission_in(ctx, 0);
+    korch_dtype dt = fission_in_dtype(ctx, 0);
+    double fill = dt == KORCH_DTYPE_FLOAT32 || dt == KORCH_DTYPE_FLOAT64 ? p->extrapolation : 0.0;
+    korch_shape out = korch_shape_make(p->rank, p->out_dims);
+    fission_set_out(ctx, 0, any ? korch_pgraph_remap(ctx->pg, KORCH_LAYOUT_RESIZE_NEAREST, x, &out, tables, fill) : x);
+    return fission_done(ctx);
+}
+
+/* A weight vector along axis d, shaped (n, 1, ..., 1) to broadcast against
+ * a rank-`rank` tensor. */
+static int weights(korch_fission_ctx *ctx, const double *w, int64_t n, int d, int rank) {
+    korch_shape s = {.rank = rank - d};
+    s.dims[0] = n;
+    for (int k = 1; k < s.rank; k++) s.dims[k] = 1;
+    korch_tensor t;
+    if (korch_tensor_alloc(&t, KORCH_DTYPE_FLOAT32, &s) != KORCH_OK) return -1;
+    for (int64_t i = 0; i < n; i++) ((float *)t.data)[i] = (float)w[i];
+    return fission_constant(ctx, &t);
+}
+
+/* Gathers along axis d through a table (entries -1 read `fill`). */
+static int take(korch_fission_ctx *ctx, int x, int d, int64_t *table, int64_t n, double fill) {
+    if (x < 0) {
+        free(table);
+        return -1;
+    }
+    korch_shape out = *fission_shape(ctx, x);
+    out.dims[d] = n;
+    int64_t *tables[KORCH_MAX_RANK] = {0};
+    tables[d] = table;
+    return korch_pgraph_remap(ctx->pg, KORCH_LAYOUT_GATHER, x, &out, tables, fill);
+}
+
+static korch_status linear(korch_fission_ctx *ctx, const resize_plan *p) {
+    int y = fission_in(ctx, 0);
+    for (int d = 0; d < p->rank && y >= 0; d++) {
+        if (axis_is_identity(p, d)) continue;
+        int64_t n = p->out_dims[d], in_len = fission_shape(ctx, y)->dims[d];
+        int64_t *lo = malloc((size_t)(n + 1) * sizeof *lo), *hi = malloc((size_t)(n + 1) * sizeof *hi);
+        double *w0 = malloc((size_t)(n + 1) * sizeof *w0), *w1 = malloc((size_t)(n + 1) * sizeof *w1);
+        if (!lo || !hi || !w0 || !w1) {
+            free(lo), free(hi), free(w0), free(w1);
+            return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        for (int64_t j = 0; j < n; j++) {
+            bool outside;
+            double x = korch_resize_source_coord(p, d, j, &outside);
+            if (outside) {
+                lo[j] = hi[j] = -1; /* both read the extrapolation value */
+                w0[j] = 1.0;
+                w1[j] = 0.0;
+                continue;
+            }
+            double f = floor(x);
+            w1[j] = x - f;
+            w0[j] = 1.0 - w1[j];
+            lo[j] = clamp_index(f, in_len);
+            hi[j] = clamp_index(f + 1.0, in_len);
+        }
+        int a = take(ctx, y, d, lo, n, p->extrapolation);
+        int b = take(ctx, y, d, hi, n, p->extrapolation);
+        int wa = weights(ctx, w0, n, d, p->rank), wb = weights(ctx, w1, n, d, p->rank);
+        free(w0), free(w1);
+        y = fission_binary(ctx, KORCH_EW_ADD, fission_binary(ctx, KORCH_EW_MUL, a, wa),
+                           fission_binary(ctx, KORCH_EW_MUL, b, wb));
+    }
+    fission_set_out(ctx, 0, y);
+    return fission_done(ctx);
+}
+
+static korch_status resize_rule(korch_fission_ctx *ctx) {
+    resize_plan plan;
+    KORCH_TRY(read_plan(ctx, &plan));
+    return plan.mode == RESIZE_NEAREST ? nearest(ctx, &plan) : linear(ctx, &plan);
+}
+
+KORCH_FISSION_RULE(Resize) { return resize_rule(ctx); }
+KORCH_FISSION_RULE(Upsample) { return resize_rule(ctx); }

@@ -1,0 +1,90 @@
+/* Unary maths: Sqrt, Reciprocal, Exp, Log, Erf, Tanh, Sigmoid, Floor, Ceil,
+ * Sin, Cos (float32/float64), and Neg, Abs (also integers). float32 uses the
+ * float libm functions, matching what numpy computes for the ONNX tests. */
+#include "ops/elementwise.h"
+
+static korch_status infer_float_unary(korch_op_ctx *ctx) {
+    KORCH_TRY(korch_ew_require(ctx, 0, korch_ew_is_float, "float32 and float64"));
+    korch_op_set_output(ctx, 0, ctx->inputs[0]->dtype, &ctx->inputs[0]->shape);
+    return KORCH_OK;
+}
+
+static bool is_float_or_signed(korch_dtype d) { return korch_ew_is_float(d) || korch_ew_is_signed(d); }
+
+static korch_status infer_signed_unary(korch_op_ctx *ctx) {
+    KORCH_TRY(korch_ew_require(ctx, 0, is_float_or_signed, "float32, float64 and the signed integer dtypes"));
+    korch_op_set_output(ctx, 0, ctx->inputs[0]->dtype, &ctx->inputs[0]->shape);
+    return KORCH_OK;
+}
+
+static korch_status infer_numeric_unary(korch_op_ctx *ctx) {
+    KORCH_TRY(korch_ew_require(ctx, 0, korch_ew_is_numeric, "float32, float64 and the integer dtypes"));
+    korch_op_set_output(ctx, 0, ctx->inputs[0]->dtype, &ctx->inputs[0]->shape);
+    return KORCH_OK;
+}
+
+#define UNARY_CASE(DT, T, EXPR)                                                                    \
+    case DT: KORCH_EW_LOOP1(n, T, ctx->inputs[0]->data, T, ctx->outputs[0]->data, EXPR); return KORCH_OK;
+
+#define UNARY_RUN(name, CASES)                                                                     \
+    static korch_status run_##name(korch_op_ctx *ctx) {                                            \
+        int64_t n = korch_tensor_numel(ctx->outputs[0]);                                           \
+        switch (ctx->inputs[0]->dtype) {                                                           \
+            CASES                                                                                  \
+        default: break;                                                                            \
+        }                                                                                          \
+        return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "dtype %s is not supported",             \
+                              korch_dtype_name(ctx->inputs[0]->dtype));                            \
+    }
+
+#define FLOAT_UNARY(name, F32, F64)                                                                \
+    UNARY_RUN(name, UNARY_CASE(KORCH_DTYPE_FLOAT32, float, F32) UNARY_CASE(KORCH_DTYPE_FLOAT64, double, F64))
+
+FLOAT_UNARY(sqrt, sqrtf(a), sqrt(a))
+FLOAT_UNARY(reciprocal, 1.0f / a, 1.0 / a)
+FLOAT_UNARY(exp, expf(a), exp(a))
+FLOAT_UNARY(log, logf(a), log(a))
+FLOAT_UNARY(erf, erff(a), erf(a))
+FLOAT_UNARY(tanh, tanhf(a), tanh(a))
+FLOAT_UNARY(sigmoid, 1.0f / (1.0f + expf(-a)), 1.0 / (1.0 + exp(-a)))
+FLOAT_UNARY(floor, floorf(a), floor(a))
+FLOAT_UNARY(ceil, ceilf(a), ceil(a))
+FLOAT_UNARY(sin, sinf(a), sin(a))
+FLOAT_UNARY(cos, cosf(a), cos(a))
+
+/* Integer negation goes through uint64 so that -INT_MIN wraps instead of being UB. */
+#define SIGNED_CASES(EXPR)                                                                         \
+    UNARY_CASE(KORCH_DTYPE_INT8, int8_t, EXPR)                                                     \
+    UNARY_CASE(KORCH_DTYPE_INT16, int16_t, EXPR)                                                   \
+    UNARY_CASE(KORCH_DTYPE_INT32, int32_t, EXPR)                                                   \
+    UNARY_CASE(KORCH_DTYPE_INT64, int64_t, EXPR)
+#define UNSIGNED_CASES(EXPR)                                                                       \
+    UNARY_CASE(KORCH_DTYPE_UINT8, uint8_t, EXPR)                                                   \
+    UNARY_CASE(KORCH_DTYPE_UINT16, uint16_t, EXPR)                                                 \
+    UNARY_CASE(KORCH_DTYPE_UINT32, uint32_t, EXPR)                                                 \
+    UNARY_CASE(KORCH_DTYPE_UINT64, uint64_t, EXPR)
+
+UNARY_RUN(neg, UNARY_CASE(KORCH_DTYPE_FLOAT32, float, -a) UNARY_CASE(KORCH_DTYPE_FLOAT64, double, -a)
+                   SIGNED_CASES(0u - (uint64_t)a))
+UNARY_RUN(abs, UNARY_CASE(KORCH_DTYPE_FLOAT32, float, fabsf(a)) UNARY_CASE(KORCH_DTYPE_FLOAT64, double, fabs(a))
+                   SIGNED_CASES(a < 0 ? 0u - (uint64_t)a : (uint64_t)a) UNSIGNED_CASES(a))
+
+#define UNARY_ROW(Name, lo, first, infer_fn)                                                       \
+    const korch_op_def korch_op_def_##Name = {                                                     \
+        .kind = KORCH_OP_##Name, .op_type = #Name, .opset_min = first, .opset_max = 18,            \
+        .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,                      \
+        .infer = infer_fn, .run = run_##lo,                                                        \
+    };
+UNARY_ROW(Sqrt, sqrt, 1, infer_float_unary)
+UNARY_ROW(Reciprocal, reciprocal, 1, infer_float_unary)
+UNARY_ROW(Exp, exp, 1, infer_float_unary)
+UNARY_ROW(Log, log, 1, infer_float_unary)
+UNARY_ROW(Erf, erf, 9, infer_float_unary)
+UNARY_ROW(Tanh, tanh, 1, infer_float_unary)
+UNARY_ROW(Sigmoid, sigmoid, 1, infer_float_unary)
+UNARY_ROW(Floor, floor, 1, infer_float_unary)
+UNARY_ROW(Ceil, ceil, 1, infer_float_unary)
+UNARY_ROW(Sin, sin, 7, infer_float_unary)
+UNARY_ROW(Cos, cos, 7, infer_float_unary)
+UNARY_ROW(Neg, neg, 1, infer_signed_unary)
+UNARY_ROW(Abs, abs, 1, infer_numeric_unary)

@@ -1,0 +1,164 @@
+/* Reference SGEMM: pack, block, and let gcc vectorise a small register tile.
+ *
+ * The output is cut into MC x NC tiles, shared out among the threads with no
+ * synchronisation until the end: each thread computes whole tiles. For a tile
+ * and each block of KC values of k (in order), the thread packs its rows of
+ * op(A) into MR-row panels and its columns of op(B) into NR-column panels,
+ * both k-major, so the micro-kernel reads two contiguous streams. A B panel
+ * (kc x NR, L1-sized) is then reused against every A panel of the tile
+ * (MC x kc, L2-sized). Tiles in the same row re-pack the same A block; that
+ * costs 1/NC of the arithmetic and buys freedom from barriers, which matter
+ * when the cores are shared. The micro-kernel keeps an MR x NR accumulator in
+ * registers; with MR and NR compile-time constants and the j loop marked
+ * `omp simd`, gcc -O2 turns it into packed multiplies and adds. */
+#include "ops/gemm_kernel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+enum {
+    MR = 6,    /* rows of the register tile */
+    NR = 8,    /* columns of the register tile: two SSE vectors */
+    KC = 256,  /* depth of one packed block */
+    MC = 96,   /* rows of a thread tile (a multiple of MR) */
+    NC = 512,  /* columns of a thread tile (a multiple of NR) */
+};
+
+/* Below this many multiply-adds a parallel region costs more than it saves. */
+#define PARALLEL_MIN_MACS ((int64_t)1 << 16)
+
+static void micro_kernel(int64_t kc, const float *restrict a, const float *restrict b, float tile[MR][NR]) {
+    float acc[MR][NR] = {{0}};
+    for (int64_t p = 0; p < kc; p++) {
+        const float *ap = a + p * MR, *bp = b + p * NR;
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) {
+#pragma omp simd
+            for (int j = 0; j < NR; j++) acc[i][j] += ap[i] * bp[j];
+        }
+    }
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++) tile[i][j] = acc[i][j];
+}
+
+/* C[0:rows, 0:cols] = alpha * tile + beta * C (beta == 0: C is not read). */
+static void store_tile(float tile[MR][NR], int rows, int cols, float alpha, float beta, float *c, int64_t ldc) {
+    for (int i = 0; i < rows; i++) {
+        float *ci = c + i * ldc;
+        if (beta == 0.0f)
+            for (int j = 0; j < cols; j++) ci[j] = alpha * tile[i][j];
+        else if (beta == 1.0f)
+            for (int j = 0; j < cols; j++) ci[j] += alpha * tile[i][j];
+        else
+            for (int j = 0; j < cols; j++) ci[j] = alpha * tile[i][j] + beta * ci[j];
+    }
+}
+
+/* The panel of op(A)[i0:i0+MR, pc:pc+kc]: dst[p*MR + i] = op(A)[i0 + i][pc + p], zero past row m. */
+static void pack_a_panel(bool trans, int64_t m, int64_t i0, int64_t pc, int64_t kc, const float *a, int64_t lda,
+                         float *dst) {
+    int rows = (int)(m - i0 < MR ? m - i0 : MR);
+    for (int64_t p = 0; p < kc; p++) {
+        float *d = dst + p * MR;
+        for (int i = 0; i < rows; i++) d[i] = trans ? a[(pc + p) * lda + i0 + i] : a[(i0 + i) * lda + pc + p];
+        for (int i = rows; i < MR; i++) d[i] = 0.0f;
+    }
+}
+
+/* The panel of op(B)[pc:pc+kc, j0:j0+NR]: dst[p*NR + j] = op(B)[pc + p][j0 + j], zero past column n. */
+static void pack_b_panel(bool trans, int64_t n, int64_t j0, int64_t pc, int64_t kc, const float *b, int64_t ldb,
+                         float *dst) {
+    int cols = (int)(n - j0 < NR ? n - j0 : NR);
+    for (int64_t p = 0; p < kc; p++) {
+        float *d = dst + p * NR;
+        for (int j = 0; j < cols; j++) d[j] = trans ? b[(j0 + j) * ldb + pc + p] : b[(pc + p) * ldb + j0 + j];
+        for (int j = cols; j < NR; j++) d[j] = 0.0f;
+    }
+}
+
+static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+}
+
+static float *alloc_floats(int64_t count) {
+    /* aligned_alloc wants a size that is a multiple of the alignment */
+    size_t bytes = ((size_t)count * sizeof(float) + 63) & ~(size_t)63;
+    return aligned_alloc(64, bytes ? bytes : 64);
+}
+
+typedef struct sgemm_args {
+    bool trans_a, trans_b;
+    int64_t m, n, k, lda, ldb, ldc;
+    float alpha, beta;
+    const float *a, *b;
+    float *c;
+} sgemm_args;
+
+/* C[i_begin:i_end, j_begin:j_end], all of k; apack holds MC x KC floats, bpack KC x NC. */
+static void compute_tile(const sgemm_args *g, int64_t i_begin, int64_t i_end, int64_t j_begin, int64_t j_end,
+                         float *apack, float *bpack) {
+    float tile[MR][NR];
+    for (int64_t pc = 0; pc < g->k; pc += KC) {
+        int64_t kc = g->k - pc < KC ? g->k - pc : KC;
+        float block_beta = pc == 0 ? g->beta : 1.0f;
+        for (int64_t i = i_begin; i < i_end; i += MR)
+            pack_a_panel(g->trans_a, g->m, i, pc, kc, g->a, g->lda, apack + (i - i_begin) * kc);
+        for (int64_t j = j_begin; j < j_end; j += NR)
+            pack_b_panel(g->trans_b, g->n, j, pc, kc, g->b, g->ldb, bpack + (j - j_begin) * kc);
+        for (int64_t j = j_begin; j < j_end; j += NR) {
+            int cols = (int)(j_end - j < NR ? j_end - j : NR);
+            for (int64_t i = i_begin; i < i_end; i += MR) {
+                int rows = (int)(i_end - i < MR ? i_end - i : MR);
+                micro_kernel(kc, apack + (i - i_begin) * kc, bpack + (j - j_begin) * kc, tile);
+                store_tile(tile, rows, cols, g->alpha, block_beta, g->c + i * g->ldc + j, g->ldc);
+            }
+        }
+    }
+}
+
+korch_status korch_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                         int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    if (m <= 0 || n <= 0) return KORCH_OK;
+    if (k <= 0 || alpha == 0.0f) {
+        scale_c(m, n, beta, c, ldc);
+        return KORCH_OK;
+    }
+    sgemm_args g = {.trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb,
+                    .ldc = ldc, .alpha = alpha, .beta = beta, .a = a, .b = b, .c = c};
+    int64_t tiles_m = (m + MC - 1) / MC, tiles_n = (n + NC - 1) / NC, tiles = tiles_m * tiles_n;
+    /* packing buffers sized for the largest tile this call has */
+    int64_t kc_max = k < KC ? k : KC;
+    int64_t mc_max = (m < MC ? (m + MR - 1) / MR * MR : MC), nc_max = (n < NC ? (n + NR - 1) / NR * NR : NC);
+    bool parallel = (double)m * (double)n * (double)k >= (double)PARALLEL_MIN_MACS && tiles > 1;
+#ifdef _OPENMP
+    /* called from a parallel loop (e.g. over a batch): stay on this thread */
+    if (omp_in_parallel()) parallel = false;
+#endif
+    int failed = 0;
+#pragma omp parallel if (parallel) reduction(| : failed)
+    {
+        float *apack = alloc_floats(mc_max * kc_max), *bpack = alloc_floats(kc_max * nc_max);
+        /* every thread must reach the loop; one without buffers just records the failure */
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t t = 0; t < tiles; t++) {
+            if (!apack || !bpack) {
+                failed = 1;
+                continue;
+            }
+            int64_t i_begin = (t % tiles_m) * MC, j_begin = (t / tiles_m) * NC;
+            int64_t i_end = i_begin + MC < m ? i_begin + MC : m, j_end = j_begin + NC < n ? j_begin + NC : n;
+            compute_tile(&g, i_begin, i_end, j_begin, j_end, apack, bpack);
+        }
+        free(apack);
+        free(bpack);
+    }
+    if (failed)
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "sgemm %lldx%lldx%lld: cannot allocate packing buffers",
+                           (long long)m, (long long)n, (long long)k);
+    return KORCH_OK;
+}

@@ -1,0 +1,111 @@
+/* Profiling infrastructure shared by the backends: timing methodology,
+ * machine fingerprint, the SQLite profile database and the schedule tuner.
+ * See docs/profiling.md. */
+#ifndef KORCH_PROFILE_PROFILE_H
+#define KORCH_PROFILE_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+/* ---- timer.c ----------------------------------------------------------------
+ * Warm-up runs, then repeats until both min_repeats and target_ms are reached
+ * (or max_repeats); the result is the median, with min, max and spread
+ * (max - min). The callback gets the iteration number so it can rotate over
+ * several buffer sets (cache state, see docs/profiling.md). */
+typedef struct korch_timing {
+    double median_ms, min_ms, max_ms, spread_ms;
+    int repeats;
+} korch_timing;
+
+typedef struct korch_timer_options {
+    int warmup_runs;    /* at least this many untimed runs ... */
+    double warmup_ms;   /* ... and at least this long */
+    int min_repeats, max_repeats;
+    double target_ms;   /* timed runs continue until this much time is spent */
+} korch_timer_options;
+
+typedef korch_status (*korch_timed_fn)(void *ctx, int iteration);
+
+korch_timer_options korch_timer_defaults(void);
+korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_options *o, korch_timing *out);
+double korch_now_s(void); /* monotonic seconds */
+
+/* ---- fingerprint.c ----------------------------------------------------------
+ * What makes a latency measured on one machine valid on another: CPU model,
+ * ISA flags, thread count, compiler and its version. `hash` keys the database;
+ * `text` is the readable form stored beside it. */
+korch_status korch_machine_fingerprint(int threads, const char *compiler, char hash[33], char *text, size_t size);
+
+/* ---- database.c ------------------------------------------------------------ */
+typedef struct korch_profile_db korch_profile_db;
+
+typedef struct korch_profile_record {
+    char schedule[256];
+    double latency_ms, spread_ms;
+    double default_ms; /* the default schedule's latency (best records) */
+    int trials;        /* schedules timed to find it (best records) */
+} korch_profile_record;
+
+/* path NULL or "": $XDG_CACHE_HOME/korch/profile.db (~/.cache fallback).
+ * A corrupt file is moved aside (<path>.corrupt) and rebuilt, with a warning;
+ * a read-only one is used read-only (nothing is saved), with a warning; a
+ * locked one is waited for (busy timeout), then a clear error. */
+korch_status korch_profile_db_open(const char *path, korch_profile_db **out);
+void korch_profile_db_close(korch_profile_db *db);
+const char *korch_profile_db_path(const korch_profile_db *db);
+bool korch_profile_db_readonly(const korch_profile_db *db);
+
+korch_status korch_profile_db_get_best(korch_profile_db *db, const char *backend, const char *sig, const char *machine,
+                                       korch_profile_record *rec, bool *found);
+korch_status korch_profile_db_put_best(korch_profile_db *db, const char *backend, const char *sig, const char *machine,
+                                       const korch_profile_record *rec);
+korch_status korch_profile_db_get_trial(korch_profile_db *db, const char *backend, const char *sig, const char *schedule,
+                                        const char *machine, double *latency_ms, double *spread_ms, bool *found);
+korch_status korch_profile_db_put_trial(korch_profile_db *db, const char *backend, const char *sig, const char *schedule,
+                                        const char *machine, double latency_ms, double spread_ms);
+korch_status korch_profile_db_put_machine(korch_profile_db *db, const char *machine, const char *text);
+/* Batch writes in one transaction (much faster than one per row). */
+korch_status korch_profile_db_begin(korch_profile_db *db);
+korch_status korch_profile_db_commit(korch_profile_db *db);
+
+/* ---- tuner.c ----------------------------------------------------------------
+ * Explore, then exploit ("droplet search", Canesche et al. 2024): time the
+ * start point and `explore` random points, then repeatedly time the unvisited
+ * +-1 neighbours of the best point along every knob, moving to the best of
+ * them while that improves, within `budget` trials. Points are index vectors
+ * (knob k takes values 0..size[k]-1). The tuner only proposes; the caller
+ * times (in batches across kernels) and reports. */
+#define KORCH_TUNER_MAX_KNOBS 12
+
+typedef struct korch_tune_point {
+    int8_t k[KORCH_TUNER_MAX_KNOBS];
+} korch_tune_point;
+
+typedef struct korch_tuner {
+    int n_knobs;
+    int size[KORCH_TUNER_MAX_KNOBS];
+    int budget, explore;
+    korch_tune_point start;
+    int phase; /* 0 explore, 1 descent, 2 done */
+    korch_tune_point *seen;
+    double *ms;
+    int n_seen, cap;
+    int best;          /* index into seen, -1 before any report */
+    int center;        /* best when the current descent round was proposed */
+    int pending;       /* proposed, not yet reported */
+    uint64_t rng;
+} korch_tuner;
+
+void korch_tuner_init(korch_tuner *t, int n_knobs, const int *size, const korch_tune_point *start, int budget,
+                      int explore, uint64_t seed);
+/* Up to max new points to time; 0 when the search is over. */
+int korch_tuner_propose(korch_tuner *t, korch_tune_point *out, int max);
+void korch_tuner_report(korch_tuner *t, const korch_tune_point *p, double ms);
+bool korch_tuner_best(const korch_tuner *t, korch_tune_point *p, double *ms);
+double korch_tuner_start_ms(const korch_tuner *t); /* latency of the start point, or -1 */
+void korch_tuner_free(korch_tuner *t);
+
+#endif

@@ -1,0 +1,236 @@
+/* Single-primitive kernels against the interpreter: every elementwise
+ * function (with broadcasting), every reduction over random axis sets with
+ * and without keepdims, and every kind of layout map. */
+#include "cgen_check.h"
+
+static korch_pgraph *new_graph(void) {
+    korch_pgraph *pg = NULL;
+    CHECK_OK(korch_pgraph_create(NULL, &pg));
+    return pg;
+}
+
+static bool is_boolean_op(korch_ew_op op) { return op == KORCH_EW_NOT || op == KORCH_EW_AND || op == KORCH_EW_OR; }
+
+static void test_elementwise(void) {
+    for (int op = 0; op < KORCH_EW_COUNT; op++) {
+        korch_pgraph *pg = new_graph();
+        int arity = korch_ew_arity((korch_ew_op)op);
+        korch_dtype dt = is_boolean_op((korch_ew_op)op) ? KORCH_DTYPE_BOOL : KORCH_DTYPE_FLOAT32;
+        int64_t a[3] = {3, 1, 37}, b[2] = {4, 37}, c[1] = {37};
+        int ins[3];
+        if (arity == 1) ins[0] = cc_input(pg, dt, 2, b);
+        if (arity >= 2) {
+            ins[0] = cc_input(pg, op == KORCH_EW_WHERE ? KORCH_DTYPE_BOOL : dt, 3, a);
+            ins[1] = cc_input(pg, dt, 2, b);
+        }
+        if (arity == 3) ins[2] = cc_input(pg, dt, 1, c);
+        korch_dtype cast = op == KORCH_EW_CAST ? KORCH_DTYPE_INT64 : KORCH_DTYPE_UNDEFINED;
+        int y = korch_pgraph_elementwise(pg, (korch_ew_op)op, arity, ins, 0.25f, 0.75f, cast);
+        CHECK_MSG(y >= 0, "%s: %s", korch_ew_name((korch_ew_op)op), korch_last_error());
+        cc_output(pg, y);
+        bool positive = op == KORCH_EW_LOG || op == KORCH_EW_SQRT || op == KORCH_EW_RSQRT || op == KORCH_EW_POWC ||
+                        op == KORCH_EW_POW || op == KORCH_EW_DIV || op == KORCH_EW_RECIP;
+        char what[64];
+        snprintf(what, sizeof what, "ew.%s", korch_ew_name((korch_ew_op)op));
+        cc_check(pg, cc_schedules, CC_N_SCHED, positive ? 0.25 : -3.0, positive ? 2.0 : 3.0, what);
+        korch_pgraph_free(pg);
+    }
+    /* cast to bool and to float from int */
+    korch_pgraph *pg = new_graph();
+    int64_t d[2] = {7, 9};
+    int x = cc_input(pg, KORCH_DTYPE_INT64, 2, d);
+    int f = korch_pgraph_elementwise(pg, KORCH_EW_CAST, 1, &x, 0, 0, KORCH_DTYPE_FLOAT32);
+    int b = korch_pgraph_elementwise(pg, KORCH_EW_CAST, 1, &f, 0, 0, KORCH_DTYPE_BOOL);
+    cc_output(pg, f);
+    cc_output(pg, b);
+    cc_check(pg, cc_schedules, CC_N_SCHED, 0, 0, "cast int64->float->bool");
+    korch_pgraph_free(pg);
+}
+
+static void test_reduce(void) {
+    const int64_t dims[4] = {3, 5, 4, 19};
+    for (int op = 0; op < 4; op++)
+        for (uint32_t axes = 1; axes < 16; axes++)
+            for (int keep = 0; keep < 2; keep++) {
+                if ((axes * 7 + (uint32_t)op + (uint32_t)keep) % 3 != 0 && axes != 8 && axes != 12) continue;
+                korch_pgraph *pg = new_graph();
+                int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 4, dims);
+                int y = korch_pgraph_reduce(pg, (korch_reduce_op)op, x, axes, keep);
+                cc_output(pg, y);
+                char what[64];
+                snprintf(what, sizeof what, "reduce op %d axes 0x%x keepdims %d", op, axes, keep);
+                cc_check(pg, cc_schedules, CC_N_SCHED, -2, 2, what);
+                korch_pgraph_free(pg);
+            }
+}
+
+static void check_layout(korch_layout_tag tag, int n, const int *ins, korch_pgraph *pg, const korch_shape *out,
+                         const korch_index_map *maps, double pad, const char *what) {
+    int y = korch_pgraph_layout(pg, tag, n, ins, out, maps, pad);
+    CHECK_MSG(y >= 0, "%s: %s", what, korch_last_error());
+    /* a consumer, so the layout is folded into a load and not just copied */
+    int z = korch_pgraph_elementwise(pg, KORCH_EW_NEG, 1, &y, 0, 0, KORCH_DTYPE_UNDEFINED);
+    cc_output(pg, z);
+    cc_check(pg, cc_schedules, CC_N_SCHED, -2, 2, what);
+    korch_pgraph_free(pg);
+}
+
+static void test_layouts(void) {
+    { /* transpose [4,6,5] -> [5,4,6] */
+        korch_pgraph *pg = new_graph();
+        int64_t d[3] = {4, 6, 5};
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d);
+        korch_index_map m = cc_map(3);
+        m.terms[0].coef[1] = 1, m.terms[1].coef[2] = 1, m.terms[2].coef[0] = 1;
+        korch_shape o = {3, {5, 4, 6}};
+        check_layout(KORCH_LAYOUT_TRANSPOSE, 1, &x, pg, &o, &m, 0, "transpose");
+    }
+    { /* big 2-D transpose (tiles) [67, 130] -> [130, 67] */
+        korch_pgraph *pg = new_graph();
+        int64_t d[2] = {67, 130};
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
+        korch_index_map m = cc_map(2);
+        m.terms[0].coef[1] = 1, m.terms[1].coef[0] = 1;
+        korch_shape o = {2, {130, 67}};
+        check_layout(KORCH_LAYOUT_TRANSPOSE, 1, &x, pg, &o, &m, 0, "transpose 2d");
+    }
+    { /* reshape [6, 10] -> [4, 15] via flat index div/mod (not aligned) */
+        korch_pgraph *pg = new_graph();
+        int64_t d[2] = {6, 10};
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
+        korch_index_map m = cc_map(2);
+        m.terms[0].coef[0] = 15, m.terms[0].coef[1] = 1, m.terms[0].div = 10;
+        m.terms[1].coef[0] = 15, m.terms[1].coef[1] = 1, m.terms[1].mod = 10;
+        korch_shape o = {2, {4, 15}};
+        check_layout(KORCH_LAYOUT_RESHAPE, 1, &x, pg, &o, &m, 0, "reshape divmod");
+    }
+    { /* reshape split [6, 12] -> [6, 3, 4] (aligned: div/mod simplify away) */
+        korch_pgraph *pg = new_graph();
+        int64_t d[2] = {6, 12};
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
+        korch_index_map m = cc_map(2);
+        m.terms[0].coef[0] = 1;
+        m.terms[1].coef[1] = 4, m.terms[1].coef[2] = 1;
+        korch_shape o = {3, {6, 3, 4}};
+        check_layout(KORCH_LAYOUT_RESHAPE, 1, &x, pg, &o, &m, 0, "reshape split");
+    }
+    { /* slice with steps: x[1:10:3, ::-2] of [11, 9] -> [3, 5] */
+        korch_pgraph *pg = new_graph();
+        int64_t d[2] = {11, 9};
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
+        korch_index_map m = cc_map(2);
+        m.terms[0].coef[0] = 3, m.terms[0].offset = 1;
+        m.terms[1].coef[1] = -2, m.terms[1].offset = 8;
+        korch_shape o = {2, {3, 5}};
+        check_layout(KORCH_LAYOUT_SLICE, 1, &x, pg, &o, &m, 0, "slice steps");
+    }
+    { /* constant pad [5, 7] by (2, 1) before and (1, 3) after, value 0.5 */
+        korch_pgraph *pg = new_graph();
+        int64_t d[2] = {5, 7};
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
+        korch_index_map m = cc_map(2);
+        m.terms[0].coef[0] = 1, m.terms[0].offset = -2;
+        m.terms[1].coef[1] = 1, m.terms[1].offset = -1;
+        m.may_be_out_of_bounds = true;
+        korch_shape o = {2, {8, 11}};
+        check_layout(KORCH_LAYOUT_PAD, 1, &x, pg, &o, &m, 0.5, "constant pad");
+    }
+    for (int mode = 0; mode < 2; mode++) { /* reflect / edge pad of [6] by 3 each side: tables */
+        korch_pgraph *pg = new_graph();
+        int64_t d[2] = {2, 6};
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
+        korch_index_map m = cc_map(2);
+        m.terms[0].coef[0] = 1;
+        m.terms[1].coef[1] = 1;
+        m.terms[1].table_size = 12;
+        m.terms[1].table = malloc(12 * sizeof(int64_t));
+        for (int i = 0; i < 12; i++) {
+            int t = i - 3;
+            if (mode == 0) t = t < 0 ? -t : t > 5 ? 10 - t : t;
+            else t = t < 0 ? 0 : t > 5 ? 5 : t;
+            m.terms[1].table[i] = t;
+        }
+        korch_shape o = {2, {2, 12}};
+        check_layout(KORCH_LAYOUT_PAD, 1, &x, pg, &o, &m, 0, mode ? "edge pad" : "reflect pad");
+    }
+    { /* concat of [3,4] and [3,2] and [3,5] on axis 1 */
+        korch_pgraph *pg = new_graph();
+        int64_t a[2] = {3, 4}, b[2] = {3, 2}, c[2] = {3, 5};
+        int ins[3] = {cc_input(pg, KORCH_DTYPE_FLOAT32, 2, a), cc_input(pg, KORCH_DTYPE_FLOAT32, 2, b),
+                      cc_input(pg, KORCH_DTYPE_FLOAT32, 2, c)};
+        korch_index_map m[3] = {cc_map(2), cc_map(2), cc_map(2)};
+        int64_t off = 0, w[3] = {4, 2, 5};
+        for (int p = 0; p < 3; p++) {
+            m[p].terms[0].coef[0] = 1;
+            m[p].terms[1].coef[1] = 1;
+            m[p].terms[1].offset = -off;
+            m[p].may_be_out_of_bounds = true;
+            off += w[p];
+        }
+        korch_shape o = {2, {3, 11}};
+        check_layout(KORCH_LAYOUT_CONCAT, 3, ins, pg, &o, m, 0, "concat");
+    }
+    { /* expand [1, 5] -> [4, 3, 5] */
+        korch_pgraph *pg = new_graph();
+        int64_t d[2] = {1, 5};
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
+        korch_index_map m = cc_map(2);
+        m.terms[1].coef[2] = 1;
+        korch_shape o = {3, {4, 3, 5}};
+        check_layout(KORCH_LAYOUT_EXPAND, 1, &x, pg, &o, &m, 0, "expand");
+    }
+    { /* gather rows [2, 0, 3, 3, -1(out of bounds), 1] of [4, 6] */
+        korch_pgraph *pg = new_graph();
+        int64_t d[2] = {4, 6};
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
+        korch_index_map m = cc_map(2);
+        m.terms[0].coef[0] = 1;
+        m.terms[0].table_size = 6;
+        m.terms[0].table = malloc(6 * sizeof(int64_t));
+        int64_t idx[6] = {2, 0, 3, 3, -1, 1};
+        memcpy(m.terms[0].table, idx, sizeof idx);
+        m.terms[1].coef[1] = 1;
+        m.may_be_out_of_bounds = true;
+        korch_shape o = {2, {6, 6}};
+        check_layout(KORCH_LAYOUT_GATHER, 1, &x, pg, &o, &m, -7, "gather");
+    }
+    { /* nearest resize x2.5 of [3, 4, 4] -> [3, 10, 10] via tables */
+        korch_pgraph *pg = new_graph();
+        int64_t d[3] = {3, 4, 4};
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d);
+        korch_index_map m = cc_map(3);
+        m.terms[0].coef[0] = 1;
+        for (int k = 1; k < 3; k++) {
+            m.terms[k].coef[k] = 1;
+            m.terms[k].table_size = 10;
+            m.terms[k].table = malloc(10 * sizeof(int64_t));
+            for (int i = 0; i < 10; i++) m.terms[k].table[i] = (int64_t)(i / 2.5);
+        }
+        korch_shape o = {3, {3, 10, 10}};
+        check_layout(KORCH_LAYOUT_RESIZE_NEAREST, 1, &x, pg, &o, &m, 0, "resize nearest");
+    }
+    { /* pooling window 3x3 stride 2 pad 1 over [2, 9, 9] -> [2, 5, 5, 3, 3], then max */
+        korch_pgraph *pg = new_graph();
+        int64_t d[3] = {2, 9, 9};
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d);
+        korch_index_map m = cc_map(3);
+        m.terms[0].coef[0] = 1;
+        m.terms[1].coef[1] = 2, m.terms[1].coef[3] = 1, m.terms[1].offset = -1;
+        m.terms[2].coef[2] = 2, m.terms[2].coef[4] = 1, m.terms[2].offset = -1;
+        m.may_be_out_of_bounds = true;
+        korch_shape o = {5, {2, 5, 5, 3, 3}};
+        int w = korch_pgraph_layout(pg, KORCH_LAYOUT_WINDOW, 1, &x, &o, &m, -INFINITY);
+        int y = korch_pgraph_reduce(pg, KORCH_REDUCE_MAX, w, (1u << 3) | (1u << 4), false);
+        cc_output(pg, y);
+        cc_check(pg, cc_schedules, CC_N_SCHED, -2, 2, "max pool window");
+        korch_pgraph_free(pg);
+    }
+}
+
+int main(void) {
+    test_elementwise();
+    test_reduce();
+    test_layouts();
+    printf("largest relative error: %.3g\n", cc_max_err);
+    TEST_MAIN_END();
+}
