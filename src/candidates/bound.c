@@ -56,8 +56,9 @@ double korch_candidate_lower_bound_ms(const korch_candidate_set *set, const korc
     double bytes = 0;
     for (int i = 0; i < c->n_inputs; i++) bytes += bytes_of(&set->pg->values[c->inputs[i]]);
     for (int i = 0; i < c->n_outputs; i++) bytes += bytes_of(&set->pg->values[c->outputs[i]]);
-    double bw = bytes <= machine->cache_bytes ? machine->cache_gbps : machine->dram_gbps;
-    double t_mem = bytes / (bw * 1e9);
+    /* what fits in cache may move at cache speed; the rest crosses DRAM */
+    double cached = bytes < machine->cache_bytes ? bytes : machine->cache_bytes;
+    double t_mem = cached / (machine->cache_gbps * 1e9) + (bytes - cached) / (machine->dram_gbps * 1e9);
     double t_flop = korch_candidate_flops(set, c) / (machine->peak_gflops * 1e9);
     return 1e3 * (t_mem > t_flop ? t_mem : t_flop);
 }

@@ -194,8 +194,9 @@ typedef struct korch_machine_model {
 
 korch_machine_model korch_machine_model_default(int threads);
 
-/* max(flops / peak, bytes moved / bandwidth) in ms, where the bytes are the
- * candidate's inputs and outputs each moved once. */
+/* max(flops / peak, memory time) in ms, where the memory time moves the
+ * candidate's inputs and outputs once each: up to cache_bytes at cache
+ * bandwidth, the rest at DRAM bandwidth. */
 double korch_candidate_lower_bound_ms(const korch_candidate_set *set, const korch_candidate *c,
                                       const korch_machine_model *machine);
 double korch_candidate_flops(const korch_candidate_set *set, const korch_candidate *c);

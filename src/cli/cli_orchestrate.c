@@ -56,6 +56,8 @@ int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char *
         return korch_cli_shapes_add(&a->shapes, v, command);
     } else if (strcmp(opt, "--no-prune") == 0) {
         a->no_prune = true;
+    } else if (strcmp(opt, "--dry-run") == 0) {
+        a->dry_run = true;
     } else if (strcmp(opt, "--quiet") == 0 || strcmp(opt, "-q") == 0) {
         a->quiet = true;
     } else {
@@ -70,6 +72,7 @@ void korch_cli_orchestrate_help(void) {
            "  --max-kernel-nodes N     size cap of enumerated candidate kernels (default %d)\n"
            "  --max-partition-nodes N  primitives per partition, at most %d (default %d)\n"
            "  --no-prune               profile candidates that cannot beat their own split\n"
+           "  --dry-run                build the candidates, print their counts, stop\n"
            "  --cache-dir DIR          compiled kernel cache (default $XDG_CACHE_HOME/korch/kernels)\n"
            "  -q, --quiet              no statistics\n",
            korch_candidate_options_default().max_kernel_nodes, KORCH_PARTITION_MAX_NODES,
@@ -109,6 +112,10 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, bool enumer
     s->options.log = log;
     if (korch_orchestrator_create(s->model.pg, &s->oracle, &s->options, enumerate, &s->orch) != KORCH_OK)
         return korch_cli_fail();
+    if (a->dry_run) {
+        korch_candidates_report(korch_orchestrator_candidates(s->orch), stdout);
+        return 0;
+    }
     if (korch_orchestrator_profile(s->orch) != KORCH_OK) return korch_cli_fail();
     return 0;
 }

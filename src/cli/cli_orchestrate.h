@@ -17,6 +17,7 @@ typedef struct korch_cli_orchestrate_args {
     long max_kernel_nodes, max_partition_nodes;
     bool no_prune;
     bool quiet;
+    bool dry_run; /* candidates only: no profiling */
     korch_cli_shapes shapes;
 } korch_cli_orchestrate_args;
 

@@ -91,6 +91,7 @@ int korch_cmd_bench(int argc, char **argv) {
         }
     }
     if (rc == 0 && !args.model) rc = korch_cli_usage_error("bench", "no model given");
+    if (rc == 0 && args.dry_run) rc = korch_cli_usage_error("bench", "--dry-run is an optimize option");
     if (rc) {
         korch_cli_orchestrate_args_free(&args);
         return rc;
