@@ -199,6 +199,7 @@ korch_machine_model korch_machine_model_default(int threads);
  * bandwidth, the rest at DRAM bandwidth. */
 double korch_candidate_lower_bound_ms(const korch_candidate_set *set, const korch_candidate *c,
                                       const korch_machine_model *machine);
+double korch_kernel_lower_bound_ms(const korch_kernel_spec *spec, const korch_machine_model *machine);
 double korch_candidate_flops(const korch_candidate_set *set, const korch_candidate *c);
 
 uint64_t korch_candidate_signature(const korch_candidate_set *set, const korch_candidate *c);

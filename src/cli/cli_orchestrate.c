@@ -56,6 +56,8 @@ int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char *
         return korch_cli_shapes_add(&a->shapes, v, command);
     } else if (strcmp(opt, "--no-prune") == 0) {
         a->no_prune = true;
+    } else if (strcmp(opt, "--estimate") == 0) {
+        a->estimate = true;
     } else if (strcmp(opt, "--dry-run") == 0) {
         a->dry_run = true;
     } else if (strcmp(opt, "--quiet") == 0 || strcmp(opt, "-q") == 0) {
@@ -73,6 +75,8 @@ void korch_cli_orchestrate_help(void) {
            "  --max-partition-nodes N  primitives per partition, at most %d (default %d)\n"
            "  --no-prune               profile candidates that cannot beat their own split\n"
            "  --dry-run                build the candidates, print their counts, stop\n"
+           "  --estimate               latencies from a roofline model instead of measurements\n"
+           "                           (quick; predictions are rough, kernels use default schedules)\n"
            "  --cache-dir DIR          compiled kernel cache (default $XDG_CACHE_HOME/korch/kernels)\n"
            "  -q, --quiet              no statistics\n",
            korch_candidate_options_default().max_kernel_nodes, KORCH_PARTITION_MAX_NODES,
@@ -101,7 +105,8 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, bool enumer
     }
     s->profile = (korch_profile_options){.threads = s->threads, .budget_s = a->budget_s, .db_path = a->db,
                                          .cache_dir = a->cache_dir, .progress = false};
-    s->oracle = korch_kernel_oracle_backends(&s->profile);
+    s->typical = korch_machine_model_typical(s->threads);
+    s->oracle = a->estimate ? korch_kernel_oracle_estimate(&s->typical) : korch_kernel_oracle_backends(&s->profile);
     s->options = korch_orchestrate_options_default(s->threads);
     s->options.candidates.max_kernel_nodes = (int)a->max_kernel_nodes;
     s->options.candidates.max_partition_nodes = (int)a->max_partition_nodes;

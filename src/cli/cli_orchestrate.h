@@ -17,7 +17,8 @@ typedef struct korch_cli_orchestrate_args {
     long max_kernel_nodes, max_partition_nodes;
     bool no_prune;
     bool quiet;
-    bool dry_run; /* candidates only: no profiling */
+    bool dry_run;  /* candidates only: no profiling */
+    bool estimate; /* latencies from the roofline model, nothing compiled or timed */
     korch_cli_shapes shapes;
 } korch_cli_orchestrate_args;
 
@@ -25,6 +26,7 @@ typedef struct korch_cli_session {
     korch_plan_model model;
     korch_profile_options profile;
     korch_kernel_oracle oracle;
+    korch_machine_model typical; /* for --estimate */
     korch_orchestrate_options options;
     korch_orchestrator *orch;
     int threads;

@@ -39,6 +39,11 @@ typedef struct korch_kernel_oracle {
 
 /* The real backends; `options` must outlive the oracle. */
 korch_kernel_oracle korch_kernel_oracle_backends(const korch_profile_options *options);
+/* No measurements: latency = roofline with `machine` (typical constants,
+ * not the optimistic bound) + 2 us per kernel; REF kernels 20x slower.
+ * `machine` must outlive the oracle. */
+korch_kernel_oracle korch_kernel_oracle_estimate(const korch_machine_model *machine);
+korch_machine_model korch_machine_model_typical(int threads);
 
 typedef struct korch_orchestrate_options {
     korch_candidate_options candidates;

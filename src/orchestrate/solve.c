@@ -82,6 +82,23 @@ static korch_status base_rows(problem *pr, korch_blp *b, const int *required, in
                                required[r]);
         if (!korch_blp_add_row(b, n, pr->cols, pr->coefs, 'G', 1.0)) return KORCH_ERR_OUT_OF_MEMORY;
     }
+    /* every node of the partition is computed by some chosen kernel: implied
+     * by the rows below for schedulable choices (each node is an ancestor of
+     * a value handed on), but stated explicitly it gives the relaxation the
+     * set-cover structure CBC solves fast */
+    const korch_partition *part = &pr->set->partitions[pr->p];
+    for (int i = 0; i < part->n_nodes; i++) {
+        int nz = 0;
+        for (int var = 0; var < pr->n_vars; var++)
+            if ((pr->set->candidates[pr->cand[var]].mask >> i) & 1u) {
+                pr->cols[nz] = var;
+                pr->coefs[nz++] = 1.0;
+            }
+        if (nz == 0)
+            return korch_error(KORCH_ERR_INTERNAL, "orchestrate: partition %d: no candidate computes node %d", pr->p,
+                               part->nodes[i]);
+        if (!korch_blp_add_row(b, nz, pr->cols, pr->coefs, 'G', 1.0)) return KORCH_ERR_OUT_OF_MEMORY;
+    }
     for (int var = 0; var < pr->n_vars; var++)
         for (int i = 0; i < pr->k[var].n_inputs; i++) {
             int v = pr->k[var].inputs[i];
