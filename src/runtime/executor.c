@@ -84,8 +84,12 @@ korch_status korch_executor_create(const korch_plan *plan, const korch_pgraph *p
         for (int i = 0; i < plan->n_kernels; i++) {
             const korch_plan_kernel *k = &plan->kernels[i];
             if (k->n_inputs + k->n_outputs > io_max) io_max = k->n_inputs + k->n_outputs;
-            for (int j = 0; j < k->n_outputs; j++)
-                if (first[k->outputs[j]] < 0) first[k->outputs[j]] = last[k->outputs[j]] = i;
+            /* a value two kernels make (recomputation) is written twice: its
+             * lifetime runs to the last writer as well as the last reader */
+            for (int j = 0; j < k->n_outputs; j++) {
+                if (first[k->outputs[j]] < 0) first[k->outputs[j]] = i;
+                last[k->outputs[j]] = i;
+            }
             for (int j = 0; j < k->n_inputs; j++)
                 if (first[k->inputs[j]] >= 0) last[k->inputs[j]] = i;
         }
