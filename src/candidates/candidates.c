@@ -122,8 +122,13 @@ korch_backend_kind korch_candidate_backend_for(const korch_pgraph *pg, int n, co
 }
 
 korch_kernel_spec korch_candidate_spec(const korch_candidate_set *set, const korch_candidate *c) {
-    korch_kernel_spec s = {.pg = set->pg, .n_nodes = c->n_nodes, .nodes = c->nodes, .n_inputs = c->n_inputs,
-                           .inputs = c->inputs, .n_outputs = c->n_outputs, .outputs = c->outputs};
+    korch_kernel_spec s = {.pg = set->pg,
+                           .n_nodes = c->n_nodes,
+                           .nodes = c->nodes,
+                           .n_inputs = c->n_inputs,
+                           .inputs = c->inputs,
+                           .n_outputs = c->n_outputs,
+                           .outputs = c->outputs};
     return s;
 }
 
@@ -213,8 +218,13 @@ korch_kernel_spec korch_candidate_describe(const korch_candidate_set *set, int p
             if (v >= 0 && value_escapes(set, p, mask, v)) outputs[n_outputs++] = v;
         }
     }
-    korch_kernel_spec spec = {.pg = pg, .n_nodes = n_nodes, .nodes = nodes, .n_inputs = n_inputs, .inputs = inputs,
-                              .n_outputs = n_outputs, .outputs = outputs};
+    korch_kernel_spec spec = {.pg = pg,
+                              .n_nodes = n_nodes,
+                              .nodes = nodes,
+                              .n_inputs = n_inputs,
+                              .inputs = inputs,
+                              .n_outputs = n_outputs,
+                              .outputs = outputs};
     return spec;
 }
 
@@ -371,8 +381,8 @@ void korch_candidates_report(const korch_candidate_set *set, FILE *out) {
     fprintf(out, "candidates: %d partitions\n", set->n_partitions);
     for (int p = 0; p < set->n_partitions; p++) {
         const korch_partition_stats *s = &set->stats[p];
-        fprintf(out, "  partition %3d: %2d nodes, cut %d, size cap %2d, %6ld sets, %5d candidates, %5d kept", p, s->nodes,
-                set->partitions[p].cut_width, s->size_cap, s->sets, s->candidates, s->kept);
+        fprintf(out, "  partition %3d: %2d nodes, cut %d, size cap %2d, %6ld sets, %5d candidates, %5d kept", p,
+                s->nodes, set->partitions[p].cut_width, s->size_cap, s->sets, s->candidates, s->kept);
         bool any = false;
         for (int r = 0; r < KORCH_REJECT_COUNT; r++) {
             rejected[r] += s->rejected[r];
@@ -390,7 +400,8 @@ void korch_candidates_report(const korch_candidate_set *set, FILE *out) {
     bool any = false;
     for (int r = 0; r < KORCH_REJECT_COUNT; r++) {
         if (!rejected[r]) continue;
-        fprintf(out, "%s%s %ld", any ? ", " : "; rejected: ", korch_reject_reason_name((korch_reject_reason)r), rejected[r]);
+        fprintf(out, "%s%s %ld", any ? ", " : "; rejected: ", korch_reject_reason_name((korch_reject_reason)r),
+                rejected[r]);
         any = true;
     }
     fprintf(out, "\n");

@@ -92,7 +92,8 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, bool enumer
 #endif
     if (s->threads < 1) s->threads = 1;
     double t0 = korch_cli_now_ms();
-    if (korch_plan_model_load(a->model, a->shapes.items, a->shapes.count, &s->model) != KORCH_OK) return korch_cli_fail();
+    if (korch_plan_model_load(a->model, a->shapes.items, a->shapes.count, &s->model) != KORCH_OK)
+        return korch_cli_fail();
     FILE *log = a->quiet ? NULL : stdout;
     if (log) {
         int live = 0;
@@ -103,8 +104,8 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, bool enumer
         fprintf(log, "model: %d operators -> %d primitives (%d opaque) in %.2f s; %d threads\n", live,
                 s->model.pg->n_nodes, opaque, (korch_cli_now_ms() - t0) / 1e3, s->threads);
     }
-    s->profile = (korch_profile_options){.threads = s->threads, .budget_s = a->budget_s, .db_path = a->db,
-                                         .cache_dir = a->cache_dir, .progress = false};
+    s->profile = (korch_profile_options){
+        .threads = s->threads, .budget_s = a->budget_s, .db_path = a->db, .cache_dir = a->cache_dir, .progress = false};
     s->typical = korch_machine_model_typical(s->threads);
     s->oracle = a->estimate ? korch_kernel_oracle_estimate(&s->typical) : korch_kernel_oracle_backends(&s->profile);
     s->options = korch_orchestrate_options_default(s->threads);

@@ -11,13 +11,13 @@ typedef struct korch_cli_orchestrate_args {
     const char *model;
     const char *db;
     const char *cache_dir;
-    long threads;        /* 0: all cores */
-    double budget_s;     /* kernel tuning budget (0: backend default) */
+    long threads; /* 0: all cores */
+    double budget_s; /* kernel tuning budget (0: backend default) */
     double time_limit_s; /* binary programs, wall clock */
     long max_kernel_nodes, max_partition_nodes;
     bool no_prune;
     bool quiet;
-    bool dry_run;  /* candidates only: no profiling */
+    bool dry_run; /* candidates only: no profiling */
     bool estimate; /* latencies from the roofline model, nothing compiled or timed */
     korch_cli_shapes shapes;
 } korch_cli_orchestrate_args;

@@ -52,7 +52,9 @@ korch_machine_model korch_machine_model_typical(int threads) {
     if (threads < 1) threads = 1;
     /* measured on this machine class: ~220 GFLOP/s per core for good
      * convolutions, ~40 GB/s from DRAM, a few hundred GB/s from L2/L3 */
-    korch_machine_model m = {.peak_gflops = 200.0 * threads, .cache_gbps = 150.0 * threads, .dram_gbps = 40.0,
+    korch_machine_model m = {.peak_gflops = 200.0 * threads,
+                             .cache_gbps = 150.0 * threads,
+                             .dram_gbps = 40.0,
                              .cache_bytes = 32.0 * 1024 * 1024};
     return m;
 }

@@ -199,8 +199,9 @@ korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy stra
     bool *available = calloc((size_t)pg->n_values + 1, sizeof *available);
     int *chosen = malloc(((size_t)set->n_candidates + KORCH_PARTITION_MAX_NODES + 1) * sizeof *chosen);
     int *start = malloc((KORCH_PARTITION_MAX_NODES + 1) * sizeof *start);
-    korch_status st = plan && available && chosen && start ? KORCH_OK
-                                                           : korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
+    korch_status st = plan && available && chosen && start
+                          ? KORCH_OK
+                          : korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
     for (int v = 0; available && v < pg->n_values; v++) available[v] = true;
     if (strategy == KORCH_STRATEGY_OPTIMAL) {
         memset(&o->blp, 0, sizeof o->blp);
@@ -257,7 +258,10 @@ korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy stra
                     "binary program: %d variables, %d rows, objective %.4f ms, bound %.4f ms, gap %.3f%%, %.2f s, "
                     "%d rounds, %d deadlock cuts, %d pair cuts%s\n",
                     b->variables, b->rows, b->objective, b->bound, 100.0 * b->gap, b->seconds, b->rounds, b->cuts,
-                    b->pair_cuts, b->optimal ? ", optimal" : b->time_limit ? ", time limit hit" : "");
+                    b->pair_cuts,
+                    b->optimal      ? ", optimal"
+                    : b->time_limit ? ", time limit hit"
+                                    : "");
     }
     if (st == KORCH_OK) {
         snprintf(plan->strategy, sizeof plan->strategy, "%s", korch_strategy_name(strategy));

@@ -251,8 +251,8 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
                         break;
                     }
                     if (c->n_nodes == 1)
-                        st = korch_error(KORCH_ERR_RUNTIME, "profiling: primitive %d runs on no backend: %s", c->nodes[0],
-                                         results[j].reason);
+                        st = korch_error(KORCH_ERR_RUNTIME, "profiling: primitive %d runs on no backend: %s",
+                                         c->nodes[0], results[j].reason);
                     c->rejected = true;
                     c->reject_reason = KORCH_REJECT_PROFILE;
                     set->stats[c->partition].rejected[KORCH_REJECT_PROFILE]++;
@@ -288,8 +288,8 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
         if (c->profiled && !c->rejected) set->stats[c->partition].kept++;
     }
     if (options->log && st == KORCH_OK)
-        fprintf(options->log, "profiling: %ld kernels timed (%ld candidates, rest shared a signature) in %.1f s\n", timed,
-                done_count, (korch_now_ms() - start_ms) / 1e3);
+        fprintf(options->log, "profiling: %ld kernels timed (%ld candidates, rest shared a signature) in %.1f s\n",
+                timed, done_count, (korch_now_ms() - start_ms) / 1e3);
 done:
     free(m.keys);
     free(m.parts);

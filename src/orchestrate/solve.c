@@ -38,12 +38,12 @@ typedef struct problem {
     korch_candidate_set *set;
     int p;
     int n_vars;
-    int *cand;             /* var -> candidate index */
+    int *cand; /* var -> candidate index */
     korch_sched_kernel *k; /* var -> inputs/outputs */
-    pair *prod;            /* (value, var) for every output, sorted */
+    pair *prod; /* (value, var) for every output, sorted */
     int n_prod;
-    bool *available;       /* per value; true unless made in this partition */
-    int *cols;             /* row scratch */
+    bool *available; /* per value; true unless made in this partition */
+    int *cols; /* row scratch */
     double *coefs;
 } problem;
 

@@ -81,8 +81,13 @@ korch_plan_kernel *korch_plan_add_kernel(korch_plan *plan, const korch_pgraph *p
 }
 
 korch_kernel_spec korch_plan_kernel_spec(const korch_pgraph *pg, const korch_plan_kernel *k) {
-    korch_kernel_spec s = {.pg = pg, .n_nodes = k->n_nodes, .nodes = k->nodes, .n_inputs = k->n_inputs,
-                           .inputs = k->inputs, .n_outputs = k->n_outputs, .outputs = k->outputs};
+    korch_kernel_spec s = {.pg = pg,
+                           .n_nodes = k->n_nodes,
+                           .nodes = k->nodes,
+                           .n_inputs = k->n_inputs,
+                           .inputs = k->inputs,
+                           .n_outputs = k->n_outputs,
+                           .outputs = k->outputs};
     return s;
 }
 
@@ -98,9 +103,10 @@ static bool same_list(const int *a, int na, const int *b, int nb) {
 
 korch_status korch_plan_validate(const korch_plan *plan, const korch_pgraph *pg) {
     if (plan->pgraph_nodes != pg->n_nodes)
-        return korch_error(KORCH_ERR_INVALID_MODEL,
-                           "plan: it refers to a primitive graph of %d nodes, the model now gives %d (re-run korch optimize)",
-                           plan->pgraph_nodes, pg->n_nodes);
+        return korch_error(
+            KORCH_ERR_INVALID_MODEL,
+            "plan: it refers to a primitive graph of %d nodes, the model now gives %d (re-run korch optimize)",
+            plan->pgraph_nodes, pg->n_nodes);
     korch_pgraph_uses uses;
     KORCH_TRY(korch_pgraph_uses_build(pg, &uses));
     korch_status st = KORCH_OK;
@@ -123,13 +129,13 @@ korch_status korch_plan_validate(const korch_plan *plan, const korch_pgraph *pg)
         for (int i = 0; i < k->n_nodes && st == KORCH_OK; i++) {
             int n = k->nodes[i];
             if (n < 0 || n >= pg->n_nodes || pg->nodes[n].dead || !uses.live[n])
-                st = korch_error(KORCH_ERR_INVALID_MODEL, "plan: kernel %d names node %d, which is not a live primitive", ki, n);
-            else if (in_set[n])
-                st = korch_error(KORCH_ERR_INVALID_MODEL, "plan: kernel %d lists node %d twice", ki, n);
+                st = korch_error(KORCH_ERR_INVALID_MODEL,
+                                 "plan: kernel %d names node %d, which is not a live primitive", ki, n);
+            else if (in_set[n]) st = korch_error(KORCH_ERR_INVALID_MODEL, "plan: kernel %d lists node %d twice", ki, n);
             else if (pg->nodes[n].kind == KORCH_PRIM_OPAQUE && k->n_nodes > 1)
-                st = korch_error(KORCH_ERR_INVALID_MODEL, "plan: kernel %d fuses opaque node %d with other nodes", ki, n);
-            else
-                in_set[n] = true;
+                st = korch_error(KORCH_ERR_INVALID_MODEL, "plan: kernel %d fuses opaque node %d with other nodes", ki,
+                                 n);
+            else in_set[n] = true;
         }
         for (int i = 0; i < k->n_nodes; i++)
             if (k->nodes[i] >= 0 && k->nodes[i] < pg->n_nodes) in_set[k->nodes[i]] = false;
@@ -146,7 +152,8 @@ korch_status korch_plan_validate(const korch_plan *plan, const korch_pgraph *pg)
         for (int j = 0; j < k->n_inputs; j++)
             if (!available[k->inputs[j]]) {
                 st = korch_error(KORCH_ERR_INVALID_MODEL,
-                                 "plan: kernel %d reads value %d before any earlier kernel produces it", ki, k->inputs[j]);
+                                 "plan: kernel %d reads value %d before any earlier kernel produces it", ki,
+                                 k->inputs[j]);
                 break;
             }
         for (int j = 0; j < k->n_outputs; j++) available[k->outputs[j]] = true;
@@ -166,7 +173,7 @@ done:
 }
 
 static const char *layout_name(korch_layout_tag t) {
-    static const char *const names[] = {"generic", "transpose", "reshape", "slice", "concat", "pad",
+    static const char *const names[] = {"generic", "transpose", "reshape", "slice",  "concat",     "pad",
                                         "expand",  "gather",    "resize",  "window", "depth_space"};
     _Static_assert(sizeof names / sizeof names[0] == KORCH_LAYOUT_TAG_COUNT, "layout tag names out of step");
     return (unsigned)t < KORCH_LAYOUT_TAG_COUNT ? names[t] : "?";
@@ -180,7 +187,9 @@ static void primitive_name(const korch_pgraph *pg, const korch_pnode *n, char *b
     case KORCH_PRIM_LAYOUT: snprintf(buf, size, "layout.%s", layout_name(n->u.layout.tag)); break;
     case KORCH_PRIM_LINEAR:
         snprintf(buf, size, "linear.%s",
-                 n->u.linear.op == KORCH_LINEAR_MATMUL ? "matmul" : n->u.linear.op == KORCH_LINEAR_CONV ? "conv" : "convT");
+                 n->u.linear.op == KORCH_LINEAR_MATMUL ? "matmul"
+                 : n->u.linear.op == KORCH_LINEAR_CONV ? "conv"
+                                                       : "convT");
         break;
     case KORCH_PRIM_OPAQUE:
         snprintf(buf, size, "opaque.%s",

@@ -28,8 +28,8 @@ typedef struct korch_plan_kernel {
     char schedule[256];
     char impl[160];
     double latency_ms; /* profiled */
-    char *primitives;  /* informative: "ew.ADD ew.RELU" */
-    char *onnx_nodes;  /* informative: names of the ONNX nodes covered, '\n'-separated */
+    char *primitives; /* informative: "ew.ADD ew.RELU" */
+    char *onnx_nodes; /* informative: names of the ONNX nodes covered, '\n'-separated */
 } korch_plan_kernel;
 
 typedef struct korch_plan_shape {
@@ -39,7 +39,7 @@ typedef struct korch_plan_shape {
 
 typedef struct korch_plan {
     int version;
-    char *model_path;      /* as given to optimize */
+    char *model_path; /* as given to optimize */
     char model_sha256[65]; /* hex */
     int n_input_shapes;
     korch_plan_shape *input_shapes; /* every graph input's static shape */

@@ -51,7 +51,8 @@ static void compare_outputs(const char *test_dir, const char *out_dir, int n_out
         snprintf(npy, sizeof npy, "%s/%s.npy", out_dir, fname);
         CHECK_OK(korch_npy_read(npy, &got));
         CHECK(korch_tensor_numel(&got) == korch_tensor_numel(&want) && got.dtype == want.dtype);
-        if (got.data && want.data && got.dtype == KORCH_DTYPE_FLOAT32 && korch_tensor_numel(&got) == korch_tensor_numel(&want)) {
+        if (got.data && want.data && got.dtype == KORCH_DTYPE_FLOAT32 &&
+            korch_tensor_numel(&got) == korch_tensor_numel(&want)) {
             const float *a = got.data, *b = want.data;
             double worst = 0;
             for (int64_t e = 0; e < korch_tensor_numel(&got); e++) {
@@ -70,16 +71,19 @@ static void test_layer_norm(void) {
     const char *D = NODE_DIR "test_layer_normalization_3d_axis1_epsilon";
     const char *common = "--threads 2 --budget 5 -q";
     char inputs[2048];
-    snprintf(inputs, sizeof inputs, "--input %s/test_data_set_0/input_0.pb --input %s/test_data_set_0/input_1.pb --input %s/test_data_set_0/input_2.pb",
+    snprintf(inputs, sizeof inputs,
+             "--input %s/test_data_set_0/input_0.pb --input %s/test_data_set_0/input_1.pb --input "
+             "%s/test_data_set_0/input_2.pb",
              D, D, D);
     /* a private copy of the model, so that it can be changed later */
     CHECK(run("cp %s/model.onnx %s/ln.onnx", D, tmp) == 0);
     static const char *const strategies[] = {"none", "greedy", "optimal"};
     for (int s = 0; s < 3; s++) {
-        CHECK(run("%s optimize %s/ln.onnx -o %s/%s.plan --strategy %s --db %s/db --cache-dir %s/cache %s > %s/opt.log 2>&1",
+        CHECK(run("%s optimize %s/ln.onnx -o %s/%s.plan --strategy %s --db %s/db --cache-dir %s/cache %s > %s/opt.log "
+                  "2>&1",
                   korch, tmp, tmp, strategies[s], strategies[s], tmp, tmp, common, tmp) == 0);
-        CHECK(run("%s run %s/%s.plan %s --output-dir %s/out_%s > %s/run.log 2>&1", korch, tmp, strategies[s], inputs, tmp,
-                  strategies[s], tmp) == 0);
+        CHECK(run("%s run %s/%s.plan %s --output-dir %s/out_%s > %s/run.log 2>&1", korch, tmp, strategies[s], inputs,
+                  tmp, strategies[s], tmp) == 0);
         char out[1024];
         snprintf(out, sizeof out, "%s/out_%s", tmp, strategies[s]);
         compare_outputs(D, out, 3, strategies[s]);

@@ -7,9 +7,8 @@
 #include "test.h"
 
 /* groups as a canonical string: nodes sorted, "0,1,2|3|4" */
-static void groups_of(const korch_pgraph *pg, char *out, size_t size, bool (*supports)(void *, korch_backend_kind,
-                                                                                          const korch_kernel_spec *,
-                                                                                          char *, size_t)) {
+static void groups_of(const korch_pgraph *pg, char *out, size_t size,
+                      bool (*supports)(void *, korch_backend_kind, const korch_kernel_spec *, char *, size_t)) {
     korch_pgraph_uses uses;
     korch_pgraph_uses_build(pg, &uses);
     int group_of[64];
@@ -62,19 +61,19 @@ int main(void) {
     x = gen_input(pg, 4, 4);
     w = gen_constant(pg, &r);
     b = gen_constant(pg, &r);
-    y = gen_matmul(pg, x, w);                      /* 0 */
-    y = gen_binary(pg, KORCH_EW_ADD, y, b);         /* 1 */
-    y = gen_unary(pg, KORCH_EW_RELU, y);            /* 2 */
+    y = gen_matmul(pg, x, w); /* 0 */
+    y = gen_binary(pg, KORCH_EW_ADD, y, b); /* 1 */
+    y = gen_unary(pg, KORCH_EW_RELU, y); /* 2 */
     y = korch_pgraph_reduce(pg, KORCH_REDUCE_SUM, y, 2, true); /* 3 */
-    y = gen_unary(pg, KORCH_EW_EXP, y);             /* 4 */
+    y = gen_unary(pg, KORCH_EW_EXP, y); /* 4 */
     gen_output(pg, y);
     expect(pg, "0,1,2|3|4", "linear epilogue, reduction");
 
     /* an elementwise chain fuses into the reduction that consumes it */
     korch_pgraph_create(NULL, &pg);
     x = gen_input(pg, 4, 4);
-    y = gen_unary(pg, KORCH_EW_NEG, x);             /* 0 */
-    y = gen_unary(pg, KORCH_EW_ABS, y);             /* 1 */
+    y = gen_unary(pg, KORCH_EW_NEG, x); /* 0 */
+    y = gen_unary(pg, KORCH_EW_ABS, y); /* 1 */
     y = korch_pgraph_reduce(pg, KORCH_REDUCE_SUM, y, 2, true); /* 2 */
     gen_output(pg, y);
     expect(pg, "0,1,2", "elementwise into reduction");
@@ -82,25 +81,25 @@ int main(void) {
     /* injective chains: transpose -> relu -> transpose is one group */
     korch_pgraph_create(NULL, &pg);
     x = gen_input(pg, 4, 4);
-    y = gen_transpose(pg, x);                       /* 0 */
-    y = gen_unary(pg, KORCH_EW_RELU, y);            /* 1 */
-    y = gen_transpose(pg, y);                       /* 2 */
+    y = gen_transpose(pg, x); /* 0 */
+    y = gen_unary(pg, KORCH_EW_RELU, y); /* 1 */
+    y = gen_transpose(pg, y); /* 2 */
     gen_output(pg, y);
     expect(pg, "0,1,2", "injective chain");
 
     /* a diamond fuses into its post-dominator */
     korch_pgraph_create(NULL, &pg);
     x = gen_input(pg, 4, 4);
-    int a = gen_unary(pg, KORCH_EW_RELU, x);        /* 0 */
-    int n = gen_unary(pg, KORCH_EW_NEG, x);         /* 1 */
-    y = gen_binary(pg, KORCH_EW_ADD, a, n);         /* 2 */
+    int a = gen_unary(pg, KORCH_EW_RELU, x); /* 0 */
+    int n = gen_unary(pg, KORCH_EW_NEG, x); /* 1 */
+    y = gen_binary(pg, KORCH_EW_ADD, a, n); /* 2 */
     gen_output(pg, y);
     expect(pg, "0,1,2", "diamond");
 
     /* a value read by two graph outputs: no post-dominator, no fusion */
     korch_pgraph_create(NULL, &pg);
     x = gen_input(pg, 4, 4);
-    y = gen_unary(pg, KORCH_EW_RELU, x);            /* 0 */
+    y = gen_unary(pg, KORCH_EW_RELU, x); /* 0 */
     gen_output(pg, gen_unary(pg, KORCH_EW_NEG, y)); /* 1 */
     gen_output(pg, gen_unary(pg, KORCH_EW_ABS, y)); /* 2 */
     expect(pg, "0|1|2", "fan-out to outputs");
@@ -110,11 +109,11 @@ int main(void) {
     korch_pgraph_create(NULL, &pg);
     x = gen_input(pg, 4, 4);
     w = gen_constant(pg, &r);
-    y = gen_unary(pg, KORCH_EW_NEG, x);             /* 0 */
-    y = gen_matmul(pg, y, w);                       /* 1 */
-    y = gen_unary(pg, KORCH_EW_RELU, y);            /* 2 */
-    y = gen_matmul(pg, y, w);                       /* 3 */
-    y = gen_unary(pg, KORCH_EW_TANH, y);            /* 4 */
+    y = gen_unary(pg, KORCH_EW_NEG, x); /* 0 */
+    y = gen_matmul(pg, y, w); /* 1 */
+    y = gen_unary(pg, KORCH_EW_RELU, y); /* 2 */
+    y = gen_matmul(pg, y, w); /* 3 */
+    y = gen_unary(pg, KORCH_EW_TANH, y); /* 4 */
     gen_output(pg, y);
     expect(pg, "0|1,2|3,4", "two linear groups");
 

@@ -11,7 +11,7 @@
 
 typedef struct ref_state {
     korch_pgraph *sub;
-    korch_tensor *inputs;  /* views of the sub-graph inputs, rebound per run */
+    korch_tensor *inputs; /* views of the sub-graph inputs, rebound per run */
     korch_tensor *outputs; /* filled by the interpreter */
     /* run() gets one buffer per spec input, constants included; the
      * sub-graph borrows constants, so its input i is spec input slot[i] */
