@@ -42,6 +42,14 @@ typedef struct korch_pgraph_uses {
 korch_status korch_pgraph_uses_build(const korch_pgraph *pg, korch_pgraph_uses *uses);
 void korch_pgraph_uses_free(korch_pgraph_uses *uses);
 
+/* A node set's inputs (values read from outside it, constants included, in
+ * first-use order) and outputs (values it makes that are read outside it or
+ * are graph outputs), the rule for candidates and plan kernels alike.
+ * inputs and outputs need room for 8 * n_nodes entries each; in_set is
+ * scratch of pg->n_nodes bools, all false, and is left all false. */
+void korch_node_set_io(const korch_pgraph *pg, const korch_pgraph_uses *uses, int n_nodes, const int *nodes,
+                       bool *in_set, int *inputs, int *n_inputs, int *outputs, int *n_outputs);
+
 typedef struct korch_partition {
     int n_nodes;
     int nodes[KORCH_PARTITION_MAX_NODES]; /* pnode indices, topological */
@@ -139,6 +147,7 @@ typedef struct korch_candidate_set {
     korch_candidate *candidates;
     struct korch_candidate_index *index; /* (partition, mask) -> candidate */
     int force_backend; /* from the options */
+    bool *in_set; /* scratch per pnode, all false between calls */
 } korch_candidate_set;
 
 korch_status korch_candidates_build(const korch_pgraph *pg, const korch_candidate_options *options,
@@ -161,7 +170,7 @@ int korch_partition_required(const korch_candidate_set *set, int p, int *out, in
 int korch_candidate_add(korch_candidate_set *set, int p, korch_nodemask mask, korch_candidate_origin origin);
 /* The spec of a node set without creating a candidate; buf holds
  * korch_candidate_scratch_ints(popcount(mask)) ints and backs the spec. */
-korch_kernel_spec korch_candidate_describe(const korch_candidate_set *set, int p, korch_nodemask mask, int *buf);
+korch_kernel_spec korch_candidate_describe(korch_candidate_set *set, int p, korch_nodemask mask, int *buf);
 size_t korch_candidate_scratch_ints(int n_nodes);
 /* Index of the candidate with this mask in partition p, or -1. */
 int korch_candidate_find(const korch_candidate_set *set, int p, korch_nodemask mask);

@@ -29,31 +29,6 @@ void korch_plan_free(korch_plan *plan) {
     free(plan);
 }
 
-void korch_plan_kernel_io(const korch_pgraph *pg, const korch_pgraph_uses *uses, int n_nodes, const int *nodes,
-                          bool *in_set, int *inputs, int *n_inputs, int *outputs, int *n_outputs) {
-    *n_inputs = *n_outputs = 0;
-    for (int i = 0; i < n_nodes; i++) in_set[nodes[i]] = true;
-    for (int i = 0; i < n_nodes; i++) {
-        const korch_pnode *n = &pg->nodes[nodes[i]];
-        for (int k = 0; k < n->n_inputs; k++) {
-            int v = n->inputs[k], p = pg->values[v].producer;
-            if (p >= 0 && in_set[p]) continue;
-            bool seen = false;
-            for (int j = 0; j < *n_inputs && !seen; j++) seen = inputs[j] == v;
-            if (!seen) inputs[(*n_inputs)++] = v;
-        }
-        for (int k = 0; k < n->n_outputs; k++) {
-            int v = n->outputs[k];
-            if (v < 0) continue;
-            bool escapes = pg->values[v].graph_output >= 0;
-            for (int j = uses->consumer_start[v]; j < uses->consumer_start[v + 1] && !escapes; j++)
-                escapes = !in_set[uses->consumers[j]];
-            if (escapes) outputs[(*n_outputs)++] = v;
-        }
-    }
-    for (int i = 0; i < n_nodes; i++) in_set[nodes[i]] = false;
-}
-
 korch_plan_kernel *korch_plan_add_kernel(korch_plan *plan, const korch_pgraph *pg, const korch_pgraph_uses *uses,
                                          int n_nodes, const int *nodes) {
     korch_plan_kernel *grown = realloc(plan->kernels, ((size_t)plan->n_kernels + 1) * sizeof *grown);
@@ -75,7 +50,7 @@ korch_plan_kernel *korch_plan_add_kernel(korch_plan *plan, const korch_pgraph *p
     memcpy(k->nodes, nodes, (size_t)n_nodes * sizeof *nodes);
     k->inputs = buf + n_nodes;
     k->outputs = buf + n_nodes + cap;
-    korch_plan_kernel_io(pg, uses, n_nodes, nodes, in_set, k->inputs, &k->n_inputs, k->outputs, &k->n_outputs);
+    korch_node_set_io(pg, uses, n_nodes, nodes, in_set, k->inputs, &k->n_inputs, k->outputs, &k->n_outputs);
     free(in_set);
     return k;
 }
@@ -141,7 +116,7 @@ korch_status korch_plan_validate(const korch_plan *plan, const korch_pgraph *pg)
             if (k->nodes[i] >= 0 && k->nodes[i] < pg->n_nodes) in_set[k->nodes[i]] = false;
         if (st != KORCH_OK) break;
         int n_in = 0, n_out = 0;
-        korch_plan_kernel_io(pg, &uses, k->n_nodes, k->nodes, in_set, io, &n_in, io + cap, &n_out);
+        korch_node_set_io(pg, &uses, k->n_nodes, k->nodes, in_set, io, &n_in, io + cap, &n_out);
         if (!same_list(io, n_in, k->inputs, k->n_inputs) || !same_list(io + cap, n_out, k->outputs, k->n_outputs)) {
             st = korch_error(KORCH_ERR_INVALID_MODEL,
                              "plan: kernel %d's inputs and outputs do not match the primitive graph (plan made for a "

@@ -61,12 +61,6 @@ void korch_plan_free(korch_plan *plan);
 korch_plan_kernel *korch_plan_add_kernel(korch_plan *plan, const korch_pgraph *pg, const korch_pgraph_uses *uses,
                                          int n_nodes, const int *nodes);
 
-/* Derives a node set's external inputs and escaping outputs (the rule
- * candidates use). inputs/outputs need room for n_nodes * 16 entries;
- * in_set is scratch of pg->n_nodes bools, all false, left all false. */
-void korch_plan_kernel_io(const korch_pgraph *pg, const korch_pgraph_uses *uses, int n_nodes, const int *nodes,
-                          bool *in_set, int *inputs, int *n_inputs, int *outputs, int *n_outputs);
-
 /* Checks a plan against the graph: node indices live and covered by the
  * kernels' inputs/outputs rule, kernels in an order where every input is
  * available (acyclic), every graph output produced. Names the kernel at
