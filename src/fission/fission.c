@@ -210,6 +210,9 @@ korch_status korch_pgraph_finalize_outputs(korch_pgraph *pg) {
         bool produced = pv->producer >= 0 && !pg->nodes[pv->producer].dead;
         if (produced && pv->graph_output < 0 && pv->graph_input < 0) {
             pv->graph_output = i;
+            /* an output is named after the op-graph output it is (it may also
+             * equal an intermediate, e.g. through Identity) */
+            if (pg->source) pv->source_value = pg->source->outputs[i];
             continue;
         }
         int copy = korch_pgraph_elementwise(pg, KORCH_EW_COPY, 1, &v, 0, 0, KORCH_DTYPE_UNDEFINED);
@@ -239,7 +242,8 @@ void korch_fission_count(const korch_pgraph *pg, korch_fission_stats *stats, boo
         if (n->source_node >= 0 && pg->source) {
             int kind = pg->source->nodes[n->source_node].def->kind;
             per_op[kind]++;
-            if (n->kind == KORCH_PRIM_OPAQUE) stats->opaque_per_op[kind] += !after_cleanup;
+            /* opaque nodes are decided by fission; clean-ups only drop dead ones */
+            if (n->kind == KORCH_PRIM_OPAQUE && !after_cleanup) stats->opaque_per_op[kind]++;
         }
     }
 }

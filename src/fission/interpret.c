@@ -83,6 +83,22 @@ double korch_ew_apply(korch_ew_op op, double a, double b, double c, float alpha,
     case KORCH_EW_AND: return (a != 0.0) && (b != 0.0);
     case KORCH_EW_OR: return (a != 0.0) || (b != 0.0);
     case KORCH_EW_WHERE: return a != 0.0 ? b : c;
+    case KORCH_EW_TAN: return tan(a);
+    case KORCH_EW_ASIN: return asin(a);
+    case KORCH_EW_ACOS: return acos(a);
+    case KORCH_EW_ATAN: return atan(a);
+    case KORCH_EW_SINH: return sinh(a);
+    case KORCH_EW_COSH: return cosh(a);
+    case KORCH_EW_ASINH: return asinh(a);
+    case KORCH_EW_ACOSH: return acosh(a);
+    case KORCH_EW_ATANH: return atanh(a);
+    case KORCH_EW_ROUND: return nearbyint(a);
+    case KORCH_EW_SIGN: return a > 0 ? 1.0 : (a < 0 ? -1.0 : a);
+    case KORCH_EW_MOD: {
+        double r = fmod(a, b);
+        if (alpha == 0.0f && r != 0.0 && (r < 0) != (b < 0)) r += b;
+        return r;
+    }
     default: return NAN;
     }
 }
@@ -406,7 +422,10 @@ void korch_pgraph_dump(const korch_pgraph *pg, void *file) {
         case KORCH_PRIM_ELEMENTWISE: fprintf(f, "ew.%s", korch_ew_name(n->u.ew.op)); break;
         case KORCH_PRIM_REDUCE: fprintf(f, "reduce.%s[axes=0x%x]", reduce_names[n->u.reduce.op], n->u.reduce.axes); break;
         case KORCH_PRIM_LAYOUT: fprintf(f, "layout.%s", korch_layout_tag_name(n->u.layout.tag)); break;
-        case KORCH_PRIM_LINEAR: fprintf(f, "linear.%s", n->u.linear.op == KORCH_LINEAR_MATMUL ? "matmul" : "conv"); break;
+        case KORCH_PRIM_LINEAR:
+            fprintf(f, "linear.%s", n->u.linear.op == KORCH_LINEAR_MATMUL ? "matmul"
+                                    : n->u.linear.op == KORCH_LINEAR_CONV ? "conv" : "conv_transpose");
+            break;
         case KORCH_PRIM_OPAQUE: fprintf(f, "opaque.%s", pg->source->nodes[n->u.opaque.source_node].op_type); break;
         default: fprintf(f, "?"); break;
         }

@@ -1,4 +1,5 @@
-/* Layout primitive constructors and recognisers (see layout.h). */
+/* Layout primitive constructors (layout.h); the recognisers are in
+ * layout_recognize.c. */
 #include "fission/layout.h"
 
 #include <stdlib.h>
@@ -23,7 +24,8 @@ static int add_single(korch_pgraph *pg, korch_layout_tag tag, int x, const korch
 
 int korch_pgraph_transpose(korch_pgraph *pg, int x, const int64_t *perm) {
     if (bad_operand(pg, x)) return -1;
-    const korch_shape *in = shape_of(pg, x);
+    /* a copy: adding the node may move the value array */
+    const korch_shape in_copy = *shape_of(pg, x), *in = &in_copy;
     korch_shape out = {.rank = in->rank};
     korch_index_map map = {.input_rank = in->rank};
     bool seen[KORCH_MAX_RANK] = {0};
@@ -92,7 +94,8 @@ void korch_index_map_reshape(const korch_shape *in, const korch_shape *out, korc
 
 int korch_pgraph_reshape(korch_pgraph *pg, int x, const korch_shape *shape) {
     if (bad_operand(pg, x)) return -1;
-    const korch_shape *in = shape_of(pg, x);
+    /* a copy: adding the node may move the value array */
+    const korch_shape in_copy = *shape_of(pg, x), *in = &in_copy;
     if (korch_shape_numel(in) != korch_shape_numel(shape)) {
         char a[96], b[96];
         korch_error(KORCH_ERR_INTERNAL, "reshape: %s and %s differ in size", korch_shape_format(in, a, sizeof a),
@@ -107,7 +110,8 @@ int korch_pgraph_reshape(korch_pgraph *pg, int x, const korch_shape *shape) {
 int korch_pgraph_slice(korch_pgraph *pg, int x, const int64_t *starts, const int64_t *steps,
                        const korch_shape *out_shape) {
     if (bad_operand(pg, x)) return -1;
-    const korch_shape *in = shape_of(pg, x);
+    /* a copy: adding the node may move the value array */
+    const korch_shape in_copy = *shape_of(pg, x), *in = &in_copy;
     korch_index_map map = {.input_rank = in->rank};
     for (int k = 0; k < in->rank; k++) {
         int64_t n = out_shape->dims[k];
@@ -144,7 +148,8 @@ static int64_t pad_source(korch_pad_mode mode, int64_t o, int64_t begin, int64_t
 int korch_pgraph_pad(korch_pgraph *pg, int x, const int64_t *begins, const int64_t *ends, korch_pad_mode mode,
                      double value) {
     if (bad_operand(pg, x)) return -1;
-    const korch_shape *in = shape_of(pg, x);
+    /* a copy: adding the node may move the value array */
+    const korch_shape in_copy = *shape_of(pg, x), *in = &in_copy;
     korch_shape out = {.rank = in->rank};
     int64_t *tables[KORCH_MAX_RANK] = {0};
     bool oob = false, ok = true;
@@ -224,7 +229,7 @@ int korch_pgraph_concat(korch_pgraph *pg, int n, const int *xs, int axis) {
     korch_index_map maps[KORCH_MAX_RANK];
     int64_t offset = 0;
     for (int p = 0; p < n; p++) {
-        const korch_shape *s = shape_of(pg, xs[p]);
+        const korch_shape *s = shape_of(pg, xs[p]); /* no node is added in this loop */
         memset(&maps[p], 0, sizeof maps[p]);
         maps[p].input_rank = s->rank;
         maps[p].may_be_out_of_bounds = n > 1;
@@ -246,7 +251,8 @@ int korch_pgraph_concat(korch_pgraph *pg, int n, const int *xs, int axis) {
 
 int korch_pgraph_expand(korch_pgraph *pg, int x, const korch_shape *shape) {
     if (bad_operand(pg, x)) return -1;
-    const korch_shape *in = shape_of(pg, x);
+    /* a copy: adding the node may move the value array */
+    const korch_shape in_copy = *shape_of(pg, x), *in = &in_copy;
     korch_index_map map = {.input_rank = in->rank};
     int lead = shape->rank - in->rank;
     if (lead < 0) {
@@ -267,7 +273,8 @@ int korch_pgraph_expand(korch_pgraph *pg, int x, const korch_shape *shape) {
 
 int korch_pgraph_tile(korch_pgraph *pg, int x, const int64_t *repeats) {
     if (bad_operand(pg, x)) return -1;
-    const korch_shape *in = shape_of(pg, x);
+    /* a copy: adding the node may move the value array */
+    const korch_shape in_copy = *shape_of(pg, x), *in = &in_copy;
     korch_shape out = {.rank = in->rank};
     korch_index_map map = {.input_rank = in->rank};
     for (int k = 0; k < in->rank; k++) {
@@ -284,7 +291,8 @@ int korch_pgraph_tile(korch_pgraph *pg, int x, const int64_t *repeats) {
 
 int korch_pgraph_gather(korch_pgraph *pg, int x, int axis, const int64_t *indices, const korch_shape *idx_shape) {
     if (bad_operand(pg, x)) return -1;
-    const korch_shape *in = shape_of(pg, x);
+    /* a copy: adding the node may move the value array */
+    const korch_shape in_copy = *shape_of(pg, x), *in = &in_copy;
     if (axis < 0 || axis >= in->rank || in->rank - 1 + idx_shape->rank > KORCH_MAX_RANK) {
         korch_error(KORCH_ERR_UNSUPPORTED, "gather: axis %d or output rank %d out of range", axis,
                     in->rank - 1 + idx_shape->rank);
@@ -332,7 +340,8 @@ int korch_pgraph_gather(korch_pgraph *pg, int x, int axis, const int64_t *indice
 
 int korch_pgraph_remap(korch_pgraph *pg, korch_layout_tag tag, int x, const korch_shape *out_shape,
                        int64_t *const *tables, double pad_value) {
-    const korch_shape *in = bad_operand(pg, x) ? NULL : shape_of(pg, x);
+    korch_shape in_copy = bad_operand(pg, x) ? (korch_shape){0} : *shape_of(pg, x);
+    const korch_shape *in = bad_operand(pg, x) ? NULL : &in_copy;
     korch_index_map map = {.input_rank = in ? in->rank : 0};
     bool ok = in && in->rank == out_shape->rank;
     for (int k = 0; ok && k < in->rank; k++) {
@@ -363,7 +372,8 @@ int korch_pgraph_window(korch_pgraph *pg, int x, int spatial, const int64_t *ker
                         const int64_t *dilations, const int64_t *pads_begin, const int64_t *out_spatial,
                         double pad_value) {
     if (bad_operand(pg, x)) return -1;
-    const korch_shape *in = shape_of(pg, x);
+    /* a copy: adding the node may move the value array */
+    const korch_shape in_copy = *shape_of(pg, x), *in = &in_copy;
     int lead = in->rank - spatial;
     if (spatial < 1 || lead < 0 || in->rank + spatial > KORCH_MAX_RANK) {
         korch_error(KORCH_ERR_UNSUPPORTED, "window: %d spatial dims over rank %d exceed rank %d", spatial, in->rank,
@@ -389,239 +399,4 @@ int korch_pgraph_window(korch_pgraph *pg, int x, int spatial, const int64_t *ker
         if (first < 0 || last >= in->dims[k]) map.may_be_out_of_bounds = true;
     }
     return add_single(pg, KORCH_LAYOUT_WINDOW, x, &out, &map, pad_value);
-}
-
-/* ---- recognisers ---------------------------------------------------- */
-
-static const korch_prim_layout *layout_of(const korch_pgraph *pg, int node) {
-    if (node < 0 || node >= pg->n_nodes || pg->nodes[node].kind != KORCH_PRIM_LAYOUT) return NULL;
-    return &pg->nodes[node].u.layout;
-}
-
-static const korch_shape *in_shape(const korch_pgraph *pg, int node, int p) {
-    return &pg->values[pg->nodes[node].inputs[p]].shape;
-}
-
-static const korch_shape *out_shape(const korch_pgraph *pg, int node) {
-    return &pg->values[pg->nodes[node].outputs[0]].shape;
-}
-
-/* Ignoring output dims of size 1 (their coordinate is always 0), is the term
- * `c * o_j + offset` with no div, mod or table? j = -1 for a constant. */
-static bool term_affine(const korch_index_term *t, const korch_shape *out, int *j, int64_t *c) {
-    if (t->div != 1 || t->mod != 0 || t->table) return false;
-    *j = -1;
-    *c = 0;
-    for (int q = 0; q < out->rank; q++) {
-        if (!t->coef[q] || out->dims[q] == 1) continue;
-        if (*j >= 0) return false;
-        *j = q;
-        *c = t->coef[q];
-    }
-    return true;
-}
-
-bool korch_layout_is_pure(const korch_pgraph *pg, int node) {
-    const korch_prim_layout *l = layout_of(pg, node);
-    return l && l->n_maps == 1 && !l->maps[0].may_be_out_of_bounds;
-}
-
-/* Limit for recognisers that enumerate every element. */
-#define ENUMERATE_LIMIT ((int64_t)1 << 24)
-
-static void next_coord(const korch_shape *s, int64_t *o) {
-    for (int k = s->rank - 1; k >= 0; k--) {
-        if (++o[k] < s->dims[k]) return;
-        o[k] = 0;
-    }
-}
-
-bool korch_layout_is_identity(const korch_pgraph *pg, int node) {
-    if (!korch_layout_is_pure(pg, node)) return false;
-    const korch_shape *in = in_shape(pg, node, 0), *out = out_shape(pg, node);
-    if (!korch_shape_equal(in, out)) return false;
-    const korch_index_map *m = &pg->nodes[node].u.layout.maps[0];
-    bool syntactic = true;
-    for (int k = 0; k < in->rank && syntactic; k++) {
-        int j;
-        int64_t c;
-        if (in->dims[k] == 1) continue; /* in bounds, so always 0 */
-        syntactic = term_affine(&m->terms[k], out, &j, &c) && j == k && c == 1 && m->terms[k].offset == 0;
-    }
-    if (syntactic) return true;
-    int64_t n = korch_shape_numel(out);
-    if (n > ENUMERATE_LIMIT) return false;
-    int64_t o[KORCH_MAX_RANK] = {0}, c[KORCH_MAX_RANK];
-    for (int64_t i = 0; i < n; i++, next_coord(out, o)) {
-        if (!korch_index_map_eval(m, in, o, c)) return false;
-        for (int k = 0; k < in->rank; k++)
-            if (c[k] != o[k]) return false;
-    }
-    return true;
-}
-
-bool korch_layout_as_transpose(const korch_pgraph *pg, int node, int64_t *perm) {
-    if (!korch_layout_is_pure(pg, node)) return false;
-    const korch_shape *in = in_shape(pg, node, 0), *out = out_shape(pg, node);
-    if (in->rank != out->rank) return false;
-    const korch_index_map *m = &pg->nodes[node].u.layout.maps[0];
-    bool used[KORCH_MAX_RANK] = {0};
-    for (int k = 0; k < in->rank; k++) {
-        perm[k] = -1;
-        if (in->dims[k] == 1) continue;
-        int j;
-        int64_t c;
-        if (!term_affine(&m->terms[k], out, &j, &c) || j < 0 || c != 1 || m->terms[k].offset != 0 ||
-            out->dims[j] != in->dims[k] || used[j])
-            return false;
-        used[j] = true;
-        perm[k] = j; /* inverse permutation for now */
-    }
-    /* unit input dims take the unused unit output dims, in order */
-    for (int k = 0; k < in->rank; k++) {
-        if (perm[k] >= 0) continue;
-        int j = 0;
-        while (j < out->rank && (used[j] || out->dims[j] != 1)) j++;
-        if (j == out->rank) return false;
-        used[j] = true;
-        perm[k] = j;
-    }
-    int64_t inverse[KORCH_MAX_RANK];
-    for (int k = 0; k < in->rank; k++) inverse[k] = perm[k];
-    for (int k = 0; k < in->rank; k++) perm[inverse[k]] = k;
-    return true;
-}
-
-static int64_t flat_offset(const korch_shape *s, const int64_t *c) {
-    int64_t off = 0;
-    for (int k = 0; k < s->rank; k++) off = off * s->dims[k] + c[k];
-    return off;
-}
-
-static bool maps_equal(const korch_index_map *a, const korch_index_map *b) {
-    if (a->input_rank != b->input_rank) return false;
-    for (int k = 0; k < a->input_rank; k++) {
-        const korch_index_term *s = &a->terms[k], *t = &b->terms[k];
-        if (memcmp(s->coef, t->coef, sizeof s->coef) || s->offset != t->offset || s->div != t->div ||
-            s->mod != t->mod || s->table_size != t->table_size || (!s->table) != (!t->table))
-            return false;
-        if (s->table && memcmp(s->table, t->table, (size_t)s->table_size * sizeof(int64_t))) return false;
-    }
-    return true;
-}
-
-bool korch_layout_as_reshape(const korch_pgraph *pg, int node) {
-    if (!korch_layout_is_pure(pg, node)) return false;
-    const korch_shape *in = in_shape(pg, node, 0), *out = out_shape(pg, node);
-    int64_t n = korch_shape_numel(out);
-    if (n != korch_shape_numel(in)) return false;
-    const korch_index_map *m = &pg->nodes[node].u.layout.maps[0];
-    korch_index_map canonical;
-    korch_index_map_reshape(in, out, &canonical);
-    if (maps_equal(m, &canonical)) return true;
-    if (n > ENUMERATE_LIMIT) return false;
-    int64_t o[KORCH_MAX_RANK] = {0}, c[KORCH_MAX_RANK];
-    for (int64_t i = 0; i < n; i++, next_coord(out, o)) {
-        if (!korch_index_map_eval(m, in, o, c) || flat_offset(in, c) != i) return false;
-    }
-    return true;
-}
-
-bool korch_layout_as_slice(const korch_pgraph *pg, int node, int64_t *starts, int64_t *steps) {
-    if (!korch_layout_is_pure(pg, node)) return false;
-    const korch_shape *in = in_shape(pg, node, 0), *out = out_shape(pg, node);
-    if (in->rank != out->rank) return false;
-    const korch_index_map *m = &pg->nodes[node].u.layout.maps[0];
-    for (int k = 0; k < in->rank; k++) {
-        int j;
-        int64_t c;
-        if (!term_affine(&m->terms[k], out, &j, &c)) return false;
-        if (out->dims[k] == 1) c = 1; /* o_k is always 0: any step */
-        else if (j != k) return false;
-        starts[k] = m->terms[k].offset;
-        steps[k] = c;
-    }
-    return true;
-}
-
-bool korch_layout_as_pad(const korch_pgraph *pg, int node, int64_t *begins, int64_t *ends) {
-    const korch_prim_layout *l = layout_of(pg, node);
-    if (!l || l->n_maps != 1) return false;
-    const korch_shape *in = in_shape(pg, node, 0), *out = out_shape(pg, node);
-    if (in->rank != out->rank) return false;
-    for (int k = 0; k < in->rank; k++) {
-        int j;
-        int64_t c;
-        if (!term_affine(&l->maps[0].terms[k], out, &j, &c)) return false;
-        if (out->dims[k] != 1 && (j != k || c != 1)) return false;
-        begins[k] = -l->maps[0].terms[k].offset;
-        ends[k] = out->dims[k] - in->dims[k] - begins[k];
-    }
-    return true;
-}
-
-bool korch_layout_as_expand(const korch_pgraph *pg, int node) {
-    if (!korch_layout_is_pure(pg, node)) return false;
-    const korch_shape *in = in_shape(pg, node, 0), *out = out_shape(pg, node);
-    int lead = out->rank - in->rank;
-    if (lead < 0) return false;
-    const korch_index_map *m = &pg->nodes[node].u.layout.maps[0];
-    for (int k = 0; k < in->rank; k++) {
-        if (in->dims[k] == 1) continue;
-        int j;
-        int64_t c;
-        if (!term_affine(&m->terms[k], out, &j, &c) || j != lead + k || c != 1 || m->terms[k].offset != 0 ||
-            out->dims[j] != in->dims[k])
-            return false;
-    }
-    return true;
-}
-
-bool korch_layout_as_concat(const korch_pgraph *pg, int node, int *axis) {
-    const korch_prim_layout *l = layout_of(pg, node);
-    if (!l || l->n_maps < 1) return false;
-    const korch_shape *out = out_shape(pg, node);
-    int a = -1;
-    for (int p = 0; p < l->n_maps; p++) {
-        const korch_shape *in = in_shape(pg, node, p);
-        if (in->rank != out->rank) return false;
-        for (int k = 0; k < in->rank; k++) {
-            int j;
-            int64_t c;
-            const korch_index_term *t = &l->maps[p].terms[k];
-            if (!term_affine(t, out, &j, &c) || (out->dims[k] != 1 && (j != k || c != 1))) return false;
-            if ((in->dims[k] != out->dims[k] || t->offset != 0) && a < 0) a = k;
-        }
-    }
-    if (a < 0) a = 0; /* a single input that is copied whole */
-    int64_t offset = 0;
-    for (int p = 0; p < l->n_maps; p++) {
-        const korch_shape *in = in_shape(pg, node, p);
-        for (int k = 0; k < in->rank; k++) {
-            const korch_index_term *t = &l->maps[p].terms[k];
-            if (k == a ? t->offset != -offset : (t->offset != 0 || in->dims[k] != out->dims[k])) return false;
-        }
-        offset += in->dims[a];
-    }
-    if (offset != out->dims[a]) return false;
-    *axis = a;
-    return true;
-}
-
-int64_t korch_layout_source(const korch_pgraph *pg, int node, int64_t flat, int *input) {
-    const korch_prim_layout *l = &pg->nodes[node].u.layout;
-    const korch_shape *out = out_shape(pg, node);
-    int64_t o[KORCH_MAX_RANK] = {0}, c[KORCH_MAX_RANK];
-    for (int k = out->rank - 1; k >= 0; k--) {
-        o[k] = out->dims[k] ? flat % out->dims[k] : 0;
-        flat = out->dims[k] ? flat / out->dims[k] : 0;
-    }
-    for (int p = 0; p < l->n_maps; p++) {
-        const korch_shape *in = in_shape(pg, node, p);
-        if (!korch_index_map_eval(&l->maps[p], in, o, c)) continue;
-        *input = p;
-        return flat_offset(in, c);
-    }
-    *input = -1;
-    return -1;
 }

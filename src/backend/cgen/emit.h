@@ -51,9 +51,10 @@ typedef struct cg_emit {
     int n_memo, cap_memo;
     int n_tmp, n_tables;
     cg_loc *loc;                    /* per local value */
-    /* A reduction input cached for the current outer iteration: value
-     * `rc_value` is readable from rc<rc_value>[...] over the inner dims. */
-    int rc_value;
+    /* Reduction inputs cached for the current outer iteration: value v with
+     * rc_has[v] is readable from rc<v>[...] over the inner dims. */
+    bool *rc_has;
+    int64_t rc_bytes;
     /* Fused outer loops: stages share coordinates 0..P-1 as symbols outer[]. */
     int P;
     int outer[KORCH_MAX_RANK];
@@ -107,6 +108,8 @@ void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o);
 void cg_nest_close(cg_emit *e, cg_nest *ns);
 void cg_emit_output_pass(cg_emit *e, int value, int slot);
 void cg_emit_reduce_pass(cg_emit *e, int node);
+/* Whether a reduction of x over `axes` uses the kept-inner strategy. */
+bool cg_kept_inner(const cg_schedule *s, const cg_value *x, uint32_t axes);
 
 /* values (emit_value.c): the C name of value v at coordinates c, emitted as
  * needed; *level gets the level where it is defined. */
