@@ -212,6 +212,7 @@ double korch_kernel_lower_bound_ms(const korch_kernel_spec *spec, const korch_ma
 double korch_candidate_flops(const korch_candidate_set *set, const korch_candidate *c);
 
 uint64_t korch_candidate_signature(const korch_candidate_set *set, const korch_candidate *c);
+uint64_t korch_kernel_signature(const korch_kernel_spec *spec);
 /* Structural hash of a whole pgraph (kinds, parameters, wiring, shapes,
  * dtypes, graph inputs and outputs): plans check it on load. */
 uint64_t korch_pgraph_hash(const korch_pgraph *pg);

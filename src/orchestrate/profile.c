@@ -189,7 +189,7 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
         goto done;
     }
     korch_progress bar;
-    long done_count = 0, timed = 0;
+    long done_count = 0, timed = 0, from_db = 0;
     double start_ms = korch_now_ms();
     korch_progress_begin(&bar, "profiling", remaining, options->progress);
     for (int size = 1; size <= max_size && st == KORCH_OK; size++) {
@@ -233,6 +233,7 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
                     korch_candidate *c = &set->candidates[reps[first + j]];
                     if (results[j].status == KORCH_OK) {
                         apply_result(c, &results[j]);
+                        from_db += results[j].from_database;
                         continue;
                     }
                     if (c->n_nodes == 1 && c->backend != KORCH_BACKEND_REF) {
@@ -288,8 +289,9 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
         if (c->profiled && !c->rejected) set->stats[c->partition].kept++;
     }
     if (options->log && st == KORCH_OK)
-        fprintf(options->log, "profiling: %ld kernels timed (%ld candidates, rest shared a signature) in %.1f s\n",
-                timed, done_count, (korch_now_ms() - start_ms) / 1e3);
+        fprintf(options->log,
+                "profiling: %ld distinct kernels (%ld from the profile database) for %ld candidates in %.1f s\n", timed,
+                from_db, done_count, (korch_now_ms() - start_ms) / 1e3);
 done:
     free(m.keys);
     free(m.parts);
