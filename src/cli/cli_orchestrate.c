@@ -83,7 +83,7 @@ void korch_cli_orchestrate_help(void) {
            korch_candidate_options_default().max_partition_nodes);
 }
 
-int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, bool enumerate, korch_cli_session *s) {
+int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strategy most, korch_cli_session *s) {
     memset(s, 0, sizeof *s);
     s->threads = (int)a->threads;
 #ifdef _OPENMP
@@ -116,7 +116,7 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, bool enumer
     s->options.solve_time_limit_s = a->time_limit_s;
     s->options.progress = true;
     s->options.log = log;
-    if (korch_orchestrator_create(s->model.pg, &s->oracle, &s->options, enumerate, &s->orch) != KORCH_OK)
+    if (korch_orchestrator_create(s->model.pg, &s->oracle, &s->options, most, &s->orch) != KORCH_OK)
         return korch_cli_fail();
     if (a->dry_run) {
         korch_candidates_report(korch_orchestrator_candidates(s->orch), stdout);

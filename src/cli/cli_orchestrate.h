@@ -40,9 +40,10 @@ int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char *
                                  int *used);
 void korch_cli_orchestrate_help(void);
 
-/* Loads the model, builds candidates (enumerated when `enumerate`) and
- * profiles them. Returns 0 or an exit code; end() must be called either way. */
-int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, bool enumerate, korch_cli_session *s);
+/* Loads the model, builds the candidates strategy `most` (and the simpler
+ * ones) needs, and profiles them. Returns 0 or an exit code; end() must be
+ * called either way. */
+int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strategy most, korch_cli_session *s);
 /* Records the model, shapes and threads in a freshly solved plan. */
 korch_status korch_cli_orchestrate_finish_plan(const korch_cli_orchestrate_args *a, const korch_cli_session *s,
                                                korch_plan *plan);

@@ -98,7 +98,7 @@ int korch_cmd_bench(int argc, char **argv) {
         return rc;
     }
     korch_cli_session s;
-    rc = korch_cli_orchestrate_begin(&args, true, &s);
+    rc = korch_cli_orchestrate_begin(&args, KORCH_STRATEGY_OPTIMAL, &s);
     if (rc) {
         korch_cli_orchestrate_end(&s);
         korch_cli_orchestrate_args_free(&args);

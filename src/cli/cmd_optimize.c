@@ -64,7 +64,7 @@ int korch_cmd_optimize(int argc, char **argv) {
     double t0 = korch_cli_now_ms();
     korch_cli_session session;
     korch_plan *plan = NULL;
-    rc = korch_cli_orchestrate_begin(&args, strategy == KORCH_STRATEGY_OPTIMAL, &session);
+    rc = korch_cli_orchestrate_begin(&args, strategy, &session);
     if (rc == 0 && args.dry_run) {
         korch_cli_orchestrate_end(&session);
         korch_cli_orchestrate_args_free(&args);

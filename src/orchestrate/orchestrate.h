@@ -78,8 +78,11 @@ typedef struct korch_blp_stats {
 
 typedef struct korch_orchestrator korch_orchestrator;
 
+/* Prepares the candidates `most` needs, and with them those of the simpler
+ * strategies: none (single primitives), greedy (+ the greedy groups), optimal
+ * (+ every enumerated candidate). */
 korch_status korch_orchestrator_create(const korch_pgraph *pg, const korch_kernel_oracle *oracle,
-                                       const korch_orchestrate_options *options, bool enumerate,
+                                       const korch_orchestrate_options *options, korch_strategy most,
                                        korch_orchestrator **out);
 void korch_orchestrator_free(korch_orchestrator *o);
 

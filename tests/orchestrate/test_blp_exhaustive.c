@@ -114,7 +114,7 @@ int main(void) {
             o.prune_by_bound = false;
             korch_orchestrator *orch = NULL;
             korch_plan *plan = NULL;
-            CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, true, &orch));
+            CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, KORCH_STRATEGY_OPTIMAL, &orch));
             if (!orch) continue;
             CHECK_OK(korch_orchestrator_profile(orch));
             CHECK_OK(korch_orchestrator_solve(orch, KORCH_STRATEGY_OPTIMAL, &plan));

@@ -19,7 +19,7 @@ static double solve(korch_pgraph *pg, uint64_t seed, bool prune, long *pruned, l
     o.candidates.max_kernel_nodes = 12;
     korch_orchestrator *orch = NULL;
     korch_plan *plan = NULL;
-    CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, true, &orch));
+    CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, KORCH_STRATEGY_OPTIMAL, &orch));
     CHECK_OK(korch_orchestrator_profile(orch));
     CHECK_OK(korch_orchestrator_solve(orch, KORCH_STRATEGY_OPTIMAL, &plan));
     const korch_candidate_set *set = korch_orchestrator_candidates(orch);

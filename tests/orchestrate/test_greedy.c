@@ -128,6 +128,27 @@ int main(void) {
     CHECK_MSG(strcmp(got, "0|1") == 0, "refused group: %s", got);
     korch_pgraph_free(pg);
 
+    /* an orchestrator prepared for "none" profiles single primitives only */
+    {
+        pg = gen_random_pgraph(77, 10, true);
+        fake_oracle f = {.seed = 1};
+        korch_kernel_oracle oracle = fake_oracle_make(&f);
+        korch_orchestrate_options o = korch_orchestrate_options_default(1);
+        korch_orchestrator *orch = NULL;
+        korch_plan *plan = NULL;
+        CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, KORCH_STRATEGY_NONE, &orch));
+        CHECK_OK(korch_orchestrator_profile(orch));
+        const korch_candidate_set *set = korch_orchestrator_candidates(orch);
+        CHECK(set->n_candidates == pg->n_nodes && f.profiled <= pg->n_nodes);
+        for (int i = 0; i < set->n_candidates; i++) CHECK(set->candidates[i].n_nodes == 1);
+        CHECK(korch_orchestrator_solve(orch, KORCH_STRATEGY_GREEDY, &plan) == KORCH_ERR_INVALID_ARGUMENT);
+        CHECK_OK(korch_orchestrator_solve(orch, KORCH_STRATEGY_NONE, &plan));
+        CHECK(plan && plan->n_kernels == pg->n_nodes);
+        korch_plan_free(plan);
+        korch_orchestrator_free(orch);
+        korch_pgraph_free(pg);
+    }
+
     /* greedy plans always schedule (single-output groups) and run */
     for (uint64_t seed = 1; seed <= 40; seed++) {
         pg = gen_random_pgraph(seed * 5 + 2, 12, true);
@@ -136,7 +157,7 @@ int main(void) {
         korch_orchestrate_options o = korch_orchestrate_options_default(1);
         korch_orchestrator *orch = NULL;
         korch_plan *plan = NULL;
-        CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, false, &orch));
+        CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, KORCH_STRATEGY_GREEDY, &orch));
         CHECK_OK(korch_orchestrator_profile(orch));
         CHECK_OK(korch_orchestrator_solve(orch, KORCH_STRATEGY_GREEDY, &plan));
         for (int k = 0; plan && k < plan->n_kernels; k++) CHECK(plan->kernels[k].n_outputs == 1);

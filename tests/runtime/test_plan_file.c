@@ -25,7 +25,7 @@ static korch_plan *sample_plan(korch_pgraph **pg_out) {
     o.candidates.force_backend = KORCH_BACKEND_REF;
     korch_orchestrator *orch = NULL;
     korch_plan *plan = NULL;
-    CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, true, &orch));
+    CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, KORCH_STRATEGY_OPTIMAL, &orch));
     CHECK_OK(korch_orchestrator_profile(orch));
     CHECK_OK(korch_orchestrator_solve(orch, KORCH_STRATEGY_OPTIMAL, &plan));
     korch_orchestrator_free(orch);

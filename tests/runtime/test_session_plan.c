@@ -65,7 +65,7 @@ int main(void) {
     o.candidates.force_backend = KORCH_BACKEND_REF;
     korch_orchestrator *orch = NULL;
     korch_plan *plan = NULL;
-    CHECK_OK(korch_orchestrator_create(m.pg, &oracle, &o, true, &orch));
+    CHECK_OK(korch_orchestrator_create(m.pg, &oracle, &o, KORCH_STRATEGY_OPTIMAL, &orch));
     CHECK_OK(korch_orchestrator_profile(orch));
     CHECK_OK(korch_orchestrator_solve(orch, KORCH_STRATEGY_OPTIMAL, &plan));
     CHECK_OK(korch_plan_set_model(plan, model_path, &m));
