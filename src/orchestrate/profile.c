@@ -228,6 +228,7 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
                     double left = options->profile_budget_s - (korch_now_ms() - start_ms) / 1e3;
                     budget = left > 0 ? left * (double)count / (double)(remaining > count ? remaining : count) : 1e-3;
                 }
+                korch_progress_clear(&bar); /* backends may print a line of their own */
                 st = oracle->profile(oracle->user, (korch_backend_kind)kind, specs, count, budget, results);
                 for (int j = 0; j < count && st == KORCH_OK; j++) {
                     korch_candidate *c = &set->candidates[reps[first + j]];
