@@ -60,7 +60,6 @@ typedef struct korch_orchestrate_options {
     int max_cut_rounds; /* per partition */
     bool pairwise_cuts; /* pre-add the 2-cycle exclusions */
     bool progress; /* progress bar on stderr (only on a terminal) */
-    bool allow_ref_fused; /* let REF implement fused kernels (tests) */
     FILE *log; /* statistics; NULL: quiet */
 } korch_orchestrate_options;
 
