@@ -231,6 +231,12 @@ def gen_external():
         external("../../../../etc/passwd"))
     bad("external_missing.onnx", "cannot open external data", "external data file that does not exist",
         external("external_missing.bin"))
+    # dims of 2^37 int8 backed by a 16-byte file: refused before allocating 128 GiB
+    t = external("external_ok.bin")
+    t.graph.initializer[0].data_type = TensorProto.INT8
+    t.graph.initializer[0].dims[:] = [1 << 37]
+    del t.graph.initializer[0].external_data[2]  # no length: only the file size can refuse it
+    bad("external_huge_dims.onnx", "is too short", "external data of 2^37 bytes in a 16-byte file", t)
     # valid: a file next to the model
     w = np.array([0.5, -1.0, 2.0, 3.25], dtype=np.float32)
     write("external_ok.bin", w.tobytes())

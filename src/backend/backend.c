@@ -4,6 +4,7 @@
 
 #include "backend/backend.h"
 #include "backend/cgen/cgen_backend.h"
+#include "backend/ref/ref_backend.h"
 
 const char *korch_backend_name(korch_backend_kind kind) {
     static const char *const names[] = {"cgen", "dnnl", "ref"};
@@ -11,18 +12,15 @@ const char *korch_backend_name(korch_backend_kind kind) {
     return (unsigned)kind < KORCH_BACKEND_COUNT ? names[kind] : "?";
 }
 
-/* TODO(oneDNN backend engineer): dispatch KORCH_BACKEND_DNNL to src/backend/dnnl/.
- * TODO(orchestrator engineer): dispatch KORCH_BACKEND_REF to the functions of
- * src/backend/ref/ref_backend.h once that file exists (kept out for now so that
- * this branch links on its own). */
+/* TODO(oneDNN backend engineer): dispatch KORCH_BACKEND_DNNL to src/backend/dnnl/. */
 static korch_status not_built(korch_backend_kind kind) {
     if (kind == KORCH_BACKEND_DNNL) return korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN backend not built yet");
-    if (kind == KORCH_BACKEND_REF) return korch_error(KORCH_ERR_UNSUPPORTED, "reference backend not wired in yet");
     return korch_error(KORCH_ERR_INVALID_ARGUMENT, "unknown backend kind %d", (int)kind);
 }
 
 bool korch_backend_supports(korch_backend_kind kind, const korch_kernel_spec *spec, char *reason, size_t size) {
     if (kind == KORCH_BACKEND_CGEN) return korch_cgen_supports(spec, reason, size);
+    if (kind == KORCH_BACKEND_REF) return korch_ref_supports(spec, reason, size);
     not_built(kind);
     if (reason && size) snprintf(reason, size, "%s", korch_last_error());
     return false;
@@ -33,6 +31,7 @@ korch_status korch_backend_profile(korch_backend_kind kind, const korch_kernel_s
     if (n < 0 || (n > 0 && (!specs || !results)))
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "korch_backend_profile: bad arguments");
     if (kind == KORCH_BACKEND_CGEN) return korch_cgen_profile(specs, n, options, results);
+    if (kind == KORCH_BACKEND_REF) return korch_ref_profile(specs, n, options, results);
     return not_built(kind);
 }
 
@@ -42,6 +41,7 @@ korch_status korch_backend_build(korch_backend_kind kind, const korch_kernel_spe
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "korch_backend_build: bad arguments");
     for (int i = 0; i < n; i++) kernels[i] = NULL;
     if (kind == KORCH_BACKEND_CGEN) return korch_cgen_build(specs, schedules, n, options, kernels);
+    if (kind == KORCH_BACKEND_REF) return korch_ref_build(specs, schedules, n, options, kernels);
     return not_built(kind);
 }
 

@@ -20,6 +20,9 @@ int korch_cmd_info(int argc, char **argv);
 int korch_cmd_check(int argc, char **argv);
 int korch_cmd_run(int argc, char **argv);
 int korch_cmd_fission(int argc, char **argv);
+int korch_cmd_optimize(int argc, char **argv);
+int korch_cmd_explain(int argc, char **argv);
+int korch_cmd_bench(int argc, char **argv);
 
 /* Prints "korch: error: <message>" for the last error and returns 1. */
 int korch_cli_fail(void);
@@ -41,5 +44,18 @@ int korch_cli_shapes_add(korch_cli_shapes *s, const char *spec, const char *comm
 void korch_cli_shapes_free(korch_cli_shapes *s);
 
 double korch_cli_now_ms(void);
+
+/* `korch run PLAN` (cli_plan.c). open: loads the plan, checks its model's
+ * hash, points *model_path at the model and adds the plan's input shapes.
+ * prepare: lowers the run's inferred graph, checks it is the plan's, builds
+ * the kernels. run: one execution (allocates outputs whose data is NULL).
+ * The int functions return 0 or an exit code (after printing the error). */
+typedef struct korch_cli_plan korch_cli_plan;
+int korch_cli_plan_open(const char *plan_path, korch_cli_plan **out, const char **model_path, korch_cli_shapes *shapes);
+int korch_cli_plan_threads(const korch_cli_plan *p);
+int korch_cli_plan_prepare(korch_cli_plan *p, const korch_graph *g, int threads);
+korch_status korch_cli_plan_run(korch_cli_plan *p, const korch_graph *g, const korch_tensor *inputs,
+                                korch_tensor *outputs);
+void korch_cli_plan_close(korch_cli_plan *p);
 
 #endif

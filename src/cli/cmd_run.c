@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "frontend/onnx_load.h"
 #include "io/npy.h"
+#include "runtime/plan.h"
 #include "runtime/reference.h"
 
 #ifdef _OPENMP
@@ -14,9 +15,10 @@
 #endif
 
 static void help(void) {
-    printf("usage: korch run MODEL --input NAME=FILE... [--output-dir DIR] [--threads N]\n"
+    printf("usage: korch run MODEL|PLAN --input NAME=FILE... [--output-dir DIR] [--threads N]\n"
            "                 [--bench N] [--input-shape NAME=DIMS]...\n\n"
-           "Runs MODEL (an .onnx file) on the given inputs and writes one .npy file per\n"
+           "Runs MODEL (an .onnx file, with the reference executor) or PLAN (made by\n"
+           "'korch optimize'; its model must be unchanged) on the given inputs and writes one .npy file per\n"
            "graph output into DIR, named after the output tensor with every character\n"
            "outside [A-Za-z0-9._-] replaced by '_'.\n\n"
            "  --input NAME=FILE       input tensor from a .npy file or an ONNX TensorProto\n"
@@ -65,6 +67,12 @@ static int make_dir(const char *dir) {
     return 0;
 }
 
+/* One run: the plan's executor, or the reference executor for a model. */
+static korch_status run_once(korch_cli_plan *plan, const korch_graph *g, const korch_tensor *inputs,
+                             korch_tensor *outputs) {
+    return plan ? korch_cli_plan_run(plan, g, inputs, outputs) : korch_reference_run(g, inputs, outputs);
+}
+
 int korch_cmd_run(int argc, char **argv) {
     const char *model = NULL, *out_dir = NULL;
     long threads = 0, bench = 0;
@@ -110,6 +118,12 @@ int korch_cmd_run(int argc, char **argv) {
         }
     }
     if (rc == 0 && !model) rc = korch_cli_usage_error("run", "no model given");
+    /* a plan file: run its model with the plan's kernels and input shapes */
+    korch_cli_plan *plan = NULL;
+    if (rc == 0 && korch_plan_file_is_plan(model)) {
+        rc = korch_cli_plan_open(model, &plan, &model, &shapes);
+        if (rc == 0 && threads == 0) threads = korch_cli_plan_threads(plan);
+    }
     if (rc) {
         korch_cli_shapes_free(&shapes);
         return rc;
@@ -235,8 +249,9 @@ int korch_cmd_run(int argc, char **argv) {
     }
     free(binding);
     if (rc) goto done;
+    if (plan && (rc = korch_cli_plan_prepare(plan, g, (int)threads)) != 0) goto done;
 
-    if (korch_reference_run(g, bound, outputs) != KORCH_OK) {
+    if (run_once(plan, g, bound, outputs) != KORCH_OK) {
         rc = korch_cli_fail();
         goto done;
     }
@@ -261,7 +276,7 @@ int korch_cmd_run(int argc, char **argv) {
         for (long r = 0; r < bench && rc == 0; r++) {
             for (int i = 0; i < g->n_outputs; i++) korch_tensor_free(&outputs[i]);
             double t0 = korch_cli_now_ms();
-            if (korch_reference_run(g, bound, outputs) != KORCH_OK) rc = korch_cli_fail();
+            if (run_once(plan, g, bound, outputs) != KORCH_OK) rc = korch_cli_fail();
             times[r] = korch_cli_now_ms() - t0;
         }
         if (rc == 0) {
@@ -283,6 +298,7 @@ done:
         free(file_names[k]);
     }
     korch_cli_shapes_free(&shapes);
+    korch_cli_plan_close(plan);
     korch_graph_free(g);
     return rc;
 }

@@ -10,6 +10,9 @@ static const korch_cli_command commands[] = {
     {"check", "validate a model without running it (exit 0 only if korch can run it)", korch_cmd_check},
     {"run", "run a model or plan on .npy/.pb inputs, write .npy outputs, optionally time it", korch_cmd_run},
     {"fission", "split operators into primitives; write the primitive graph as ONNX, print stats", korch_cmd_fission},
+    {"optimize", "choose the fastest kernels for a model and write them as a plan", korch_cmd_optimize},
+    {"explain", "show a plan's kernels: primitives, ONNX nodes, implementation, latency", korch_cmd_explain},
+    {"bench", "compare the none, greedy and optimal strategies on a model", korch_cmd_bench},
 };
 
 static void usage(FILE *out) {

@@ -1,0 +1,140 @@
+#include "cli/cli_orchestrate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+void korch_cli_orchestrate_args_init(korch_cli_orchestrate_args *a) {
+    memset(a, 0, sizeof *a);
+    a->time_limit_s = 120;
+    a->max_kernel_nodes = korch_candidate_options_default().max_kernel_nodes;
+    a->max_partition_nodes = korch_candidate_options_default().max_partition_nodes;
+}
+
+void korch_cli_orchestrate_args_free(korch_cli_orchestrate_args *a) { korch_cli_shapes_free(&a->shapes); }
+
+static bool parse_seconds(const char *text, double *out) {
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (!*text || *end || !(v >= 0) || v > 1e7) return false;
+    *out = v;
+    return true;
+}
+
+int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char **argv, int *i, const char *command,
+                                 int *used) {
+    const char *opt = argv[*i], *v = NULL;
+    *used = 1;
+    if (strcmp(opt, "--db") == 0) {
+        if (!(a->db = korch_cli_value(argc, argv, i, command))) return 2;
+    } else if (strcmp(opt, "--cache-dir") == 0) {
+        if (!(a->cache_dir = korch_cli_value(argc, argv, i, command))) return 2;
+    } else if (strcmp(opt, "--threads") == 0) {
+        if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
+        if (!korch_cli_parse_int(v, 1, 1024, &a->threads))
+            return korch_cli_usage_error(command, "--threads expects a number from 1 to 1024");
+    } else if (strcmp(opt, "--budget") == 0) {
+        if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
+        if (!parse_seconds(v, &a->budget_s)) return korch_cli_usage_error(command, "--budget expects seconds");
+    } else if (strcmp(opt, "--time-limit") == 0) {
+        if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
+        if (!parse_seconds(v, &a->time_limit_s)) return korch_cli_usage_error(command, "--time-limit expects seconds");
+    } else if (strcmp(opt, "--max-kernel-nodes") == 0) {
+        if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
+        if (!korch_cli_parse_int(v, 1, 64, &a->max_kernel_nodes))
+            return korch_cli_usage_error(command, "--max-kernel-nodes expects 1 to 64");
+    } else if (strcmp(opt, "--max-partition-nodes") == 0) {
+        if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
+        if (!korch_cli_parse_int(v, 1, KORCH_PARTITION_MAX_NODES, &a->max_partition_nodes))
+            return korch_cli_usage_error(command, "--max-partition-nodes expects 1 to %d", KORCH_PARTITION_MAX_NODES);
+    } else if (strcmp(opt, "--input-shape") == 0) {
+        if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
+        return korch_cli_shapes_add(&a->shapes, v, command);
+    } else if (strcmp(opt, "--no-prune") == 0) {
+        a->no_prune = true;
+    } else if (strcmp(opt, "--estimate") == 0) {
+        a->estimate = true;
+    } else if (strcmp(opt, "--dry-run") == 0) {
+        a->dry_run = true;
+    } else if (strcmp(opt, "--quiet") == 0 || strcmp(opt, "-q") == 0) {
+        a->quiet = true;
+    } else {
+        *used = 0;
+    }
+    return 0;
+}
+
+void korch_cli_orchestrate_help(void) {
+    printf("\nmore options:\n"
+           "  --time-limit SECONDS     wall clock for the binary programs (default 120)\n"
+           "  --max-kernel-nodes N     size cap of enumerated candidate kernels (default %d)\n"
+           "  --max-partition-nodes N  primitives per partition, at most %d (default %d)\n"
+           "  --no-prune               profile candidates that cannot beat their own split\n"
+           "  --dry-run                build the candidates, print their counts, stop\n"
+           "  --estimate               latencies from a roofline model instead of measurements\n"
+           "                           (quick; predictions are rough, kernels use default schedules)\n"
+           "  --cache-dir DIR          compiled kernel cache (default $XDG_CACHE_HOME/korch/kernels)\n"
+           "  -q, --quiet              no statistics\n",
+           korch_candidate_options_default().max_kernel_nodes, KORCH_PARTITION_MAX_NODES,
+           korch_candidate_options_default().max_partition_nodes);
+}
+
+int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strategy most, korch_cli_session *s) {
+    memset(s, 0, sizeof *s);
+    s->threads = (int)a->threads;
+#ifdef _OPENMP
+    if (s->threads > 0) omp_set_num_threads(s->threads);
+    else s->threads = omp_get_max_threads();
+#endif
+    if (s->threads < 1) s->threads = 1;
+    double t0 = korch_cli_now_ms();
+    if (korch_plan_model_load(a->model, a->shapes.items, a->shapes.count, &s->model) != KORCH_OK)
+        return korch_cli_fail();
+    FILE *log = a->quiet ? NULL : stdout;
+    if (log) {
+        int live = 0;
+        for (int i = 0; i < s->model.graph->n_nodes; i++) live += !s->model.graph->nodes[i].dead;
+        int opaque = 0;
+        for (int i = 0; i < s->model.pg->n_nodes; i++)
+            opaque += !s->model.pg->nodes[i].dead && s->model.pg->nodes[i].kind == KORCH_PRIM_OPAQUE;
+        fprintf(log, "model: %d operators -> %d primitives (%d opaque) in %.2f s; %d threads\n", live,
+                s->model.pg->n_nodes, opaque, (korch_cli_now_ms() - t0) / 1e3, s->threads);
+    }
+    s->profile = (korch_profile_options){
+        .threads = s->threads, .budget_s = a->budget_s, .db_path = a->db, .cache_dir = a->cache_dir, .progress = false};
+    s->typical = korch_machine_model_typical(s->threads);
+    s->oracle = a->estimate ? korch_kernel_oracle_estimate(&s->typical) : korch_kernel_oracle_backends(&s->profile);
+    s->options = korch_orchestrate_options_default(s->threads);
+    s->options.candidates.max_kernel_nodes = (int)a->max_kernel_nodes;
+    s->options.candidates.max_partition_nodes = (int)a->max_partition_nodes;
+    s->options.prune_by_bound = !a->no_prune;
+    s->options.profile_budget_s = a->budget_s;
+    s->options.solve_time_limit_s = a->time_limit_s;
+    s->options.progress = true;
+    s->options.log = log;
+    if (korch_orchestrator_create(s->model.pg, &s->oracle, &s->options, most, &s->orch) != KORCH_OK)
+        return korch_cli_fail();
+    if (a->dry_run) {
+        korch_candidates_report(korch_orchestrator_candidates(s->orch), stdout);
+        return 0;
+    }
+    if (korch_orchestrator_profile(s->orch) != KORCH_OK) return korch_cli_fail();
+    return 0;
+}
+
+korch_status korch_cli_orchestrate_finish_plan(const korch_cli_orchestrate_args *a, const korch_cli_session *s,
+                                               korch_plan *plan) {
+    KORCH_TRY(korch_plan_set_model(plan, a->model, &s->model));
+    plan->threads = s->threads;
+    return KORCH_OK;
+}
+
+void korch_cli_orchestrate_end(korch_cli_session *s) {
+    korch_orchestrator_free(s->orch);
+    korch_plan_model_close(&s->model);
+    memset(s, 0, sizeof *s);
+}

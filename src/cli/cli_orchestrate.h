@@ -1,0 +1,52 @@
+/* What `korch optimize` and `korch bench` share: their options, and the
+ * model -> orchestrator -> profiles pipeline. */
+#ifndef KORCH_CLI_CLI_ORCHESTRATE_H
+#define KORCH_CLI_CLI_ORCHESTRATE_H
+
+#include "cli/cli.h"
+#include "orchestrate/orchestrate.h"
+#include "runtime/plan.h"
+
+typedef struct korch_cli_orchestrate_args {
+    const char *model;
+    const char *db;
+    const char *cache_dir;
+    long threads; /* 0: all cores */
+    double budget_s; /* kernel tuning budget (0: backend default) */
+    double time_limit_s; /* binary programs, wall clock */
+    long max_kernel_nodes, max_partition_nodes;
+    bool no_prune;
+    bool quiet;
+    bool dry_run; /* candidates only: no profiling */
+    bool estimate; /* latencies from the roofline model, nothing compiled or timed */
+    korch_cli_shapes shapes;
+} korch_cli_orchestrate_args;
+
+typedef struct korch_cli_session {
+    korch_plan_model model;
+    korch_profile_options profile;
+    korch_kernel_oracle oracle;
+    korch_machine_model typical; /* for --estimate */
+    korch_orchestrate_options options;
+    korch_orchestrator *orch;
+    int threads;
+} korch_cli_session;
+
+void korch_cli_orchestrate_args_init(korch_cli_orchestrate_args *a);
+void korch_cli_orchestrate_args_free(korch_cli_orchestrate_args *a);
+/* Consumes argv[*i] (and its value) if it is a shared option: *used = 1.
+ * Returns 0 or a usage exit code. */
+int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char **argv, int *i, const char *command,
+                                 int *used);
+void korch_cli_orchestrate_help(void);
+
+/* Loads the model, builds the candidates strategy `most` (and the simpler
+ * ones) needs, and profiles them. Returns 0 or an exit code; end() must be
+ * called either way. */
+int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strategy most, korch_cli_session *s);
+/* Records the model, shapes and threads in a freshly solved plan. */
+korch_status korch_cli_orchestrate_finish_plan(const korch_cli_orchestrate_args *a, const korch_cli_session *s,
+                                               korch_plan *plan);
+void korch_cli_orchestrate_end(korch_cli_session *s);
+
+#endif

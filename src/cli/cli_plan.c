@@ -1,0 +1,117 @@
+/* Plans on the command line: `korch run PLAN` reuses everything `korch run
+ * MODEL` does (input binding, random inputs, output files, --bench) and only
+ * swaps the reference executor for the plan's executor. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "frontend/onnx_load.h"
+#include "runtime/executor.h"
+#include "runtime/plan.h"
+
+struct korch_cli_plan {
+    char *plan_path;
+    char *model_path;
+    korch_plan *plan;
+    korch_pgraph *pg;
+    korch_executor *ex;
+};
+
+int korch_cli_plan_open(const char *plan_path, korch_cli_plan **out, const char **model_path,
+                        korch_cli_shapes *shapes) {
+    *out = NULL;
+    korch_cli_plan *p = calloc(1, sizeof *p);
+    if (!p) return korch_cli_fail();
+    p->plan_path = strdup(plan_path);
+    if (!p->plan_path || korch_plan_load(plan_path, &p->plan) != KORCH_OK) {
+        korch_cli_plan_close(p);
+        return korch_cli_fail();
+    }
+    p->model_path = korch_plan_model_path(p->plan, plan_path);
+    /* the model must be byte-for-byte the one the plan was made for */
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char sha[65];
+    if (!p->model_path || korch_read_file(p->model_path, KORCH_MAX_MODEL_BYTES, &bytes, &size) != KORCH_OK) {
+        if (p->model_path) korch_error_prefix(KORCH_ERR_IO, "plan \"%s\" names model \"%s\"", plan_path, p->model_path);
+        korch_cli_plan_close(p);
+        return korch_cli_fail();
+    }
+    korch_sha256_hex(bytes, size, sha);
+    free(bytes);
+    if (strcmp(sha, p->plan->model_sha256) != 0) {
+        korch_error(KORCH_ERR_INVALID_MODEL,
+                    "model \"%s\" has changed since plan \"%s\" was made (sha256 differs); re-run korch optimize",
+                    p->model_path, plan_path);
+        korch_cli_plan_close(p);
+        return korch_cli_fail();
+    }
+    /* the plan fixes every input shape; --input-shape may only repeat them */
+    for (int i = 0; i < p->plan->n_input_shapes; i++) {
+        const korch_plan_shape *ps = &p->plan->input_shapes[i];
+        bool given = false;
+        for (int s = 0; s < shapes->count; s++) {
+            if (strcmp(shapes->items[s].name, ps->name) != 0) continue;
+            given = true;
+            if (!korch_shape_equal(&shapes->items[s].shape, &ps->shape)) {
+                char a[96];
+                korch_cli_plan_close(p);
+                return korch_cli_usage_error("run", "--input-shape %s: the plan was made for %s", ps->name,
+                                             korch_shape_format(&ps->shape, a, sizeof a));
+            }
+        }
+        if (given) continue;
+        if (shapes->count >= KORCH_CLI_MAX_SHAPES) {
+            korch_cli_plan_close(p);
+            return korch_cli_usage_error("run", "the plan has too many inputs");
+        }
+        char *name = strdup(ps->name);
+        if (!name) {
+            korch_cli_plan_close(p);
+            return korch_cli_fail();
+        }
+        shapes->storage[shapes->count] = name;
+        shapes->items[shapes->count].name = name;
+        shapes->items[shapes->count].shape = ps->shape;
+        shapes->count++;
+    }
+    *model_path = p->model_path;
+    *out = p;
+    return 0;
+}
+
+int korch_cli_plan_threads(const korch_cli_plan *p) { return p->plan->threads; }
+
+int korch_cli_plan_prepare(korch_cli_plan *p, const korch_graph *g, int threads) {
+    if (korch_plan_lower(g, &p->pg) != KORCH_OK) return korch_cli_fail();
+    if (korch_pgraph_hash(p->pg) != p->plan->pgraph_hash) {
+        korch_error(KORCH_ERR_INVALID_MODEL,
+                    "plan \"%s\": the primitive graph of its model differs from the one the plan was made for (plan "
+                    "made by %s, this is %s); re-run korch optimize",
+                    p->plan_path, p->plan->fission_version, korch_plan_fission_version);
+        return korch_cli_fail();
+    }
+    korch_profile_options options = {.threads = threads};
+    if (korch_executor_create(p->plan, p->pg, &options, &p->ex) != KORCH_OK) return korch_cli_fail();
+    return 0;
+}
+
+korch_status korch_cli_plan_run(korch_cli_plan *p, const korch_graph *g, const korch_tensor *inputs,
+                                korch_tensor *outputs) {
+    for (int i = 0; i < g->n_outputs; i++) {
+        if (outputs[i].data) continue;
+        const korch_value *v = &g->values[g->outputs[i]];
+        KORCH_TRY(korch_tensor_alloc(&outputs[i], v->dtype, &v->shape));
+    }
+    return korch_executor_run(p->ex, inputs, outputs);
+}
+
+void korch_cli_plan_close(korch_cli_plan *p) {
+    if (!p) return;
+    korch_executor_destroy(p->ex);
+    korch_pgraph_free(p->pg);
+    korch_plan_free(p->plan);
+    free(p->model_path);
+    free(p->plan_path);
+    free(p);
+}

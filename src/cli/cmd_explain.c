@@ -1,0 +1,117 @@
+/* korch explain: what a plan runs, kernel by kernel. Reads only the plan
+ * file (which carries the primitive and ONNX node names), so it works
+ * without the model. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "runtime/plan.h"
+
+static void help(void) {
+    printf("usage: korch explain PLAN [--top N]\n\n"
+           "Prints every kernel of PLAN in execution order: its primitives, the ONNX\n"
+           "nodes it covers, its implementation, its profiled latency and its share of\n"
+           "the total; then totals per backend and the N slowest kernels (default 10).\n");
+}
+
+static int by_latency(const void *a, const void *b) {
+    const korch_plan_kernel *x = *(const korch_plan_kernel *const *)a, *y = *(const korch_plan_kernel *const *)b;
+    return (y->latency_ms > x->latency_ms) - (y->latency_ms < x->latency_ms);
+}
+
+/* ONNX node names, one per line in the plan: printed comma-separated */
+static void print_onnx(const char *names) {
+    char buf[200];
+    const char *p = names;
+    bool first = true;
+    while (p && *p) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char name[512];
+        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name - 1 ? len : sizeof name - 1), p);
+        printf("%s%s", first ? "" : ", ", korch_printable(name, buf, sizeof buf));
+        first = false;
+        p = nl ? nl + 1 : NULL;
+    }
+    if (first) printf("-");
+}
+
+int korch_cmd_explain(int argc, char **argv) {
+    const char *path = NULL;
+    long top = 10;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        if (korch_cli_is_help(argv[i])) {
+            help();
+            return 0;
+        } else if (strcmp(argv[i], "--top") == 0) {
+            if (!(v = korch_cli_value(argc, argv, &i, "explain"))) return 2;
+            if (!korch_cli_parse_int(v, 0, 1000000, &top))
+                return korch_cli_usage_error("explain", "--top expects a count");
+        } else if (argv[i][0] == '-') {
+            return korch_cli_usage_error("explain", "unknown option %s", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            return korch_cli_usage_error("explain", "more than one plan given");
+        }
+    }
+    if (!path) return korch_cli_usage_error("explain", "no plan given");
+    korch_plan *plan = NULL;
+    if (korch_plan_load(path, &plan) != KORCH_OK) return korch_cli_fail();
+    char buf[400], dims[160];
+    double total = 0;
+    for (int i = 0; i < plan->n_kernels; i++) total += plan->kernels[i].latency_ms;
+    printf("plan: %s (format %d)\n", korch_printable(path, buf, sizeof buf), plan->version);
+    printf("model: %s (sha256 %.16s...)\n", korch_printable(plan->model_path, buf, sizeof buf), plan->model_sha256);
+    for (int i = 0; i < plan->n_input_shapes; i++)
+        printf("input: %s %s\n", korch_printable(plan->input_shapes[i].name, buf, sizeof buf),
+               korch_shape_format(&plan->input_shapes[i].shape, dims, sizeof dims));
+    printf("strategy: %s, %d threads, lowered by %s (%d primitives)\n", plan->strategy, plan->threads,
+           plan->fission_version, plan->pgraph_nodes);
+    printf("predicted: %.4f ms in %d kernels\n\n", total, plan->n_kernels);
+    for (int i = 0; i < plan->n_kernels; i++) {
+        const korch_plan_kernel *k = &plan->kernels[i];
+        printf("kernel %d: %s, %.4f ms (%.1f%%), %d primitive%s, %d input%s, %d output%s\n", i,
+               korch_backend_name(k->backend), k->latency_ms, total > 0 ? 100.0 * k->latency_ms / total : 0.0,
+               k->n_nodes, k->n_nodes == 1 ? "" : "s", k->n_inputs, k->n_inputs == 1 ? "" : "s", k->n_outputs,
+               k->n_outputs == 1 ? "" : "s");
+        printf("  primitives: %s\n",
+               korch_printable(k->primitives && *k->primitives ? k->primitives : "-", buf, sizeof buf));
+        printf("  onnx: ");
+        print_onnx(k->onnx_nodes);
+        printf("\n  implementation: %s\n", korch_printable(*k->impl ? k->impl : "-", buf, sizeof buf));
+    }
+    printf("\nper backend:\n");
+    for (int b = 0; b < KORCH_BACKEND_COUNT; b++) {
+        int count = 0, prims = 0;
+        double ms = 0;
+        for (int i = 0; i < plan->n_kernels; i++)
+            if ((int)plan->kernels[i].backend == b) {
+                count++;
+                prims += plan->kernels[i].n_nodes;
+                ms += plan->kernels[i].latency_ms;
+            }
+        if (count)
+            printf("  %-5s %5d kernels %6d primitives %10.4f ms %5.1f%%\n", korch_backend_name((korch_backend_kind)b),
+                   count, prims, ms, total > 0 ? 100.0 * ms / total : 0.0);
+    }
+    if (top > 0 && plan->n_kernels > 0) {
+        const korch_plan_kernel **sorted = malloc((size_t)plan->n_kernels * sizeof *sorted);
+        if (!sorted) {
+            korch_plan_free(plan);
+            return korch_cli_fail();
+        }
+        for (int i = 0; i < plan->n_kernels; i++) sorted[i] = &plan->kernels[i];
+        qsort(sorted, (size_t)plan->n_kernels, sizeof *sorted, by_latency);
+        printf("\nslowest kernels:\n");
+        for (int i = 0; i < plan->n_kernels && i < top; i++)
+            printf("  kernel %-5d %10.4f ms %5.1f%%  %s\n", (int)(sorted[i] - plan->kernels), sorted[i]->latency_ms,
+                   total > 0 ? 100.0 * sorted[i]->latency_ms / total : 0.0,
+                   korch_printable(sorted[i]->primitives ? sorted[i]->primitives : "-", buf, 80));
+        free(sorted);
+    }
+    korch_plan_free(plan);
+    return 0;
+}

@@ -1,0 +1,287 @@
+/* The orchestrator: candidates, profiles, and a plan per strategy. All three
+ * strategies choose from the same profiled candidates, so `korch bench`
+ * compares them on equal terms and the greedy plan is always a valid start
+ * for the binary program. */
+#include "orchestrate/orchestrate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "orchestrate/progress.h"
+
+struct korch_orchestrator {
+    const korch_pgraph *pg;
+    korch_kernel_oracle oracle;
+    korch_orchestrate_options options;
+    korch_strategy most; /* the most demanding strategy prepared for */
+    int *group_of;
+    korch_candidate_set *set;
+    korch_blp_stats blp;
+};
+
+const char *korch_strategy_name(korch_strategy s) {
+    static const char *const names[] = {"none", "greedy", "optimal"};
+    _Static_assert(sizeof names / sizeof names[0] == KORCH_STRATEGY_COUNT, "strategy names out of step");
+    return (unsigned)s < KORCH_STRATEGY_COUNT ? names[s] : "?";
+}
+
+bool korch_strategy_parse(const char *text, korch_strategy *out) {
+    for (int s = 0; s < KORCH_STRATEGY_COUNT; s++)
+        if (strcmp(text, korch_strategy_name((korch_strategy)s)) == 0) {
+            *out = (korch_strategy)s;
+            return true;
+        }
+    return false;
+}
+
+korch_orchestrate_options korch_orchestrate_options_default(int threads) {
+    korch_orchestrate_options o = {
+        .candidates = korch_candidate_options_default(),
+        .machine = korch_machine_model_default(threads),
+        .prune_by_bound = true,
+        .profile_budget_s = 0,
+        .profile_chunk = 48,
+        .solve_time_limit_s = 60,
+        .max_cut_rounds = 50,
+        .pairwise_cuts = true,
+        .progress = false,
+        .log = NULL,
+    };
+    return o;
+}
+
+korch_status korch_orchestrator_create(const korch_pgraph *pg, const korch_kernel_oracle *oracle,
+                                       const korch_orchestrate_options *options, korch_strategy most,
+                                       korch_orchestrator **out) {
+    *out = NULL;
+    korch_orchestrator *o = calloc(1, sizeof *o);
+    if (!o) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
+    o->pg = pg;
+    o->oracle = *oracle;
+    o->options = *options;
+    o->most = most;
+    o->group_of = malloc(((size_t)pg->n_nodes + 1) * sizeof *o->group_of);
+    korch_pgraph_uses uses = {0};
+    korch_status st = o->group_of ? korch_pgraph_uses_build(pg, &uses)
+                                  : korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
+    if (st == KORCH_OK && most >= KORCH_STRATEGY_GREEDY)
+        st = korch_greedy_groups(pg, &uses, oracle->supports, oracle->user, options->candidates.max_partition_nodes,
+                                 options->candidates.force_backend, o->group_of);
+    korch_pgraph_uses_free(&uses);
+    if (st == KORCH_OK) {
+        korch_candidate_options co = options->candidates;
+        co.group_of = most >= KORCH_STRATEGY_GREEDY ? o->group_of : NULL;
+        co.supports = oracle->supports;
+        co.supports_user = oracle->user;
+        co.enumerate = most >= KORCH_STRATEGY_OPTIMAL;
+        double t0 = korch_now_ms();
+        st = korch_candidates_build(pg, &co, &o->set);
+        if (st == KORCH_OK && options->log)
+            fprintf(options->log, "candidates: built in %.2f s\n", (korch_now_ms() - t0) / 1e3);
+    }
+    if (st != KORCH_OK) {
+        korch_orchestrator_free(o);
+        return st;
+    }
+    *out = o;
+    return KORCH_OK;
+}
+
+void korch_orchestrator_free(korch_orchestrator *o) {
+    if (!o) return;
+    korch_candidates_free(o->set);
+    free(o->group_of);
+    free(o);
+}
+
+korch_candidate_set *korch_orchestrator_candidates(korch_orchestrator *o) { return o->set; }
+const korch_blp_stats *korch_orchestrator_blp_stats(const korch_orchestrator *o) { return &o->blp; }
+
+korch_status korch_orchestrator_profile(korch_orchestrator *o) {
+    KORCH_TRY(korch_profile_candidates(o->set, &o->oracle, &o->options));
+    if (o->options.log) korch_candidates_report(o->set, o->options.log);
+    return KORCH_OK;
+}
+
+static bool usable(const korch_candidate *c) { return c->profiled && !c->rejected; }
+
+/* Candidates of partition p for the none or greedy strategy. */
+static korch_status rule_choice(korch_orchestrator *o, int p, korch_strategy strategy, int *chosen, int *n_chosen) {
+    const korch_candidate_set *set = o->set;
+    const korch_partition *part = &set->partitions[p];
+    *n_chosen = 0;
+    korch_nodemask done = 0;
+    for (int i = 0; i < part->n_nodes; i++) {
+        if ((done >> i) & 1u) continue;
+        korch_nodemask group = (korch_nodemask)1 << i;
+        if (strategy == KORCH_STRATEGY_GREEDY) {
+            int g = o->group_of[part->nodes[i]];
+            for (int j = i + 1; j < part->n_nodes; j++)
+                if (o->group_of[part->nodes[j]] == g) group |= (korch_nodemask)1 << j;
+        }
+        int ci = korch_candidate_find(set, p, group);
+        if (ci < 0 || !usable(&set->candidates[ci])) {
+            /* the group did not survive profiling: its primitives one by one */
+            for (korch_nodemask m = group; m; m &= m - 1) {
+                int s = korch_candidate_find(set, p, m & (~m + 1));
+                if (s < 0 || !usable(&set->candidates[s]))
+                    return korch_error(KORCH_ERR_INTERNAL, "orchestrate: primitive %d has no usable kernel",
+                                       part->nodes[__builtin_ctzll(m)]);
+                chosen[(*n_chosen)++] = s;
+            }
+        } else {
+            chosen[(*n_chosen)++] = ci;
+        }
+        done |= group;
+    }
+    return KORCH_OK;
+}
+
+/* Puts a partition's chosen candidates into a schedulable order. */
+static korch_status order_choice(korch_orchestrator *o, int p, int *chosen, int n, bool *available) {
+    const korch_candidate_set *set = o->set;
+    const korch_partition *part = &set->partitions[p];
+    korch_sched_kernel *k = malloc(((size_t)n + 1) * sizeof *k);
+    int *idx = malloc(((size_t)n + 1) * sizeof *idx), *order = malloc(((size_t)n + 1) * sizeof *order);
+    if (!k || !idx || !order) {
+        free(k);
+        free(idx);
+        free(order);
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        const korch_candidate *c = &set->candidates[chosen[i]];
+        k[i] = (korch_sched_kernel){c->n_inputs, c->inputs, c->n_outputs, c->outputs};
+        idx[i] = i;
+    }
+    for (int i = 0; i < part->n_nodes; i++) {
+        const korch_pnode *node = &set->pg->nodes[part->nodes[i]];
+        for (int j = 0; j < node->n_outputs; j++)
+            if (node->outputs[j] >= 0) available[node->outputs[j]] = false;
+    }
+    int ran = korch_schedule_simulate(k, idx, n, available, order);
+    for (int i = 0; i < part->n_nodes; i++) {
+        const korch_pnode *node = &set->pg->nodes[part->nodes[i]];
+        for (int j = 0; j < node->n_outputs; j++)
+            if (node->outputs[j] >= 0) available[node->outputs[j]] = true;
+    }
+    korch_status st = KORCH_OK;
+    if (ran != n) {
+        st = korch_error(KORCH_ERR_INTERNAL, "orchestrate: partition %d: %d of %d kernels cannot be scheduled", p,
+                         n - ran, n);
+    } else {
+        for (int i = 0; i < n; i++) idx[i] = chosen[order[i]];
+        memcpy(chosen, idx, (size_t)n * sizeof *chosen);
+    }
+    free(k);
+    free(idx);
+    free(order);
+    return st;
+}
+
+static void add_stats(korch_blp_stats *sum, const korch_blp_stats *s) {
+    sum->variables += s->variables;
+    sum->rows += s->rows;
+    sum->rounds += s->rounds;
+    sum->cuts += s->cuts;
+    sum->pair_cuts += s->pair_cuts;
+    sum->objective += s->objective;
+    sum->bound += s->bound;
+    sum->seconds += s->seconds;
+    sum->optimal &= s->optimal;
+    sum->time_limit |= s->time_limit;
+    sum->fell_back |= s->fell_back;
+}
+
+korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy strategy, korch_plan **out) {
+    *out = NULL;
+    if ((unsigned)strategy >= KORCH_STRATEGY_COUNT || strategy > o->most)
+        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "orchestrate: strategy %s was not prepared for (created for %s)",
+                           korch_strategy_name(strategy), korch_strategy_name(o->most));
+    korch_candidate_set *set = o->set;
+    const korch_pgraph *pg = o->pg;
+    korch_plan *plan = korch_plan_new();
+    bool *available = calloc((size_t)pg->n_values + 1, sizeof *available);
+    int *chosen = malloc(((size_t)set->n_candidates + KORCH_PARTITION_MAX_NODES + 1) * sizeof *chosen);
+    int *start = malloc((KORCH_PARTITION_MAX_NODES + 1) * sizeof *start);
+    korch_status st = plan && available && chosen && start
+                          ? KORCH_OK
+                          : korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
+    for (int v = 0; available && v < pg->n_values; v++) available[v] = true;
+    if (strategy == KORCH_STRATEGY_OPTIMAL) {
+        memset(&o->blp, 0, sizeof o->blp);
+        o->blp.optimal = true;
+    }
+    double t0 = korch_now_ms();
+    for (int p = 0; p < set->n_partitions && st == KORCH_OK; p++) {
+        int n_chosen = 0;
+        if (strategy != KORCH_STRATEGY_OPTIMAL) {
+            st = rule_choice(o, p, strategy, chosen, &n_chosen);
+            if (st == KORCH_OK) st = order_choice(o, p, chosen, n_chosen, available);
+        } else {
+            /* greedy is the MIP start and the fallback; without it (a
+             * primitive lost every kernel) the program still solves */
+            int n_start = 0;
+            if (rule_choice(o, p, KORCH_STRATEGY_GREEDY, start, &n_start) != KORCH_OK) n_start = 0;
+            double left = o->options.solve_time_limit_s - (korch_now_ms() - t0) / 1e3;
+            double share = left / (double)(set->n_partitions - p);
+            if (share < 0.2) share = 0.2;
+            korch_blp_stats stats;
+            if (st == KORCH_OK)
+                st = korch_solve_partition(set, p, start, n_start, share, &o->options, available, chosen, &n_chosen,
+                                           &stats);
+            if (st == KORCH_OK) {
+                add_stats(&o->blp, &stats);
+                if (o->options.log)
+                    fprintf(o->options.log,
+                            "  partition %3d: %5d vars %5d rows, objective %.4f ms, bound %.4f ms, gap %.2f%%, "
+                            "%.3f s, %d round%s, %d cuts, %d pair cuts%s%s\n",
+                            p, stats.variables, stats.rows, stats.objective, stats.bound, 100.0 * stats.gap,
+                            stats.seconds, stats.rounds, stats.rounds == 1 ? "" : "s", stats.cuts, stats.pair_cuts,
+                            stats.time_limit ? ", time limit" : "", stats.fell_back ? ", kept greedy" : "");
+            }
+        }
+        for (int i = 0; i < n_chosen && st == KORCH_OK; i++) {
+            const korch_candidate *c = &set->candidates[chosen[i]];
+            korch_plan_kernel *k = korch_plan_add_kernel(plan, pg, &set->uses, c->n_nodes, c->nodes);
+            if (!k) {
+                st = KORCH_ERR_OUT_OF_MEMORY;
+                break;
+            }
+            k->backend = c->backend;
+            k->latency_ms = c->latency_ms;
+            snprintf(k->schedule, sizeof k->schedule, "%s", c->schedule);
+            snprintf(k->impl, sizeof k->impl, "%s", c->impl);
+            plan->predicted_ms += c->latency_ms;
+        }
+    }
+    if (st == KORCH_OK && strategy == KORCH_STRATEGY_OPTIMAL) {
+        korch_blp_stats *b = &o->blp;
+        b->gap = b->objective > 0 ? (b->objective - b->bound) / b->objective : 0;
+        if (o->options.log)
+            fprintf(o->options.log,
+                    "binary program: %d variables, %d rows, objective %.4f ms, bound %.4f ms, gap %.3f%%, %.2f s, "
+                    "%d rounds, %d deadlock cuts, %d pair cuts%s\n",
+                    b->variables, b->rows, b->objective, b->bound, 100.0 * b->gap, b->seconds, b->rounds, b->cuts,
+                    b->pair_cuts,
+                    b->optimal      ? ", optimal"
+                    : b->time_limit ? ", time limit hit"
+                                    : "");
+    }
+    if (st == KORCH_OK) {
+        snprintf(plan->strategy, sizeof plan->strategy, "%s", korch_strategy_name(strategy));
+        plan->pgraph_hash = korch_pgraph_hash(pg);
+        plan->pgraph_nodes = pg->n_nodes;
+        st = korch_plan_describe_kernels(plan, pg);
+    }
+    if (st == KORCH_OK) st = korch_plan_validate(plan, pg);
+    free(available);
+    free(chosen);
+    free(start);
+    if (st != KORCH_OK) {
+        korch_plan_free(plan);
+        return st;
+    }
+    *out = plan;
+    return KORCH_OK;
+}

@@ -1,0 +1,165 @@
+/* Orchestration: which candidate kernels to run.
+ *
+ *     korch_orchestrator_create   greedy groups, partitions, candidates
+ *     korch_orchestrator_profile  latencies (batched, pruned by a bound)
+ *     korch_orchestrator_solve    a strategy's kernel choice, as a plan
+ *
+ * Strategies:
+ *   none     one kernel per primitive
+ *   greedy   rule-based fusion in the style of TVM's FuseOps (greedy.c)
+ *   optimal  the binary linear program (solve.c), seeded with greedy
+ *
+ * The binary program, per partition: one variable per candidate, minimise
+ * the summed latency, produce every value the partition must hand on, and
+ * produce every non-constant input of a chosen kernel (inside the partition).
+ * A solution can still deadlock with multi-output kernels; the solver then
+ * adds a cut and solves again (schedule.c, docs/orchestration.md). */
+#ifndef KORCH_ORCHESTRATE_ORCHESTRATE_H
+#define KORCH_ORCHESTRATE_ORCHESTRATE_H
+
+#include <stdio.h>
+
+#include "candidates/candidates.h"
+#include "runtime/plan.h"
+
+typedef enum korch_strategy {
+    KORCH_STRATEGY_NONE,
+    KORCH_STRATEGY_GREEDY,
+    KORCH_STRATEGY_OPTIMAL,
+    KORCH_STRATEGY_COUNT
+} korch_strategy;
+
+const char *korch_strategy_name(korch_strategy s);
+bool korch_strategy_parse(const char *text, korch_strategy *out);
+
+/* Where candidates get their support answers and latencies: the backends in
+ * production (korch_kernel_oracle_backends), a model in tests. */
+typedef struct korch_kernel_oracle {
+    korch_supports_fn supports;
+    /* Like korch_backend_profile, with a tuning budget for this call. */
+    korch_status (*profile)(void *user, korch_backend_kind kind, const korch_kernel_spec *specs, int n, double budget_s,
+                            korch_profile_result *results);
+    void *user;
+} korch_kernel_oracle;
+
+/* The real backends; `options` must outlive the oracle. */
+korch_kernel_oracle korch_kernel_oracle_backends(const korch_profile_options *options);
+/* No measurements: latency = roofline with `machine` (typical constants,
+ * not the optimistic bound) + 2 us per kernel; REF kernels 20x slower.
+ * `machine` must outlive the oracle. */
+korch_kernel_oracle korch_kernel_oracle_estimate(const korch_machine_model *machine);
+korch_machine_model korch_machine_model_typical(int threads);
+
+typedef struct korch_orchestrate_options {
+    korch_candidate_options candidates;
+    korch_machine_model machine;
+    bool prune_by_bound; /* drop candidates that cannot beat their own split */
+    double profile_budget_s; /* tuning budget over all profiling (<= 0: backend default) */
+    int profile_chunk; /* specs per profiling call (one compiler run each) */
+    double solve_time_limit_s; /* wall clock for all binary programs together */
+    int max_cut_rounds; /* per partition */
+    bool pairwise_cuts; /* pre-add the 2-cycle exclusions */
+    bool progress; /* progress bar on stderr (only on a terminal) */
+    FILE *log; /* statistics; NULL: quiet */
+} korch_orchestrate_options;
+
+korch_orchestrate_options korch_orchestrate_options_default(int threads);
+
+typedef struct korch_blp_stats {
+    int variables, rows;
+    int rounds, cuts, pair_cuts;
+    double objective, bound, gap; /* gap = (objective - bound) / objective */
+    double seconds;
+    bool optimal; /* proven optimal (every round) */
+    bool time_limit; /* a time limit stopped a round */
+    bool fell_back; /* no usable solution: the greedy choice was kept */
+} korch_blp_stats;
+
+typedef struct korch_orchestrator korch_orchestrator;
+
+/* Prepares the candidates `most` needs, and with them those of the simpler
+ * strategies: none (single primitives), greedy (+ the greedy groups), optimal
+ * (+ every enumerated candidate). */
+korch_status korch_orchestrator_create(const korch_pgraph *pg, const korch_kernel_oracle *oracle,
+                                       const korch_orchestrate_options *options, korch_strategy most,
+                                       korch_orchestrator **out);
+void korch_orchestrator_free(korch_orchestrator *o);
+
+/* Profiles every candidate not yet timed (bound pruning on request). */
+korch_status korch_orchestrator_profile(korch_orchestrator *o);
+
+/* The chosen kernels of a strategy, in topological order. The plan gets its
+ * kernels, strategy and predicted latency; the caller fills the model fields. */
+korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy strategy, korch_plan **out);
+
+/* Statistics of the last optimal solve, summed over partitions. */
+const korch_blp_stats *korch_orchestrator_blp_stats(const korch_orchestrator *o);
+korch_candidate_set *korch_orchestrator_candidates(korch_orchestrator *o);
+
+/* ---- internals shared by the orchestrate files ------------------------- */
+
+/* Greedy fusion groups: group_of[node] for every live node (singletons get a
+ * group of their own). Groups are convex, single-output, at most max_nodes
+ * nodes, and accepted by their backend. */
+korch_status korch_greedy_groups(const korch_pgraph *pg, const korch_pgraph_uses *uses, korch_supports_fn supports,
+                                 void *supports_user, int max_nodes, int force_backend, int *group_of);
+
+/* Profiling rounds by candidate size (profile.c). */
+korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kernel_oracle *oracle,
+                                      const korch_orchestrate_options *options);
+
+/* The optimal choice for partition p (solve.c). start: candidate indices of
+ * a schedulable choice (greedy), the MIP start and the fallback. available:
+ * scratch of pg->n_values bools, all true on entry and on return. chosen
+ * receives candidate indices in a schedulable order. */
+korch_status korch_solve_partition(korch_candidate_set *set, int p, const int *start, int n_start, double time_limit_s,
+                                   const korch_orchestrate_options *options, bool *available, int *chosen,
+                                   int *n_chosen, korch_blp_stats *stats);
+
+/* ---- the binary program (blp.c) ----------------------------------------- */
+
+typedef struct korch_blp {
+    int n_vars;
+    double *cost;
+    int n_rows, cap_rows;
+    int *row_start; /* n_rows + 1 entries */
+    int n_nz, cap_nz;
+    int *cols;
+    double *coefs;
+    char *sense; /* 'G', 'L', 'E' */
+    double *rhs;
+} korch_blp;
+
+void korch_blp_init(korch_blp *b, int n_vars, const double *cost);
+void korch_blp_free(korch_blp *b);
+bool korch_blp_add_row(korch_blp *b, int nz, const int *cols, const double *coefs, char sense, double rhs);
+
+typedef struct korch_blp_result {
+    bool feasible; /* x holds an integer solution */
+    bool optimal;
+    bool time_limit;
+    double objective, bound, seconds;
+} korch_blp_result;
+
+/* Solves with CBC (single thread, wall-clock limit). start: variables set to
+ * 1 in a known feasible solution (MIP start). x receives 0/1 per variable. */
+korch_status korch_blp_solve(const korch_blp *b, const int *start, int n_start, double time_limit_s, bool *x,
+                             korch_blp_result *result);
+
+/* ---- schedules and cuts (schedule.c) ------------------------------------ */
+
+/* Kernels as input/output value lists, for simulation. */
+typedef struct korch_sched_kernel {
+    int n_inputs;
+    const int *inputs;
+    int n_outputs;
+    const int *outputs;
+} korch_sched_kernel;
+
+/* Runs any chosen kernel whose inputs are available until none can run.
+ * available[v] marks values available at the start (updated). Writes the
+ * order of the chosen kernels that ran; returns how many ran. */
+int korch_schedule_simulate(const korch_sched_kernel *kernels, const int *chosen, int n_chosen, bool *available,
+                            int *order);
+
+#endif

@@ -1,0 +1,308 @@
+/* Profiling candidates, smallest first, with pruning by a lower bound.
+ *
+ * Candidates are timed in rounds of increasing size. Before a round, each
+ * candidate C gets split(C): the cheapest known way to run the same nodes as
+ * smaller kernels, found by peeling a source or sink node off C (which keeps
+ * the rest convex) and splitting disconnected rests into components, using
+ * the latencies already measured. If the roofline bound of C is not below
+ * split(C), C cannot beat its own split and is not timed: any plan using C
+ * stays valid and gets no slower when C is replaced by the split's kernels
+ * (docs/orchestration.md). Candidates with equal signatures are timed once.
+ * Calls go to the oracle in chunks, so one progress bar covers everything. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orchestrate/orchestrate.h"
+#include "orchestrate/progress.h"
+
+/* memo of best(partition, mask): the cheapest known way to run a node set */
+typedef struct memo {
+    uint64_t *keys; /* mask; 0 empty */
+    int *parts;
+    double *values;
+    size_t cap, count;
+} memo;
+
+static uint64_t mix(uint64_t h, int p) {
+    h ^= (uint64_t)(unsigned)p * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+static bool memo_get(const memo *m, int p, korch_nodemask mask, double *out) {
+    if (!m->cap) return false;
+    size_t h = mix(mask, p) & (m->cap - 1);
+    while (m->keys[h]) {
+        if (m->keys[h] == mask && m->parts[h] == p) {
+            *out = m->values[h];
+            return true;
+        }
+        h = (h + 1) & (m->cap - 1);
+    }
+    return false;
+}
+
+static bool memo_put(memo *m, int p, korch_nodemask mask, double value) {
+    if ((m->count + 1) * 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 4096;
+        uint64_t *keys = calloc(cap, sizeof *keys);
+        int *parts = calloc(cap, sizeof *parts);
+        double *values = calloc(cap, sizeof *values);
+        if (!keys || !parts || !values) {
+            free(keys);
+            free(parts);
+            free(values);
+            return false;
+        }
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->keys[i]) continue;
+            size_t h = mix(m->keys[i], m->parts[i]) & (cap - 1);
+            while (keys[h]) h = (h + 1) & (cap - 1);
+            keys[h] = m->keys[i];
+            parts[h] = m->parts[i];
+            values[h] = m->values[i];
+        }
+        free(m->keys);
+        free(m->parts);
+        free(m->values);
+        m->keys = keys;
+        m->parts = parts;
+        m->values = values;
+        m->cap = cap;
+    }
+    size_t h = mix(mask, p) & (m->cap - 1);
+    while (m->keys[h] && !(m->keys[h] == mask && m->parts[h] == p)) h = (h + 1) & (m->cap - 1);
+    if (!m->keys[h]) m->count++;
+    m->keys[h] = mask;
+    m->parts[h] = p;
+    m->values[h] = value;
+    return true;
+}
+
+static double best_of(const korch_candidate_set *set, memo *m, int p, korch_nodemask mask);
+
+/* The cheapest known split of a convex set into smaller kernels (not the set
+ * itself): peel one source or sink, or split a disconnected set into its
+ * components. INFINITY when nothing is known. */
+static double split_of(const korch_candidate_set *set, memo *m, int p, korch_nodemask mask) {
+    const korch_partition *part = &set->partitions[p];
+    if (__builtin_popcountll(mask) < 2) return INFINITY;
+    if (!korch_mask_is_connected(part, mask)) {
+        double sum = 0;
+        korch_nodemask rest = mask;
+        while (rest) {
+            /* the component of the lowest node */
+            korch_nodemask comp = rest & (~rest + 1), frontier = comp;
+            while (frontier) {
+                korch_nodemask next = 0;
+                for (korch_nodemask f = frontier; f; f &= f - 1) {
+                    int i = __builtin_ctzll(f);
+                    next |= (part->pred[i] | part->succ[i]) & rest;
+                }
+                frontier = next & ~comp;
+                comp |= next;
+            }
+            sum += best_of(set, m, p, comp);
+            rest &= ~comp;
+        }
+        return sum;
+    }
+    double best = INFINITY;
+    for (korch_nodemask f = mask; f; f &= f - 1) {
+        int i = __builtin_ctzll(f);
+        korch_nodemask bit = (korch_nodemask)1 << i;
+        bool source = (part->pred[i] & mask) == 0, sink = (part->succ[i] & mask) == 0;
+        if (!source && !sink) continue;
+        double cost = best_of(set, m, p, bit) + best_of(set, m, p, mask & ~bit);
+        if (cost < best) best = cost;
+    }
+    return best;
+}
+
+static double best_of(const korch_candidate_set *set, memo *m, int p, korch_nodemask mask) {
+    double cached;
+    if (memo_get(m, p, mask, &cached)) return cached;
+    double best = INFINITY;
+    int ci = korch_candidate_find(set, p, mask);
+    if (ci >= 0) {
+        const korch_candidate *c = &set->candidates[ci];
+        if (c->profiled && !c->rejected) best = c->latency_ms;
+    }
+    double split = split_of(set, m, p, mask);
+    if (split < best) best = split;
+    memo_put(m, p, mask, best);
+    return best;
+}
+
+/* signature -> representative candidate (within one round and backend) */
+typedef struct sig_map {
+    uint64_t *keys;
+    int *reps;
+    size_t cap;
+} sig_map;
+
+static int sig_find_or_add(sig_map *s, uint64_t key, int ci) {
+    size_t h = (key ^ (key >> 31)) & (s->cap - 1);
+    while (s->reps[h] >= 0) {
+        if (s->keys[h] == key) return s->reps[h];
+        h = (h + 1) & (s->cap - 1);
+    }
+    s->keys[h] = key;
+    s->reps[h] = ci;
+    return ci;
+}
+
+static void apply_result(korch_candidate *c, const korch_profile_result *r) {
+    c->profiled = true;
+    c->latency_ms = r->latency_ms;
+    snprintf(c->schedule, sizeof c->schedule, "%s", r->schedule);
+    snprintf(c->impl, sizeof c->impl, "%s", r->impl);
+}
+
+korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kernel_oracle *oracle,
+                                      const korch_orchestrate_options *options) {
+    korch_status st = KORCH_OK;
+    int n = set->n_candidates, max_size = 0;
+    long remaining = 0;
+    for (int i = 0; i < n; i++) {
+        const korch_candidate *c = &set->candidates[i];
+        if (c->n_nodes > max_size) max_size = c->n_nodes;
+        remaining += !c->profiled && !c->rejected;
+    }
+    int chunk = options->profile_chunk > 0 ? options->profile_chunk : 48;
+    memo m = {0};
+    int *batch = malloc(((size_t)n + 1) * sizeof *batch);
+    int *rep_of = malloc(((size_t)n + 1) * sizeof *rep_of);
+    int *reps = malloc(((size_t)n + 1) * sizeof *reps);
+    korch_kernel_spec *specs = malloc((size_t)chunk * sizeof *specs);
+    korch_profile_result *results = malloc((size_t)chunk * sizeof *results);
+    sig_map sigs = {0};
+    sigs.cap = 16;
+    while (sigs.cap < 2 * (size_t)n + 2) sigs.cap *= 2;
+    sigs.keys = malloc(sigs.cap * sizeof *sigs.keys);
+    sigs.reps = malloc(sigs.cap * sizeof *sigs.reps);
+    if (!batch || !rep_of || !reps || !specs || !results || !sigs.keys || !sigs.reps) {
+        st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "profile: out of memory");
+        goto done;
+    }
+    korch_progress bar;
+    long done_count = 0, timed = 0, from_db = 0;
+    double start_ms = korch_now_ms();
+    korch_progress_begin(&bar, "profiling", remaining, options->progress);
+    for (int size = 1; size <= max_size && st == KORCH_OK; size++) {
+        for (int kind = 0; kind < KORCH_BACKEND_COUNT && st == KORCH_OK; kind++) {
+            int n_batch = 0;
+            for (int i = 0; i < n; i++) {
+                korch_candidate *c = &set->candidates[i];
+                if (c->n_nodes != size || c->profiled || c->rejected || (int)c->backend != kind) continue;
+                c->lower_bound_ms = korch_candidate_lower_bound_ms(set, c, &options->machine);
+                if (options->prune_by_bound && size > 1 && !c->forced) {
+                    double split = split_of(set, &m, c->partition, c->mask);
+                    if (c->lower_bound_ms >= split) {
+                        c->rejected = true;
+                        c->reject_reason = KORCH_REJECT_BOUND;
+                        set->stats[c->partition].rejected[KORCH_REJECT_BOUND]++;
+                        remaining--;
+                        continue;
+                    }
+                }
+                batch[n_batch++] = i;
+            }
+            /* one representative per signature */
+            for (size_t h = 0; h < sigs.cap; h++) sigs.reps[h] = -1;
+            int n_reps = 0;
+            for (int b = 0; b < n_batch; b++) {
+                int ci = batch[b];
+                int rep = sig_find_or_add(&sigs, set->candidates[ci].signature, ci);
+                rep_of[ci] = rep;
+                if (rep == ci) reps[n_reps++] = ci;
+            }
+            for (int first = 0; first < n_reps && st == KORCH_OK; first += chunk) {
+                int count = n_reps - first < chunk ? n_reps - first : chunk;
+                for (int j = 0; j < count; j++) specs[j] = korch_candidate_spec(set, &set->candidates[reps[first + j]]);
+                double budget = 0;
+                if (options->profile_budget_s > 0) {
+                    double left = options->profile_budget_s - (korch_now_ms() - start_ms) / 1e3;
+                    budget = left > 0 ? left * (double)count / (double)(remaining > count ? remaining : count) : 1e-3;
+                }
+                korch_progress_clear(&bar); /* backends may print a line of their own */
+                st = oracle->profile(oracle->user, (korch_backend_kind)kind, specs, count, budget, results);
+                for (int j = 0; j < count && st == KORCH_OK; j++) {
+                    korch_candidate *c = &set->candidates[reps[first + j]];
+                    if (results[j].status == KORCH_OK) {
+                        apply_result(c, &results[j]);
+                        from_db += results[j].from_database;
+                        continue;
+                    }
+                    if (c->n_nodes == 1 && c->backend != KORCH_BACKEND_REF) {
+                        /* a primitive must run somewhere: fall back to REF */
+                        korch_profile_result ref;
+                        korch_kernel_spec spec = korch_candidate_spec(set, c);
+                        c->backend = KORCH_BACKEND_REF;
+                        st = oracle->profile(oracle->user, KORCH_BACKEND_REF, &spec, 1, budget, &ref);
+                        if (st == KORCH_OK && ref.status == KORCH_OK) {
+                            apply_result(c, &ref);
+                            continue;
+                        }
+                        if (st == KORCH_OK)
+                            st = korch_error(KORCH_ERR_RUNTIME, "profiling: primitive %d runs on no backend: %s",
+                                             c->nodes[0], ref.reason);
+                        break;
+                    }
+                    if (c->n_nodes == 1)
+                        st = korch_error(KORCH_ERR_RUNTIME, "profiling: primitive %d runs on no backend: %s",
+                                         c->nodes[0], results[j].reason);
+                    c->rejected = true;
+                    c->reject_reason = KORCH_REJECT_PROFILE;
+                    set->stats[c->partition].rejected[KORCH_REJECT_PROFILE]++;
+                }
+                timed += count;
+                done_count += count;
+                korch_progress_update(&bar, done_count, remaining);
+            }
+            /* duplicates take their representative's result */
+            for (int b = 0; b < n_batch && st == KORCH_OK; b++) {
+                int ci = batch[b];
+                korch_candidate *c = &set->candidates[ci], *r = &set->candidates[rep_of[ci]];
+                if (ci == rep_of[ci]) continue;
+                if (r->profiled && !r->rejected && r->backend == c->backend) {
+                    c->profiled = true;
+                    c->latency_ms = r->latency_ms;
+                    memcpy(c->schedule, r->schedule, sizeof c->schedule);
+                    memcpy(c->impl, r->impl, sizeof c->impl);
+                } else {
+                    c->rejected = true;
+                    c->reject_reason = KORCH_REJECT_PROFILE;
+                    set->stats[c->partition].rejected[KORCH_REJECT_PROFILE]++;
+                }
+                done_count++;
+            }
+            korch_progress_update(&bar, done_count, remaining);
+        }
+    }
+    korch_progress_end(&bar);
+    for (int p = 0; p < set->n_partitions; p++) set->stats[p].kept = 0;
+    for (int i = 0; i < n; i++) {
+        const korch_candidate *c = &set->candidates[i];
+        if (c->profiled && !c->rejected) set->stats[c->partition].kept++;
+    }
+    if (options->log && st == KORCH_OK)
+        fprintf(options->log,
+                "profiling: %ld distinct kernels (%ld from the profile database) for %ld candidates in %.1f s\n", timed,
+                from_db, done_count, (korch_now_ms() - start_ms) / 1e3);
+done:
+    free(m.keys);
+    free(m.parts);
+    free(m.values);
+    free(batch);
+    free(rep_of);
+    free(reps);
+    free(specs);
+    free(results);
+    free(sigs.keys);
+    free(sigs.reps);
+    return st;
+}

@@ -1,0 +1,43 @@
+/* Running a plan: the plan's kernels built by their backends, intermediate
+ * values placed in one arena, kernels run in plan order.
+ *
+ * Memory placement goes through korch_memory_place (executor_memory.c): the
+ * executor hands it every intermediate value with its size and lifetime
+ * (the kernel that writes it first, the kernel that reads it last) and gets
+ * offsets back. Today's placement gives every value its own slot; a planner
+ * that reuses memory across lifetimes replaces that one function. */
+#ifndef KORCH_RUNTIME_EXECUTOR_H
+#define KORCH_RUNTIME_EXECUTOR_H
+
+#include <stddef.h>
+
+#include "runtime/plan.h"
+
+typedef struct korch_buffer_request {
+    int value;
+    size_t bytes;
+    int first; /* index of the first kernel that writes it */
+    int last; /* index of the last kernel that reads or writes it (>= first) */
+} korch_buffer_request;
+
+/* Places buffers in one arena: offsets[i] for requests[i], aligned to
+ * `alignment`. Two requests may share bytes only if their [first, last]
+ * intervals do not overlap. */
+korch_status korch_memory_place(const korch_buffer_request *requests, int n, size_t alignment, size_t *offsets,
+                                size_t *arena_bytes);
+
+typedef struct korch_executor korch_executor;
+
+/* Validates the plan against pg and builds its kernels. pg must outlive the
+ * executor. options may be NULL (defaults). */
+korch_status korch_executor_create(const korch_plan *plan, const korch_pgraph *pg, const korch_profile_options *options,
+                                   korch_executor **out);
+void korch_executor_destroy(korch_executor *ex);
+
+/* inputs[i] binds pg->inputs[i] (dtype and shape must match); outputs[i] is
+ * preallocated storage for pg->outputs[i]. */
+korch_status korch_executor_run(korch_executor *ex, const korch_tensor *inputs, korch_tensor *outputs);
+
+size_t korch_executor_arena_bytes(const korch_executor *ex);
+
+#endif

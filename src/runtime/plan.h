@@ -1,0 +1,120 @@
+/* An execution plan: the chosen kernels in topological order, each with its
+ * primitives, backend and schedule, plus what is needed to rebuild the
+ * primitive graph the node indices refer to (the model's path and hash, the
+ * input shapes, the fission version and a structural hash of the pgraph).
+ * The file format is documented in docs/plan-format.md. */
+#ifndef KORCH_RUNTIME_PLAN_H
+#define KORCH_RUNTIME_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "candidates/candidates.h"
+#include "fission/pgraph.h"
+#include "frontend/frontend.h"
+
+#define KORCH_PLAN_MAGIC "korch-plan"
+#define KORCH_PLAN_VERSION 1
+
+typedef struct korch_plan_kernel {
+    int n_nodes;
+    int *nodes; /* pnode indices, topological */
+    int n_inputs;
+    int *inputs; /* external values read (constants included) */
+    int n_outputs;
+    int *outputs; /* values read by later kernels or graph outputs */
+    korch_backend_kind backend;
+    char schedule[256];
+    char impl[160];
+    double latency_ms; /* profiled */
+    char *primitives; /* informative: "ew.ADD ew.RELU" */
+    char *onnx_nodes; /* informative: names of the ONNX nodes covered, '\n'-separated */
+} korch_plan_kernel;
+
+typedef struct korch_plan_shape {
+    char *name;
+    korch_shape shape;
+} korch_plan_shape;
+
+typedef struct korch_plan {
+    int version;
+    char *model_path; /* as given to optimize */
+    char model_sha256[65]; /* hex */
+    int n_input_shapes;
+    korch_plan_shape *input_shapes; /* every graph input's static shape */
+    char fission_version[64];
+    uint64_t pgraph_hash; /* korch_pgraph_hash of the graph the indices refer to */
+    int pgraph_nodes;
+    char strategy[16];
+    int threads;
+    double predicted_ms; /* sum of kernel latencies */
+    int n_kernels;
+    korch_plan_kernel *kernels;
+} korch_plan;
+
+korch_plan *korch_plan_new(void);
+void korch_plan_free(korch_plan *plan);
+
+/* Appends a kernel for a set of nodes; inputs and outputs are derived from
+ * the graph. Returns the kernel or NULL (error set). */
+korch_plan_kernel *korch_plan_add_kernel(korch_plan *plan, const korch_pgraph *pg, const korch_pgraph_uses *uses,
+                                         int n_nodes, const int *nodes);
+
+/* Checks a plan against the graph: node indices live and covered by the
+ * kernels' inputs/outputs rule, kernels in an order where every input is
+ * available (acyclic), every graph output produced. Names the kernel at
+ * fault. */
+korch_status korch_plan_validate(const korch_plan *plan, const korch_pgraph *pg);
+
+korch_kernel_spec korch_plan_kernel_spec(const korch_pgraph *pg, const korch_plan_kernel *k);
+
+/* Fills the informative fields (primitive names, ONNX node names). */
+korch_status korch_plan_describe_kernels(korch_plan *plan, const korch_pgraph *pg);
+
+/* ---- files (plan_io.c) --------------------------------------------------- */
+
+korch_status korch_plan_save(const korch_plan *plan, const char *path);
+korch_status korch_plan_load(const char *path, korch_plan **out);
+/* true when the file starts with the plan magic */
+bool korch_plan_file_is_plan(const char *path);
+/* The model path resolved against the plan file's folder when relative.
+ * Returns a malloc'd string or NULL (error set). */
+char *korch_plan_model_path(const korch_plan *plan, const char *plan_path);
+
+/* ---- the model side (plan_model.c) -------------------------------------- */
+
+/* The fission version written into plans: plans only run with the fission
+ * that made their node indices. */
+extern const char korch_plan_fission_version[];
+
+/* The primitive graph of an inferred op graph: operator fission (until that
+ * stage is merged, every operator stays one opaque primitive). Deterministic:
+ * the same op graph always gives the same pgraph. */
+korch_status korch_plan_lower(const korch_graph *g, korch_pgraph **out);
+
+/* A model loaded for optimising or for running a plan. */
+typedef struct korch_plan_model {
+    uint8_t *bytes;
+    size_t size;
+    char sha256[65];
+    korch_graph *graph; /* inferred */
+    korch_pgraph *pg;
+} korch_plan_model;
+
+/* Loads, validates, infers (with the given input shapes) and lowers. */
+korch_status korch_plan_model_load(const char *path, const korch_input_shape *shapes, int n_shapes,
+                                   korch_plan_model *out);
+/* Loads the model a plan names, with the plan's shapes, and checks the
+ * model's hash, the fission version and the pgraph's hash. */
+korch_status korch_plan_model_open(const korch_plan *plan, const char *plan_path, korch_plan_model *out);
+void korch_plan_model_close(korch_plan_model *m);
+
+/* Records the model (absolute path, hash, every input's shape, fission
+ * version, pgraph hash) in a plan. */
+korch_status korch_plan_set_model(korch_plan *plan, const char *model_path, const korch_plan_model *m);
+
+/* SHA-256 of a byte buffer as 64 hex digits + NUL. */
+void korch_sha256_hex(const void *data, size_t size, char out[65]);
+
+#endif

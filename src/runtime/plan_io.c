@@ -1,0 +1,449 @@
+/* Plan files: a versioned, line-based text format (docs/plan-format.md).
+ * Every line is a keyword followed by key=value fields; values are
+ * percent-encoded so names with spaces, '=' or control characters survive.
+ * The reader trusts nothing: every number is range-checked, every index is
+ * checked again against the rebuilt graph by korch_plan_validate. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/onnx_load.h"
+#include "runtime/plan.h"
+
+#define MAX_PLAN_BYTES ((size_t)256 << 20)
+#define MAX_LIST 1024
+
+static bool needs_escape(unsigned char c) { return c <= ' ' || c >= 0x7f || c == '%' || c == '=' || c == ','; }
+
+static void put_escaped(FILE *f, const char *s) {
+    if (!s || !*s) {
+        fputc('-', f); /* '-' alone is the empty string; a real '-' is written escaped */
+        return;
+    }
+    if (strcmp(s, "-") == 0) {
+        fputs("%2D", f);
+        return;
+    }
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (needs_escape(*p)) fprintf(f, "%%%02X", *p);
+        else fputc(*p, f);
+    }
+}
+
+static void put_list(FILE *f, const int *items, int n) {
+    if (n == 0) fputc('-', f);
+    for (int i = 0; i < n; i++) fprintf(f, i ? ",%d" : "%d", items[i]);
+}
+
+static const char *backend_token(korch_backend_kind k) {
+    switch (k) {
+    case KORCH_BACKEND_CGEN: return "cgen";
+    case KORCH_BACKEND_DNNL: return "dnnl";
+    case KORCH_BACKEND_REF: return "ref";
+    default: return "?";
+    }
+}
+
+korch_status korch_plan_save(const korch_plan *plan, const char *path) {
+    FILE *f = fopen(path, "w");
+    if (!f) return korch_error(KORCH_ERR_IO, "cannot write plan \"%s\": %s", path, strerror(errno));
+    fprintf(f, "%s %d\n", KORCH_PLAN_MAGIC, KORCH_PLAN_VERSION);
+    fprintf(f, "# korch execution plan; format: docs/plan-format.md\n");
+    fprintf(f, "model path=");
+    put_escaped(f, plan->model_path);
+    fprintf(f, " sha256=%s\n", plan->model_sha256);
+    for (int i = 0; i < plan->n_input_shapes; i++) {
+        char dims[160];
+        fprintf(f, "input name=");
+        put_escaped(f, plan->input_shapes[i].name);
+        korch_shape_format(&plan->input_shapes[i].shape, dims, sizeof dims);
+        fprintf(f, " shape=%s\n", dims);
+    }
+    fprintf(f, "fission version=");
+    put_escaped(f, plan->fission_version);
+    fprintf(f, " pgraph-hash=%016" PRIx64 " pgraph-nodes=%d\n", plan->pgraph_hash, plan->pgraph_nodes);
+    fprintf(f, "strategy name=");
+    put_escaped(f, plan->strategy);
+    fprintf(f, " threads=%d predicted-ms=%.9g\n", plan->threads, plan->predicted_ms);
+    for (int i = 0; i < plan->n_kernels; i++) {
+        const korch_plan_kernel *k = &plan->kernels[i];
+        fprintf(f, "kernel backend=%s latency-ms=%.9g nodes=", backend_token(k->backend), k->latency_ms);
+        put_list(f, k->nodes, k->n_nodes);
+        fprintf(f, " inputs=");
+        put_list(f, k->inputs, k->n_inputs);
+        fprintf(f, " outputs=");
+        put_list(f, k->outputs, k->n_outputs);
+        fprintf(f, " schedule=");
+        put_escaped(f, k->schedule);
+        fprintf(f, " impl=");
+        put_escaped(f, k->impl);
+        fprintf(f, " primitives=");
+        put_escaped(f, k->primitives);
+        fprintf(f, " onnx=");
+        put_escaped(f, k->onnx_nodes);
+        fputc('\n', f);
+    }
+    fprintf(f, "end kernels=%d\n", plan->n_kernels);
+    bool failed = ferror(f) != 0;
+    if (fclose(f) != 0 || failed)
+        return korch_error(KORCH_ERR_IO, "cannot write plan \"%s\": %s", path, strerror(errno));
+    return KORCH_OK;
+}
+
+/* ---- reading --------------------------------------------------------------- */
+
+typedef struct parser {
+    const char *path;
+    int line;
+} parser;
+
+static korch_status perr(const parser *p, const char *fmt, const char *detail) {
+    return korch_error(KORCH_ERR_PARSE, "plan \"%s\", line %d: %s%s", p->path, p->line, fmt, detail ? detail : "");
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Decodes in place; false on a bad escape or an embedded NUL. */
+static bool unescape(char *s) {
+    if (strcmp(s, "-") == 0) {
+        s[0] = '\0';
+        return true;
+    }
+    char *w = s;
+    for (const char *r = s; *r; r++) {
+        if (*r != '%') {
+            *w++ = *r;
+            continue;
+        }
+        int hi = r[1] ? hexval(r[1]) : -1, lo = hi >= 0 && r[2] ? hexval(r[2]) : -1;
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) return false;
+        *w++ = (char)(hi * 16 + lo);
+        r += 2;
+    }
+    *w = '\0';
+    return true;
+}
+
+typedef struct field {
+    char *key, *value;
+} field;
+
+/* Splits "kw k=v k=v" in place. Returns the number of fields or -1. */
+static int split_fields(char *line, char **keyword, field *fields, int cap) {
+    char *save = NULL;
+    *keyword = strtok_r(line, " \t", &save);
+    int n = 0;
+    for (char *tok = strtok_r(NULL, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq || n == cap) return -1;
+        *eq = '\0';
+        fields[n].key = tok;
+        fields[n].value = eq + 1;
+        n++;
+    }
+    return n;
+}
+
+static const char *get(field *fields, int n, const char *key) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(fields[i].key, key) == 0) return fields[i].value;
+    return NULL;
+}
+
+static bool parse_long(const char *s, long lo, long hi, long *out) {
+    if (!s || !*s) return false;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_double(const char *s, double *out) {
+    if (!s || !*s) return false;
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !(v >= 0) || v > 1e12) return false;
+    *out = v;
+    return true;
+}
+
+/* "1,2,3" or "-" -> malloc'd array */
+static bool parse_list(const char *s, int **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    if (!s) return false;
+    if (strcmp(s, "-") == 0) return true;
+    int count = 1;
+    for (const char *c = s; *c; c++) count += *c == ',';
+    if (count > MAX_LIST) return false;
+    int *items = malloc((size_t)count * sizeof *items);
+    if (!items) return false;
+    const char *c = s;
+    for (int i = 0; i < count; i++) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(c, &end, 10);
+        if (errno || end == c || v < 0 || v > 1000000000L || (*end != ',' && *end != '\0') ||
+            !isdigit((unsigned char)*c)) {
+            free(items);
+            return false;
+        }
+        items[i] = (int)v;
+        c = *end ? end + 1 : end;
+    }
+    *out = items;
+    *n = count;
+    return true;
+}
+
+static char *dup_unescaped(const char *s, bool *ok) {
+    char *d = strdup(s ? s : "-");
+    if (!d || !unescape(d)) {
+        free(d);
+        *ok = false;
+        return NULL;
+    }
+    return d;
+}
+
+static korch_status parse_kernel(parser *p, korch_plan *plan, field *fields, int nf) {
+    korch_plan_kernel *grown = realloc(plan->kernels, ((size_t)plan->n_kernels + 1) * sizeof *grown);
+    if (!grown) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "plan: out of memory");
+    plan->kernels = grown;
+    korch_plan_kernel *k = &plan->kernels[plan->n_kernels];
+    memset(k, 0, sizeof *k);
+    const char *backend = get(fields, nf, "backend");
+    if (!backend) return perr(p, "kernel without backend=", NULL);
+    if (strcmp(backend, "cgen") == 0) k->backend = KORCH_BACKEND_CGEN;
+    else if (strcmp(backend, "dnnl") == 0) k->backend = KORCH_BACKEND_DNNL;
+    else if (strcmp(backend, "ref") == 0) k->backend = KORCH_BACKEND_REF;
+    else return perr(p, "unknown backend ", backend);
+    if (!parse_double(get(fields, nf, "latency-ms"), &k->latency_ms)) return perr(p, "bad or missing latency-ms", NULL);
+    int *nodes = NULL, *ins = NULL, *outs = NULL, nn = 0, ni = 0, no = 0;
+    if (!parse_list(get(fields, nf, "nodes"), &nodes, &nn) || nn < 1 || nn > 64 ||
+        !parse_list(get(fields, nf, "inputs"), &ins, &ni) || !parse_list(get(fields, nf, "outputs"), &outs, &no)) {
+        free(nodes);
+        free(ins);
+        return perr(p, "bad nodes=, inputs= or outputs= list", NULL);
+    }
+    /* one block like korch_plan_add_kernel, so korch_plan_free frees it the same way */
+    int *buf = malloc(((size_t)nn + (size_t)ni + (size_t)no + 1) * sizeof *buf);
+    if (!buf) {
+        free(nodes);
+        free(ins);
+        free(outs);
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "plan: out of memory");
+    }
+    memcpy(buf, nodes, (size_t)nn * sizeof *buf);
+    if (ni) memcpy(buf + nn, ins, (size_t)ni * sizeof *buf);
+    if (no) memcpy(buf + nn + ni, outs, (size_t)no * sizeof *buf);
+    free(nodes);
+    free(ins);
+    free(outs);
+    k->nodes = buf;
+    k->n_nodes = nn;
+    k->inputs = buf + nn;
+    k->n_inputs = ni;
+    k->outputs = buf + nn + ni;
+    k->n_outputs = no;
+    plan->n_kernels++;
+    bool ok = true;
+    char *schedule = dup_unescaped(get(fields, nf, "schedule"), &ok);
+    char *impl = dup_unescaped(get(fields, nf, "impl"), &ok);
+    k->primitives = dup_unescaped(get(fields, nf, "primitives"), &ok);
+    k->onnx_nodes = dup_unescaped(get(fields, nf, "onnx"), &ok);
+    if (ok && (strlen(schedule) >= sizeof k->schedule || strlen(impl) >= sizeof k->impl)) ok = false;
+    if (ok) {
+        snprintf(k->schedule, sizeof k->schedule, "%s", schedule);
+        snprintf(k->impl, sizeof k->impl, "%s", impl);
+    }
+    free(schedule);
+    free(impl);
+    if (!ok) return perr(p, "bad schedule=, impl=, primitives= or onnx= field", NULL);
+    return KORCH_OK;
+}
+
+static korch_status parse_line(parser *p, korch_plan *plan, char *line, bool *ended) {
+    char *keyword = NULL;
+    field fields[16];
+    int nf = split_fields(line, &keyword, fields, 16);
+    if (!keyword || keyword[0] == '#') return KORCH_OK;
+    if (nf < 0) return perr(p, "malformed fields (expected key=value)", NULL);
+    if (*ended) return perr(p, "text after the end line", NULL);
+    if (strcmp(keyword, "model") == 0) {
+        bool ok = true;
+        free(plan->model_path);
+        plan->model_path = dup_unescaped(get(fields, nf, "path"), &ok);
+        const char *sha = get(fields, nf, "sha256");
+        if (!ok || !plan->model_path || !*plan->model_path) return perr(p, "bad model path", NULL);
+        if (!sha || strlen(sha) != 64) return perr(p, "bad model sha256", NULL);
+        for (int i = 0; i < 64; i++)
+            if (hexval(sha[i]) < 0) return perr(p, "bad model sha256", NULL);
+        memcpy(plan->model_sha256, sha, 65);
+    } else if (strcmp(keyword, "input") == 0) {
+        if (plan->n_input_shapes >= 4096) return perr(p, "too many inputs", NULL);
+        korch_plan_shape *grown = realloc(plan->input_shapes, ((size_t)plan->n_input_shapes + 1) * sizeof *grown);
+        if (!grown) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "plan: out of memory");
+        plan->input_shapes = grown;
+        korch_plan_shape *s = &plan->input_shapes[plan->n_input_shapes];
+        bool ok = true;
+        s->name = dup_unescaped(get(fields, nf, "name"), &ok);
+        if (!ok) return perr(p, "bad input name", NULL);
+        plan->n_input_shapes++;
+        const char *shape = get(fields, nf, "shape");
+        if (!shape) return perr(p, "input without shape=", NULL);
+        if (strcmp(shape, "scalar") == 0) s->shape = (korch_shape){0};
+        else if (!korch_shape_parse(shape, &s->shape)) return perr(p, "bad input shape ", shape);
+    } else if (strcmp(keyword, "fission") == 0) {
+        bool ok = true;
+        char *v = dup_unescaped(get(fields, nf, "version"), &ok);
+        if (!ok || strlen(v) >= sizeof plan->fission_version) {
+            free(v);
+            return perr(p, "bad fission version", NULL);
+        }
+        snprintf(plan->fission_version, sizeof plan->fission_version, "%s", v);
+        free(v);
+        const char *hash = get(fields, nf, "pgraph-hash");
+        long nodes = 0;
+        char *end = NULL;
+        if (!hash || strlen(hash) != 16) return perr(p, "bad pgraph-hash", NULL);
+        plan->pgraph_hash = strtoull(hash, &end, 16);
+        if (*end) return perr(p, "bad pgraph-hash", NULL);
+        if (!parse_long(get(fields, nf, "pgraph-nodes"), 0, 100000000L, &nodes))
+            return perr(p, "bad pgraph-nodes", NULL);
+        plan->pgraph_nodes = (int)nodes;
+    } else if (strcmp(keyword, "strategy") == 0) {
+        const char *name = get(fields, nf, "name");
+        long threads = 0;
+        if (!name || strlen(name) >= sizeof plan->strategy) return perr(p, "bad strategy name", NULL);
+        snprintf(plan->strategy, sizeof plan->strategy, "%s", name);
+        if (!parse_long(get(fields, nf, "threads"), 0, 1024, &threads)) return perr(p, "bad threads", NULL);
+        plan->threads = (int)threads;
+        if (!parse_double(get(fields, nf, "predicted-ms"), &plan->predicted_ms))
+            return perr(p, "bad predicted-ms", NULL);
+    } else if (strcmp(keyword, "kernel") == 0) {
+        if (plan->n_kernels >= 10000000) return perr(p, "too many kernels", NULL);
+        return parse_kernel(p, plan, fields, nf);
+    } else if (strcmp(keyword, "end") == 0) {
+        long n = -1;
+        if (!parse_long(get(fields, nf, "kernels"), 0, 100000000L, &n) || n != plan->n_kernels)
+            return perr(p, "the end line does not match the number of kernels (truncated file?)", NULL);
+        *ended = true;
+    } else {
+        return perr(p, "unknown line ", keyword);
+    }
+    return KORCH_OK;
+}
+
+korch_status korch_plan_load(const char *path, korch_plan **out) {
+    *out = NULL;
+    uint8_t *data = NULL;
+    size_t size = 0;
+    KORCH_TRY(korch_read_file(path, MAX_PLAN_BYTES, &data, &size));
+    parser p = {.path = path, .line = 0};
+    korch_plan *plan = korch_plan_new();
+    korch_status st = plan ? KORCH_OK : KORCH_ERR_OUT_OF_MEMORY;
+    char *text = realloc(data, size + 1);
+    if (!text) {
+        free(data);
+        korch_plan_free(plan);
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "plan: out of memory");
+    }
+    text[size] = '\0';
+    if (st == KORCH_OK && strlen(text) != size)
+        st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": contains a NUL byte", path);
+    char *save = NULL;
+    char *line = st == KORCH_OK ? strtok_r(text, "\n", &save) : NULL;
+    int version = 0;
+    p.line = 0;
+    if (st == KORCH_OK) {
+        size_t magic = strlen(KORCH_PLAN_MAGIC);
+        if (!line || strncmp(line, KORCH_PLAN_MAGIC, magic) != 0 || line[magic] != ' ')
+            st = korch_error(KORCH_ERR_PARSE, "\"%s\" is not a korch plan (no \"%s\" header)", path, KORCH_PLAN_MAGIC);
+        else if ((version = atoi(line + magic + 1)) != KORCH_PLAN_VERSION)
+            st = korch_error(KORCH_ERR_UNSUPPORTED, "plan \"%s\" has format version %d; this korch reads version %d",
+                             path, version, KORCH_PLAN_VERSION);
+    }
+    bool ended = false;
+    /* strtok_r skips empty lines, so count line breaks by position instead
+     * (strtok_r turned the break after each token into a NUL) */
+    const char *counted = text;
+    while (st == KORCH_OK && (line = strtok_r(NULL, "\n", &save)) != NULL) {
+        for (; counted < line; counted++) p.line += *counted == '\n' || *counted == '\0';
+        size_t len = strlen(line);
+        if (len && line[len - 1] == '\r') line[len - 1] = '\0';
+        st = parse_line(&p, plan, line, &ended);
+    }
+    if (st == KORCH_OK && !ended) st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": no end line (truncated file?)", path);
+    if (st == KORCH_OK && (!plan->model_path || !plan->model_sha256[0]))
+        st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": no model line", path);
+    if (st == KORCH_OK && !plan->fission_version[0])
+        st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": no fission line", path);
+    free(text);
+    if (st != KORCH_OK) {
+        korch_plan_free(plan);
+        return st;
+    }
+    plan->version = version;
+    *out = plan;
+    return KORCH_OK;
+}
+
+bool korch_plan_file_is_plan(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    char head[16] = {0};
+    size_t n = fread(head, 1, strlen(KORCH_PLAN_MAGIC) + 1, f);
+    fclose(f);
+    return n == strlen(KORCH_PLAN_MAGIC) + 1 && memcmp(head, KORCH_PLAN_MAGIC " ", n) == 0;
+}
+
+char *korch_plan_model_path(const korch_plan *plan, const char *plan_path) {
+    const char *model = plan->model_path;
+    const char *slash = strrchr(plan_path, '/');
+    size_t dir = slash ? (size_t)(slash - plan_path) + 1 : 0;
+    char *out = NULL;
+    if (model[0] == '/') {
+        out = strdup(model);
+        /* moved together with its plan: the model's file name beside the plan
+         * (the hash check still guarantees it is the same model) */
+        FILE *f = out ? fopen(out, "rb") : NULL;
+        if (f) {
+            fclose(f);
+        } else if (out) {
+            const char *base = strrchr(model, '/') + 1;
+            char *beside = malloc(dir + strlen(base) + 1);
+            if (beside) {
+                memcpy(beside, plan_path, dir);
+                strcpy(beside + dir, base);
+                FILE *g = fopen(beside, "rb");
+                if (g) {
+                    fclose(g);
+                    free(out);
+                    out = beside;
+                } else {
+                    free(beside);
+                }
+            }
+        }
+    } else {
+        out = malloc(dir + strlen(model) + 1);
+        if (out) {
+            memcpy(out, plan_path, dir);
+            strcpy(out + dir, model);
+        }
+    }
+    if (!out) korch_error(KORCH_ERR_OUT_OF_MEMORY, "plan: out of memory");
+    return out;
+}

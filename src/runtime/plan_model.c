@@ -1,0 +1,111 @@
+/* The model side of a plan: load the ONNX model, infer shapes, lower it to
+ * the primitive graph, and make sure it is the graph the plan was made for. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fission/fission.h"
+#include "frontend/onnx_load.h"
+#include "runtime/plan.h"
+
+/* Informative: which korch lowered the model. Whether a plan still fits is
+ * decided by the structural hash of the rebuilt pgraph. */
+const char korch_plan_fission_version[] = "korch-" KORCH_VERSION;
+
+korch_status korch_plan_lower(const korch_graph *g, korch_pgraph **out) { return korch_fission(g, out, NULL); }
+
+/* Parses, infers and lowers out->bytes (already read from `path`). */
+static korch_status from_bytes(const char *path, const korch_input_shape *shapes, int n_shapes, korch_plan_model *out) {
+    korch_sha256_hex(out->bytes, out->size, out->sha256);
+    char *dir = strdup(path);
+    korch_status st = dir ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st == KORCH_OK) {
+        char *slash = strrchr(dir, '/');
+        if (!slash) strcpy(dir, ".");
+        else if (slash == dir) slash[1] = '\0';
+        else *slash = '\0';
+        st = korch_onnx_load_buffer(out->bytes, out->size, dir, &out->graph);
+    }
+    free(dir);
+    if (st == KORCH_OK) st = korch_graph_validate(out->graph);
+    if (st == KORCH_OK) st = korch_graph_infer(out->graph, shapes, n_shapes);
+    if (st == KORCH_OK) st = korch_plan_lower(out->graph, &out->pg);
+    return st;
+}
+
+korch_status korch_plan_model_load(const char *path, const korch_input_shape *shapes, int n_shapes,
+                                   korch_plan_model *out) {
+    memset(out, 0, sizeof *out);
+    KORCH_TRY(korch_read_file(path, KORCH_MAX_MODEL_BYTES, &out->bytes, &out->size));
+    korch_status st = from_bytes(path, shapes, n_shapes, out);
+    if (st != KORCH_OK) korch_plan_model_close(out);
+    return st;
+}
+
+void korch_plan_model_close(korch_plan_model *m) {
+    korch_pgraph_free(m->pg);
+    korch_graph_free(m->graph);
+    free(m->bytes);
+    memset(m, 0, sizeof *m);
+}
+
+korch_status korch_plan_model_open(const korch_plan *plan, const char *plan_path, korch_plan_model *out) {
+    memset(out, 0, sizeof *out);
+    char *path = korch_plan_model_path(plan, plan_path);
+    if (!path) return KORCH_ERR_OUT_OF_MEMORY;
+    korch_input_shape *shapes = calloc((size_t)plan->n_input_shapes + 1, sizeof *shapes);
+    if (!shapes) {
+        free(path);
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < plan->n_input_shapes; i++)
+        shapes[i] = (korch_input_shape){.name = plan->input_shapes[i].name, .shape = plan->input_shapes[i].shape};
+    korch_status st = korch_read_file(path, KORCH_MAX_MODEL_BYTES, &out->bytes, &out->size);
+    if (st == KORCH_OK) {
+        /* hash before parsing: a different model must not even be interpreted */
+        korch_sha256_hex(out->bytes, out->size, out->sha256);
+        if (strcmp(out->sha256, plan->model_sha256) != 0)
+            st = korch_error(KORCH_ERR_INVALID_MODEL,
+                             "plan \"%s\": model \"%s\" has changed since the plan was made (sha256 %.12s..., plan "
+                             "expects %.12s...); re-run korch optimize",
+                             plan_path, path, out->sha256, plan->model_sha256);
+    } else {
+        korch_error_prefix(st, "plan \"%s\" names model \"%s\"", plan_path, plan->model_path);
+    }
+    if (st == KORCH_OK) st = from_bytes(path, shapes, plan->n_input_shapes, out);
+    if (st == KORCH_OK && korch_pgraph_hash(out->pg) != plan->pgraph_hash)
+        st = korch_error(KORCH_ERR_INVALID_MODEL,
+                         "plan \"%s\": the primitive graph of \"%s\" differs from the one the plan was made for "
+                         "(plan made by %s, this is %s); re-run korch optimize",
+                         plan_path, path, plan->fission_version, korch_plan_fission_version);
+    if (st != KORCH_OK) korch_plan_model_close(out);
+    free(shapes);
+    free(path);
+    return st;
+}
+
+korch_status korch_plan_set_model(korch_plan *plan, const char *model_path, const korch_plan_model *m) {
+    char resolved[PATH_MAX];
+    const char *path = realpath(model_path, resolved) ? resolved : model_path;
+    free(plan->model_path);
+    plan->model_path = strdup(path);
+    if (!plan->model_path) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    memcpy(plan->model_sha256, m->sha256, sizeof plan->model_sha256);
+    snprintf(plan->fission_version, sizeof plan->fission_version, "%s", korch_plan_fission_version);
+    plan->pgraph_hash = korch_pgraph_hash(m->pg);
+    plan->pgraph_nodes = m->pg->n_nodes;
+    for (int i = 0; i < plan->n_input_shapes; i++) free(plan->input_shapes[i].name);
+    free(plan->input_shapes);
+    plan->n_input_shapes = 0;
+    plan->input_shapes = calloc((size_t)m->graph->n_inputs + 1, sizeof *plan->input_shapes);
+    if (!plan->input_shapes) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; i < m->graph->n_inputs; i++) {
+        const korch_value *v = &m->graph->values[m->graph->inputs[i]];
+        plan->input_shapes[i].name = strdup(v->name);
+        if (!plan->input_shapes[i].name) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        plan->input_shapes[i].shape = v->shape;
+        plan->n_input_shapes++;
+    }
+    return KORCH_OK;
+}
