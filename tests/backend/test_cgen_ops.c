@@ -194,6 +194,21 @@ static void test_layouts(void) {
         korch_shape o = {2, {6, 6}};
         check_layout(KORCH_LAYOUT_GATHER, 1, &x, pg, &o, &m, -7, "gather");
     }
+    { /* nearest resize x2.5 of [3, 16, 16] -> [3, 40, 40]: tables longer than one emitted line */
+        korch_pgraph *pg = new_graph();
+        int64_t d[3] = {3, 16, 16};
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d);
+        korch_index_map m = cc_map(3);
+        m.terms[0].coef[0] = 1;
+        for (int k = 1; k < 3; k++) {
+            m.terms[k].coef[k] = 1;
+            m.terms[k].table_size = 40;
+            m.terms[k].table = malloc(40 * sizeof(int64_t));
+            for (int i = 0; i < 40; i++) m.terms[k].table[i] = (int64_t)(i / 2.5);
+        }
+        korch_shape o = {3, {3, 40, 40}};
+        check_layout(KORCH_LAYOUT_RESIZE_NEAREST, 1, &x, pg, &o, &m, 0, "resize nearest, long tables");
+    }
     { /* nearest resize x2.5 of [3, 4, 4] -> [3, 10, 10] via tables */
         korch_pgraph *pg = new_graph();
         int64_t d[3] = {3, 4, 4};
