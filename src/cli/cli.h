@@ -5,6 +5,7 @@
 #define KORCH_CLI_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "frontend/frontend.h"
 
@@ -53,6 +54,8 @@ double korch_cli_now_ms(void);
 typedef struct korch_cli_plan korch_cli_plan;
 int korch_cli_plan_open(const char *plan_path, korch_cli_plan **out, const char **model_path, korch_cli_shapes *shapes);
 int korch_cli_plan_threads(const korch_cli_plan *p);
+/* bytes of the executor's arena (after prepare) */
+size_t korch_cli_plan_arena_bytes(const korch_cli_plan *p);
 int korch_cli_plan_prepare(korch_cli_plan *p, const korch_graph *g, int threads);
 korch_status korch_cli_plan_run(korch_cli_plan *p, const korch_graph *g, const korch_tensor *inputs,
                                 korch_tensor *outputs);

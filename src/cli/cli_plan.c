@@ -82,6 +82,8 @@ int korch_cli_plan_open(const char *plan_path, korch_cli_plan **out, const char 
 
 int korch_cli_plan_threads(const korch_cli_plan *p) { return p->plan->threads; }
 
+size_t korch_cli_plan_arena_bytes(const korch_cli_plan *p) { return p->ex ? korch_executor_arena_bytes(p->ex) : 0; }
+
 int korch_cli_plan_prepare(korch_cli_plan *p, const korch_graph *g, int threads) {
     if (korch_plan_lower(g, &p->pg) != KORCH_OK) return korch_cli_fail();
     if (korch_pgraph_hash(p->pg) != p->plan->pgraph_hash) {

@@ -6,13 +6,42 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "runtime/arena.h"
 #include "runtime/plan.h"
 
 static void help(void) {
     printf("usage: korch explain PLAN [--top N]\n\n"
            "Prints every kernel of PLAN in execution order: its primitives, the ONNX\n"
            "nodes it covers, its implementation, its profiled latency and its share of\n"
-           "the total; then totals per backend and the N slowest kernels (default 10).\n");
+           "the total; then totals per backend, the N slowest kernels (default 10), and\n"
+           "the memory plan (peak arena bytes; this part loads the plan's model).\n");
+}
+
+/* Memory needs the value sizes, so the model is loaded and lowered (no kernel
+ * is built); a plan whose model is gone still explains, without this part. */
+static void print_memory(const korch_plan *plan, const char *path) {
+    korch_plan_model m;
+    korch_memory_plan mp;
+    char buf[400];
+    if (korch_plan_model_open(plan, path, &m) != KORCH_OK) {
+        printf("\nmemory: unknown (%s)\n", korch_printable(korch_last_error(), buf, sizeof buf));
+        return;
+    }
+    if (korch_plan_validate(plan, m.pg) == KORCH_OK && korch_memory_plan_build(plan, m.pg, &mp) == KORCH_OK) {
+        size_t weights = 0;
+        for (int v = 0; v < m.pg->n_values; v++)
+            if (m.pg->values[v].is_constant) weights += korch_tensor_bytes(&m.pg->values[v].constant);
+        printf("\nmemory:\n");
+        printf("  peak arena bytes: %zu (%.2f MiB) for %d intermediate values, %d kernels in place\n",
+               mp.arena_bytes, mp.arena_bytes / 1048576.0, mp.n_buffers, mp.n_in_place);
+        printf("  lower bound:      %zu (most bytes live at one kernel)\n", mp.peak_live_bytes);
+        printf("  without reuse:    %zu (one slot per value)\n", mp.unshared_bytes);
+        printf("  constants:        %zu (%.2f MiB)\n", weights, weights / 1048576.0);
+        korch_memory_plan_free(&mp);
+    } else {
+        printf("\nmemory: unknown (%s)\n", korch_printable(korch_last_error(), buf, sizeof buf));
+    }
+    korch_plan_model_close(&m);
 }
 
 static int by_latency(const void *a, const void *b) {
@@ -112,6 +141,7 @@ int korch_cmd_explain(int argc, char **argv) {
                    korch_printable(sorted[i]->primitives ? sorted[i]->primitives : "-", buf, 80));
         free(sorted);
     }
+    print_memory(plan, path);
     korch_plan_free(plan);
     return 0;
 }

@@ -26,7 +26,8 @@ static void help(void) {
            "  --output-dir DIR        where to write outputs (created if missing)\n"
            "  --threads N             OpenMP threads (default: all cores)\n"
            "  --bench N               after one warm-up run, time N runs; the last line\n"
-           "                          printed is 'median_ms=X min_ms=Y max_ms=Z runs=N'.\n"
+           "                          printed is 'median_ms=X min_ms=Y max_ms=Z runs=N'; for a\n"
+           "                          plan it is preceded by 'peak_arena_bytes=B'.\n"
            "                          Inputs not given are filled with seeded random data.\n"
            "  --input-shape NAME=DIMS fix a symbolic input dimension\n");
 }
@@ -282,6 +283,8 @@ int korch_cmd_run(int argc, char **argv) {
         if (rc == 0) {
             qsort(times, (size_t)bench, sizeof *times, cmp_double);
             double median = bench % 2 ? times[bench / 2] : 0.5 * (times[bench / 2 - 1] + times[bench / 2]);
+            /* the memory plan's arena (intermediate values), before the contract's last line */
+            if (plan) printf("peak_arena_bytes=%zu\n", korch_cli_plan_arena_bytes(plan));
             printf("median_ms=%.4f min_ms=%.4f max_ms=%.4f runs=%ld\n", median, times[0], times[bench - 1], bench);
         }
         free(times);

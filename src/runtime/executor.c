@@ -1,14 +1,14 @@
 /* The plan executor. */
 #include "runtime/executor.h"
 
+#include "runtime/arena.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-#define ARENA_ALIGNMENT 64
 
 struct korch_executor {
     const korch_plan *plan;
@@ -21,11 +21,6 @@ struct korch_executor {
     void **scratch; /* pointer tables for one kernel call */
     int scratch_cap;
 };
-
-static size_t value_bytes(const korch_pgraph *pg, int v) {
-    korch_tensor t = {.dtype = pg->values[v].dtype, .shape = pg->values[v].shape};
-    return korch_tensor_bytes(&t);
-}
 
 static korch_status build_kernels(korch_executor *ex, const korch_profile_options *options) {
     const korch_plan *plan = ex->plan;
@@ -71,53 +66,34 @@ korch_status korch_executor_create(const korch_plan *plan, const korch_pgraph *p
     ex->threads = options ? options->threads : 0;
     ex->kernels = calloc((size_t)plan->n_kernels + 1, sizeof *ex->kernels);
     ex->value_ptr = calloc((size_t)pg->n_values + 1, sizeof *ex->value_ptr);
-    int *first = malloc(((size_t)pg->n_values + 1) * sizeof *first);
-    int *last = malloc(((size_t)pg->n_values + 1) * sizeof *last);
-    korch_buffer_request *req = malloc(((size_t)pg->n_values + 1) * sizeof *req);
-    size_t *offsets = malloc(((size_t)pg->n_values + 1) * sizeof *offsets);
-    korch_status st = ex->kernels && ex->value_ptr && first && last && req && offsets
-                          ? KORCH_OK
-                          : korch_error(KORCH_ERR_OUT_OF_MEMORY, "executor: out of memory");
+    int io_max = 0;
+    for (int i = 0; i < plan->n_kernels; i++) {
+        const korch_plan_kernel *k = &plan->kernels[i];
+        if (k->n_inputs + k->n_outputs > io_max) io_max = k->n_inputs + k->n_outputs;
+    }
+    korch_memory_plan mp = {0};
+    korch_status st = ex->kernels && ex->value_ptr ? KORCH_OK
+                                                   : korch_error(KORCH_ERR_OUT_OF_MEMORY, "executor: out of memory");
+    /* intermediate values: one arena, offsets from the memory plan (arena.h) */
+    if (st == KORCH_OK) st = korch_memory_plan_build(plan, pg, &mp);
     if (st == KORCH_OK) {
-        /* lifetimes of the values kernels write */
-        for (int v = 0; v < pg->n_values; v++) first[v] = last[v] = -1;
-        int io_max = 0;
-        for (int i = 0; i < plan->n_kernels; i++) {
-            const korch_plan_kernel *k = &plan->kernels[i];
-            if (k->n_inputs + k->n_outputs > io_max) io_max = k->n_inputs + k->n_outputs;
-            /* a value two kernels make (recomputation) is written twice: its
-             * lifetime runs to the last writer as well as the last reader */
-            for (int j = 0; j < k->n_outputs; j++) {
-                if (first[k->outputs[j]] < 0) first[k->outputs[j]] = i;
-                last[k->outputs[j]] = i;
-            }
-            for (int j = 0; j < k->n_inputs; j++)
-                if (first[k->inputs[j]] >= 0) last[k->inputs[j]] = i;
-        }
-        int n_req = 0;
-        for (int v = 0; v < pg->n_values; v++)
-            if (first[v] >= 0 && pg->values[v].graph_output < 0)
-                req[n_req++] =
-                    (korch_buffer_request){.value = v, .bytes = value_bytes(pg, v), .first = first[v], .last = last[v]};
-        st = korch_memory_place(req, n_req, ARENA_ALIGNMENT, offsets, &ex->arena_bytes);
-        if (st == KORCH_OK && ex->arena_bytes > 0) {
-            ex->arena = aligned_alloc(ARENA_ALIGNMENT, ex->arena_bytes);
+        ex->arena_bytes = mp.arena_bytes;
+        if (ex->arena_bytes > 0) {
+            ex->arena = aligned_alloc(KORCH_ARENA_ALIGNMENT, ex->arena_bytes);
             if (!ex->arena)
                 st =
                     korch_error(KORCH_ERR_OUT_OF_MEMORY, "executor: cannot allocate a %zu-byte arena", ex->arena_bytes);
         }
-        for (int i = 0; i < n_req && st == KORCH_OK; i++) ex->value_ptr[req[i].value] = (char *)ex->arena + offsets[i];
-        for (int v = 0; v < pg->n_values && st == KORCH_OK; v++)
-            if (pg->values[v].is_constant) ex->value_ptr[v] = pg->values[v].constant.data;
+        for (int v = 0; v < pg->n_values && st == KORCH_OK; v++) {
+            if (mp.offset[v] >= 0) ex->value_ptr[v] = (char *)ex->arena + mp.offset[v];
+            else if (pg->values[v].is_constant) ex->value_ptr[v] = pg->values[v].constant.data;
+        }
         ex->scratch_cap = io_max + 1;
         ex->scratch = malloc((size_t)ex->scratch_cap * sizeof *ex->scratch);
         if (st == KORCH_OK && !ex->scratch) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "executor: out of memory");
     }
+    korch_memory_plan_free(&mp);
     if (st == KORCH_OK) st = build_kernels(ex, options);
-    free(first);
-    free(last);
-    free(req);
-    free(offsets);
     if (st != KORCH_OK) {
         korch_executor_destroy(ex);
         return st;
