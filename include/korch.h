@@ -1,27 +1,65 @@
 /*
  * korch: optimal kernel orchestration for tensor programs, on the CPU.
  *
- * A short tour of the API:
+ * The C API runs a model or a plan with buffers you own. A tour:
+ *
+ *     #include <korch.h>          // build: cc app.c $(pkg-config --cflags --libs korch)
  *
  *     korch_model *model = NULL;
- *     if (korch_model_load("net.onnx", &model) != KORCH_OK) {
+ *     // An ONNX file (run by the reference executor) or a plan made by
+ *     // `korch optimize net.onnx -o net.plan` (run with the chosen kernels).
+ *     if (korch_model_load("net.plan", &model) != KORCH_OK) {
  *         fprintf(stderr, "%s\n", korch_last_error());
  *         return 1;
  *     }
  *     korch_session *session = NULL;
  *     korch_session_options opts = korch_session_options_default();
+ *     opts.threads = 2;
  *     if (korch_session_create(model, &opts, &session) != KORCH_OK) { ... }
  *
+ *     korch_tensor_info in, out;             // names, dtypes, shapes
+ *     korch_session_input_info(session, 0, &in);
+ *     korch_session_output_info(session, 0, &out);
+ *
  *     float input[1 * 3 * 224 * 224], output[1000];
- *     korch_session_set_input(session, 0, input, sizeof input);
+ *     korch_session_set_input(session, 0, input, sizeof input);    // bytes must match
  *     korch_session_set_output(session, 0, output, sizeof output);
- *     korch_session_run(session);
+ *     korch_session_run(session);            // reads input, writes output
+ *     korch_session_run(session);            // again: bindings stay
  *
  *     korch_session_destroy(session);
  *     korch_model_free(model);
  *
- * Every call returns a korch_status. On failure, korch_last_error() returns a
- * message for the calling thread that names the node, tensor or file at fault.
+ * Errors. Every call that can fail returns a korch_status; KORCH_OK is 0. On
+ * failure, korch_last_error() returns a message for the calling thread that
+ * names the node, tensor or file at fault (names from the model are quoted
+ * and escaped). Destroy/free calls accept NULL.
+ *
+ * Memory and copies. Binding is zero-copy: a session keeps the pointers you
+ * pass and, during korch_session_run, kernels read inputs from them and write
+ * graph outputs into them directly. The only copy is an output that no
+ * kernel computes (a model that returns one of its inputs or a constant).
+ * Buffers must stay valid while the session may run, outputs must not
+ * overlap inputs or each other (refused), and any alignment works (64 bytes
+ * is best for vector loads). Intermediate values of a plan live in one arena
+ * per session, sized by the memory planner (`korch explain PLAN` prints it).
+ * Each session parses the model for itself, so it holds its own copy of the
+ * weights (sessions share nothing mutable).
+ *
+ * Threads. A session runs its kernels with OpenMP (options.threads; 0: the
+ * OpenMP default, or the plan's thread count) and restores the calling
+ * thread's OpenMP thread count afterwards. Different sessions may run at the
+ * same time on different threads, including sessions of one shared model
+ * (a model is read-only after loading). One session must not be used from
+ * two threads at once.
+ *
+ * Plans. A plan file names its ONNX model by path and SHA-256; loading a plan
+ * checks that the model is unchanged and rebuilds the kernels (compiled
+ * kernels come from the cache, $XDG_CACHE_HOME/korch/kernels). For a
+ * deployment without korch, `korch export PLAN -o DIR` writes standalone C
+ * with the same API shape (docs/export.md).
+ *
+ * Full reference: docs/c-api.md.
  */
 #ifndef KORCH_H
 #define KORCH_H
@@ -73,7 +111,10 @@ const char *korch_status_name(korch_status status);
 const char *korch_version(void);
 
 /* ---- models --------------------------------------------------------------
- * A model is an ONNX file or a korch plan file, parsed and validated. */
+ * A model is an ONNX file or a korch plan file, parsed and validated. It is
+ * read-only once loaded: sessions on different threads may share it. Each
+ * session holds a reference, so korch_model_free may come before the
+ * sessions are destroyed: the model goes with the last of them. */
 typedef struct korch_model korch_model;
 
 korch_status korch_model_load(const char *path, korch_model **out);
@@ -86,7 +127,7 @@ void korch_model_free(korch_model *model);
 typedef struct korch_session korch_session;
 
 typedef struct korch_session_options {
-    int threads;              /* 0: OpenMP default */
+    int threads;              /* 0: OpenMP default (for a plan: the plan's thread count) */
     /* Fix symbolic input dimensions: "name=1x3x224x224;other=1x128". NULL: none. */
     const char *input_shapes;
 } korch_session_options;
@@ -97,6 +138,8 @@ korch_status korch_session_create(const korch_model *model, const korch_session_
                                   korch_session **out);
 void korch_session_destroy(korch_session *session);
 
+/* name points into the session and lives as long as it. Names come from the
+ * model: treat them as untrusted bytes (any byte but NUL). */
 typedef struct korch_tensor_info {
     const char *name;
     korch_dtype dtype;
@@ -104,13 +147,16 @@ typedef struct korch_tensor_info {
     int64_t dims[KORCH_MAX_RANK];
 } korch_tensor_info;
 
+/* Counts cannot fail for a valid session; NULL gives 0. */
 int korch_session_input_count(const korch_session *session);
 int korch_session_output_count(const korch_session *session);
 korch_status korch_session_input_info(const korch_session *session, int index, korch_tensor_info *info);
 korch_status korch_session_output_info(const korch_session *session, int index, korch_tensor_info *info);
 
 /* Zero-copy binding: the session reads from / writes to caller memory during
- * korch_session_run. `bytes` must equal the tensor's size. */
+ * korch_session_run. `bytes` must equal the tensor's size (elements times
+ * dtype size); a mismatch is KORCH_ERR_INVALID_ARGUMENT naming the tensor.
+ * Running with an unbound input or output is an error. */
 korch_status korch_session_set_input(korch_session *session, int index, const void *data, size_t bytes);
 korch_status korch_session_set_output(korch_session *session, int index, void *data, size_t bytes);
 korch_status korch_session_run(korch_session *session);

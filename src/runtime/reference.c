@@ -19,17 +19,23 @@ static korch_status check_input(const korch_graph *g, int i, const korch_tensor 
     return KORCH_OK;
 }
 
-korch_status korch_reference_run_observed(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs,
-                                          korch_value_observer observer, void *user) {
+/* into != NULL: graph outputs made by nodes are written straight into the
+ * caller's tensors into[i]; outputs that are inputs or constants are copied
+ * there at the end. into == NULL: outputs[i] receive owned copies. */
+static korch_status run(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs, korch_tensor *into,
+                        korch_value_observer observer, void *user) {
     korch_status st = KORCH_OK;
     int *order = malloc(((size_t)g->n_nodes + 1) * sizeof *order);
     int *uses = calloc((size_t)g->n_values + 1, sizeof *uses);
     korch_tensor *vals = calloc((size_t)g->n_values + 1, sizeof *vals);
-    if (!order || !uses || !vals) {
+    int *out_of = malloc(((size_t)g->n_values + 1) * sizeof *out_of); /* value -> graph output index */
+    if (!order || !uses || !vals || !out_of) {
         st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "reference executor: out of memory");
         goto done;
     }
-    for (int i = 0; i < g->n_outputs; i++) outputs[i] = (korch_tensor){0};
+    for (int i = 0; outputs && i < g->n_outputs; i++) outputs[i] = (korch_tensor){0};
+    for (int v = 0; v < g->n_values; v++) out_of[v] = -1;
+    for (int i = 0; i < g->n_outputs; i++) out_of[g->outputs[i]] = i;
     int count = 0;
     st = korch_graph_toposort(g, order, &count);
     if (st != KORCH_OK) goto done;
@@ -63,7 +69,11 @@ korch_status korch_reference_run_observed(const korch_graph *g, const korch_tens
         for (int k = 0; k < n->n_outputs && st == KORCH_OK; k++) {
             int v = n->outputs[k];
             if (v < 0) continue;
-            st = korch_tensor_alloc(&vals[v], g->values[v].dtype, &g->values[v].shape);
+            int out_index = into ? out_of[v] : -1;
+            if (out_index >= 0) /* borrowed: never freed below */
+                vals[v] = (korch_tensor){.dtype = g->values[v].dtype, .shape = g->values[v].shape,
+                                         .data = into[out_index].data};
+            else st = korch_tensor_alloc(&vals[v], g->values[v].dtype, &g->values[v].shape);
             outs[k] = &vals[v];
         }
         if (st != KORCH_OK) break;
@@ -88,9 +98,10 @@ korch_status korch_reference_run_observed(const korch_graph *g, const korch_tens
         int v = g->outputs[i];
         /* The same value may be listed once only (the loader checks), but it can
          * be a constant or an input: always hand back an owned copy. */
-        st = korch_tensor_clone(&vals[v], &outputs[i]);
+        if (!into) st = korch_tensor_clone(&vals[v], &outputs[i]);
+        else if (vals[v].data != into[i].data) memcpy(into[i].data, vals[v].data, korch_tensor_bytes(&into[i]));
     }
-    if (st != KORCH_OK)
+    if (st != KORCH_OK && outputs)
         for (int i = 0; i < g->n_outputs; i++) korch_tensor_free(&outputs[i]);
 done:
     if (vals)
@@ -98,9 +109,29 @@ done:
     free(vals);
     free(uses);
     free(order);
+    free(out_of);
     return st;
 }
 
+korch_status korch_reference_run_observed(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs,
+                                          korch_value_observer observer, void *user) {
+    return run(g, inputs, outputs, NULL, observer, user);
+}
+
 korch_status korch_reference_run(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs) {
-    return korch_reference_run_observed(g, inputs, outputs, NULL, NULL);
+    return run(g, inputs, outputs, NULL, NULL, NULL);
+}
+
+korch_status korch_reference_run_into(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs) {
+    char vbuf[160], a[96], b[96];
+    for (int i = 0; i < g->n_outputs; i++) {
+        const korch_value *val = &g->values[g->outputs[i]];
+        if (outputs[i].dtype != val->dtype || !korch_shape_equal(&outputs[i].shape, &val->shape) ||
+            (!outputs[i].data && korch_shape_numel(&val->shape) > 0))
+            return korch_error(KORCH_ERR_SHAPE, "output \"%s\": storage is %s %s, the prepared model makes %s %s",
+                               korch_printable(val->name, vbuf, sizeof vbuf), korch_dtype_name(outputs[i].dtype),
+                               korch_shape_format(&outputs[i].shape, a, sizeof a), korch_dtype_name(val->dtype),
+                               korch_shape_format(&val->shape, b, sizeof b));
+    }
+    return run(g, inputs, NULL, outputs, NULL, NULL);
 }

@@ -12,6 +12,11 @@ typedef void (*korch_value_observer)(void *user, const korch_graph *g, int value
 /* inputs[i] binds g->inputs[i] and must match its inferred dtype and shape.
  * outputs[i] receives g->outputs[i] as a newly allocated tensor (owned). */
 korch_status korch_reference_run(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs);
+/* Zero-copy variant: outputs[i] is caller storage of g->outputs[i]'s dtype and
+ * shape (not owned). Nodes write graph outputs straight into it; an output
+ * that is a graph input or a constant is copied. Storage must not overlap the
+ * inputs. */
+korch_status korch_reference_run_into(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs);
 korch_status korch_reference_run_observed(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs,
                                           korch_value_observer observer, void *user);
 

@@ -15,6 +15,7 @@
 #endif
 
 struct korch_model {
+    int refs; /* the caller's reference + one per session (atomic) */
     uint8_t *bytes; /* the ONNX model (for a plan: the model it names) */
     size_t size;
     char *dir;
@@ -22,6 +23,7 @@ struct korch_model {
 };
 
 struct korch_session {
+    korch_model *model; /* referenced: the executor reads the model's plan */
     korch_graph *graph;
     korch_pgraph *pg;     /* plans only */
     korch_executor *exec; /* plans only */
@@ -35,6 +37,7 @@ korch_status korch_model_load(const char *path, korch_model **out) {
     *out = NULL;
     korch_model *m = calloc(1, sizeof *m);
     if (!m) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    m->refs = 1;
     korch_status st = KORCH_OK;
     char *model_path = NULL;
     if (korch_plan_file_is_plan(path)) {
@@ -76,7 +79,7 @@ korch_status korch_model_load(const char *path, korch_model **out) {
 }
 
 void korch_model_free(korch_model *model) {
-    if (!model) return;
+    if (!model || __atomic_sub_fetch(&model->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     korch_plan_free(model->plan);
     free(model->bytes);
     free(model->dir);
@@ -114,6 +117,10 @@ korch_status korch_session_create(const korch_model *model, const korch_session_
     }
     korch_session *s = calloc(1, sizeof *s);
     korch_status st = s ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    if (s) {
+        s->model = (korch_model *)model; /* only its reference count changes */
+        __atomic_add_fetch(&s->model->refs, 1, __ATOMIC_ACQ_REL);
+    }
     if (st == KORCH_OK) st = korch_onnx_load_buffer(model->bytes, model->size, model->dir, &s->graph);
     if (st == KORCH_OK) st = korch_graph_validate(s->graph);
     if (st == KORCH_OK) st = korch_graph_infer(s->graph, shapes, n_shapes);
@@ -149,6 +156,7 @@ void korch_session_destroy(korch_session *s) {
     korch_graph_free(s->graph);
     free(s->inputs);
     free(s->outputs);
+    korch_model_free(s->model);
     free(s);
 }
 
@@ -201,7 +209,7 @@ korch_status korch_session_set_output(korch_session *s, int index, void *data, s
 
 korch_status korch_session_run(korch_session *s) {
     if (!s) return korch_error(KORCH_ERR_INVALID_ARGUMENT, "korch_session_run: NULL session");
-    char vbuf[160];
+    char vbuf[160], vbuf2[160];
     for (int i = 0; i < s->graph->n_inputs; i++)
         if (!s->inputs[i].data && korch_tensor_numel(&s->inputs[i]) != 0)
             return korch_error(KORCH_ERR_INVALID_ARGUMENT, "input \"%s\" is not bound",
@@ -210,16 +218,37 @@ korch_status korch_session_run(korch_session *s) {
         if (!s->outputs[i].data)
             return korch_error(KORCH_ERR_INVALID_ARGUMENT, "output \"%s\" is not bound",
                                korch_printable(s->graph->values[s->graph->outputs[i]].name, vbuf, sizeof vbuf));
+    /* kernels write outputs while inputs are still being read */
+    for (int i = 0; i < s->graph->n_outputs; i++) {
+        const korch_tensor *o = &s->outputs[i];
+        for (int j = 0; j < s->graph->n_inputs + s->graph->n_outputs; j++) {
+            const korch_tensor *t = j < s->graph->n_inputs ? &s->inputs[j] : &s->outputs[j - s->graph->n_inputs];
+            if (t == o || !t->data) continue;
+            const char *a = o->data, *b = t->data;
+            size_t na = korch_tensor_bytes(o), nb = korch_tensor_bytes(t);
+            if (na && nb && a < b + nb && b < a + na)
+                return korch_error(KORCH_ERR_INVALID_ARGUMENT, "output \"%s\" overlaps %s \"%s\": buffers must be disjoint",
+                                   korch_printable(s->graph->values[s->graph->outputs[i]].name, vbuf, sizeof vbuf),
+                                   j < s->graph->n_inputs ? "input" : "output",
+                                   korch_printable(j < s->graph->n_inputs
+                                                       ? s->graph->values[s->graph->inputs[j]].name
+                                                       : s->graph->values[s->graph->outputs[j - s->graph->n_inputs]].name,
+                                                   vbuf2, sizeof vbuf2));
+        }
+    }
+    korch_status st;
 #ifdef _OPENMP
+    /* the thread count is this thread's OpenMP setting: restore the caller's */
+    int caller_threads = omp_get_max_threads();
     if (s->threads > 0) omp_set_num_threads(s->threads);
 #endif
-    if (s->exec) return korch_executor_run(s->exec, s->inputs, s->outputs); /* zero-copy */
-    korch_tensor *results = calloc((size_t)s->graph->n_outputs + 1, sizeof *results);
-    if (!results) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-    korch_status st = korch_reference_run(s->graph, s->inputs, results);
-    for (int i = 0; i < s->graph->n_outputs && st == KORCH_OK; i++)
-        memcpy(s->outputs[i].data, results[i].data, korch_tensor_bytes(&results[i]));
-    for (int i = 0; i < s->graph->n_outputs; i++) korch_tensor_free(&results[i]);
-    free(results);
+    /* Zero-copy both ways: kernels read the caller's inputs and write graph
+     * outputs straight into the caller's buffers. The one copy left is an
+     * output that no kernel makes (it is a graph input or a constant). */
+    if (s->exec) st = korch_executor_run(s->exec, s->inputs, s->outputs);
+    else st = korch_reference_run_into(s->graph, s->inputs, s->outputs);
+#ifdef _OPENMP
+    omp_set_num_threads(caller_threads);
+#endif
     return st;
 }

@@ -139,10 +139,14 @@ korch_status cg_compile(const char *source, size_t len, const char *cache_dir, c
         if (cg_library_open(so, out) == KORCH_OK) return KORCH_OK;
         unlink(so); /* a damaged cache entry: rebuild it */
     }
+    /* unique per process and per call: sessions created on different threads
+     * of one process may compile the same source at the same time */
+    static unsigned long calls;
     int pid = (int)getpid();
-    snprintf(tmp_c, sizeof tmp_c, "%s/%s-%d.c", dir, key, pid);
-    snprintf(tmp_so, sizeof tmp_so, "%s/%s-%d.so.tmp", dir, key, pid);
-    snprintf(log, sizeof log, "%s/%s-%d.log", dir, key, pid);
+    unsigned long call = __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
+    snprintf(tmp_c, sizeof tmp_c, "%s/%s-%d-%lu.c", dir, key, pid, call);
+    snprintf(tmp_so, sizeof tmp_so, "%s/%s-%d-%lu.so.tmp", dir, key, pid, call);
+    snprintf(log, sizeof log, "%s/%s-%d-%lu.log", dir, key, pid, call);
     KORCH_TRY(write_file(tmp_c, source, len));
     const char *argv[32];
     int a = 0;
