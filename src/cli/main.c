@@ -13,6 +13,7 @@ static const korch_cli_command commands[] = {
     {"optimize", "choose the fastest kernels for a model and write them as a plan", korch_cmd_optimize},
     {"explain", "show a plan's kernels: primitives, ONNX nodes, implementation, latency", korch_cmd_explain},
     {"bench", "compare the none, greedy and optimal strategies on a model", korch_cmd_bench},
+    {"export", "write a plan as standalone C (model.c, weights, Makefile, runner)", korch_cmd_export},
 };
 
 static void usage(FILE *out) {

@@ -1,0 +1,67 @@
+/* korch export PLAN -o DIR: the plan as standalone C (docs/export.md). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "export/export.h"
+#include "runtime/plan.h"
+
+static void help(void) {
+    printf("usage: korch export PLAN -o DIR\n\n"
+           "Writes PLAN (made by 'korch optimize') as a folder that builds on its own:\n"
+           "  model.c, model.h   the plan's kernels and their call sequence, behind an API\n"
+           "                     shaped like korch's C API (load, sessions, zero-copy run)\n"
+           "  model.weights      the constants (read at load time; header with a checksum)\n"
+           "  model_run.c        a runner: --input NAME=FILE.npy, --output-dir DIR, --bench N\n"
+           "  Makefile           builds libmodel.so and model_run (make CFLAGS_EXTRA=-Werror)\n"
+           "The result needs libc, libm and libgomp (and libdnnl for oneDNN kernels), not\n"
+           "korch. The plan's model must be unchanged since 'korch optimize'.\n\n"
+           "  -o, --output DIR   the folder to write (created if missing)\n"
+           "  -q, --quiet        no summary\n");
+}
+
+int korch_cmd_export(int argc, char **argv) {
+    const char *plan_path = NULL, *dir = NULL;
+    bool quiet = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (korch_cli_is_help(a)) {
+            help();
+            return 0;
+        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (!(dir = korch_cli_value(argc, argv, &i, "export"))) return 2;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            quiet = true;
+        } else if (a[0] == '-') {
+            return korch_cli_usage_error("export", "unknown option %s", a);
+        } else if (!plan_path) {
+            plan_path = a;
+        } else {
+            return korch_cli_usage_error("export", "more than one plan given");
+        }
+    }
+    if (!plan_path) return korch_cli_usage_error("export", "no plan given");
+    if (!dir) return korch_cli_usage_error("export", "no output folder given (-o DIR)");
+    if (!korch_plan_file_is_plan(plan_path)) {
+        char buf[300];
+        korch_error(KORCH_ERR_INVALID_ARGUMENT, "\"%s\" is not a korch plan (make one with korch optimize MODEL -o PLAN)",
+                    korch_printable(plan_path, buf, sizeof buf));
+        return korch_cli_fail();
+    }
+    korch_plan *plan = NULL;
+    if (korch_plan_load(plan_path, &plan) != KORCH_OK) return korch_cli_fail();
+    korch_export_stats stats;
+    korch_status st = korch_export_plan(plan, plan_path, dir, &stats);
+    korch_plan_free(plan);
+    if (st != KORCH_OK) return korch_cli_fail();
+    if (!quiet) {
+        char buf[300];
+        printf("exported %d kernels (%d generated C, %d reference, %d oneDNN; %d functions) to %s\n", stats.kernels,
+               stats.cgen, stats.ref, stats.dnnl, stats.functions, korch_printable(dir, buf, sizeof buf));
+        printf("model.c %zu bytes, model.weights %llu bytes + 64-byte header, arena %llu bytes, model id %016llx\n",
+               stats.source_bytes, (unsigned long long)stats.weights_bytes, (unsigned long long)stats.arena_bytes,
+               (unsigned long long)stats.model_id);
+        printf("build: make -C %s CFLAGS_EXTRA=-Werror\n", korch_printable(dir, buf, sizeof buf));
+    }
+    return 0;
+}
