@@ -67,17 +67,17 @@ static void ctx_free(ex_ctx *x) {
 }
 
 korch_status korch_export_write(const korch_plan *plan, const korch_pgraph *pg, const char *dir,
-                                korch_export_stats *stats) {
+                                const korch_export_options *options, korch_export_stats *stats) {
     if (!plan || !pg || !dir) return korch_error(KORCH_ERR_INVALID_ARGUMENT, "korch_export_write: NULL argument");
-    if (!pg->source) return korch_error(KORCH_ERR_INVALID_ARGUMENT, "export: the primitive graph has no source model");
     static const char *const needed[] = {"runtime.inc", "model_api.inc", "model_run_api.inc", "model_h.inc",
                                          "model_run.inc", "Makefile.inc", "ref_common.inc", "ref_reduce.inc",
-                                         "ref_layout.inc", "ref_linear.inc", "ref_gather.inc"};
+                                         "ref_layout.inc", "ref_matmul.inc", "ref_conv.inc", "ref_gather.inc"};
     for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++)
         if (!korch_export_support(needed[i]))
             return korch_error(KORCH_ERR_INTERNAL, "export: support source %s is not built in", needed[i]);
     KORCH_TRY(korch_plan_validate(plan, pg));
     ex_ctx x = {.plan = plan, .pg = pg};
+    if (options) x.options = *options;
     korch_status st = korch_memory_plan_build(plan, pg, &x.mp);
     if (st == KORCH_OK) st = layout_weights(&x);
     for (int i = 0; i < plan->n_kernels && st == KORCH_OK; i++) st = ex_emit_kernel(&x, i);
@@ -117,7 +117,7 @@ korch_status korch_export_plan(const korch_plan *plan, const char *plan_path, co
                                korch_export_stats *stats) {
     korch_plan_model m;
     KORCH_TRY(korch_plan_model_open(plan, plan_path, &m));
-    korch_status st = korch_export_write(plan, m.pg, dir, stats);
+    korch_status st = korch_export_write(plan, m.pg, dir, NULL, stats);
     korch_plan_model_close(&m);
     return st;
 }

@@ -28,12 +28,20 @@ typedef struct korch_export_stats {
     size_t source_bytes;            /* model.c */
 } korch_export_stats;
 
+typedef struct korch_export_options {
+    /* REF kernels of single reduce or layout primitives use the reference
+     * routines (the interpreter's double arithmetic) even where the code
+     * generator could implement them (tests of those routines) */
+    bool reference_routines;
+} korch_export_options;
+
 /* Exports a plan whose primitive graph is `pg` (the plan validated against
  * it) into `dir` (created if missing; existing files of the export are
- * replaced). A kernel that cannot be written as standalone C is refused with
+ * replaced). options may be NULL (defaults). A primitive graph without a source
+ * model (tests) gets generated tensor names. A kernel that cannot be written as standalone C is refused with
  * an error naming it. stats may be NULL. */
 korch_status korch_export_write(const korch_plan *plan, const korch_pgraph *pg, const char *dir,
-                                korch_export_stats *stats);
+                                const korch_export_options *options, korch_export_stats *stats);
 
 /* Loads the plan's model (korch_plan_model_open), validates and exports. */
 korch_status korch_export_plan(const korch_plan *plan, const char *plan_path, const char *dir,

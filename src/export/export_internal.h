@@ -11,7 +11,8 @@ typedef enum ex_piece {
     EX_REF_COMMON,
     EX_REF_REDUCE,
     EX_REF_LAYOUT,
-    EX_REF_LINEAR,
+    EX_REF_MATMUL,
+    EX_REF_CONV,
     EX_REF_GATHER,
     EX_PIECE_COUNT
 } ex_piece;
@@ -19,6 +20,7 @@ typedef enum ex_piece {
 typedef struct ex_ctx {
     const korch_plan *plan;
     const korch_pgraph *pg;
+    korch_export_options options;
     korch_memory_plan mp;
     int64_t *weight_offset; /* per value: offset in the weights blob, or -1 */
     uint64_t weights_bytes;

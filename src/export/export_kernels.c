@@ -111,8 +111,9 @@ korch_status ex_emit_kernel(ex_ctx *x, int i) {
             korch_prim_kind kind = x->pg->nodes[pk->nodes[j]].kind;
             memory_bound &= kind != KORCH_PRIM_LINEAR && kind != KORCH_PRIM_OPAQUE;
         }
-        if (memory_bound) st = emit_cgen(x, i, NULL, &handled);
-        if (st == KORCH_OK && !handled) st = ex_emit_ref(x, i, &handled);
+        if (x->options.reference_routines) st = ex_emit_ref(x, i, &handled);
+        if (st == KORCH_OK && !handled && memory_bound) st = emit_cgen(x, i, NULL, &handled);
+        if (st == KORCH_OK && !handled && !x->options.reference_routines) st = ex_emit_ref(x, i, &handled);
         if (st == KORCH_OK && !handled)
             st = korch_error(KORCH_ERR_UNSUPPORTED,
                              "kernel %d (ref: %s): korch export has no standalone C for it; the plan cannot be "

@@ -114,12 +114,12 @@ static korch_status emit_linear(ex_ctx *x, int i, const korch_pnode *n) {
     if (a->dtype != KORCH_DTYPE_FLOAT32 || b->dtype != KORCH_DTYPE_FLOAT32)
         return korch_error(KORCH_ERR_UNSUPPORTED, "kernel %d: linear primitives of %s are not supported", i,
                            korch_dtype_name(a->dtype));
-    x->need[EX_REF_LINEAR] = true;
     char pa[64], pb[64], py[64];
     ex_value_ptr(x, n->inputs[0], pa, sizeof pa);
     ex_value_ptr(x, n->inputs[1], pb, sizeof pb);
     ex_value_ptr(x, n->outputs[0], py, sizeof py);
     if (p->op == KORCH_LINEAR_MATMUL) {
+        x->need[EX_REF_MATMUL] = true;
         int ra = a->shape.rank, rb = b->shape.rank, ry = y->shape.rank;
         korch_shape batch = y->shape, ba = a->shape, bb = b->shape;
         batch.rank = ry - 2;
@@ -141,6 +141,7 @@ static korch_status emit_linear(ex_ctx *x, int i, const korch_pnode *n) {
                       i, pa, pb, py);
         return KORCH_OK;
     }
+    x->need[EX_REF_CONV] = true;
     int s = p->spatial;
     int64_t in_sp[3] = {1, 1, 1}, out_sp[3] = {1, 1, 1}, k_sp[3] = {1, 1, 1};
     int64_t st[3] = {1, 1, 1}, dl[3] = {1, 1, 1}, pbeg[3] = {0, 0, 0};
@@ -205,6 +206,7 @@ korch_status ex_emit_ref(ex_ctx *x, int i, bool *handled) {
     case KORCH_PRIM_LAYOUT: st = emit_layout(x, i, n); break;
     case KORCH_PRIM_LINEAR: st = emit_linear(x, i, n); break;
     case KORCH_PRIM_OPAQUE: {
+        if (!x->pg->source) return KORCH_OK;
         const korch_node *src = &x->pg->source->nodes[n->u.opaque.source_node];
         if (strcmp(src->op_type, "Gather") != 0 || n->n_inputs != 2 || n->n_outputs != 1) return KORCH_OK;
         st = emit_gather(x, i, n, src);

@@ -24,6 +24,7 @@ void cg_emit_prelude(cg_buf *out) {
                        "CG_SIMD float tanhf(float); CG_SIMD float erff(float); CG_SIMD float log1pf(float);\n"
                        "CG_SIMD double tanh(double); CG_SIMD double erf(double); CG_SIMD double log1p(double);\n"
                        "#endif\n#endif\n\n");
+    cg_buf_printf(out, "#if defined(__GNUC__)\n#define CG_UNUSED __attribute__((unused))\n#else\n#define CG_UNUSED\n#endif\n");
     cg_buf_printf(out, "static inline int64_t cg_fdiv(int64_t a, int64_t d) { return a / d - (a %% d < 0); }\n"
                        "static inline int64_t cg_fmod(int64_t a, int64_t m) { int64_t r = a %% m; return r < 0 ? r + m : r; }\n"
                        "static inline int64_t cg_clamp(int64_t a, int64_t lo, int64_t hi) "

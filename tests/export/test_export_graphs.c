@@ -1,0 +1,207 @@
+/* Exported C against the primitive interpreter, without the model zoo:
+ * random primitive graphs (elementwise chains and joins, reductions,
+ * transposes, matmuls) under plans of single REF kernels (exported with the
+ * reference routines, and with the code generator) and under fused plans
+ * chosen with estimated latencies on the real backends (in-place kernels
+ * included); plus a hand-built graph of convolutions (grouped, strided,
+ * dilated, transposed) and layouts with pads and tables. Each export is built
+ * with its Makefile and CFLAGS_EXTRA=-Werror and run through model_run. */
+#include <unistd.h>
+
+#include "export_harness.h"
+#include "fission/layout.h"
+#include "orchestrate/fake_oracle.h"
+#include "orchestrate/pgraph_gen.h"
+#include "runtime/arena.h"
+#include "test.h"
+
+static char tmp[] = "/tmp/korch_test_export_XXXXXX";
+static int exports = 0, in_place = 0;
+
+static bool close_enough(const korch_tensor *got, const korch_tensor *want) {
+    if (got->dtype != want->dtype || !korch_shape_equal(&got->shape, &want->shape)) return false;
+    double scale = 0;
+    for (int64_t i = 0; i < korch_tensor_numel(want); i++)
+        if (fabs(korch_tensor_get_f64(want, i)) > scale) scale = fabs(korch_tensor_get_f64(want, i));
+    for (int64_t i = 0; i < korch_tensor_numel(want); i++) {
+        double a = korch_tensor_get_f64(got, i), b = korch_tensor_get_f64(want, i);
+        if (!(fabs(a - b) <= 1e-5 * (1 + scale) + 2e-5 * fabs(b))) return false;
+    }
+    return true;
+}
+
+static void check_export(const korch_pgraph *pg, const korch_plan *plan, bool reference_routines, uint64_t seed,
+                         const char *what) {
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/e%d", tmp, exports++);
+    korch_tensor *in = gen_inputs(pg, seed);
+    korch_tensor *want = calloc((size_t)pg->n_outputs, sizeof *want), *got = calloc((size_t)pg->n_outputs, sizeof *got);
+    CHECK_OK(korch_pgraph_interpret(pg, in, want));
+    korch_export_options o = {.reference_routines = reference_routines};
+    const char *why = harness_export_run(plan, pg, dir, &o, in, got);
+    CHECK_MSG(!why, "%s: %s", what, why ? why : "");
+    for (int i = 0; !why && i < pg->n_outputs; i++)
+        CHECK_MSG(close_enough(&got[i], &want[i]), "%s (%s): output %d differs from the interpreter", what, dir, i);
+    korch_memory_plan mp;
+    if (korch_memory_plan_build(plan, pg, &mp) == KORCH_OK) {
+        in_place += mp.n_in_place;
+        korch_memory_plan_free(&mp);
+    }
+    gen_free_tensors(in, pg->n_inputs);
+    gen_free_tensors(want, pg->n_outputs);
+    gen_free_tensors(got, pg->n_outputs);
+    if (!why && !test_failures) harness_sh("rm -rf %s%s", dir, "");
+}
+
+static korch_plan *one_kernel_per_node(const korch_pgraph *pg, korch_backend_kind backend) {
+    korch_pgraph_uses uses;
+    korch_pgraph_uses_build(pg, &uses);
+    korch_plan *plan = korch_plan_new();
+    plan->pgraph_nodes = pg->n_nodes;
+    plan->threads = 2;
+    int order[256], count = 0;
+    korch_pgraph_toposort(pg, order, &count);
+    for (int i = 0; i < count; i++) {
+        if (!uses.live[order[i]]) continue;
+        korch_plan_kernel *k = korch_plan_add_kernel(plan, pg, &uses, 1, &order[i]);
+        if (k) k->backend = backend;
+    }
+    korch_pgraph_uses_free(&uses);
+    return plan;
+}
+
+/* the real backends' support answers, estimated latencies */
+static korch_plan *estimated_plan(const korch_pgraph *pg) {
+    korch_machine_model machine = korch_machine_model_typical(2);
+    korch_kernel_oracle oracle = korch_kernel_oracle_estimate(&machine);
+    korch_orchestrate_options o = korch_orchestrate_options_default(2);
+    korch_orchestrator *orch = NULL;
+    korch_plan *plan = NULL;
+    CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, KORCH_STRATEGY_OPTIMAL, &orch));
+    if (orch) CHECK_OK(korch_orchestrator_profile(orch));
+    if (orch) CHECK_OK(korch_orchestrator_solve(orch, KORCH_STRATEGY_OPTIMAL, &plan));
+    korch_orchestrator_free(orch);
+    if (plan) plan->threads = 2;
+    return plan;
+}
+
+static void test_random_graphs(void) {
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        korch_pgraph *pg = gen_random_pgraph(seed * 7 + 1, 10 + (int)seed * 2, true);
+        korch_plan *plan = one_kernel_per_node(pg, KORCH_BACKEND_REF);
+        char what[64];
+        snprintf(what, sizeof what, "random graph %llu, REF kernels", (unsigned long long)seed);
+        check_export(pg, plan, true, seed, what);
+        if (seed <= 2) {
+            snprintf(what, sizeof what, "random graph %llu, REF kernels via cgen", (unsigned long long)seed);
+            check_export(pg, plan, false, seed, what);
+        }
+        korch_plan_free(plan);
+        plan = estimated_plan(pg);
+        snprintf(what, sizeof what, "random graph %llu, fused plan", (unsigned long long)seed);
+        if (plan) check_export(pg, plan, false, seed, what);
+        korch_plan_free(plan);
+        korch_pgraph_free(pg);
+    }
+}
+
+static int add_input(korch_pgraph *pg, int rank, const int64_t *dims) {
+    korch_shape s = korch_shape_make(rank, dims);
+    int v = korch_pgraph_add_value(pg, KORCH_DTYPE_FLOAT32, &s);
+    pg->inputs = realloc(pg->inputs, (size_t)(pg->n_inputs + 1) * sizeof(int));
+    pg->values[v].graph_input = pg->n_inputs;
+    pg->inputs[pg->n_inputs++] = v;
+    return v;
+}
+
+static int add_weights(korch_pgraph *pg, int rank, const int64_t *dims, gen_rng *r) {
+    korch_tensor t;
+    korch_shape s = korch_shape_make(rank, dims);
+    korch_tensor_alloc(&t, KORCH_DTYPE_FLOAT32, &s);
+    for (int64_t i = 0; i < korch_tensor_numel(&t); i++) ((float *)t.data)[i] = (float)(gen_unit(r) - 1.0) * 0.5f;
+    return korch_pgraph_add_constant(pg, &t);
+}
+
+/* x [1,4,9,9] -> conv 3x3 stride 2 pad 1 (8 ch) -> relu -> grouped dilated
+ * conv (groups 2) -> conv transpose stride 2 -> pad with -1 -> nearest-style
+ * remap with a table -> reduce max over H -> output; and a window layout */
+static korch_pgraph *conv_graph(void) {
+    korch_pgraph *pg = NULL;
+    korch_pgraph_create(NULL, &pg);
+    gen_rng r = {77};
+    int x = add_input(pg, 4, (int64_t[]){1, 4, 9, 9});
+    korch_prim_linear c1 = {.op = KORCH_LINEAR_CONV, .spatial = 2, .group = 1, .strides = {2, 2}, .dilations = {1, 1},
+                            .pads_begin = {1, 1}, .pads_end = {1, 1}};
+    int y = korch_pgraph_linear(pg, &c1, x, add_weights(pg, 4, (int64_t[]){8, 4, 3, 3}, &r)); /* [1,8,5,5] */
+    y = gen_unary(pg, KORCH_EW_RELU, y);
+    korch_prim_linear c2 = {.op = KORCH_LINEAR_CONV, .spatial = 2, .group = 2, .strides = {1, 1}, .dilations = {2, 2},
+                            .pads_begin = {2, 2}, .pads_end = {2, 2}};
+    y = korch_pgraph_linear(pg, &c2, y, add_weights(pg, 4, (int64_t[]){6, 4, 3, 3}, &r)); /* [1,6,5,5] */
+    korch_prim_linear c3 = {.op = KORCH_LINEAR_CONV_TRANSPOSE, .spatial = 2, .group = 1, .strides = {2, 2},
+                            .dilations = {1, 1}, .pads_begin = {1, 1}, .pads_end = {1, 1}};
+    y = korch_pgraph_linear(pg, &c3, y, add_weights(pg, 4, (int64_t[]){6, 3, 3, 3}, &r)); /* [1,3,9,9] */
+    y = korch_pgraph_pad(pg, y, (int64_t[]){0, 0, 1, 0}, (int64_t[]){0, 0, 0, 2}, KORCH_PAD_CONSTANT, -1.0);
+    /* the layout takes ownership of its tables */
+    int64_t *rows = malloc(7 * sizeof *rows), *tables[4] = {NULL, NULL, rows, NULL};
+    memcpy(rows, (int64_t[]){0, 0, 2, 4, 6, 8, -1}, 7 * sizeof *rows);
+    korch_shape rs = korch_shape_make(4, (int64_t[]){1, 3, 7, 11});
+    y = korch_pgraph_remap(pg, KORCH_LAYOUT_RESIZE_NEAREST, y, &rs, tables, 0.5);
+    int m = korch_pgraph_reduce(pg, KORCH_REDUCE_MAX, y, 1u << 2, false); /* [1,3,11] */
+    gen_output(pg, m);
+    int w = korch_pgraph_window(pg, x, 2, (int64_t[]){2, 2}, (int64_t[]){2, 2}, (int64_t[]){1, 1}, (int64_t[]){0, 0},
+                                (int64_t[]){4, 4}, 0.0);
+    gen_output(pg, korch_pgraph_reduce(pg, KORCH_REDUCE_MEAN, w, (1u << 4) | (1u << 5), false));
+    if (m < 0 || w < 0) fprintf(stderr, "conv graph: %s\n", korch_last_error());
+    return pg;
+}
+
+static void test_conv_graph(void) {
+    korch_pgraph *pg = conv_graph();
+    korch_plan *plan = one_kernel_per_node(pg, KORCH_BACKEND_REF);
+    check_export(pg, plan, true, 3, "conv graph, REF kernels");
+    korch_plan_free(plan);
+    plan = estimated_plan(pg);
+    if (plan) check_export(pg, plan, false, 3, "conv graph, fused plan");
+    korch_plan_free(plan);
+    korch_pgraph_free(pg);
+}
+
+/* refusals name the kernel: a fused REF kernel with a linear primitive */
+static void test_refusal(void) {
+    korch_pgraph *pg = NULL;
+    korch_pgraph_create(NULL, &pg);
+    gen_rng r = {5};
+    int x = gen_input(pg, 4, 4);
+    int y = gen_matmul(pg, x, gen_constant(pg, &r));
+    gen_output(pg, gen_unary(pg, KORCH_EW_RELU, y));
+    korch_pgraph_uses uses;
+    korch_pgraph_uses_build(pg, &uses);
+    korch_plan *plan = korch_plan_new();
+    plan->pgraph_nodes = pg->n_nodes;
+    int nodes[2] = {0, 1};
+    korch_plan_kernel *k = korch_plan_add_kernel(plan, pg, &uses, 2, nodes);
+    if (k) k->backend = KORCH_BACKEND_REF;
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/refused", tmp);
+    CHECK(korch_export_write(plan, pg, dir, NULL, NULL) == KORCH_ERR_UNSUPPORTED);
+    CHECK(strstr(korch_last_error(), "kernel 0") != NULL);
+    CHECK(access(dir, F_OK) != 0); /* nothing written */
+    korch_plan_free(plan);
+    korch_pgraph_uses_free(&uses);
+    korch_pgraph_free(pg);
+}
+
+int main(void) {
+    if (!mkdtemp(tmp)) return 1;
+    char cache[300];
+    snprintf(cache, sizeof cache, "%s/cache", tmp);
+    setenv("XDG_CACHE_HOME", cache, 1);
+    test_random_graphs();
+    test_conv_graph();
+    test_refusal();
+    printf("%d exports built with -Werror and run; %d kernels in place\n", exports, in_place);
+    CHECK(in_place > 0);
+    if (!test_failures) harness_sh("rm -rf %s%s", tmp, "");
+    else printf("kept %s for inspection\n", tmp);
+    TEST_MAIN_END();
+}
