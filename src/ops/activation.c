@@ -1,6 +1,6 @@
 /* Activation functions: unary maps with attribute parameters (Relu,
  * LeakyRelu, Elu, Selu, Celu, HardSigmoid, HardSwish, Softplus, Softsign,
- * Mish, ThresholdedRelu) and PRelu, whose slope is a broadcast input.
+ * Mish, ThresholdedRelu, Shrink) and PRelu, whose slope is a broadcast input.
  * Clip lives in clip.c. float32 kernels compute in float with float
  * parameters, float64 kernels in double. */
 #include "ops/elementwise.h"
@@ -50,6 +50,22 @@ ACT_RUN(softsign, 0, 0, 0, a / (1.0f + fabsf(a)), a / (1.0 + fabs(a)))
 ACT_RUN(mish, 0, 0, 0, a * tanhf(softplusf(a)), a * tanh(softplus(a)))
 ACT_RUN(thresholded_relu, 1.0, 0, 0, a > alpha ? a : 0.0f, a > alpha ? a : 0.0)
 
+/* Shrink's attributes are `lambd` and `bias` (not alpha/beta). */
+static korch_status run_shrink(korch_op_ctx *ctx) {
+    int64_t n = korch_tensor_numel(ctx->outputs[0]);
+    double lambd = korch_node_attr_float(ctx->node, "lambd", 0.5f);
+    double bias = korch_node_attr_float(ctx->node, "bias", 0.0f);
+    if (ctx->inputs[0]->dtype == KORCH_DTYPE_FLOAT32) {
+        float l = (float)lambd, b = (float)bias;
+        KORCH_EW_LOOP1(n, float, ctx->inputs[0]->data, float, ctx->outputs[0]->data,
+                       a < -l ? a + b : a > l ? a - b : 0.0f);
+    } else {
+        KORCH_EW_LOOP1(n, double, ctx->inputs[0]->data, double, ctx->outputs[0]->data,
+                       a < -lambd ? a + bias : a > lambd ? a - bias : 0.0);
+    }
+    return KORCH_OK;
+}
+
 static korch_status infer_celu(korch_op_ctx *ctx) {
     if (korch_node_attr_float(ctx->node, "alpha", 1.0f) == 0.0f)
         return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "alpha must not be 0");
@@ -72,6 +88,7 @@ ACT_ROW(Softplus, softplus, 1, infer_float_act)
 ACT_ROW(Softsign, softsign, 1, infer_float_act)
 ACT_ROW(Mish, mish, 18, infer_float_act)
 ACT_ROW(ThresholdedRelu, thresholded_relu, 10, infer_float_act)
+ACT_ROW(Shrink, shrink, 9, infer_float_act)
 
 /* ---- Relu: floats, and signed integers from opset 14 ---- */
 

@@ -1,7 +1,6 @@
 /* Binary arithmetic with broadcasting: Add, Sub, Mul, Div, Mod, Pow.
  * Floats compute in their own precision; integers wrap on overflow (computed
  * in uint64, where wrap-around is defined) and divide by zero to 0. */
-#include <stdlib.h>
 
 #include "ops/elementwise.h"
 

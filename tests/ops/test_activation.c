@@ -89,6 +89,7 @@ static double softsign(double x) { return x / (1 + fabs(x)); }
 static double relu(double x) { return x > 0 ? x : 0; }
 static double thresholded(double x) { return x > 1 ? x : 0; }
 static double celu(double x) { return fmax(0, x) + fmin(0, exp(x) - 1); }
+static double shrink(double x) { return fabs(x) <= 0.5 ? 0 : x; } /* bias 0: a dead zone of +-lambd */
 
 static void check_activations(void) {
     struct {
@@ -99,7 +100,7 @@ static void check_activations(void) {
         {"LeakyRelu", 16, leaky},      {"Elu", 6, elu},           {"Selu", 6, selu},
         {"HardSigmoid", 6, hard_sigmoid}, {"HardSwish", 14, hard_swish}, {"Softplus", 1, softplus},
         {"Mish", 18, mish},            {"Softsign", 1, softsign}, {"Relu", 14, relu},
-        {"ThresholdedRelu", 10, thresholded}, {"Celu", 12, celu},
+        {"ThresholdedRelu", 10, thresholded}, {"Celu", 12, celu}, {"Shrink", 9, shrink},
     };
     h_input x = h_tensor(KORCH_DTYPE_FLOAT32, 1, D6, X);
     for (size_t k = 0; k < sizeof acts / sizeof acts[0]; k++) {
@@ -119,6 +120,11 @@ static void check_activations(void) {
     h_attr hs[2] = {H_FLOAT("alpha", 1.0f), H_FLOAT("beta", 0.0f)};
     CHECK_OK(h_run1("HardSigmoid", 6, hs, 2, &x, 1, &y));
     CHECK(((float *)y.data)[4] == 0.75f && ((float *)y.data)[5] == 1.0f);
+    korch_tensor_free(&y);
+    h_attr soft[2] = {H_FLOAT("lambd", 1.0f), H_FLOAT("bias", 1.0f)}; /* soft shrink */
+    CHECK_OK(h_run1("Shrink", 9, soft, 2, &x, 1, &y));
+    CHECK(((float *)y.data)[0] == -99.0f && ((float *)y.data)[1] == -1.0f && ((float *)y.data)[2] == 0.0f &&
+          ((float *)y.data)[4] == 0.0f && ((float *)y.data)[5] == 89.0f);
     korch_tensor_free(&y);
     /* Mish exists from opset 18 only; Celu refuses alpha 0 */
     CHECK(h_run1("Mish", 17, NULL, 0, &x, 1, &y) == KORCH_ERR_UNSUPPORTED);
