@@ -286,6 +286,12 @@ static void test_errors(void) {
     CHECK_INFER_FAILS(&h, KORCH_ERR_SHAPE, "B has shape 3; expected [2]");
     h_free(&h);
 
+    conv_2d(&h, 1, 1, 1, 1, 1);
+    int64_t max_pads[4] = {((int64_t)1 << 31) - 1, ((int64_t)1 << 31) - 1, ((int64_t)1 << 31) - 1, ((int64_t)1 << 31) - 1};
+    h_attr_ints(&h, "pads", 4, max_pads); /* 2^32 x 2^32 outputs: refused before any arithmetic overflows */
+    CHECK_INFER_FAILS(&h, KORCH_ERR_SHAPE, "the output would have more than");
+    h_free(&h);
+
     h_init(&h, "Conv", 11, 2, 1);
     h_input(&h, 0, KORCH_DTYPE_FLOAT32, 6, x6);
     h_input(&h, 1, KORCH_DTYPE_FLOAT32, 6, x6);

@@ -174,6 +174,14 @@ static void test_errors(void) {
     CHECK_INFER_FAILS(&h, KORCH_ERR_INVALID_MODEL, "output_shape has 3 values, expected 2");
     h_free(&h);
 
+    int64_t x1[3] = {1, 1, (int64_t)1 << 20}, w1[3] = {1, 1, 1}, big_stride[1] = {((int64_t)1 << 31) - 1};
+    h_init(&h, "ConvTranspose", 11, 2, 1);
+    h_input(&h, 0, KORCH_DTYPE_FLOAT32, 3, x1);
+    h_input(&h, 1, KORCH_DTYPE_FLOAT32, 3, w1);
+    h_attr_ints(&h, "strides", 1, big_stride); /* about 2^51 outputs */
+    CHECK_INFER_FAILS(&h, KORCH_ERR_SHAPE, "the output would have about");
+    h_free(&h);
+
     h_init(&h, "ConvTranspose", 11, 2, 1);
     h_input(&h, 0, KORCH_DTYPE_FLOAT32, 4, xd);
     h_input(&h, 1, KORCH_DTYPE_INT64, 4, wd);

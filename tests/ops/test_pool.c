@@ -272,6 +272,14 @@ static void test_errors(void) {
     CHECK_INFER_FAILS(&h, KORCH_ERR_UNSUPPORTED, "rank 2");
     h_free(&h);
 
+    int64_t x1[3] = {1, 1, 4}, k1[1] = {2}, huge_pads[2] = {(int64_t)1 << 30, (int64_t)1 << 30};
+    h_init(&h, "MaxPool", 12, 1, 1);
+    h_input(&h, 0, KORCH_DTYPE_FLOAT32, 3, x1);
+    h_attr_ints(&h, "kernel_shape", 1, k1);
+    h_attr_ints(&h, "pads", 2, huge_pads);
+    CHECK_INFER_FAILS(&h, KORCH_ERR_UNSUPPORTED, "outputs are too many to check");
+    h_free(&h);
+
     h_init(&h, "GlobalAveragePool", 1, 1, 1);
     h_input(&h, 0, KORCH_DTYPE_FLOAT32, 2, x2);
     CHECK_INFER_FAILS(&h, KORCH_ERR_SHAPE, "expected N x C x spatial dims");
