@@ -96,19 +96,19 @@ static korch_status copy_typed(const Onnx__TensorProto *p, korch_tensor *t, int6
     switch (t->dtype) {
     case KORCH_DTYPE_FLOAT32:
         have = p->n_float_data;
-        if (have == (size_t)n) memcpy(t->data, p->float_data, (size_t)n * 4);
+        if (have == (size_t)n && n > 0) memcpy(t->data, p->float_data, (size_t)n * 4);
         break;
     case KORCH_DTYPE_FLOAT64:
         have = p->n_double_data;
-        if (have == (size_t)n) memcpy(t->data, p->double_data, (size_t)n * 8);
+        if (have == (size_t)n && n > 0) memcpy(t->data, p->double_data, (size_t)n * 8);
         break;
     case KORCH_DTYPE_INT64:
         have = p->n_int64_data;
-        if (have == (size_t)n) memcpy(t->data, p->int64_data, (size_t)n * 8);
+        if (have == (size_t)n && n > 0) memcpy(t->data, p->int64_data, (size_t)n * 8);
         break;
     case KORCH_DTYPE_UINT64:
         have = p->n_uint64_data;
-        if (have == (size_t)n) memcpy(t->data, p->uint64_data, (size_t)n * 8);
+        if (have == (size_t)n && n > 0) memcpy(t->data, p->uint64_data, (size_t)n * 8);
         break;
     case KORCH_DTYPE_UINT32:
         have = p->n_uint64_data;
@@ -117,7 +117,7 @@ static korch_status copy_typed(const Onnx__TensorProto *p, korch_tensor *t, int6
         break;
     case KORCH_DTYPE_INT32:
         have = p->n_int32_data;
-        if (have == (size_t)n) memcpy(t->data, p->int32_data, (size_t)n * 4);
+        if (have == (size_t)n && n > 0) memcpy(t->data, p->int32_data, (size_t)n * 4);
         break;
     case KORCH_DTYPE_INT16:
     case KORCH_DTYPE_UINT16:
