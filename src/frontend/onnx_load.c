@@ -247,6 +247,16 @@ static korch_status convert_model(const Onnx__ModelProto *m, const char *model_d
                                korch_printable(tp->name, buf, sizeof buf));
         snprintf(what, sizeof what, "initializer \"%s\"", korch_printable(tp->name, buf, sizeof buf));
         KORCH_TRY(korch_onnx_tensor_convert(tp, model_dir, what, &g->values[v].constant));
+        /* The parsed copy of the weights is not read again: freeing it now
+         * keeps the load's peak memory at about two copies of the weights
+         * (the file and the parse) instead of three (+ the tensors).
+         * protobuf-c allocated it with malloc and frees NULL data safely. */
+        if (tp->has_raw_data && tp->raw_data.data) {
+            Onnx__TensorProto *owned = (Onnx__TensorProto *)tp;
+            free(owned->raw_data.data);
+            owned->raw_data.data = NULL;
+            owned->raw_data.len = 0;
+        }
         korch_value *val = &g->values[v];
         val->is_constant = true;
         val->dtype = val->constant.dtype;
