@@ -25,14 +25,14 @@ void cg_emit_prelude(cg_buf *out) {
                        "CG_SIMD double tanh(double); CG_SIMD double erf(double); CG_SIMD double log1p(double);\n"
                        "#endif\n#endif\n\n");
     cg_buf_printf(out, "#if defined(__GNUC__)\n#define CG_UNUSED __attribute__((unused))\n#else\n#define CG_UNUSED\n#endif\n");
-    cg_buf_printf(out, "static inline int64_t cg_fdiv(int64_t a, int64_t d) { return a / d - (a %% d < 0); }\n"
-                       "static inline int64_t cg_fmod(int64_t a, int64_t m) { int64_t r = a %% m; return r < 0 ? r + m : r; }\n"
-                       "static inline int64_t cg_clamp(int64_t a, int64_t lo, int64_t hi) "
+    cg_buf_printf(out, "static inline CG_UNUSED int64_t cg_fdiv(int64_t a, int64_t d) { return a / d - (a %% d < 0); }\n"
+                       "static inline CG_UNUSED int64_t cg_fmod(int64_t a, int64_t m) { int64_t r = a %% m; return r < 0 ? r + m : r; }\n"
+                       "static inline CG_UNUSED int64_t cg_clamp(int64_t a, int64_t lo, int64_t hi) "
                        "{ return a < lo ? lo : (a > hi ? hi : a); }\n"
                        /* Python-style modulus (sign of the divisor), as ONNX Mod with fmod=0 */
-                       "static inline double cg_pymod(double a, double b) "
+                       "static inline CG_UNUSED double cg_pymod(double a, double b) "
                        "{ double r = fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n"
-                       "static inline float cg_pymodf(float a, float b) "
+                       "static inline CG_UNUSED float cg_pymodf(float a, float b) "
                        "{ float r = fmodf(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n\n");
 }
 
