@@ -1,10 +1,13 @@
 #include "frontend/onnx_load.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "frontend/onnx_tensor.h"
 
@@ -309,16 +312,18 @@ static korch_status convert_model(const Onnx__ModelProto *m, const char *model_d
     return KORCH_OK;
 }
 
-korch_status korch_onnx_load_buffer(const uint8_t *data, size_t size, const char *model_dir, korch_graph **out) {
+/* Parses with `allocator` (NULL: protobuf-c's default, malloc). */
+static korch_status load_buffer_with(const uint8_t *data, size_t size, const char *model_dir,
+                                     ProtobufCAllocator *allocator, korch_graph **out) {
     *out = NULL;
     if (size == 0) return korch_error(KORCH_ERR_PARSE, "the file is empty");
     KORCH_TRY(korch_onnx_check_nesting(data, size));
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, data);
+    Onnx__ModelProto *m = onnx__model_proto__unpack(allocator, size, data);
     if (!m) return korch_error(KORCH_ERR_PARSE, "not a valid ONNX model: protobuf parsing failed");
     korch_graph *g = NULL;
     korch_status st = korch_graph_create(&g);
     if (st == KORCH_OK) st = convert_model(m, model_dir, g);
-    onnx__model_proto__free_unpacked(m, NULL);
+    onnx__model_proto__free_unpacked(m, allocator);
     if (st != KORCH_OK) {
         korch_graph_free(g);
         return st;
@@ -327,26 +332,77 @@ korch_status korch_onnx_load_buffer(const uint8_t *data, size_t size, const char
     return KORCH_OK;
 }
 
+korch_status korch_onnx_load_buffer(const uint8_t *data, size_t size, const char *model_dir, korch_graph **out) {
+    return load_buffer_with(data, size, model_dir, NULL, out);
+}
+
+/* Loading a file maps it instead of reading it, so that the file's bytes and
+ * the parsed copy of the weights are not both resident: before each large
+ * allocation (a tensor's raw data about to be copied out of the file) the
+ * mapping's pages are dropped (MADV_DONTNEED on a private read-only file
+ * mapping only forgets them; any page touched again is faulted back from
+ * the page cache). The load's peak is then about one copy of the weights
+ * plus the largest tensor, instead of two copies. Allocations are malloc'd,
+ * so the loader may free parsed bytes with free() (convert_model does). */
+typedef struct mapped_file {
+    void *base;
+    size_t size;
+} mapped_file;
+
+static void *mapped_alloc(void *user, size_t size) {
+    mapped_file *f = user;
+    if (size >= ((size_t)1 << 20)) madvise(f->base, f->size, MADV_DONTNEED);
+    return malloc(size);
+}
+
+static void mapped_free(void *user, void *p) {
+    (void)user;
+    free(p);
+}
+
+/* Maps `path` (a regular, non-empty file); false when it cannot be mapped
+ * (the caller reads it instead). */
+static bool map_file(const char *path, mapped_file *out) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return false;
+    struct stat sb;
+    bool ok = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 &&
+              (unsigned long long)sb.st_size <= KORCH_MAX_MODEL_BYTES;
+    void *base = ok ? mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    close(fd);
+    if (base == MAP_FAILED) return false;
+    *out = (mapped_file){base, (size_t)sb.st_size};
+    return true;
+}
+
 korch_status korch_onnx_load_file(const char *path, korch_graph **out) {
     uint8_t *data = NULL;
     size_t size = 0;
     *out = NULL;
-    KORCH_TRY(korch_read_file(path, KORCH_MAX_MODEL_BYTES, &data, &size));
+    mapped_file mapped;
+    bool is_mapped = map_file(path, &mapped);
+    if (is_mapped) {
+        data = mapped.base;
+        size = mapped.size;
+    } else {
+        KORCH_TRY(korch_read_file(path, KORCH_MAX_MODEL_BYTES, &data, &size));
+    }
+    ProtobufCAllocator allocator = {.alloc = mapped_alloc, .free = mapped_free, .allocator_data = &mapped};
     /* external data lives next to the model */
     char *dir = strdup(path);
-    if (!dir) {
-        free(data);
-        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    korch_status st = dir ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st == KORCH_OK) {
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            if (slash == dir) slash[1] = '\0';
+            else *slash = '\0';
+        } else {
+            strcpy(dir, ".");
+        }
+        st = load_buffer_with(data, size, dir, is_mapped ? &allocator : NULL, out);
     }
-    char *slash = strrchr(dir, '/');
-    if (slash) {
-        if (slash == dir) slash[1] = '\0';
-        else *slash = '\0';
-    } else {
-        strcpy(dir, ".");
-    }
-    korch_status st = korch_onnx_load_buffer(data, size, dir, out);
-    free(data);
+    if (is_mapped) munmap(mapped.base, mapped.size);
+    else free(data);
     free(dir);
     if (st != KORCH_OK) {
         char printable[256];
