@@ -165,7 +165,7 @@ korch_status korch_cleanup_layouts(korch_pgraph *pg, int *changed) {
     int *uses = korch_cleanup_use_counts(pg);
     korch_value_repl repl = {0};
     korch_status st = uses ? korch_value_repl_init(&repl, pg) : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-    int first_new = pg->n_nodes;
+    int first_new = pg->n_nodes, old_values = pg->n_values;
     for (int i = 0; i < count && st == KORCH_OK; i++) {
         int b = order[i];
         if (pg->nodes[b].kind != KORCH_PRIM_LAYOUT) continue;
@@ -187,7 +187,8 @@ korch_status korch_cleanup_layouts(korch_pgraph *pg, int *changed) {
                 if (chain_is_identity(pg, chain, len)) to = v;
             }
             int a = producer_layout(pg, x);
-            if (to < 0 && a >= 0 && uses[x] == 1) to = merge_pair(pg, a, b);
+            /* values made by this pass have no use count yet: next round */
+            if (to < 0 && a >= 0 && x < old_values && uses[x] == 1) to = merge_pair(pg, a, b);
             if (to < 0 && is_reshaping_transpose(pg, b)) {
                 korch_shape out = pg->values[y].shape;
                 to = korch_pgraph_reshape(pg, x, &out);

@@ -210,6 +210,9 @@ korch_status korch_pgraph_finalize_outputs(korch_pgraph *pg) {
         bool produced = pv->producer >= 0 && !pg->nodes[pv->producer].dead;
         if (produced && pv->graph_output < 0 && pv->graph_input < 0) {
             pv->graph_output = i;
+            /* an output is named after the op-graph output it is (it may also
+             * equal an intermediate, e.g. through Identity) */
+            if (pg->source) pv->source_value = pg->source->outputs[i];
             continue;
         }
         int copy = korch_pgraph_elementwise(pg, KORCH_EW_COPY, 1, &v, 0, 0, KORCH_DTYPE_UNDEFINED);

@@ -406,7 +406,10 @@ void korch_pgraph_dump(const korch_pgraph *pg, void *file) {
         case KORCH_PRIM_ELEMENTWISE: fprintf(f, "ew.%s", korch_ew_name(n->u.ew.op)); break;
         case KORCH_PRIM_REDUCE: fprintf(f, "reduce.%s[axes=0x%x]", reduce_names[n->u.reduce.op], n->u.reduce.axes); break;
         case KORCH_PRIM_LAYOUT: fprintf(f, "layout.%s", korch_layout_tag_name(n->u.layout.tag)); break;
-        case KORCH_PRIM_LINEAR: fprintf(f, "linear.%s", n->u.linear.op == KORCH_LINEAR_MATMUL ? "matmul" : "conv"); break;
+        case KORCH_PRIM_LINEAR:
+            fprintf(f, "linear.%s", n->u.linear.op == KORCH_LINEAR_MATMUL ? "matmul"
+                                    : n->u.linear.op == KORCH_LINEAR_CONV ? "conv" : "conv_transpose");
+            break;
         case KORCH_PRIM_OPAQUE: fprintf(f, "opaque.%s", pg->source->nodes[n->u.opaque.source_node].op_type); break;
         default: fprintf(f, "?"); break;
         }

@@ -23,7 +23,8 @@ static int add_single(korch_pgraph *pg, korch_layout_tag tag, int x, const korch
 
 int korch_pgraph_transpose(korch_pgraph *pg, int x, const int64_t *perm) {
     if (bad_operand(pg, x)) return -1;
-    const korch_shape *in = shape_of(pg, x);
+    /* a copy: adding the node may move the value array */
+    const korch_shape in_copy = *shape_of(pg, x), *in = &in_copy;
     korch_shape out = {.rank = in->rank};
     korch_index_map map = {.input_rank = in->rank};
     bool seen[KORCH_MAX_RANK] = {0};
@@ -92,7 +93,8 @@ void korch_index_map_reshape(const korch_shape *in, const korch_shape *out, korc
 
 int korch_pgraph_reshape(korch_pgraph *pg, int x, const korch_shape *shape) {
     if (bad_operand(pg, x)) return -1;
-    const korch_shape *in = shape_of(pg, x);
+    /* a copy: adding the node may move the value array */
+    const korch_shape in_copy = *shape_of(pg, x), *in = &in_copy;
     if (korch_shape_numel(in) != korch_shape_numel(shape)) {
         char a[96], b[96];
         korch_error(KORCH_ERR_INTERNAL, "reshape: %s and %s differ in size", korch_shape_format(in, a, sizeof a),
@@ -107,7 +109,8 @@ int korch_pgraph_reshape(korch_pgraph *pg, int x, const korch_shape *shape) {
 int korch_pgraph_slice(korch_pgraph *pg, int x, const int64_t *starts, const int64_t *steps,
                        const korch_shape *out_shape) {
     if (bad_operand(pg, x)) return -1;
-    const korch_shape *in = shape_of(pg, x);
+    /* a copy: adding the node may move the value array */
+    const korch_shape in_copy = *shape_of(pg, x), *in = &in_copy;
     korch_index_map map = {.input_rank = in->rank};
     for (int k = 0; k < in->rank; k++) {
         int64_t n = out_shape->dims[k];
@@ -144,7 +147,8 @@ static int64_t pad_source(korch_pad_mode mode, int64_t o, int64_t begin, int64_t
 int korch_pgraph_pad(korch_pgraph *pg, int x, const int64_t *begins, const int64_t *ends, korch_pad_mode mode,
                      double value) {
     if (bad_operand(pg, x)) return -1;
-    const korch_shape *in = shape_of(pg, x);
+    /* a copy: adding the node may move the value array */
+    const korch_shape in_copy = *shape_of(pg, x), *in = &in_copy;
     korch_shape out = {.rank = in->rank};
     int64_t *tables[KORCH_MAX_RANK] = {0};
     bool oob = false, ok = true;
@@ -224,7 +228,7 @@ int korch_pgraph_concat(korch_pgraph *pg, int n, const int *xs, int axis) {
     korch_index_map maps[KORCH_MAX_RANK];
     int64_t offset = 0;
     for (int p = 0; p < n; p++) {
-        const korch_shape *s = shape_of(pg, xs[p]);
+        const korch_shape *s = shape_of(pg, xs[p]); /* no node is added in this loop */
         memset(&maps[p], 0, sizeof maps[p]);
         maps[p].input_rank = s->rank;
         maps[p].may_be_out_of_bounds = n > 1;
@@ -246,7 +250,8 @@ int korch_pgraph_concat(korch_pgraph *pg, int n, const int *xs, int axis) {
 
 int korch_pgraph_expand(korch_pgraph *pg, int x, const korch_shape *shape) {
     if (bad_operand(pg, x)) return -1;
-    const korch_shape *in = shape_of(pg, x);
+    /* a copy: adding the node may move the value array */
+    const korch_shape in_copy = *shape_of(pg, x), *in = &in_copy;
     korch_index_map map = {.input_rank = in->rank};
     int lead = shape->rank - in->rank;
     if (lead < 0) {
@@ -267,7 +272,8 @@ int korch_pgraph_expand(korch_pgraph *pg, int x, const korch_shape *shape) {
 
 int korch_pgraph_tile(korch_pgraph *pg, int x, const int64_t *repeats) {
     if (bad_operand(pg, x)) return -1;
-    const korch_shape *in = shape_of(pg, x);
+    /* a copy: adding the node may move the value array */
+    const korch_shape in_copy = *shape_of(pg, x), *in = &in_copy;
     korch_shape out = {.rank = in->rank};
     korch_index_map map = {.input_rank = in->rank};
     for (int k = 0; k < in->rank; k++) {
@@ -284,7 +290,8 @@ int korch_pgraph_tile(korch_pgraph *pg, int x, const int64_t *repeats) {
 
 int korch_pgraph_gather(korch_pgraph *pg, int x, int axis, const int64_t *indices, const korch_shape *idx_shape) {
     if (bad_operand(pg, x)) return -1;
-    const korch_shape *in = shape_of(pg, x);
+    /* a copy: adding the node may move the value array */
+    const korch_shape in_copy = *shape_of(pg, x), *in = &in_copy;
     if (axis < 0 || axis >= in->rank || in->rank - 1 + idx_shape->rank > KORCH_MAX_RANK) {
         korch_error(KORCH_ERR_UNSUPPORTED, "gather: axis %d or output rank %d out of range", axis,
                     in->rank - 1 + idx_shape->rank);
@@ -332,7 +339,8 @@ int korch_pgraph_gather(korch_pgraph *pg, int x, int axis, const int64_t *indice
 
 int korch_pgraph_remap(korch_pgraph *pg, korch_layout_tag tag, int x, const korch_shape *out_shape,
                        int64_t *const *tables, double pad_value) {
-    const korch_shape *in = bad_operand(pg, x) ? NULL : shape_of(pg, x);
+    korch_shape in_copy = bad_operand(pg, x) ? (korch_shape){0} : *shape_of(pg, x);
+    const korch_shape *in = bad_operand(pg, x) ? NULL : &in_copy;
     korch_index_map map = {.input_rank = in ? in->rank : 0};
     bool ok = in && in->rank == out_shape->rank;
     for (int k = 0; ok && k < in->rank; k++) {
@@ -363,7 +371,8 @@ int korch_pgraph_window(korch_pgraph *pg, int x, int spatial, const int64_t *ker
                         const int64_t *dilations, const int64_t *pads_begin, const int64_t *out_spatial,
                         double pad_value) {
     if (bad_operand(pg, x)) return -1;
-    const korch_shape *in = shape_of(pg, x);
+    /* a copy: adding the node may move the value array */
+    const korch_shape in_copy = *shape_of(pg, x), *in = &in_copy;
     int lead = in->rank - spatial;
     if (spatial < 1 || lead < 0 || in->rank + spatial > KORCH_MAX_RANK) {
         korch_error(KORCH_ERR_UNSUPPORTED, "window: %d spatial dims over rank %d exceed rank %d", spatial, in->rank,

@@ -70,6 +70,8 @@ static int push_value(korch_pgraph *pg) {
 }
 
 int korch_pgraph_add_value(korch_pgraph *pg, korch_dtype dtype, const korch_shape *shape) {
+    const korch_shape copy = *shape; /* `shape` may point into the array push_value moves */
+    shape = &copy;
     int v = push_value(pg);
     if (v < 0) {
         korch_error(KORCH_ERR_OUT_OF_MEMORY, "primitive graph: out of memory");

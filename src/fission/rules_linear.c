@@ -9,13 +9,14 @@
  * (K, 1), and the result is reshaped to the inferred output shape. */
 static int matmul(korch_fission_ctx *ctx, int a, int b, const korch_shape *out_shape) {
     if (a < 0 || b < 0) return -1;
-    const korch_shape *sa = fission_shape(ctx, a), *sb = fission_shape(ctx, b);
-    if (sa->rank == 1) {
-        korch_shape m = {.rank = 2, .dims = {1, sa->dims[0]}};
+    /* copies: adding nodes may move the value array */
+    const korch_shape sa = *fission_shape(ctx, a), sb = *fission_shape(ctx, b);
+    if (sa.rank == 1) {
+        korch_shape m = {.rank = 2, .dims = {1, sa.dims[0]}};
         a = korch_pgraph_reshape(ctx->pg, a, &m);
     }
-    if (sb->rank == 1) {
-        korch_shape m = {.rank = 2, .dims = {sb->dims[0], 1}};
+    if (sb.rank == 1) {
+        korch_shape m = {.rank = 2, .dims = {sb.dims[0], 1}};
         b = korch_pgraph_reshape(ctx->pg, b, &m);
     }
     if (a < 0 || b < 0) return -1;

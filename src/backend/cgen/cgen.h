@@ -24,7 +24,7 @@
 
 /* Bumped whenever generated code changes meaning or speed: it is part of the
  * signature, so profile database entries of older generators are not reused. */
-#define CG_GENERATOR_VERSION "cg3"
+#define CG_GENERATOR_VERSION "cg5"
 
 /* ---- growable string ---------------------------------------------------- */
 
@@ -87,7 +87,9 @@ typedef struct cg_schedule {
     int unroll; /* innermost unroll factor */
     int tile;   /* 2-D tile edge over the last two common loops; 0 = none */
     int order;  /* 1: swap the last two common loops */
-    int red;    /* 1: keep a reduction's input row in a thread-local buffer for later passes */
+    int red;    /* reduction strategy bits: 1 = keep a reduction's input row in a thread-local
+                 * buffer for later passes; 2 = short reduced suffixes (windows) accumulate per
+                 * element of the last kept axis, which becomes the vector loop */
 } cg_schedule;
 
 #define CG_KNOBS 7

@@ -35,6 +35,7 @@ typedef struct job {
     cg_entry best_fn;
     double best_ms, best_spread;
     int trials;
+    char failure[256]; /* last compiler error of one of its schedules */
     /* timing buffers: n_sets copies of every input and output */
     int n_sets;
     void **bufs; /* n_sets * (n_inputs + n_outputs) */
@@ -44,6 +45,7 @@ typedef struct item {
     int job;
     korch_tune_point p;
     char name[64], code[33], sched[64];
+    cg_library *lib; /* NULL: this schedule did not compile */
 } item;
 
 static int env_int(const char *name, int fallback) {
@@ -187,6 +189,30 @@ static void code_add(job *j, const char *hash, double ms, double spread) {
     c[j->n_codes++].spread = spread;
 }
 
+/* Compiles every item on its own; failures leave item->lib NULL. */
+static korch_status compile_each(session *S, item *items, int n) {
+    for (int i = 0; i < n; i++) {
+        job *j = &S->jobs[items[i].job];
+        cg_schedule s = point_schedule(&items[i].p);
+        cg_buf src = {0};
+        char reason[256];
+        cg_emit_prelude(&src);
+        korch_status st = cg_emit_kernel(&j->k, &s, items[i].name, &src, reason, sizeof reason);
+        if (st == KORCH_OK && src.oom) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
+        if (st == KORCH_OK) {
+            st = cg_compile(src.data, src.len, S->options ? S->options->cache_dir : NULL, items[i].name, &items[i].lib);
+            last_stats.compiler_runs++;
+            if (st == KORCH_ERR_RUNTIME) {
+                snprintf(j->failure, sizeof j->failure, "%s", korch_last_error());
+                st = KORCH_OK;
+            }
+        }
+        cg_buf_free(&src);
+        if (st != KORCH_OK) return st;
+    }
+    return KORCH_OK;
+}
+
 /* One round: proposals of every active job; returns the number proposed. */
 static korch_status round_run(session *S, int *proposed) {
     int cap = 64, n_items = 0;
@@ -242,6 +268,7 @@ static korch_status round_run(session *S, int *proposed) {
             it->p = pts[i];
             snprintf(it->code, sizeof it->code, "%s", code);
             snprintf(it->sched, sizeof it->sched, "%s", text);
+            it->lib = NULL;
             cg_kernel_name(&j->k, &s, it->name, sizeof it->name);
             st = cg_emit_kernel(&j->k, &s, it->name, &src, reason, sizeof reason);
             cg_buf_printf(&what, "%s%s", what.len ? ", " : "", it->name);
@@ -251,8 +278,19 @@ static korch_status round_run(session *S, int *proposed) {
         if (src.oom || what.oom) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
         double t0 = korch_now_s();
         if (st == KORCH_OK) st = cg_compile(src.data, src.len, S->options ? S->options->cache_dir : NULL, what.data, &lib);
-        last_stats.compile_s += korch_now_s() - t0;
         last_stats.compiler_runs++;
+        if (st == KORCH_OK) {
+            for (int i = 0; i < n_items; i++) {
+                items[i].lib = lib;
+                cg_library_retain(lib);
+            }
+        } else if (st == KORCH_ERR_RUNTIME && cg_compiler_version()) {
+            /* the compiler runs but rejected the batch: isolate the culprits,
+             * which lose their schedule; everything else is still tuned */
+            fprintf(stderr, "korch cgen: warning: %s; retrying kernels one by one\n", korch_last_error());
+            st = compile_each(S, items, n_items);
+        }
+        last_stats.compile_s += korch_now_s() - t0;
         last_stats.compiled += n_items;
     }
     double t1 = korch_now_s();
@@ -261,7 +299,11 @@ static korch_status round_run(session *S, int *proposed) {
         item *it = &items[i];
         job *j = &S->jobs[it->job];
         cg_entry fn;
-        void *sym = cg_library_symbol(lib, it->name);
+        if (!it->lib) {
+            korch_tuner_report(&j->tuner, &it->p, 1e30);
+            continue;
+        }
+        void *sym = cg_library_symbol(it->lib, it->name);
         memcpy(&fn, &sym, sizeof fn);
         if (!fn) {
             st = korch_error(KORCH_ERR_RUNTIME, "compiled library lacks kernel %s", it->name);
@@ -276,9 +318,9 @@ static korch_status round_run(session *S, int *proposed) {
         code_add(j, it->code, t.median_ms, t.spread_ms);
         st = korch_profile_db_put_trial(S->db, "cgen", j->k.sig, it->sched, S->machine, t.median_ms, t.spread_ms);
         if (!j->best_fn || t.median_ms < j->best_ms) {
-            cg_library_retain(lib);
+            cg_library_retain(it->lib);
             cg_library_release(j->best_lib);
-            j->best_lib = lib;
+            j->best_lib = it->lib;
             j->best_fn = fn;
             j->best_ms = t.median_ms;
             j->best_spread = t.spread_ms;
@@ -289,6 +331,7 @@ static korch_status round_run(session *S, int *proposed) {
     for (int ji = 0; ji < S->n_jobs; ji++) free_buffers(&S->jobs[ji]);
     last_stats.time_s += korch_now_s() - t1;
     cg_library_release(lib);
+    for (int i = 0; i < n_items; i++) cg_library_release(items[i].lib);
     cg_buf_free(&src);
     cg_buf_free(&what);
     free(items);
@@ -300,7 +343,11 @@ static korch_status round_run(session *S, int *proposed) {
 static void finish_job(session *S, job *j, korch_profile_result *r) {
     korch_tune_point p;
     double ms;
-    korch_tuner_best(&j->tuner, &p, &ms);
+    if (!korch_tuner_best(&j->tuner, &p, &ms) || ms >= 1e29) {
+        r->status = KORCH_ERR_UNSUPPORTED;
+        snprintf(r->reason, sizeof r->reason, "no schedule compiled: %.200s", j->failure[0] ? j->failure : "?");
+        return;
+    }
     cg_schedule s = point_schedule(&p);
     char text[64];
     cg_schedule_format(&s, text, sizeof text);

@@ -107,6 +107,8 @@ void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o);
 void cg_nest_close(cg_emit *e, cg_nest *ns);
 void cg_emit_output_pass(cg_emit *e, int value, int slot);
 void cg_emit_reduce_pass(cg_emit *e, int node);
+/* Whether a reduction of x over `axes` uses the kept-inner strategy. */
+bool cg_kept_inner(const cg_schedule *s, const cg_value *x, uint32_t axes);
 
 /* values (emit_value.c): the C name of value v at coordinates c, emitted as
  * needed; *level gets the level where it is defined. */

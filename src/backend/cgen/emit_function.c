@@ -81,9 +81,12 @@ static int max_fused_depth(const cg_emit *e, const plan *pl) {
     for (int i = 0; i < pl->n; i++) {
         if (pl->space[i]->rank < P) P = pl->space[i]->rank;
         if (pl->node[i] >= 0) {
-            uint32_t axes = e->k->nodes[pl->node[i]].pn->u.reduce.axes;
+            const cg_node *n = &e->k->nodes[pl->node[i]];
+            uint32_t axes = n->pn->u.reduce.axes;
             for (int d = 0; d < P; d++)
                 if ((axes >> d) & 1u) P = d;
+            /* kept-inner: the last kept axis must stay a loop of the pass */
+            if (cg_kept_inner(e->s, &e->k->values[n->in[0]], axes) && P >= 1 && ((axes >> P) & 1u)) P--;
         }
         for (int d = 0; d < P; d++)
             if (pl->space[i]->dims[d] != pl->space[0]->dims[d]) P = d;

@@ -60,7 +60,7 @@ void cg_stmt(cg_emit *e, int level, const char *fmt, ...) {
     if (level >= e->depth) level = e->depth - 1;
     cg_buf *b = &e->lv[level + 1];
     for (int i = 0; i <= level + 1; i++) cg_buf_append(b, "    ", 4);
-    char small[1024];
+    char small[8192];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(small, sizeof small, fmt, ap);

@@ -166,6 +166,91 @@ static int consumers(const cg_kernel *k, int v) {
     return n;
 }
 
+/* "acc = max/min(acc, v)" keeping NaN sticky like the interpreter. The NaN
+ * test is on the accumulator: testing the loaded value stops gcc from
+ * vectorising guarded (masked) loads. */
+static void combine(cg_emit *e, bool is_max, const char *acc, const char *v) {
+    cg_stmt(e, e->depth - 1, "%s = (%s %s %s || %s != %s) ? %s : %s;", acc, acc, is_max ? ">=" : "<=", v, acc, acc, acc,
+            v);
+}
+
+bool cg_kept_inner(const cg_schedule *s, const cg_value *x, uint32_t axes) {
+    int R = x->shape.rank, K = R;
+    int64_t window = 1;
+    while (K > 0 && ((axes >> (K - 1)) & 1u)) window *= x->shape.dims[--K];
+    return (s->red & 2) && K >= 1 && K < R && window <= 64 && x->shape.dims[K - 1] <= 4096 &&
+           x->shape.dims[K - 1] > 1;
+}
+
+/* The reduced suffix [K, R) with the last kept axis K-1 innermost: one
+ * accumulator per element of axis K-1 (a stack array), so the loop over
+ * output pixels vectorises instead of the 3-9 element window. */
+static void emit_kept_inner(cg_emit *e, const cg_node *n, const bool *red, int P, int K, const cg_nest *main_ns,
+                            const char *dst, const char *init, const char *cnt, bool mixed, bool cache) {
+    const korch_prim_reduce *r = &n->pn->u.reduce;
+    const cg_value *x = &e->k->values[n->in[0]], *y = &e->k->values[n->out];
+    int R = x->shape.rank;
+    int64_t E = x->shape.dims[K - 1];
+    bool additive = r->op != KORCH_REDUCE_MAX && r->op != KORCH_REDUCE_MIN, is_mean = r->op == KORCH_REDUCE_MEAN;
+    char acc[24], s[400];
+    snprintf(acc, sizeof acc, "a%d", e->n_tmp++);
+    cg_stmt(e, e->depth - 1, "%s %s[%lld];", cg_ctype(x->dtype), acc, (long long)E);
+    cg_nest in = {.n = 1, .ext = {E}};
+    cg_loop_opts simd = {.simd = true};
+    cg_nest_open(e, &in, &simd);
+    cg_stmt(e, e->depth - 1, "%s[x%d] = %s;", acc, in.sym[0], init);
+    cg_nest_close(e, &in);
+    cg_nest suf = {.n = R - K};
+    for (int d = K; d < R; d++) suf.ext[d - K] = x->shape.dims[d];
+    cg_loop_opts plain = {0};
+    cg_nest_open(e, &suf, &plain);
+    cg_nest_open(e, &in, &simd);
+    cg_aff xc[KORCH_MAX_RANK];
+    for (int d = 0; d < R; d++)
+        xc[d] = d < P ? cg_aff_sym(e->outer[d])
+                : d < K - 1 ? cg_aff_sym(main_ns->sym[d - P])
+                : d == K - 1 ? cg_aff_sym(in.sym[0]) : cg_aff_sym(suf.sym[d - K]);
+    int lvl;
+    const char *v = cg_value_at(e, n->in[0], xc, &lvl);
+    if (cache) {
+        korch_shape ish = {.rank = R - P};
+        for (int d = P; d < R; d++) ish.dims[d - P] = x->shape.dims[d];
+        cg_aff ilin = cg_linear(e, &ish, xc + P);
+        cg_aff_str(&ilin, s, sizeof s);
+        cg_stmt(e, e->depth - 1, "rc%d[%s] = %s;", n->in[0], s, v);
+    }
+    if (additive) cg_stmt(e, e->depth - 1, "%s[x%d] += %s;", acc, in.sym[0], v);
+    else {
+        char a[48];
+        snprintf(a, sizeof a, "%s[x%d]", acc, in.sym[0]);
+        combine(e, r->op == KORCH_REDUCE_MAX, a, v);
+    }
+    cg_nest_close(e, &in);
+    cg_nest_close(e, &suf);
+    cg_nest_open(e, &in, &simd);
+    cg_aff yc[KORCH_MAX_RANK];
+    int oc = 0;
+    for (int d = 0; d < R; d++) {
+        if (red[d]) {
+            if (r->keepdims) yc[oc++] = cg_aff_const(0);
+        } else {
+            yc[oc++] = d < P ? cg_aff_sym(e->outer[d]) : d < K - 1 ? cg_aff_sym(main_ns->sym[d - P]) : cg_aff_sym(in.sym[0]);
+        }
+    }
+    cg_aff lin = cg_linear(e, &y->shape, yc);
+    cg_aff_str(&lin, s, sizeof s);
+    if (!mixed) cg_stmt(e, e->depth - 1, "%s[%s] = %s[x%d]%s%s;", dst, s, acc, in.sym[0], is_mean ? " / " : "",
+                        is_mean ? cnt : "");
+    else if (additive) cg_stmt(e, e->depth - 1, "%s[%s] += %s[x%d];", dst, s, acc, in.sym[0]);
+    else {
+        char d[480], a[48];
+        snprintf(d, sizeof d, "%s[%s]", dst, s);
+        snprintf(a, sizeof a, "%s[x%d]", acc, in.sym[0]);
+        combine(e, r->op == KORCH_REDUCE_MAX, d, a);
+    }
+    cg_nest_close(e, &in);
+}
+
 void cg_emit_reduce_pass(cg_emit *e, int node) {
     const cg_node *n = &e->k->nodes[node];
     const korch_prim_reduce *r = &n->pn->u.reduce;
@@ -181,6 +266,10 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
     while (K > P && red[K - 1]) K--;
     bool mixed = false;
     for (int d = P; d < K; d++) mixed |= red[d];
+    /* red bit 1: a short reduced suffix (pooling windows) is accumulated per
+     * element of the last kept axis, so that axis is the vectorised loop */
+    bool kept_inner = cg_kept_inner(e->s, x, r->axes) && K - 1 >= P && K < R;
+    int Kmain = kept_inner ? K - 1 : K;
     bool dbl = x->dtype == KORCH_DTYPE_FLOAT64;
     const char *at = dbl ? "double" : "float";
     char dst[24], init[32], cnt[64];
@@ -190,7 +279,6 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
                sizeof init);
     cg_literal((double)count, x->dtype, cnt, sizeof cnt);
     const char *rop = r->op == KORCH_REDUCE_MAX ? "max" : r->op == KORCH_REDUCE_MIN ? "min" : "+";
-    const char *cmp = r->op == KORCH_REDUCE_MAX ? ">" : "<";
     bool is_mean = r->op == KORCH_REDUCE_MEAN;
     bool additive = r->op == KORCH_REDUCE_SUM || is_mean;
 
@@ -229,13 +317,19 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
         cg_nest_close(e, &kept);
     }
     /* main nest over [P, K): parallel over its leading kept dims when unfused */
-    cg_nest main_ns = {.n = K - P};
-    for (int d = P; d < K; d++) main_ns.ext[d - P] = x->shape.dims[d];
+    cg_nest main_ns = {.n = Kmain - P};
+    for (int d = P; d < Kmain; d++) main_ns.ext[d - P] = x->shape.dims[d];
     int lead = 0;
-    while (P + lead < K && !red[P + lead]) lead++;
+    while (P + lead < Kmain && !red[P + lead]) lead++;
     int par = P == 0 ? (e->s->par < lead ? e->s->par : lead) : 0;
     cg_loop_opts mo = {.par = par, .simd = K == R};
     cg_nest_open(e, &main_ns, &mo);
+    if (kept_inner) {
+        emit_kept_inner(e, n, red, P, K, &main_ns, dst, init, cnt, mixed, cache);
+        cg_nest_close(e, &main_ns);
+        if (cache) e->rc_value = n->in[0];
+        goto finalize;
+    }
     cg_nest suf = {.n = R - K};
     for (int d = K; d < R; d++) suf.ext[d - K] = x->shape.dims[d];
     char acc[24] = "";
@@ -265,13 +359,16 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
     cg_aff_str(&ylin, s, sizeof s);
     if (K < R) {
         if (additive) cg_stmt(e, e->depth - 1, "%s += %s;", acc, v);
-        else cg_stmt(e, e->depth - 1, "%s = (%s %s %s || %s != %s) ? %s : %s;", acc, v, cmp, acc, v, v, v, acc);
+        else combine(e, r->op == KORCH_REDUCE_MAX, acc, v);
         cg_nest_close(e, &suf);
         if (mixed) {
             if (additive) cg_stmt(e, e->depth - 1, "%s[%s] += %s;", dst, s, acc);
             else
-                cg_stmt(e, e->depth - 1, "%s[%s] = (%s %s %s[%s] || %s != %s) ? %s : %s[%s];", dst, s, acc, cmp, dst, s,
-                        acc, acc, acc, dst, s);
+            {
+                char d[480];
+                snprintf(d, sizeof d, "%s[%s]", dst, s);
+                combine(e, r->op == KORCH_REDUCE_MAX, d, acc);
+            }
         } else {
             cg_stmt(e, e->depth - 1, "%s[%s] = %s%s%s;", dst, s, acc, is_mean ? " / " : "", is_mean ? cnt : "");
         }
@@ -281,10 +378,12 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
     } else if (additive) {
         cg_stmt(e, e->depth - 1, "%s[%s] += %s;", dst, s, v);
     } else {
-        cg_stmt(e, e->depth - 1, "%s[%s] = (%s %s %s[%s] || %s != %s) ? %s : %s[%s];", dst, s, v, cmp, dst, s, v, v, v,
-                dst, s);
+        char d[480];
+        snprintf(d, sizeof d, "%s[%s]", dst, s);
+        combine(e, r->op == KORCH_REDUCE_MAX, d, v);
     }
     cg_nest_close(e, &main_ns);
+finalize:
     if (mixed && is_mean) {
         cg_nest fin = kept;
         cg_loop_opts o = {.par = P == 0 ? e->s->par : 0, .simd = true};

@@ -144,12 +144,46 @@ static const char *elementwise_at(cg_emit *e, const cg_node *n, const char *key,
     return named(e, key, y->dtype, expr, lvl);
 }
 
-/* Input coordinates of map `p` at output coordinates c; `cond` collects the
- * bounds checks that range analysis could not prove (empty: always inside). */
-static void map_coords(cg_emit *e, const cg_node *n, int p, const cg_aff *c, cg_aff *in, char *cond, size_t csize) {
+static void buffer_ref(cg_emit *e, int v, const cg_aff *c, char *out, size_t size, int *level);
+
+/* A named bounds check (memoised like index temporaries). */
+static void cond_temp(cg_emit *e, const cg_aff *a, int64_t limit, char *names, size_t size, int *level) {
+    char s[400], text[900], key[920];
+    cg_aff_str(a, s, sizeof s);
+    snprintf(text, sizeof text, "((%s) >= 0) & ((%s) < %lld)", s, s, (long long)limit);
+    snprintf(key, sizeof key, "?%s", text);
+    int lvl = cg_aff_level(e, a);
+    const cg_memo *m = cg_memo_find(e, key);
+    const char *name;
+    if (m) {
+        name = m->name;
+        lvl = m->level;
+    } else {
+        char fresh[24];
+        snprintf(fresh, sizeof fresh, "c%d", e->n_tmp++);
+        cg_stmt(e, lvl, "const int %s = %s;", fresh, text);
+        name = cg_memo_add(e, key, fresh, lvl);
+    }
+    size_t used = strlen(names);
+    if (used + strlen(name) + 4 >= size) {
+        cg_fail(e, KORCH_ERR_UNSUPPORTED, "layout bounds check too long");
+        return;
+    }
+    snprintf(names + used, size - used, "%s%s", used ? " & " : "", name);
+    if (lvl > *level) *level = lvl;
+}
+
+/* Input coordinates of map `p` at output coordinates c: `in` clamped into
+ * the input (safe to compute anything at), `raw` unclamped. `cond` gets the
+ * bounds checks range analysis could not prove, as named temporaries each at
+ * its own loop level (a row check is hoisted out of the column loop); empty
+ * when the map is always in bounds. */
+static void map_coords(cg_emit *e, const cg_node *n, int p, const cg_aff *c, cg_aff *in, cg_aff *raw, char *cond,
+                       size_t csize, int *cond_level) {
     const korch_index_map *map = &n->pn->u.layout.maps[p];
     const cg_value *u = &e->k->values[n->in[p]], *y = &e->k->values[n->out];
     cond[0] = '\0';
+    *cond_level = -1;
     for (int k = 0; k < map->input_rank; k++) {
         const korch_index_term *t = &map->terms[k];
         cg_aff a = cg_aff_const(t->offset);
@@ -157,7 +191,6 @@ static void map_coords(cg_emit *e, const cg_node *n, int p, const cg_aff *c, cg_
         if (t->div > 1) a = cg_aff_floordiv(e, &a, t->div);
         if (t->mod > 0) a = cg_aff_mod(e, &a, t->mod);
         int64_t lo, hi;
-        char s[400];
         if (t->table) {
             if (t->table_size < 1 || t->table_size > (1 << 22)) {
                 cg_fail(e, KORCH_ERR_UNSUPPORTED, "layout table of %lld entries", (long long)t->table_size);
@@ -165,24 +198,16 @@ static void map_coords(cg_emit *e, const cg_node *n, int p, const cg_aff *c, cg_
             }
             cg_aff_range(e, &a, &lo, &hi);
             if (lo < 0 || hi >= t->table_size) {
-                cg_aff_str(&a, s, sizeof s);
-                size_t used = strlen(cond);
-                snprintf(cond + used, csize - used, "%s((%s) >= 0) & ((%s) < %lld)", used ? " & " : "", s, s,
-                         (long long)t->table_size);
+                cond_temp(e, &a, t->table_size, cond, csize, cond_level);
                 a = cg_aff_clamp(e, &a, 0, t->table_size - 1);
             }
             a = cg_aff_table(e, &a, t->table, t->table_size);
         }
         cg_aff_range(e, &a, &lo, &hi);
         int64_t dim = u->shape.dims[k];
+        raw[k] = a;
         if (lo < 0 || hi >= dim) {
-            cg_aff_str(&a, s, sizeof s);
-            size_t used = strlen(cond);
-            if (used + 2 * strlen(s) + 64 >= csize) {
-                cg_fail(e, KORCH_ERR_UNSUPPORTED, "layout bounds check too long");
-                return;
-            }
-            snprintf(cond + used, csize - used, "%s((%s) >= 0) & ((%s) < %lld)", used ? " & " : "", s, s, (long long)dim);
+            cond_temp(e, &a, dim, cond, csize, cond_level);
             a = cg_aff_clamp(e, &a, 0, dim - 1);
         }
         in[k] = a;
@@ -195,35 +220,31 @@ static const char *layout_at(cg_emit *e, const cg_node *n, const char *key, cons
     char pad[64];
     cg_literal(l->pad_value, y->dtype, pad, sizeof pad);
     /* evaluate maps up to the first one that is always in bounds */
-    char names[KORCH_MAX_RANK][24], conds[KORCH_MAX_RANK][24];
+    char names[KORCH_MAX_RANK][480], conds[KORCH_MAX_RANK][520];
     int used = 0, lvl = -1;
     bool total = false;
     for (int p = 0; p < l->n_maps && !total && e->st == KORCH_OK; p++) {
-        cg_aff in[KORCH_MAX_RANK];
-        char cond[2048];
-        map_coords(e, n, p, c, in, cond, sizeof cond);
+        cg_aff in[KORCH_MAX_RANK], raw[KORCH_MAX_RANK];
+        char cond[512];
+        int cl;
+        map_coords(e, n, p, c, in, raw, cond, sizeof cond, &cl);
         if (e->st != KORCH_OK) break;
         int vl;
-        const char *v = cg_value_at(e, n->in[p], in, &vl);
-        snprintf(names[used], sizeof names[used], "%s", v);
+        int u = n->in[p];
+        if (cond[0] && e->loc[u] != CG_LOC_COMPUTE && e->loc[u] != CG_LOC_SCALAR) {
+            /* a guarded load at the unclamped address: stays affine, so it
+             * vectorises as a masked contiguous load instead of a gather */
+            buffer_ref(e, u, raw, names[used], sizeof names[used], &vl);
+        } else {
+            const char *v = cg_value_at(e, u, in, &vl);
+            snprintf(names[used], sizeof names[used], "%s", v);
+        }
         if (vl > lvl) lvl = vl;
         if (cond[0] == '\0') {
             total = true;
             conds[used][0] = '\0';
         } else {
-            /* the condition's level: that of its symbols, which the clamped
-             * coordinates share, so the value's level bounds it from below */
-            int cl = -1;
-            for (int k = 0; k < l->maps[p].input_rank; k++) {
-                int kl = cg_aff_level(e, &in[k]);
-                if (kl > cl) cl = kl;
-            }
-            for (int j = 0; j < y->shape.rank; j++) {
-                int jl = cg_aff_level(e, &c[j]);
-                if (jl > cl) cl = jl;
-            }
-            snprintf(conds[used], sizeof conds[used], "c%d", e->n_tmp++);
-            cg_stmt(e, cl, "const int %s = %s;", conds[used], cond);
+            snprintf(conds[used], sizeof conds[used], "(%s)", cond);
             if (cl > lvl) lvl = cl;
         }
         used++;
@@ -232,10 +253,10 @@ static const char *layout_at(cg_emit *e, const cg_node *n, const char *key, cons
         *level = lvl;
         return cg_memo_add(e, key, names[0], lvl);
     }
-    char expr[1024];
+    char expr[4096];
     snprintf(expr, sizeof expr, "%s", total ? names[used - 1] : pad);
     for (int p = used - (total ? 2 : 1); p >= 0; p--) {
-        char next[1100];
+        char next[4200];
         int w = snprintf(next, sizeof next, "%s ? %s : (%s)", conds[p], names[p], expr);
         if (w < 0 || w >= (int)sizeof expr) {
             cg_fail(e, KORCH_ERR_UNSUPPORTED, "layout expression too long");
@@ -247,7 +268,9 @@ static const char *layout_at(cg_emit *e, const cg_node *n, const char *key, cons
     return named(e, key, y->dtype, expr, lvl);
 }
 
-static const char *buffer_at(cg_emit *e, int v, const char *key, const cg_aff *c, int *level) {
+/* "buf[offset]" for buffer-backed value v at coordinates c, with the fused
+ * rows check; *level is where the access can be evaluated. */
+static void buffer_ref(cg_emit *e, int v, const cg_aff *c, char *out, size_t size, int *level) {
     const cg_value *val = &e->k->values[v];
     char buf[32];
     if (e->loc[v] == CG_LOC_INPUT) snprintf(buf, sizeof buf, "in%d", val->input_slot);
@@ -259,14 +282,18 @@ static const char *buffer_at(cg_emit *e, int v, const char *key, const cg_aff *c
             if (i >= val->shape.rank || !cg_aff_is_sym(&c[i], e->outer[i])) e->fusion_broken = true;
     }
     cg_aff lin = cg_linear(e, &val->shape, c);
-    int lvl = cg_aff_level(e, &lin);
+    *level = cg_aff_level(e, &lin);
     char s[400];
     cg_aff_str(&lin, s, sizeof s);
-    char name[24];
+    if ((size_t)snprintf(out, size, "%s[%s]", buf, s) >= size) cg_fail(e, KORCH_ERR_UNSUPPORTED, "index too long");
+}
+
+static const char *buffer_at(cg_emit *e, int v, const char *key, const cg_aff *c, int *level) {
+    char ref[480], name[24];
+    buffer_ref(e, v, c, ref, sizeof ref, level);
     snprintf(name, sizeof name, "t%d", e->n_tmp++);
-    cg_stmt(e, lvl, "const %s %s = %s[%s];", cg_ctype(val->dtype), name, buf, s);
-    *level = lvl;
-    return cg_memo_add(e, key, name, lvl);
+    cg_stmt(e, *level, "const %s %s = %s;", cg_ctype(e->k->values[v].dtype), name, ref);
+    return cg_memo_add(e, key, name, *level);
 }
 
 /* A read of the row cached by the last reduction pass, if c is in its row. */

@@ -14,7 +14,7 @@ static const int vec_values[] = {0, 1, 2, 3};
 static const int unroll_values[] = {1, 2, 4, 8};
 static const int tile_values[] = {0, 8, 16, 32, 64};
 static const int order_values[] = {0, 1};
-static const int red_values[] = {0, 1};
+static const int red_values[] = {0, 1, 2, 3};
 
 static const char knob_letter[CG_KNOBS] = {'p', 'g', 'v', 'u', 't', 'o', 'r'};
 
@@ -56,7 +56,7 @@ cg_schedule cg_schedule_default(const cg_kernel *k) {
     int64_t work = 0;
     for (int i = 0; i < k->n_values; i++)
         if (k->values[i].producer >= 0) work += korch_shape_numel(&k->values[i].shape);
-    cg_schedule s = {.par = work >= 32768 ? 2 : 0, .grain = 0, .vec = 1, .unroll = 1, .tile = 0, .order = 0, .red = 1};
+    cg_schedule s = {.par = work >= 32768 ? 2 : 0, .grain = 0, .vec = 1, .unroll = 1, .tile = 0, .order = 0, .red = 3};
     return s;
 }
 
