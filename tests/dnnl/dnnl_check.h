@@ -159,8 +159,8 @@ static inline int dc_check(korch_pgraph *pg, double lo, double hi, const char *w
         memset(got, 0xff, (size_t)korch_shape_numel(&out->shape) * sizeof(float));
         void *outs[1] = {got};
         CHECK_OK(k->run(k, bufs, outs));
-        char label[300];
-        snprintf(label, sizeof label, "%s [%s, %s]", what, v, k->impl);
+        char label[512];
+        snprintf(label, sizeof label, "%.250s [%.40s, %.160s]", what, v, k->impl);
         int bad = want.data ? dc_compare(&want, got, label) : 1;
         CHECK_MSG(bad == 0, "%s: %d elements differ", label, bad);
         if (getenv("KORCH_TEST_VERBOSE")) printf("%-70s ok\n", label);

@@ -383,75 +383,11 @@ static bool single_step(actx *c, int node, int v) {
     return with_tensor(c, node, op, v_first, other);
 }
 
-/* A fork-join region starting at v: nodes reading v or region values and
- * otherwise only scalar constants, closed when a single region value remains
- * that everything else feeds. Identified numerically. */
-static bool region_step(actx *c, int v, int *w_out) {
-    char nm[160];
-    int region[REGION_MAX], n_region = 0;
-    int derived[REGION_MAX + 1], n_derived = 0;
-    derived[n_derived++] = v;
-    float consts[2 * REGION_MAX];
-    int n_consts = 0;
-    int w = -1;
-    for (int i = 0; i < c->spec->n_nodes && w < 0; i++) {
-        int node = c->spec->nodes[i];
-        if (c->used[i]) continue;
-        const korch_pnode *n = &c->pg->nodes[node];
-        bool touches = false;
-        for (int k = 0; k < n->n_inputs; k++)
-            for (int j = 0; j < n_derived; j++) touches |= n->inputs[k] == derived[j];
-        if (!touches) continue;
-        if (n->kind != KORCH_PRIM_ELEMENTWISE) return fail(c, "%s: not elementwise", node_name(c, node, nm, sizeof nm));
-        for (int k = 0; k < n->n_inputs; k++) {
-            bool in_region = false;
-            for (int j = 0; j < n_derived; j++) in_region |= n->inputs[k] == derived[j];
-            double s;
-            if (in_region) continue;
-            if (!scalar_constant(&c->pg->values[n->inputs[k]], &s))
-                return fail(c,
-                            "%s: the chain value forks and this branch reads a tensor; only a function of the value "
-                            "alone can be one oneDNN eltwise post-op",
-                            node_name(c, node, nm, sizeof nm));
-            if (n_consts < 2 * REGION_MAX) consts[n_consts++] = (float)s;
-        }
-        if (n->u.ew.op == KORCH_EW_AFFINE || n->u.ew.op == KORCH_EW_LEAKY_RELU || n->u.ew.op == KORCH_EW_POWC) {
-            if (n_consts < 2 * REGION_MAX) consts[n_consts++] = n->u.ew.alpha;
-        }
-        if (n_region == REGION_MAX)
-            return fail(c, "the elementwise sub-graph after the linear primitive has more than %d nodes", REGION_MAX);
-        region[n_region++] = i;
-        derived[n_derived++] = n->outputs[0];
-        /* closed: every other derived value is consumed inside the region only */
-        bool closed = true;
-        for (int j = 0; j < n_derived - 1 && closed; j++) {
-            if (is_output(c, derived[j])) closed = false;
-            int cons[16];
-            int nc = consumers(c, derived[j], cons, 16);
-            if (nc > 16) closed = false;
-            for (int q = 0; q < nc && q < 16 && closed; q++) {
-                bool inside = false;
-                for (int r = 0; r < n_region; r++) inside |= c->spec->nodes[region[r]] == cons[q];
-                closed = inside;
-            }
-        }
-        if (closed) w = n->outputs[0];
-    }
-    if (w < 0) {
-        int cons[4];
-        consumers(c, v, cons, 4);
-        return fail(c,
-                    "%s: the chain value is read by several nodes that do not join into one value inside the kernel; "
-                    "oneDNN writes only the final result",
-                    node_name(c, cons[0], nm, sizeof nm));
-    }
-    if (c->pg->values[w].dtype != KORCH_DTYPE_FLOAT32 ||
-        !korch_shape_equal(&c->pg->values[w].shape, &c->pg->values[v].shape))
-        return fail(c, "%s: the joined value is not a float32 tensor of the chain's shape",
-                    node_name(c, c->pg->values[w].producer, nm, sizeof nm));
-    /* evaluate the region at sample points */
-    double xs[96], ys[96], vals[REGION_MAX + 1];
-    int n_points = dn_match_points(xs, 96);
+/* Evaluates the region (spec node indices region[0..n)) at the sample
+ * points: ys[p] = value of derived[n] when derived[0] = xs[p]. */
+static void region_eval(const actx *c, const int *region, int n_region, const int *derived, const double *xs,
+                        double *ys, int n_points) {
+    double vals[REGION_MAX + 1];
     for (int p = 0; p < n_points; p++) {
         vals[0] = xs[p];
         for (int r = 0; r < n_region; r++) {
@@ -472,15 +408,93 @@ static bool region_step(actx *c, int v, int *w_out) {
         }
         ys[p] = vals[n_region];
     }
-    dn_post post = {.kind = DN_POST_ELTWISE, .slot = -1, .node = c->pg->values[w].producer};
-    if (!dn_match_function(xs, ys, n_points, consts, n_consts, &post.alg, &post.alpha, &post.beta))
+}
+
+/* A fork-join region starting at v: nodes reading v or region values and
+ * otherwise only scalar constants. At every point where a single region
+ * value remains that all others feed (a closure), the region so far is a
+ * scalar function of v; the first closure that is a oneDNN eltwise function
+ * wins (GELU closes first at x*(1+erf(x/sqrt2)), which is no oneDNN
+ * function, then at the final *0.5, which is gelu_erf). */
+static bool region_step(actx *c, int v, int *w_out) {
+    char nm[160];
+    int region[REGION_MAX], n_region = 0;
+    int derived[REGION_MAX + 1], n_derived = 0;
+    derived[n_derived++] = v;
+    float consts[2 * REGION_MAX];
+    int n_consts = 0;
+    int first_closure = -1; /* node of the first closure, for the message */
+    double xs[96], ys[96];
+    int n_points = dn_match_points(xs, 96);
+    for (int i = 0; i < c->spec->n_nodes; i++) {
+        int node = c->spec->nodes[i];
+        if (c->used[i]) continue;
+        const korch_pnode *n = &c->pg->nodes[node];
+        bool touches = false;
+        for (int k = 0; k < n->n_inputs; k++)
+            for (int j = 0; j < n_derived; j++) touches |= n->inputs[k] == derived[j];
+        if (!touches) continue;
+        if (n->kind != KORCH_PRIM_ELEMENTWISE) break;
+        bool scalar_only = true;
+        for (int k = 0; k < n->n_inputs; k++) {
+            bool in_region = false;
+            for (int j = 0; j < n_derived; j++) in_region |= n->inputs[k] == derived[j];
+            double s;
+            if (in_region) continue;
+            if (!scalar_constant(&c->pg->values[n->inputs[k]], &s)) scalar_only = false;
+            else if (n_consts < 2 * REGION_MAX) consts[n_consts++] = (float)s;
+        }
+        if (!scalar_only) {
+            if (first_closure >= 0) break; /* past a closure: the chain goes on with tensors */
+            return fail(c,
+                        "%s: the chain value forks and this branch reads a tensor; only a function of the value "
+                        "alone can be one oneDNN eltwise post-op",
+                        node_name(c, node, nm, sizeof nm));
+        }
+        if (n->u.ew.op == KORCH_EW_AFFINE || n->u.ew.op == KORCH_EW_LEAKY_RELU || n->u.ew.op == KORCH_EW_POWC) {
+            if (n_consts < 2 * REGION_MAX) consts[n_consts++] = n->u.ew.alpha;
+        }
+        if (n_region == REGION_MAX) break;
+        region[n_region++] = i;
+        derived[n_derived++] = n->outputs[0];
+        /* closed: every other derived value is consumed inside the region only */
+        bool closed = true;
+        for (int j = 0; j < n_derived - 1 && closed; j++) {
+            if (is_output(c, derived[j])) closed = false;
+            int cons[16];
+            int nc = consumers(c, derived[j], cons, 16);
+            if (nc > 16) closed = false;
+            for (int q = 0; q < nc && q < 16 && closed; q++) {
+                bool inside = false;
+                for (int r = 0; r < n_region; r++) inside |= c->spec->nodes[region[r]] == cons[q];
+                closed = inside;
+            }
+        }
+        if (!closed) continue;
+        int w = n->outputs[0];
+        if (first_closure < 0) first_closure = node;
+        if (c->pg->values[w].dtype != KORCH_DTYPE_FLOAT32 ||
+            !korch_shape_equal(&c->pg->values[w].shape, &c->pg->values[v].shape))
+            continue;
+        region_eval(c, region, n_region, derived, xs, ys, n_points);
+        dn_post post = {.kind = DN_POST_ELTWISE, .slot = -1, .node = node};
+        if (!dn_match_function(xs, ys, n_points, consts, n_consts, &post.alg, &post.alpha, &post.beta)) continue;
+        for (int r = 0; r < n_region; r++) c->used[region[r]] = true;
+        *w_out = w;
+        return push(c, post);
+    }
+    if (first_closure < 0) {
+        int cons[4];
+        consumers(c, v, cons, 4);
         return fail(c,
-                    "the elementwise sub-graph of %d nodes from the linear output to %s is no oneDNN eltwise function "
-                    "(tried swish, gelu_erf, gelu_tanh, mish, hardswish, logsigmoid, linear, ...)",
-                    n_region, node_name(c, c->pg->values[w].producer, nm, sizeof nm));
-    for (int r = 0; r < n_region; r++) c->used[region[r]] = true;
-    *w_out = w;
-    return push(c, post);
+                    "%s: the chain value is read by several nodes that do not join into one value inside the kernel; "
+                    "oneDNN writes only the final result",
+                    node_name(c, cons[0], nm, sizeof nm));
+    }
+    return fail(c,
+                "the elementwise sub-graph from the linear output to %s is no oneDNN eltwise function (tried swish, "
+                "gelu_erf, gelu_tanh, mish, hardswish, logsigmoid, linear, ...)",
+                node_name(c, first_closure, nm, sizeof nm));
 }
 
 /* ---- signature and text ----------------------------------------------------- */
@@ -558,6 +572,18 @@ static void finish(actx *c) {
 #undef APPEND
 }
 
+/* Does `node`'s output reach `target` through spec nodes? */
+static bool feeds(const actx *c, int node, int target, int depth) {
+    if (depth > 64) return false;
+    const korch_pnode *t = &c->pg->nodes[target];
+    for (int k = 0; k < t->n_inputs; k++) {
+        int p = c->pg->values[t->inputs[k]].producer;
+        if (p == node) return true;
+        if (p >= 0 && spec_index(c, p) >= 0 && feeds(c, node, p, depth + 1)) return true;
+    }
+    return false;
+}
+
 /* ---- entry ----------------------------------------------------------------- */
 
 bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t size) {
@@ -580,6 +606,9 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
     if (linear < 0) return fail(&c, "no linear primitive (memory-bound kernels are the code generator's)");
     for (int i = 0; i < spec->n_nodes; i++) {
         const korch_pnode *n = &spec->pg->nodes[spec->nodes[i]];
+        if (i < li && feeds(&c, spec->nodes[i], linear, 0))
+            return fail(&c, "%s computes an operand of the linear primitive (a prologue); oneDNN fuses only post-ops",
+                        node_name(&c, spec->nodes[i], nm, sizeof nm));
         if (i != li && n->kind != KORCH_PRIM_ELEMENTWISE)
             return fail(&c, "%s: oneDNN post-ops are elementwise; a %s primitive cannot be fused",
                         node_name(&c, spec->nodes[i], nm, sizeof nm), korch_prim_kind_name(n->kind));
