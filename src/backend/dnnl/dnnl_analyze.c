@@ -176,9 +176,10 @@ static bool setup_linear(actx *c, int node) {
     for (int k = 0; k < s; k++) {
         if (d->params.strides[k] < 1 || d->params.dilations[k] < 1)
             return fail(c, "%s: bad stride or dilation", node_name(c, node, nm, sizeof nm));
-        if (d->params.pads_begin[k] < 0 || d->params.pads_end[k] < 0)
-            return fail(c, "%s: negative padding (output_shape beyond the full output) is not a oneDNN pad",
-                        node_name(c, node, nm, sizeof nm));
+        /* a transposed convolution's negative end pad (ONNX output_shape
+         * beyond the full output) is a zero extension; oneDNN takes it */
+        if (d->params.pads_begin[k] < 0 || (d->params.pads_end[k] < 0 && d->op == KORCH_LINEAR_CONV))
+            return fail(c, "%s: negative padding", node_name(c, node, nm, sizeof nm));
     }
     /* weights: (G, O/G, I/G, k...) with the strides of the ONNX layout */
     int64_t G = d->params.group, K = 1;
