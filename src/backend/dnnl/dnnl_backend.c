@@ -67,7 +67,7 @@ korch_status korch_dnnl_build(const korch_kernel_spec *specs, const char *const 
                 break;
             }
         } else {
-            dn_variants(&d, &v, 1);
+            if (dn_variants(&d, &v, 1) < 1) v = (dn_variant){.fmt = DN_FMT_PLAIN};
         }
         korch_kernel *k = calloc(1, sizeof *k);
         if (!k) {

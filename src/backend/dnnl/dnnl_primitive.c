@@ -79,6 +79,20 @@ void dn_variant_format(const dn_variant *v, char *buf, size_t size) {
     snprintf(buf, size, "fmt=%s", v->fmt == DN_FMT_BLOCKED ? "blocked" : "plain");
 }
 
+/* $KORCH_DNNL_VARIANTS (e.g. "fmt=plain") restricts the variants tried:
+ * for benchmarks that compare layouts and for tests of the
+ * reference-implementation policy. */
+static bool allowed(const dn_variant *v) {
+    const char *only = getenv("KORCH_DNNL_VARIANTS");
+    if (!only || !*only) return true;
+    char text[32];
+    dn_variant_format(v, text, sizeof text);
+    size_t n = strlen(text);
+    for (const char *p = only; (p = strstr(p, text)) != NULL; p += n)
+        if ((p == only || p[-1] == ' ' || p[-1] == ',') && (p[n] == '\0' || p[n] == ' ' || p[n] == ',')) return true;
+    return false;
+}
+
 int dn_variants(const dn_desc *d, dn_variant *out, int cap) {
     int n = 0;
     if (n < cap) out[n++] = (dn_variant){.fmt = DN_FMT_PLAIN};
@@ -88,7 +102,10 @@ int dn_variants(const dn_desc *d, dn_variant *out, int cap) {
      * so also try reordering to oneDNN's choice around the primitive */
     if (d->op != KORCH_LINEAR_MATMUL && n < cap)
         out[n++] = (dn_variant){.fmt = DN_FMT_BLOCKED};
-    return n;
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (allowed(&out[i])) out[kept++] = out[i];
+    return kept;
 }
 
 /* ---- memory descriptors ---------------------------------------------------- */
