@@ -96,9 +96,8 @@ static korch_status rewrite_convs(lp_state *s) {
         to_last[r - 1] = 1;
         to_first[1] = r - 1;
         for (int k = 2; k < r; k++) to_first[k] = k - 1;
-        int xt = korch_pgraph_transpose(pg, x, to_last);
+        int xt = lp_transpose(s, x, to_last, src);
         if (xt < 0) return korch_error_prefix(KORCH_ERR_INTERNAL, "layout pass");
-        pg->nodes[pg->values[xt].producer].source_node = src;
         p.channels_last = true;
         int yl = korch_pgraph_linear(pg, &p, xt, w);
         if (yl < 0) return korch_error_prefix(KORCH_ERR_INTERNAL, "layout pass: channels-last convolution");
@@ -130,6 +129,64 @@ static bool try_cancel(lp_state *s, int node, const int64_t *perm) {
     return true;
 }
 
+/* Is the chain chain[0] (last) ... chain[len-1] (first) of pure layouts a
+ * reshape, i.e. does every output element come from the input element with
+ * the same row-major position? Single-axis probes reject most chains
+ * cheaply; the answer is then checked on every element (exact). */
+#define COLLAPSE_MAX_ELEMENTS ((int64_t)1 << 24)
+
+static int64_t composite_source(const korch_pgraph *pg, const int *chain, int len, int64_t f) {
+    for (int c = 0; c < len && f >= 0; c++) {
+        int input;
+        f = korch_layout_source(pg, chain[c], f, &input);
+    }
+    return f;
+}
+
+static bool chain_is_reshape(const korch_pgraph *pg, const int *chain, int len) {
+    const korch_shape *out = &pg->values[pg->nodes[chain[0]].outputs[0]].shape;
+    const korch_shape *in = &pg->values[pg->nodes[chain[len - 1]].inputs[0]].shape;
+    int64_t n = korch_shape_numel(out);
+    if (n != korch_shape_numel(in) || n > COLLAPSE_MAX_ELEMENTS) return false;
+    int64_t stride = 1;
+    for (int j = out->rank - 1; j >= 0; j--) {
+        for (int64_t v = 1; v < out->dims[j]; v++)
+            if (composite_source(pg, chain, len, v * stride) != v * stride) return false;
+        stride *= out->dims[j];
+    }
+    for (int64_t f = 0; f < n; f++)
+        if (composite_source(pg, chain, len, f) != f) return false;
+    return true;
+}
+
+/* The pass's own transposes often end chains of pure layouts that together
+ * only reshape (SegFormer: x.transpose(1, 2).view(N, C, H, W), then the
+ * convolution's T_last, is the (N, HW, C) tensor viewed as (N, H, W, C)).
+ * Such a chain becomes one reshape, which the backends treat as free. */
+static bool try_collapse(lp_state *s, int node) {
+    korch_pgraph *pg = s->pg;
+    int chain[5] = {node}, len = 1, best = 0;
+    while (len < 5) {
+        int p = pg->values[pg->nodes[chain[len - 1]].inputs[0]].producer;
+        if (p < 0 || pg->nodes[p].dead || pg->nodes[p].kind != KORCH_PRIM_LAYOUT || pg->nodes[p].n_inputs != 1 ||
+            !korch_layout_is_pure(pg, p))
+            break;
+        chain[len++] = p;
+    }
+    for (int l = len; l >= 2 && !best; l--)
+        if (chain_is_reshape(pg, chain, l)) best = l;
+    if (!best) return false;
+    int x = pg->nodes[chain[best - 1]].inputs[0], y = pg->nodes[node].outputs[0];
+    korch_shape shape = pg->values[y].shape;
+    int r = korch_shape_equal(&pg->values[x].shape, &shape) ? x : korch_pgraph_reshape(pg, x, &shape);
+    if (r < 0) return false;
+    if (r != x) pg->nodes[pg->values[r].producer].source_node = pg->nodes[node].source_node;
+    lp_replace_uses(pg, y, r);
+    pg->nodes[node].dead = true;
+    if (s->stats) s->stats->collapsed++;
+    return true;
+}
+
 static bool has_uses(const korch_pgraph *pg, int v) {
     if (pg->values[v].graph_output >= 0) return true;
     for (int i = 0; i < pg->n_nodes; i++) {
@@ -153,6 +210,10 @@ static korch_status sweep(lp_state *s, int *changed) {
             continue;
         }
         if (i >= s->cap_mine || !s->mine[i]) continue;
+        if (try_collapse(s, i)) {
+            (*changed)++;
+            continue;
+        }
         int t = pg->nodes[i].outputs[0], n = 0;
         for (int c = 0; c < pg->n_nodes; c++) {
             const korch_pnode *cn = &pg->nodes[c];

@@ -10,7 +10,8 @@
  *
  * then sinks the transposes it created downstream through elementwise,
  * reduce and layout primitives (rewriting constants, cancelling transposes
- * that meet their inverse), so that between two convolutions the data stays
+ * that meet their inverse, collapsing layout chains that only reshape), so
+ * that between two convolutions the data stays
  * channels-last and transposes remain only where the graph really changes
  * layout (graph inputs and outputs, matmuls reading a feature map, ...).
  * Those transposes are ordinary layout primitives: the orchestrator pays for
@@ -34,6 +35,7 @@ typedef struct korch_layout_stats {
     int convs_rewritten;
     int sunk_elementwise, sunk_reduce, sunk_layout;
     int cancelled;
+    int collapsed; /* chains of layouts ending in a pass transpose that only reshape */
     int transposes_before, transposes_after; /* live transposes of rank >= 3 on activations */
 } korch_layout_stats;
 

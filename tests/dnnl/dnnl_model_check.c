@@ -1,7 +1,7 @@
 /* Runs whole ONNX models with every linear primitive on the oneDNN backend
  * and everything else on the primitive interpreter, and compares.
  *
- *   dnnl_model_check [--layout nchw|nhwc|both] [--fused] [--quiet] TARGET...
+ *   dnnl_model_check [--layout nchw|nhwc|both] [--fused] [--quiet] [--stats-only] TARGET...
  *   dnnl_model_check --conformance DATA_DIR [...]
  *
  * A TARGET is an ONNX backend-test folder (model.onnx + test_data_set_0/
@@ -14,8 +14,10 @@
  * For each layout (fission alone, or fission + the channels-last pass) and
  * each oneDNN variant of each kernel (plain, blocked), the model runs once.
  * With --fused a kernel takes the longest run of following elementwise
- * primitives that korch_dnnl_supports accepts (the orchestrator's largest
- * candidates), else the linear primitive alone. */
+ * primitives (and reshapes) that korch_dnnl_supports accepts (the orchestrator's largest
+ * candidates), else the linear primitive alone. --stats-only runs nothing:
+ * it prints what the layout pass did to each model (transposes and their
+ * megabytes before and after). */
 #define _GNU_SOURCE /* strcasestr */
 #include <dirent.h>
 #include <math.h>
@@ -28,6 +30,7 @@
 #include "backend/backend.h"
 #include "backend/dnnl/dnnl_backend.h"
 #include "fission/fission.h"
+#include "fission/layout.h"
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
 #include "io/npy.h"
@@ -42,6 +45,7 @@ typedef struct run_stats {
 } run_stats;
 
 static bool verbose = true;
+static bool stats_only = false; /* --stats-only: layout pass statistics, nothing run */
 
 static void note_impl(run_stats *s, const char *impl) {
     const char *p = strncmp(impl, "dnnl ", 5) == 0 ? impl + 5 : impl;
@@ -107,7 +111,8 @@ static void grow(const korch_pgraph *pg, const int *order, int count, int pos, c
     group best = *g, trial = *g;
     for (int i = pos + 1; i < count && trial.n_nodes < MAX_GROUP; i++) {
         const korch_pnode *n = &pg->nodes[order[i]];
-        if (n->kind != KORCH_PRIM_ELEMENTWISE) continue;
+        bool reshape = n->kind == KORCH_PRIM_LAYOUT && korch_layout_as_reshape(pg, order[i]);
+        if (n->kind != KORCH_PRIM_ELEMENTWISE && !reshape) continue;
         bool touches = false, available = true;
         for (int k = 0; k < n->n_inputs; k++) {
             int p = pg->values[n->inputs[k]].producer;
@@ -292,7 +297,73 @@ typedef struct totals {
     int targets, passed, failed, no_linear, runs, kernels, fused_nodes, reference_impls;
 } totals;
 
+/* Counts live primitives by kind and the transposes (and their bytes). */
+static void census(const korch_pgraph *pg, int *prims, int *transposes, double *mbytes) {
+    *prims = *transposes = 0;
+    *mbytes = 0;
+    for (int i = 0; i < pg->n_nodes; i++) {
+        if (pg->nodes[i].dead) continue;
+        (*prims)++;
+        int64_t perm[KORCH_MAX_RANK];
+        if (pg->nodes[i].kind == KORCH_PRIM_LAYOUT && korch_layout_as_transpose(pg, i, perm) &&
+            !korch_layout_as_reshape(pg, i)) {
+            (*transposes)++;
+            *mbytes += (double)korch_shape_numel(&pg->values[pg->nodes[i].outputs[0]].shape) * 4 / 1e6;
+        }
+    }
+}
+
+static void layout_stats(target *t) {
+    korch_pgraph *pg = NULL;
+    korch_layout_stats ls;
+    int p0, t0, p1, t1, convs = 0;
+    double b0, b1;
+    if (korch_fission(t->g, &pg, NULL) != KORCH_OK) {
+        printf("FAIL %s: %s\n", t->name, korch_last_error());
+        return;
+    }
+    census(pg, &p0, &t0, &b0);
+    if (korch_layout_pass(pg, KORCH_LAYOUT_CHANNELS_LAST, &ls) != KORCH_OK) {
+        printf("FAIL %s: %s\n", t->name, korch_last_error());
+        korch_pgraph_free(pg);
+        return;
+    }
+    census(pg, &p1, &t1, &b1);
+    if (getenv("KORCH_LAYOUT_VERBOSE"))
+        for (int i = 0; i < pg->n_nodes; i++) {
+            int64_t perm[KORCH_MAX_RANK];
+            if (pg->nodes[i].dead || pg->nodes[i].kind != KORCH_PRIM_LAYOUT || !korch_layout_as_transpose(pg, i, perm) ||
+                korch_layout_as_reshape(pg, i))
+                continue;
+            int x = pg->nodes[i].inputs[0], y = pg->nodes[i].outputs[0], p = pg->values[x].producer;
+            char sx[64], sy[64];
+            printf("  transpose %s -> %s after %s, read by:", korch_shape_format(&pg->values[x].shape, sx, sizeof sx),
+                   korch_shape_format(&pg->values[y].shape, sy, sizeof sy),
+                   p < 0 ? "input" : korch_prim_kind_name(pg->nodes[p].kind));
+            for (int c = 0; c < pg->n_nodes; c++)
+                for (int k = 0; k < pg->nodes[c].n_inputs; k++)
+                    if (!pg->nodes[c].dead && pg->nodes[c].inputs[k] == y) {
+                        printf(" %s", korch_prim_kind_name(pg->nodes[c].kind));
+                        if (pg->nodes[c].kind == KORCH_PRIM_ELEMENTWISE) printf(".%s", korch_ew_name(pg->nodes[c].u.ew.op));
+                        if (pg->nodes[c].kind == KORCH_PRIM_LAYOUT) printf(".%s", korch_layout_tag_name(pg->nodes[c].u.layout.tag));
+                        break;
+                    }
+            printf("\n");
+        }
+    for (int i = 0; i < pg->n_nodes; i++)
+        convs += !pg->nodes[i].dead && pg->nodes[i].kind == KORCH_PRIM_LINEAR && pg->nodes[i].u.linear.channels_last;
+    printf("%s: %d convs channels-last; primitives %d -> %d; transposes %d (%.2f MB) -> %d (%.2f MB); moved past "
+           "%d elementwise, %d reduce, %d layout primitives; %d transpose pairs cancelled, %d chains collapsed to reshapes\n",
+           t->name, convs, p0, p1, t0, b0, t1, b1, ls.sunk_elementwise, ls.sunk_reduce, ls.sunk_layout, ls.cancelled,
+           ls.collapsed);
+    korch_pgraph_free(pg);
+}
+
 static void check_target(target *t, int layouts, bool fused, totals *tot) {
+    if (stats_only) {
+        layout_stats(t);
+        return;
+    }
     bool ok = true, any_linear = false;
     char detail[1024] = "";
     run_stats stats = {0};
@@ -425,6 +496,8 @@ int main(int argc, char **argv) {
             layouts = strcmp(v, "nchw") == 0 ? 1 : strcmp(v, "nhwc") == 0 ? 2 : 3;
         } else if (strcmp(argv[i], "--fused") == 0) {
             fused = true;
+        } else if (strcmp(argv[i], "--stats-only") == 0) {
+            stats_only = true;
         } else if (strcmp(argv[i], "--quiet") == 0) {
             verbose = false;
         } else if (strcmp(argv[i], "--conformance") == 0 && i + 1 < argc) {

@@ -307,8 +307,53 @@ static void test_refusals(void) {
     korch_pgraph_free(pg);
 }
 
+/* Reshapes are free inside a oneDNN kernel (the bytes stay put): as the
+ * prologue of either operand and anywhere in the chain (SegFormer's
+ * Mix-FFN: linear -> reshape -> depthwise conv -> reshape -> GELU). */
+static void test_reshapes(void) {
+    korch_pgraph *pg = dc_graph();
+    korch_prim_linear p = {.op = KORCH_LINEAR_CONV, .spatial = 2, .group = 8, .channels_last = true,
+                           .strides = {1, 1}, .dilations = {1, 1}, .pads_begin = {1, 1}, .pads_end = {1, 1}};
+    korch_shape img = korch_shape_make(4, (int64_t[]){1, 6, 7, 8}), flat = korch_shape_make(3, (int64_t[]){1, 42, 16});
+    int x = korch_pgraph_reshape(pg, dc_input(pg, 3, (int64_t[]){1, 42, 8}), &img);
+    int y = korch_pgraph_linear(pg, &p, x, dc_constant(pg, 4, (int64_t[]){16, 1, 3, 3}, -0.5, 0.5));
+    y = dc_ew2(pg, KORCH_EW_ADD, y, dc_constant(pg, 1, (int64_t[]){16}, -1, 1));
+    y = korch_pgraph_reshape(pg, y, &flat);
+    y = gelu_erf(pg, y, false);
+    y = dc_ew2(pg, KORCH_EW_ADD, y, dc_input(pg, 3, (int64_t[]){1, 42, 16}));
+    dc_output(pg, y);
+    korch_kernel_spec spec;
+    dc_spec_all(pg, &spec);
+    char text[256] = "";
+    CHECK_OK(korch_dnnl_describe(&spec, text, sizeof text));
+    CHECK_MSG(strstr(text, "+bias +gelu_erf(0,0) +add[") != NULL, "chain \"%s\"", text);
+    dc_spec_free(&spec);
+    CHECK(dc_check(pg, -1, 1, "reshape -> dwconv -> bias -> reshape -> gelu -> residual") > 0);
+    korch_pgraph_free(pg);
+
+    /* matmul with a reshaped run-time weight and a reshaped output */
+    pg = dc_graph();
+    korch_prim_linear mm = {.op = KORCH_LINEAR_MATMUL};
+    korch_shape w2 = korch_shape_make(2, (int64_t[]){20, 12}), out = korch_shape_make(2, (int64_t[]){6, 24});
+    y = korch_pgraph_linear(pg, &mm, dc_input(pg, 3, (int64_t[]){2, 6, 20}),
+                            korch_pgraph_reshape(pg, dc_input(pg, 3, (int64_t[]){4, 5, 12}), &w2));
+    y = dc_ew1(pg, KORCH_EW_TANH, korch_pgraph_reshape(pg, y, &out), 0, 0);
+    dc_output(pg, y);
+    CHECK(dc_check(pg, -1, 1, "matmul of a reshaped weight, reshaped output") > 0);
+    korch_pgraph_free(pg);
+
+    /* after a reshape only full-size operands keep their meaning */
+    pg = dc_graph();
+    y = korch_pgraph_linear(pg, &mm, dc_input(pg, 3, (int64_t[]){2, 6, 20}), dc_constant(pg, 2, (int64_t[]){20, 12}, -1, 1));
+    y = korch_pgraph_reshape(pg, y, &out);
+    dc_output(pg, dc_ew2(pg, KORCH_EW_ADD, y, dc_constant(pg, 1, (int64_t[]){24}, -1, 1)));
+    dc_refused(pg, "broadcast operand after a reshape", "bias after a reshape");
+    korch_pgraph_free(pg);
+}
+
 int main(void) {
     test_patterns();
+    test_reshapes();
     test_refusals();
     TEST_MAIN_END();
 }

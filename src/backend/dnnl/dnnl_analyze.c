@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backend/dnnl/dnnl_internal.h"
+#include "fission/layout.h"
 
 #define REGION_MAX 24
 
@@ -29,6 +30,7 @@ typedef struct actx {
     int perm[DN_MAX_DIMS];   /* logical dim j of the output is pgraph axis perm[j] */
     int channel_axis;        /* pgraph axis of output channels (bias) */
     bool used[64];           /* spec node i is accounted for (specs are small) */
+    bool reshaped;           /* the chain passed a reshape: operands in the output's bytes */
 } actx;
 
 KORCH_PRINTF(2, 3) static bool fail(actx *c, const char *fmt, ...) {
@@ -92,6 +94,24 @@ static int consumers(const actx *c, int value, int *out, int cap) {
     return n;
 }
 
+/* A reshape inside the kernel is free: the bytes stay where they are. */
+static bool is_reshape(const actx *c, int node) {
+    const korch_pnode *n = &c->pg->nodes[node];
+    return n->kind == KORCH_PRIM_LAYOUT && n->n_inputs == 1 && korch_layout_as_reshape(c->pg, node);
+}
+
+/* The value a linear operand reads its bytes from: through reshapes inside
+ * the kernel (marked used) to a kernel input. */
+static int through_reshapes(actx *c, int value) {
+    for (int depth = 0; depth < 8; depth++) {
+        int p = c->pg->values[value].producer, i = p >= 0 ? spec_index(c, p) : -1;
+        if (i < 0 || !is_reshape(c, p)) break;
+        c->used[i] = true;
+        value = c->pg->nodes[p].inputs[0];
+    }
+    return value;
+}
+
 static bool scalar_constant(const korch_pvalue *v, double *x) {
     if (!v->is_constant || korch_shape_numel(&v->shape) != 1 || !v->constant.data) return false;
     *x = korch_tensor_get_f64(&v->constant, 0);
@@ -134,19 +154,20 @@ static bool setup_linear(actx *c, int node) {
     d->params = n->u.linear;
     d->linear_node = node;
     int x = n->inputs[0], w = n->inputs[1], y = n->outputs[0];
-    d->src_slot = input_slot(c, x);
-    d->wei_slot = input_slot(c, w);
+    d->src_slot = input_slot(c, through_reshapes(c, x));
+    d->wei_slot = input_slot(c, through_reshapes(c, w));
     if (d->src_slot < 0 || d->wei_slot < 0)
         return fail(c, "%s: an operand is computed inside the kernel; oneDNN fuses no prologue",
                     node_name(c, node, nm, sizeof nm));
     const korch_pvalue *vx = &pg->values[x], *vw = &pg->values[w], *vy = &pg->values[y];
+    const korch_pvalue *wsrc = &pg->values[c->spec->inputs[d->wei_slot]];
     if (vx->dtype != KORCH_DTYPE_FLOAT32 || vw->dtype != KORCH_DTYPE_FLOAT32 || vy->dtype != KORCH_DTYPE_FLOAT32)
         return fail(c, "%s: only float32 linear primitives", node_name(c, node, nm, sizeof nm));
     for (int i = 0; i < vy->shape.rank; i++)
         if (vy->shape.dims[i] <= 0 || vx->shape.dims[i < vx->shape.rank ? i : 0] <= 0)
             return fail(c, "%s: empty tensor", node_name(c, node, nm, sizeof nm));
-    d->wei_constant = vw->is_constant && vw->constant.data;
-    d->wei_data = d->wei_constant ? vw->constant.data : NULL;
+    d->wei_constant = wsrc->is_constant && wsrc->constant.data;
+    d->wei_data = d->wei_constant ? wsrc->constant.data : NULL;
     int r = vy->shape.rank;
     if (r > DN_MAX_DIMS) return fail(c, "%s: rank %d is beyond oneDNN's limit", node_name(c, node, nm, sizeof nm), r);
     c->out_rank = r;
@@ -305,6 +326,9 @@ static bool with_tensor(actx *c, int node, korch_ew_op op, bool v_first, int val
     if (pv->dtype != KORCH_DTYPE_FLOAT32)
         return fail(c, "%s: %s operand of dtype %s", node_name(c, node, nm, sizeof nm), korch_ew_name(op),
                     korch_dtype_name(pv->dtype));
+    if (c->reshaped && korch_shape_numel(&pv->shape) != 1 &&
+        korch_shape_numel(&pv->shape) != korch_shape_numel(&c->pg->values[c->pg->nodes[node].outputs[0]].shape))
+        return fail(c, "%s: a broadcast operand after a reshape of the chain value", node_name(c, node, nm, sizeof nm));
     dnnl_alg_kind_t alg;
     switch (op) {
     case KORCH_EW_ADD: alg = dnnl_binary_add; break;
@@ -330,7 +354,8 @@ static bool with_tensor(actx *c, int node, korch_ew_op op, bool v_first, int val
                     korch_ew_name(op));
     }
     /* a per-channel constant added first is the primitive's own bias */
-    if (alg == dnnl_binary_add && c->d->n_post == 0 && c->d->bias_slot < 0 && pv->is_constant && pv->constant.data &&
+    if (alg == dnnl_binary_add && c->d->n_post == 0 && c->d->bias_slot < 0 && !c->reshaped && pv->is_constant &&
+        pv->constant.data &&
         pv->shape.rank <= c->out_rank && is_per_channel(c, &pv->shape)) {
         c->d->bias_slot = slot;
         c->d->bias_data = pv->constant.data;
@@ -350,7 +375,8 @@ static bool with_tensor(actx *c, int node, korch_ew_op op, bool v_first, int val
         c->d->bias_data = NULL;
     }
     dn_post p = {.kind = DN_POST_BINARY, .alg = alg, .slot = slot, .node = node};
-    logical(c, &pv->shape, &p.operand);
+    if (c->reshaped && korch_shape_numel(&pv->shape) != 1) p.operand = c->d->dst; /* the same bytes as the output */
+    else logical(c, &pv->shape, &p.operand);
     return push(c, p);
 }
 
@@ -607,6 +633,7 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
     if (linear < 0) return fail(&c, "no linear primitive (memory-bound kernels are the code generator's)");
     for (int i = 0; i < spec->n_nodes; i++) {
         const korch_pnode *n = &spec->pg->nodes[spec->nodes[i]];
+        if (is_reshape(&c, spec->nodes[i])) continue; /* checked where it is used */
         if (i < li && feeds(&c, spec->nodes[i], linear, 0))
             return fail(&c, "%s computes an operand of the linear primitive (a prologue); oneDNN fuses only post-ops",
                         node_name(&c, spec->nodes[i], nm, sizeof nm));
@@ -626,6 +653,12 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
                         "value %d (after %d post-ops) is needed outside the kernel and also feeds %s; oneDNN writes only "
                         "the final result",
                         v, d->n_post, node_name(&c, cons[0], nm, sizeof nm));
+        if (nc == 1 && is_reshape(&c, cons[0])) {
+            c.used[spec_index(&c, cons[0])] = true;
+            c.reshaped = true;
+            v = spec->pg->nodes[cons[0]].outputs[0];
+            continue;
+        }
         if (nc == 1) {
             int i = spec_index(&c, cons[0]);
             if (!single_step(&c, cons[0], v)) return false;
