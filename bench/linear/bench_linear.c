@@ -17,12 +17,17 @@
  *                 reorder at all (blocked nChw16c across kernels: the upper
  *                 bound of the "blocked formats everywhere" option)
  *
- * Matmuls have one mode, "plain". Prints one JSON object per line. */
+ *   auto          channels-last, the variant the profiler picks (layout,
+ *                 and one thread for small kernels): what a plan runs
+ *   auto_nchw     NCHW buffers, the profiler's pick
+ *
+ * Matmuls have "plain" and "auto". Prints one JSON object per line. */
 #include <dnnl.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "backend/dnnl/dnnl_backend.h"
@@ -164,8 +169,11 @@ static void report(const shape *s, const char *mode, const char *impl, double fl
     fflush(stdout);
 }
 
+static char db_path[64];
+
 static void bench_backend(const shape *s, const char *mode) {
-    bool nhwc = strcmp(mode, "nhwc") == 0;
+    bool nhwc = strcmp(mode, "nhwc") == 0 || strcmp(mode, "auto") == 0;
+    bool autotune = strncmp(mode, "auto", 4) == 0;
     const char *variant = strcmp(mode, "nchw_blocked") == 0 ? "fmt=blocked" : "fmt=plain";
     korch_pgraph *pg = NULL;
     korch_pgraph_create(NULL, &pg);
@@ -188,8 +196,17 @@ static void bench_backend(const shape *s, const char *mode) {
         }
     korch_kernel_spec spec = {.pg = pg, .n_nodes = n_nodes, .nodes = nodes, .n_inputs = n_inputs, .inputs = inputs,
                               .n_outputs = 1, .outputs = &y};
-    korch_profile_options o = {.threads = threads};
+    korch_profile_options o = {.threads = threads, .db_path = db_path};
     korch_kernel *k = NULL;
+    korch_profile_result pr;
+    if (autotune) { /* what a plan runs: the profiler's choice of variant */
+        if (korch_backend_profile(KORCH_BACKEND_DNNL, &spec, 1, &o, &pr) != KORCH_OK || pr.status != KORCH_OK) {
+            fprintf(stderr, "%s [%s]: %s\n", s->text, mode, pr.status != KORCH_OK ? pr.reason : korch_last_error());
+            korch_pgraph_free(pg);
+            return;
+        }
+        variant = pr.schedule;
+    }
     if (korch_backend_build(KORCH_BACKEND_DNNL, &spec, &variant, 1, &o, &k) != KORCH_OK) {
         fprintf(stderr, "%s [%s]: %s\n", s->text, mode, korch_last_error());
         korch_pgraph_free(pg);
@@ -404,6 +421,15 @@ static int serve(void) {
     return 0;
 }
 
+static void remove_db(void) {
+    char p[80];
+    remove(db_path);
+    snprintf(p, sizeof p, "%s-wal", db_path);
+    remove(p);
+    snprintf(p, sizeof p, "%s-shm", db_path);
+    remove(p);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: bench_linear SHAPES|- [--threads T] [--models a,b] [--modes m1,m2] [--kinds k1,k2] "
@@ -421,6 +447,9 @@ int main(int argc, char **argv) {
             bias_only = strcmp(argv[i + 1], "bias") == 0;
         }
     }
+    /* a private profile database for the auto modes (removed at exit) */
+    snprintf(db_path, sizeof db_path, "/tmp/korch-bench-linear-%d.db", (int)getpid());
+    atexit(remove_db);
     if (strcmp(argv[1], "-") == 0) return serve();
     FILE *f = fopen(argv[1], "r");
     if (!f) {

@@ -128,7 +128,7 @@ static inline int dc_check(korch_pgraph *pg, double lo, double hi, const char *w
     dc_spec_all(pg, &spec);
     char variants[128], reason[256];
     int checked = 0;
-    if (!korch_dnnl_variants(&spec, variants, sizeof variants, reason, sizeof reason)) {
+    if (!korch_dnnl_variants(&spec, 2, variants, sizeof variants, reason, sizeof reason)) {
         CHECK_MSG(false, "%s: unsupported: %s", what, reason);
         dc_spec_free(&spec);
         return 0;
@@ -150,10 +150,11 @@ static inline int dc_check(korch_pgraph *pg, double lo, double hi, const char *w
     const korch_pvalue *out = &pg->values[pg->outputs[0]];
     float *got = malloc((size_t)korch_shape_numel(&out->shape) * sizeof(float) + 64);
     char *save = NULL, *list = strdup(variants);
-    for (char *v = strtok_r(list, " ", &save); v; v = strtok_r(NULL, " ", &save)) {
+    for (char *v = strtok_r(list, ";", &save); v; v = strtok_r(NULL, ";", &save)) {
         korch_kernel *k = NULL;
         const char *sched = v;
-        korch_status st = korch_backend_build(KORCH_BACKEND_DNNL, &spec, &sched, 1, NULL, &k);
+        korch_profile_options o = {.threads = 2};
+        korch_status st = korch_backend_build(KORCH_BACKEND_DNNL, &spec, &sched, 1, &o, &k);
         CHECK_MSG(st == KORCH_OK, "%s [%s]: build failed: %s", what, v, korch_last_error());
         if (st != KORCH_OK) continue;
         memset(got, 0xff, (size_t)korch_shape_numel(&out->shape) * sizeof(float));

@@ -154,13 +154,13 @@ static korch_status run_hybrid(const korch_pgraph *pg, const korch_tensor *input
             grow(pg, order, count, i, done, fused, &g);
             korch_kernel_spec spec = group_spec(pg, &g);
             char variants[128], reason[256];
-            if (!korch_dnnl_variants(&spec, variants, sizeof variants, reason, sizeof reason)) {
+            if (!korch_dnnl_variants(&spec, 0, variants, sizeof variants, reason, sizeof reason)) {
                 st = korch_error(KORCH_ERR_UNSUPPORTED, "linear node %d not supported by oneDNN: %s", node, reason);
                 break;
             }
-            char *save = NULL, *v = strtok_r(variants, " ", &save), *pick = v;
+            char *save = NULL, *v = strtok_r(variants, ";", &save), *pick = v;
             for (int k = 0; k < variant && v; k++)
-                if ((v = strtok_r(NULL, " ", &save)) != NULL) pick = v;
+                if ((v = strtok_r(NULL, ";", &save)) != NULL) pick = v;
             korch_kernel *k = NULL;
             const char *sched = pick;
             st = korch_backend_build(KORCH_BACKEND_DNNL, &spec, &sched, 1, NULL, &k);
@@ -390,7 +390,7 @@ static void check_target(target *t, int layouts, bool fused, totals *tot) {
         for (int i = 0; i < pg->n_nodes; i++) linear += !pg->nodes[i].dead && pg->nodes[i].kind == KORCH_PRIM_LINEAR;
         any_linear |= linear > 0;
         const korch_tensor *want = t->have_want ? t->want : reference;
-        for (int variant = 0; variant < 2 && ok && linear > 0; variant++) {
+        for (int variant = 0; variant < 3 && ok && linear > 0; variant++) {
             korch_tensor got[MAX_T];
             memset(got, 0, sizeof got);
             run_stats rs = {0};

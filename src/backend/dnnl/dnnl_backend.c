@@ -8,6 +8,8 @@
 #include "backend/dnnl/dnnl_backend.h"
 #include "backend/dnnl/dnnl_internal.h"
 
+static int threads_of(const korch_profile_options *o) { return o && o->threads > 0 ? o->threads : omp_get_max_threads(); }
+
 bool korch_dnnl_supports(const korch_kernel_spec *spec, char *reason, size_t size) {
     dn_desc d;
     return dn_analyze(spec, &d, reason, size);
@@ -21,17 +23,18 @@ korch_status korch_dnnl_describe(const korch_kernel_spec *spec, char *out, size_
     return KORCH_OK;
 }
 
-bool korch_dnnl_variants(const korch_kernel_spec *spec, char *out, size_t size, char *reason, size_t reason_size) {
+bool korch_dnnl_variants(const korch_kernel_spec *spec, int threads, char *out, size_t size, char *reason,
+                         size_t reason_size) {
     dn_desc d;
     if (!dn_analyze(spec, &d, reason, reason_size)) return false;
-    dn_variant v[4];
-    int n = dn_variants(&d, v, 4);
+    dn_variant v[DN_MAX_VARIANTS];
+    int n = dn_variants(&d, threads > 0 ? threads : omp_get_max_threads(), v, DN_MAX_VARIANTS);
     size_t len = 0;
     if (size) out[0] = '\0';
     for (int i = 0; i < n && len < size; i++) {
         char text[64];
         dn_variant_format(&v[i], text, sizeof text);
-        len += (size_t)snprintf(out + len, size - len, "%s%s", i ? " " : "", text);
+        len += (size_t)snprintf(out + len, size - len, "%s%s", i ? ";" : "", text);
     }
     return true;
 }
@@ -45,7 +48,6 @@ static void kernel_destroy(korch_kernel *k) {
     k->state = NULL;
 }
 
-static int threads_of(const korch_profile_options *o) { return o && o->threads > 0 ? o->threads : omp_get_max_threads(); }
 
 korch_status korch_dnnl_build(const korch_kernel_spec *specs, const char *const *schedules, int n,
                               const korch_profile_options *options, korch_kernel **kernels) {
@@ -67,14 +69,14 @@ korch_status korch_dnnl_build(const korch_kernel_spec *specs, const char *const 
                 break;
             }
         } else {
-            if (dn_variants(&d, &v, 1) < 1) v = (dn_variant){.fmt = DN_FMT_PLAIN};
+            if (dn_variants(&d, threads_of(options), &v, 1) < 1) v = (dn_variant){.fmt = DN_FMT_PLAIN};
         }
         korch_kernel *k = calloc(1, sizeof *k);
         if (!k) {
             st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN backend: out of memory");
             break;
         }
-        char impl[128], fmt[32];
+        char impl[128], fmt[40];
         dn_kernel *dk = NULL;
         st = dn_kernel_create(&d, &v, threads_of(options), &dk, impl, sizeof impl);
         if (st != KORCH_OK) {
@@ -84,7 +86,7 @@ korch_status korch_dnnl_build(const korch_kernel_spec *specs, const char *const 
         }
         dn_variant_format(&v, fmt, sizeof fmt);
         k->backend = KORCH_BACKEND_DNNL;
-        snprintf(k->impl, sizeof k->impl, "dnnl %.120s %.30s", impl, fmt);
+        snprintf(k->impl, sizeof k->impl, "dnnl %.110s %.36s", impl, fmt);
         k->state = dk;
         k->run = kernel_run;
         k->destroy = kernel_destroy;

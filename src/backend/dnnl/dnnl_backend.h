@@ -20,10 +20,12 @@ korch_status korch_dnnl_profile(const korch_kernel_spec *specs, int n, const kor
 korch_status korch_dnnl_build(const korch_kernel_spec *specs, const char *const *schedules, int n,
                               const korch_profile_options *options, korch_kernel **kernels);
 
-/* The variants (schedules) the profiler tries for a spec, in preference
- * order, separated by spaces (e.g. "fmt=plain fmt=blocked"). For tests and
- * benchmarks; false with a reason when the spec is unsupported. */
-bool korch_dnnl_variants(const korch_kernel_spec *spec, char *out, size_t size, char *reason, size_t reason_size);
+/* The variants (schedules) the profiler tries for a spec run with `threads`
+ * threads (<= 0: OpenMP's default), in preference order, separated by ';'
+ * (e.g. "fmt=plain;fmt=blocked;fmt=plain thr=1"). For tests and benchmarks;
+ * false with a reason when the spec is unsupported. */
+bool korch_dnnl_variants(const korch_kernel_spec *spec, int threads, char *out, size_t size, char *reason,
+                         size_t reason_size);
 
 /* The post-op chain a spec becomes, human-readable (e.g. "conv nhwc 3x3 s1
  * +bias +eltwise_relu +binary_add[1x56x56x64]"), for tests and explain. */

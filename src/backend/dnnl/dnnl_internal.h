@@ -76,12 +76,17 @@ typedef enum dn_format {
 
 typedef struct dn_variant {
     dn_format fmt;
+    int threads; /* 0: the kernel's thread count; 1: one thread (small kernels) */
 } dn_variant;
 
+#define DN_MAX_VARIANTS 4
+
+/* "fmt=plain", "fmt=blocked", optionally followed by " thr=1" and by
+ * " impl=..." (informative, ignored). */
 bool dn_variant_parse(const char *text, dn_variant *v);
 void dn_variant_format(const dn_variant *v, char *buf, size_t size);
-/* The variants worth trying for d, best first. */
-int dn_variants(const dn_desc *d, dn_variant *out, int cap);
+/* The variants worth trying for d run with `threads` threads, best first. */
+int dn_variants(const dn_desc *d, int threads, dn_variant *out, int cap);
 
 typedef struct dn_kernel dn_kernel;
 

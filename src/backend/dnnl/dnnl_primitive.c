@@ -66,20 +66,25 @@ bool dn_impl_is_reference(const char *impl) { return impl && strncmp(impl, "ref"
 bool dn_variant_parse(const char *text, dn_variant *v) {
     *v = (dn_variant){.fmt = DN_FMT_PLAIN};
     if (!text || !*text) return true;
-    /* "fmt=plain" or "fmt=blocked", optionally followed by " impl=..." (informative) */
-    if (strncmp(text, "fmt=plain", 9) == 0 && (text[9] == '\0' || text[9] == ' ')) return true;
-    if (strncmp(text, "fmt=blocked", 11) == 0 && (text[11] == '\0' || text[11] == ' ')) {
+    size_t n;
+    if (strncmp(text, "fmt=plain", n = 9) != 0) {
+        if (strncmp(text, "fmt=blocked", n = 11) != 0) return false;
         v->fmt = DN_FMT_BLOCKED;
-        return true;
     }
-    return false;
+    text += n;
+    if (strncmp(text, " thr=1", 6) == 0 && (text[6] == '\0' || text[6] == ' ')) {
+        v->threads = 1;
+        text += 6;
+    }
+    return *text == '\0' || strncmp(text, " impl=", 6) == 0;
 }
 
 void dn_variant_format(const dn_variant *v, char *buf, size_t size) {
-    snprintf(buf, size, "fmt=%s", v->fmt == DN_FMT_BLOCKED ? "blocked" : "plain");
+    snprintf(buf, size, "fmt=%s%s", v->fmt == DN_FMT_BLOCKED ? "blocked" : "plain", v->threads == 1 ? " thr=1" : "");
 }
 
-/* $KORCH_DNNL_VARIANTS (e.g. "fmt=plain") restricts the variants tried:
+/* $KORCH_DNNL_VARIANTS (e.g. "fmt=plain" or "fmt=plain;fmt=plain thr=1")
+ * restricts the variants tried:
  * for benchmarks that compare layouts and for tests of the
  * reference-implementation policy. */
 static bool allowed(const dn_variant *v) {
@@ -89,11 +94,16 @@ static bool allowed(const dn_variant *v) {
     dn_variant_format(v, text, sizeof text);
     size_t n = strlen(text);
     for (const char *p = only; (p = strstr(p, text)) != NULL; p += n)
-        if ((p == only || p[-1] == ' ' || p[-1] == ',') && (p[n] == '\0' || p[n] == ' ' || p[n] == ',')) return true;
+        if ((p == only || p[-1] == ';' || p[-1] == ',') && (p[n] == '\0' || p[n] == ';' || p[n] == ',')) return true;
     return false;
 }
 
-int dn_variants(const dn_desc *d, dn_variant *out, int cap) {
+/* Below this much work a kernel may run faster on one thread: a parallel
+ * region costs a wake-up of the other threads (microseconds on an idle
+ * machine, a scheduler slice on an oversubscribed one). */
+#define DN_SMALL_FLOPS 2e8
+
+int dn_variants(const dn_desc *d, int threads, dn_variant *out, int cap) {
     int n = 0;
     if (n < cap) out[n++] = (dn_variant){.fmt = DN_FMT_PLAIN};
     /* convolutions: oneDNN's fast kernels want blocked or channels-last
@@ -102,6 +112,8 @@ int dn_variants(const dn_desc *d, dn_variant *out, int cap) {
      * so also try reordering to oneDNN's choice around the primitive */
     if (d->op != KORCH_LINEAR_MATMUL && n < cap)
         out[n++] = (dn_variant){.fmt = DN_FMT_BLOCKED};
+    if (threads > 1 && d->flops < DN_SMALL_FLOPS && n < cap)
+        out[n++] = (dn_variant){.fmt = DN_FMT_PLAIN, .threads = 1};
     int kept = 0;
     for (int i = 0; i < n; i++)
         if (allowed(&out[i])) out[kept++] = out[i];
@@ -336,6 +348,7 @@ korch_status dn_kernel_create(const dn_desc *d, const dn_variant *v, int threads
     dn_kernel *k = calloc(1, sizeof *k);
     if (!k) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory");
     k->threads = threads > 0 ? threads : omp_get_max_threads();
+    if (v->threads > 0 && v->threads < k->threads) k->threads = v->threads;
     k->src_slot = d->src_slot;
     korch_status st = KORCH_OK;
     dnnl_status_t s = dnnl_stream_create(&k->stream, engine, dnnl_stream_default_flags);

@@ -102,14 +102,14 @@ typedef struct session {
 } session;
 
 static korch_status profile_one(session *S, const korch_kernel_spec *spec, const dn_desc *d, korch_profile_result *r) {
-    dn_variant vs[4];
-    int nv = dn_variants(d, vs, 4);
+    dn_variant vs[DN_MAX_VARIANTS];
+    int nv = dn_variants(d, S->threads, vs, DN_MAX_VARIANTS);
     bufset b = {0};
     korch_status st = bufset_alloc(spec, &b);
     korch_timer_options trial = {.warmup_runs = 2, .warmup_ms = 2, .min_repeats = 5, .max_repeats = 50, .target_ms = 15};
     int best = -1, ref_variant = -1;
     double best_ms = 0;
-    char impls[4][128] = {{0}}, why[256] = "";
+    char impls[DN_MAX_VARIANTS][128] = {{0}}, why[256] = "";
     for (int i = 0; i < nv && st == KORCH_OK; i++) {
         dn_kernel *k = NULL;
         last_stats.variants_tried++;
@@ -131,7 +131,7 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
         dn_kernel_free(k);
         if (st != KORCH_OK) break;
         last_stats.timed++;
-        char sched[32];
+        char sched[40];
         dn_variant_format(&vs[i], sched, sizeof sched);
         korch_profile_db_put_trial(S->db, "dnnl", d->sig, sched, S->machine, tm.median_ms, tm.spread_ms);
         if (best < 0 || tm.median_ms < best_ms) {
@@ -172,13 +172,13 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
     dn_kernel_free(k);
     bufset_free(&b);
     if (st != KORCH_OK) return st;
-    char sched[32];
+    char sched[40];
     dn_variant_format(&vs[best], sched, sizeof sched);
     r->status = KORCH_OK;
     r->latency_ms = tm.median_ms;
     r->spread_ms = tm.spread_ms;
     snprintf(r->schedule, sizeof r->schedule, "%s impl=%s%s", sched, impl, reference ? " REFERENCE" : "");
-    snprintf(r->impl, sizeof r->impl, "dnnl %.100s %.20s%s", impl, sched, reference ? " REFERENCE (slow)" : "");
+    snprintf(r->impl, sizeof r->impl, "dnnl %.100s %.36s%s", impl, sched, reference ? " REFERENCE (slow)" : "");
     if (reference)
         fprintf(stderr,
                 "korch dnnl: warning: %s: oneDNN offers only its reference implementation (%s), %.3f ms; profiled "
@@ -230,9 +230,9 @@ korch_status korch_dnnl_profile(const korch_kernel_spec *specs, int n, const kor
             r->from_database = true;
             snprintf(r->schedule, sizeof r->schedule, "%s", rec.schedule);
             const char *impl = strstr(rec.schedule, "impl=");
-            char fmt[32];
+            char fmt[40];
             dn_variant_format(&v, fmt, sizeof fmt);
-            snprintf(r->impl, sizeof r->impl, "dnnl %.120s %s", impl ? impl + 5 : "?", fmt);
+            snprintf(r->impl, sizeof r->impl, "dnnl %.100s %s", impl ? impl + 5 : "?", fmt);
             last_stats.from_database++;
             continue;
         }
