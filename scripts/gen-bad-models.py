@@ -98,6 +98,66 @@ def gen_bytes_level():
     bad("no_graph.onnx", "has no graph", "a ModelProto without a graph", no_graph)
 
 
+def varint(n):
+    out = b""
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out += bytes([b | 0x80]) if n else bytes([b])
+        if not n:
+            return out
+
+
+def field_header(field, length):
+    return varint(field << 3 | 2) + varint(length)
+
+
+def nest(depth, level, innermost=b""):
+    """`depth` levels of level(inner_length) -> (prefix, total_length) around
+    `innermost`, built from the inside out so that the cost stays linear."""
+    prefixes, inner = [], len(innermost)
+    for _ in range(depth):
+        prefix, inner = level(inner)
+        prefixes.append(prefix)
+    return b"".join(reversed(prefixes)) + innermost
+
+
+def model_bytes(graph):
+    opset = field_header(8, 2) + varint(2 << 3) + varint(13)
+    return varint(1 << 3) + varint(8) + field_header(7, len(graph)) + graph + opset
+
+
+def subgraph_level(inner):
+    """A Graph whose only node is an If with the inner graph as attribute g."""
+    attr = field_header(1, 1) + b"g" + varint(20 << 3) + varint(5) + field_header(6, inner)
+    node = field_header(4, 2) + b"If" + field_header(5, len(attr) + inner)
+    graph = field_header(1, len(node) + len(attr) + inner)
+    return graph + node + attr, len(graph) + len(node) + len(attr) + inner
+
+
+def sequence_type_level(inner):
+    """A TypeProto holding sequence_type { elem_type: <inner TypeProto> }."""
+    elem = field_header(1, inner)
+    seq = field_header(4, len(elem) + inner)
+    return seq + elem, len(seq) + len(elem) + inner
+
+
+def gen_nesting():
+    # protobuf-c recurses per nested message: without korch's nesting bound,
+    # 4,000 levels of either kind overflowed the 8 MiB stack
+    bad("nested_subgraphs.onnx", "nests subgraphs or types deeper than",
+        "5,000 If nodes, each in the previous one's then-branch", model_bytes(nest(5000, subgraph_level)))
+    t = onnx.TypeProto()
+    t.tensor_type.elem_type = F
+    types = nest(20000, sequence_type_level, t.SerializeToString())
+    value_info = field_header(1, 1) + b"x" + field_header(2, len(types)) + types
+    bad("nested_types.onnx", "nests subgraphs or types deeper than",
+        "a graph input whose type is a sequence of sequences, 20,000 deep",
+        model_bytes(field_header(11, len(value_info)) + value_info))
+    bad("nested_subgraphs_ok_depth.onnx", "the graph has no outputs",
+        "20 nested If subgraphs: within the nesting bound, so refused for its next fault (no outputs)",
+        model_bytes(nest(20, subgraph_level)))
+
+
 def gen_structure():
     relu = lambda i, o, n: helper.make_node("Relu", [i], [o], name=n)
     bad("cycle.onnx", "cycle", "a = Relu(b), b = Relu(a)",
@@ -171,6 +231,12 @@ def gen_external():
         external("../../../../etc/passwd"))
     bad("external_missing.onnx", "cannot open external data", "external data file that does not exist",
         external("external_missing.bin"))
+    # dims of 2^37 int8 backed by a 16-byte file: refused before allocating 128 GiB
+    t = external("external_ok.bin")
+    t.graph.initializer[0].data_type = TensorProto.INT8
+    t.graph.initializer[0].dims[:] = [1 << 37]
+    del t.graph.initializer[0].external_data[2]  # no length: only the file size can refuse it
+    bad("external_huge_dims.onnx", "is too short", "external data of 2^37 bytes in a 16-byte file", t)
     # valid: a file next to the model
     w = np.array([0.5, -1.0, 2.0, 3.25], dtype=np.float32)
     write("external_ok.bin", w.tobytes())
@@ -254,6 +320,61 @@ def gen_nn_ops():
                    [vi("x", [3, 4]), vi("idx", [2], I64)], [vi("y", [2, 4])]))
 
 
+def gen_hostile_attributes():
+    """Attribute and constant-input values no operator may trust."""
+    x = [vi("x", [1, 3, 8, 8])]
+    y = [onnx.ValueInfoProto(name="y")]  # untyped: the operator decides
+    w = numpy_helper.from_array(np.ones((4, 3, 3, 3), dtype=np.float32), "w")
+
+    def const(name, value, dtype=np.int64):
+        return numpy_helper.from_array(np.array(value, dtype=dtype), name)
+
+    def node(op, inputs, **attrs):
+        return helper.make_node(op, inputs, ["y"], name=op.lower(), **attrs)
+
+    cases = [
+        ("conv_stride_zero", "strides[0] = 0", "Conv with strides [0, 0]",
+         [node("Conv", ["x", "w"], strides=[0, 0])], [w]),
+        ("conv_huge_pads", "pads[0] = 1099511627776", "Conv with pads of 2^40",
+         [node("Conv", ["x", "w"], pads=[1 << 40] * 4)], [w]),
+        ("maxpool_kernel_zero", "kernel_shape[0] = 0", "MaxPool with kernel_shape [0, 0]",
+         [node("MaxPool", ["x"], kernel_shape=[0, 0])], []),
+        ("concat_axis_out_of_range", "axis 7 is out of range", "Concat on axis 7 of rank-4 inputs",
+         [node("Concat", ["x", "x"], axis=7)], []),
+        ("softmax_axis_out_of_range", "axis -9 is out of range", "Softmax on axis -9 of a rank-4 input",
+         [node("Softmax", ["x"], axis=-9)], []),
+        ("depth_to_space_blocksize_zero", "blocksize 0", "DepthToSpace with blocksize 0",
+         [node("DepthToSpace", ["x"], blocksize=0)], []),
+        ("range_delta_zero", "delta is 0", "Range(0, 10, 0): an endless range",
+         [node("Range", ["s", "l", "d"])], [const("s", 0.0, np.float32), const("l", 10.0, np.float32),
+                                             const("d", 0.0, np.float32)]),
+        ("range_limit_nan", "nan", "Range(0, NaN, 1)",
+         [node("Range", ["s", "l", "d"])], [const("s", 0.0, np.float32), const("l", np.nan, np.float32),
+                                             const("d", 1.0, np.float32)]),
+        ("resize_scale_nan", "scale nan", "Resize with a NaN scale",
+         [node("Resize", ["x", "", "sc"])], [const("sc", [1, 1, np.nan, 2], np.float32)]),
+        ("tile_huge", "absurd shape", "Tile by 2^20 x 2^20: a 2^48-element result",
+         [node("Tile", ["x", "r"])], [const("r", [1 << 20, 1 << 20, 1, 1])]),
+        ("pad_huge", "absurd shape", "Pad by 2^40 on both sides of an axis",
+         [node("Pad", ["x", "p"])], [const("p", [0, 0, 1 << 40, 0, 0, 0, 1 << 40, 0])]),
+        ("split_sizes_mismatch", "sums to 7", "Split of 3 channels into [2, 5]",
+         [helper.make_node("Split", ["x", "s"], ["y", "z"], name="split", axis=1)], [const("s", [2, 5])]),
+    ]
+    for name, substring, description, nodes, inits in cases:
+        outs = y + ([onnx.ValueInfoProto(name="z")] if name.startswith("split") else [])
+        ins = [] if name.startswith("range") else x
+        bad(name + ".onnx", substring, description, model(nodes, ins, outs, inits))
+
+    # valid: a step of INT64_MIN must neither overflow nor loop; the slice is empty
+    consts = [const("starts", [0]), const("ends", [1 << 62]), const("axes", [2]), const("steps", [-(1 << 63)])]
+    xv = np.arange(192, dtype=np.float32).reshape(1, 3, 8, 8)
+    add("slice_step_int64_min.onnx", 0, 0, "-", "valid: Slice with step -2^63 from 0: an empty result",
+        inputs=[save_npy("slice_step_int64_min.x.npy", xv)],
+        outputs=[("y.npy", save_npy("slice_step_int64_min.y.npy", xv[:, :, 0:0, :]))],
+        data=model([helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"], name="slice")],
+                   x, [vi("y", [1, 3, 0, 8])], consts))
+
+
 def gen_valid():
     # a 10k-node chain: recursion over the graph would blow the stack
     n_nodes = 10000
@@ -301,11 +422,13 @@ def main():
                 os.remove(os.path.join(OUT, f))
     os.makedirs(OUT, exist_ok=True)
     gen_bytes_level()
+    gen_nesting()
     gen_structure()
     gen_tensors()
     gen_external()
     gen_opsets_and_ops()
     gen_nn_ops()
+    gen_hostile_attributes()
     gen_valid()
     with open(os.path.join(OUT, "MANIFEST.tsv"), "w") as f:
         f.write("# Generated by scripts/gen-bad-models.py; do not edit by hand.\n")

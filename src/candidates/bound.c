@@ -45,19 +45,30 @@ static double node_flops(const korch_pgraph *pg, const korch_pnode *n) {
     }
 }
 
-double korch_candidate_flops(const korch_candidate_set *set, const korch_candidate *c) {
+static double spec_flops(const korch_kernel_spec *spec) {
     double f = 0;
-    for (int i = 0; i < c->n_nodes; i++) f += node_flops(set->pg, &set->pg->nodes[c->nodes[i]]);
+    for (int i = 0; i < spec->n_nodes; i++) f += node_flops(spec->pg, &spec->pg->nodes[spec->nodes[i]]);
     return f;
+}
+
+double korch_candidate_flops(const korch_candidate_set *set, const korch_candidate *c) {
+    korch_kernel_spec spec = korch_candidate_spec(set, c);
+    return spec_flops(&spec);
+}
+
+double korch_kernel_lower_bound_ms(const korch_kernel_spec *spec, const korch_machine_model *machine) {
+    double bytes = 0;
+    for (int i = 0; i < spec->n_inputs; i++) bytes += bytes_of(&spec->pg->values[spec->inputs[i]]);
+    for (int i = 0; i < spec->n_outputs; i++) bytes += bytes_of(&spec->pg->values[spec->outputs[i]]);
+    /* what fits in cache may move at cache speed; the rest crosses DRAM */
+    double cached = bytes < machine->cache_bytes ? bytes : machine->cache_bytes;
+    double t_mem = cached / (machine->cache_gbps * 1e9) + (bytes - cached) / (machine->dram_gbps * 1e9);
+    double t_flop = spec_flops(spec) / (machine->peak_gflops * 1e9);
+    return 1e3 * (t_mem > t_flop ? t_mem : t_flop);
 }
 
 double korch_candidate_lower_bound_ms(const korch_candidate_set *set, const korch_candidate *c,
                                       const korch_machine_model *machine) {
-    double bytes = 0;
-    for (int i = 0; i < c->n_inputs; i++) bytes += bytes_of(&set->pg->values[c->inputs[i]]);
-    for (int i = 0; i < c->n_outputs; i++) bytes += bytes_of(&set->pg->values[c->outputs[i]]);
-    double bw = bytes <= machine->cache_bytes ? machine->cache_gbps : machine->dram_gbps;
-    double t_mem = bytes / (bw * 1e9);
-    double t_flop = korch_candidate_flops(set, c) / (machine->peak_gflops * 1e9);
-    return 1e3 * (t_mem > t_flop ? t_mem : t_flop);
+    korch_kernel_spec spec = korch_candidate_spec(set, c);
+    return korch_kernel_lower_bound_ms(&spec, machine);
 }

@@ -122,20 +122,14 @@ korch_backend_kind korch_candidate_backend_for(const korch_pgraph *pg, int n, co
 }
 
 korch_kernel_spec korch_candidate_spec(const korch_candidate_set *set, const korch_candidate *c) {
-    korch_kernel_spec s = {.pg = set->pg, .n_nodes = c->n_nodes, .nodes = c->nodes, .n_inputs = c->n_inputs,
-                           .inputs = c->inputs, .n_outputs = c->n_outputs, .outputs = c->outputs};
+    korch_kernel_spec s = {.pg = set->pg,
+                           .n_nodes = c->n_nodes,
+                           .nodes = c->nodes,
+                           .n_inputs = c->n_inputs,
+                           .inputs = c->inputs,
+                           .n_outputs = c->n_outputs,
+                           .outputs = c->outputs};
     return s;
-}
-
-static bool in_mask(const korch_candidate_set *set, int p, korch_nodemask mask, int node) {
-    return node >= 0 && set->partition_of[node] == p && ((mask >> set->local_of[node]) & 1u);
-}
-
-static bool value_escapes(const korch_candidate_set *set, int p, korch_nodemask mask, int v) {
-    if (set->pg->values[v].graph_output >= 0) return true;
-    for (int j = set->uses.consumer_start[v]; j < set->uses.consumer_start[v + 1]; j++)
-        if (!in_mask(set, p, mask, set->uses.consumers[j])) return true;
-    return false;
 }
 
 /* Open-addressing index over (partition, mask); rebuilt on growth. */
@@ -191,30 +185,46 @@ int korch_candidate_find(const korch_candidate_set *set, int p, korch_nodemask m
 
 size_t korch_candidate_scratch_ints(int n_nodes) { return (size_t)n_nodes * (1 + 2 * (KORCH_MAX_RANK + 8)) + 1; }
 
-korch_kernel_spec korch_candidate_describe(const korch_candidate_set *set, int p, korch_nodemask mask, int *buf) {
+void korch_node_set_io(const korch_pgraph *pg, const korch_pgraph_uses *uses, int n_nodes, const int *nodes,
+                       bool *in_set, int *inputs, int *n_inputs, int *outputs, int *n_outputs) {
+    *n_inputs = *n_outputs = 0;
+    for (int i = 0; i < n_nodes; i++) in_set[nodes[i]] = true;
+    for (int i = 0; i < n_nodes; i++) {
+        const korch_pnode *n = &pg->nodes[nodes[i]];
+        for (int k = 0; k < n->n_inputs; k++) {
+            int v = n->inputs[k], p = pg->values[v].producer;
+            if (p >= 0 && in_set[p]) continue;
+            bool seen = false;
+            for (int j = 0; j < *n_inputs && !seen; j++) seen = inputs[j] == v;
+            if (!seen) inputs[(*n_inputs)++] = v;
+        }
+        for (int k = 0; k < n->n_outputs; k++) {
+            int v = n->outputs[k];
+            if (v < 0) continue;
+            bool escapes = pg->values[v].graph_output >= 0;
+            for (int j = uses->consumer_start[v]; j < uses->consumer_start[v + 1] && !escapes; j++)
+                escapes = !in_set[uses->consumers[j]];
+            if (escapes) outputs[(*n_outputs)++] = v;
+        }
+    }
+    for (int i = 0; i < n_nodes; i++) in_set[nodes[i]] = false;
+}
+
+korch_kernel_spec korch_candidate_describe(korch_candidate_set *set, int p, korch_nodemask mask, int *buf) {
     const korch_partition *part = &set->partitions[p];
-    const korch_pgraph *pg = set->pg;
     int n = __builtin_popcountll(mask), max_io = n * (KORCH_MAX_RANK + 8);
     int *nodes = buf, *inputs = buf + n, *outputs = buf + n + max_io;
     int n_nodes = 0, n_inputs = 0, n_outputs = 0;
     for (int i = 0; i < part->n_nodes; i++)
         if ((mask >> i) & 1u) nodes[n_nodes++] = part->nodes[i];
-    for (int i = 0; i < n_nodes; i++) {
-        const korch_pnode *node = &pg->nodes[nodes[i]];
-        for (int k = 0; k < node->n_inputs; k++) {
-            int v = node->inputs[k];
-            if (in_mask(set, p, mask, pg->values[v].producer)) continue;
-            bool seen = false;
-            for (int j = 0; j < n_inputs && !seen; j++) seen = inputs[j] == v;
-            if (!seen) inputs[n_inputs++] = v;
-        }
-        for (int k = 0; k < node->n_outputs; k++) {
-            int v = node->outputs[k];
-            if (v >= 0 && value_escapes(set, p, mask, v)) outputs[n_outputs++] = v;
-        }
-    }
-    korch_kernel_spec spec = {.pg = pg, .n_nodes = n_nodes, .nodes = nodes, .n_inputs = n_inputs, .inputs = inputs,
-                              .n_outputs = n_outputs, .outputs = outputs};
+    korch_node_set_io(set->pg, &set->uses, n_nodes, nodes, set->in_set, inputs, &n_inputs, outputs, &n_outputs);
+    korch_kernel_spec spec = {.pg = set->pg,
+                              .n_nodes = n_nodes,
+                              .nodes = nodes,
+                              .n_inputs = n_inputs,
+                              .inputs = inputs,
+                              .n_outputs = n_outputs,
+                              .outputs = outputs};
     return spec;
 }
 
@@ -304,6 +314,8 @@ korch_status korch_candidates_build(const korch_pgraph *pg, const korch_candidat
     set->pg = pg;
     set->force_backend = options->force_backend;
     korch_status st = korch_pgraph_uses_build(pg, &set->uses);
+    if (st == KORCH_OK && !(set->in_set = calloc((size_t)pg->n_nodes + 1, sizeof *set->in_set)))
+        st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "candidates: out of memory");
     if (st == KORCH_OK) st = korch_partition_graph(set, options);
     for (int p = 0; p < set->n_partitions && st == KORCH_OK; p++) {
         const korch_partition *part = &set->partitions[p];
@@ -360,6 +372,7 @@ void korch_candidates_free(korch_candidate_set *set) {
     free(set->stats);
     free(set->partition_of);
     free(set->local_of);
+    free(set->in_set);
     korch_pgraph_uses_free(&set->uses);
     if (set->index) free(set->index->slots);
     free(set->index);
@@ -371,8 +384,8 @@ void korch_candidates_report(const korch_candidate_set *set, FILE *out) {
     fprintf(out, "candidates: %d partitions\n", set->n_partitions);
     for (int p = 0; p < set->n_partitions; p++) {
         const korch_partition_stats *s = &set->stats[p];
-        fprintf(out, "  partition %3d: %2d nodes, cut %d, size cap %2d, %6ld sets, %5d candidates, %5d kept", p, s->nodes,
-                set->partitions[p].cut_width, s->size_cap, s->sets, s->candidates, s->kept);
+        fprintf(out, "  partition %3d: %2d nodes, cut %d, size cap %2d, %6ld sets, %5d candidates, %5d kept", p,
+                s->nodes, set->partitions[p].cut_width, s->size_cap, s->sets, s->candidates, s->kept);
         bool any = false;
         for (int r = 0; r < KORCH_REJECT_COUNT; r++) {
             rejected[r] += s->rejected[r];
@@ -390,7 +403,8 @@ void korch_candidates_report(const korch_candidate_set *set, FILE *out) {
     bool any = false;
     for (int r = 0; r < KORCH_REJECT_COUNT; r++) {
         if (!rejected[r]) continue;
-        fprintf(out, "%s%s %ld", any ? ", " : "; rejected: ", korch_reject_reason_name((korch_reject_reason)r), rejected[r]);
+        fprintf(out, "%s%s %ld", any ? ", " : "; rejected: ", korch_reject_reason_name((korch_reject_reason)r),
+                rejected[r]);
         any = true;
     }
     fprintf(out, "\n");

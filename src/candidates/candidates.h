@@ -35,32 +35,40 @@ typedef uint64_t korch_nodemask; /* bit i: the partition's i-th node */
 typedef struct korch_pgraph_uses {
     int n_values, n_nodes;
     int *consumer_start; /* consumers of value v: consumers[consumer_start[v] .. consumer_start[v + 1]) */
-    int *consumers;      /* live node indices, each listed once per value */
-    bool *live;          /* node is live and reaches a graph output */
+    int *consumers; /* live node indices, each listed once per value */
+    bool *live; /* node is live and reaches a graph output */
 } korch_pgraph_uses;
 
 korch_status korch_pgraph_uses_build(const korch_pgraph *pg, korch_pgraph_uses *uses);
 void korch_pgraph_uses_free(korch_pgraph_uses *uses);
 
+/* A node set's inputs (values read from outside it, constants included, in
+ * first-use order) and outputs (values it makes that are read outside it or
+ * are graph outputs), the rule for candidates and plan kernels alike.
+ * inputs and outputs need room for 8 * n_nodes entries each; in_set is
+ * scratch of pg->n_nodes bools, all false, and is left all false. */
+void korch_node_set_io(const korch_pgraph *pg, const korch_pgraph_uses *uses, int n_nodes, const int *nodes,
+                       bool *in_set, int *inputs, int *n_inputs, int *outputs, int *n_outputs);
+
 typedef struct korch_partition {
     int n_nodes;
-    int nodes[KORCH_PARTITION_MAX_NODES];          /* pnode indices, topological */
+    int nodes[KORCH_PARTITION_MAX_NODES]; /* pnode indices, topological */
     korch_nodemask pred[KORCH_PARTITION_MAX_NODES]; /* direct predecessors inside */
     korch_nodemask succ[KORCH_PARTITION_MAX_NODES];
-    korch_nodemask anc[KORCH_PARTITION_MAX_NODES];  /* strict ancestors inside */
+    korch_nodemask anc[KORCH_PARTITION_MAX_NODES]; /* strict ancestors inside */
     korch_nodemask desc[KORCH_PARTITION_MAX_NODES];
     int cut_width; /* values crossing the cut after this partition */
 } korch_partition;
 
 typedef enum korch_reject_reason {
-    KORCH_REJECT_NOT_CONVEX,   /* a path leaves the set and comes back */
-    KORCH_REJECT_TOO_BIG,      /* more nodes than the size cap */
-    KORCH_REJECT_TWO_LINEAR,   /* more than one linear primitive */
-    KORCH_REJECT_OPAQUE,       /* opaque nodes are kernels of their own */
-    KORCH_REJECT_UNSUPPORTED,  /* the backend cannot implement it */
-    KORCH_REJECT_SET_CAP,      /* the partition's enumeration budget ran out */
-    KORCH_REJECT_BOUND,        /* cannot beat its own split (lower bound) */
-    KORCH_REJECT_PROFILE,      /* the backend failed to build or time it */
+    KORCH_REJECT_NOT_CONVEX, /* a path leaves the set and comes back */
+    KORCH_REJECT_TOO_BIG, /* more nodes than the size cap */
+    KORCH_REJECT_TWO_LINEAR, /* more than one linear primitive */
+    KORCH_REJECT_OPAQUE, /* opaque nodes are kernels of their own */
+    KORCH_REJECT_UNSUPPORTED, /* the backend cannot implement it */
+    KORCH_REJECT_SET_CAP, /* the partition's enumeration budget ran out */
+    KORCH_REJECT_BOUND, /* cannot beat its own split (lower bound) */
+    KORCH_REJECT_PROFILE, /* the backend failed to build or time it */
     KORCH_REJECT_COUNT
 } korch_reject_reason;
 
@@ -97,10 +105,10 @@ typedef struct korch_candidate {
 
 typedef struct korch_partition_stats {
     int nodes;
-    int size_cap;     /* the size cap this partition ended up with */
-    long sets;        /* convex connected sets visited */
-    int candidates;   /* candidates created */
-    int kept;         /* candidates that are program variables */
+    int size_cap; /* the size cap this partition ended up with */
+    long sets; /* convex connected sets visited */
+    int candidates; /* candidates created */
+    int kept; /* candidates that are program variables */
     long rejected[KORCH_REJECT_COUNT];
 } korch_partition_stats;
 
@@ -110,10 +118,10 @@ typedef bool (*korch_supports_fn)(void *user, korch_backend_kind kind, const kor
                                   size_t size);
 
 typedef struct korch_candidate_options {
-    int max_kernel_nodes;       /* size cap of enumerated candidates (forced groups may be larger) */
-    int max_partition_nodes;    /* <= KORCH_PARTITION_MAX_NODES */
+    int max_kernel_nodes; /* size cap of enumerated candidates (forced groups may be larger) */
+    int max_partition_nodes; /* <= KORCH_PARTITION_MAX_NODES */
     long max_sets_per_partition; /* enumeration budget; the size cap shrinks to fit */
-    bool enumerate;             /* false: singletons and forced groups only */
+    bool enumerate; /* false: singletons and forced groups only */
     /* Optional groups to keep whole: group_of[node] is a group id or -1. The
      * partitioner never cuts a group and each group becomes a forced
      * candidate. Groups must be convex and single-output (greedy's are). */
@@ -134,11 +142,12 @@ typedef struct korch_candidate_set {
     korch_partition *partitions;
     korch_partition_stats *stats;
     int *partition_of; /* per pnode: partition index or -1 (dead) */
-    int *local_of;     /* per pnode: index inside its partition */
+    int *local_of; /* per pnode: index inside its partition */
     int n_candidates, cap_candidates;
     korch_candidate *candidates;
     struct korch_candidate_index *index; /* (partition, mask) -> candidate */
-    int force_backend;                   /* from the options */
+    int force_backend; /* from the options */
+    bool *in_set; /* scratch per pnode, all false between calls */
 } korch_candidate_set;
 
 korch_status korch_candidates_build(const korch_pgraph *pg, const korch_candidate_options *options,
@@ -161,7 +170,7 @@ int korch_partition_required(const korch_candidate_set *set, int p, int *out, in
 int korch_candidate_add(korch_candidate_set *set, int p, korch_nodemask mask, korch_candidate_origin origin);
 /* The spec of a node set without creating a candidate; buf holds
  * korch_candidate_scratch_ints(popcount(mask)) ints and backs the spec. */
-korch_kernel_spec korch_candidate_describe(const korch_candidate_set *set, int p, korch_nodemask mask, int *buf);
+korch_kernel_spec korch_candidate_describe(korch_candidate_set *set, int p, korch_nodemask mask, int *buf);
 size_t korch_candidate_scratch_ints(int n_nodes);
 /* Index of the candidate with this mask in partition p, or -1. */
 int korch_candidate_find(const korch_candidate_set *set, int p, korch_nodemask mask);
@@ -186,21 +195,24 @@ bool korch_mask_is_connected(const korch_partition *part, korch_nodemask mask);
 /* Machine constants for the roofline bound; optimistic on purpose so that the
  * bound stays below every real latency. */
 typedef struct korch_machine_model {
-    double peak_gflops;       /* FP32 FMA peak, all threads */
-    double cache_gbps;        /* bandwidth when the working set fits in cache */
-    double dram_gbps;         /* bandwidth beyond */
-    double cache_bytes;       /* working set that still counts as cached */
+    double peak_gflops; /* FP32 FMA peak, all threads */
+    double cache_gbps; /* bandwidth when the working set fits in cache */
+    double dram_gbps; /* bandwidth beyond */
+    double cache_bytes; /* working set that still counts as cached */
 } korch_machine_model;
 
 korch_machine_model korch_machine_model_default(int threads);
 
-/* max(flops / peak, bytes moved / bandwidth) in ms, where the bytes are the
- * candidate's inputs and outputs each moved once. */
+/* max(flops / peak, memory time) in ms, where the memory time moves the
+ * candidate's inputs and outputs once each: up to cache_bytes at cache
+ * bandwidth, the rest at DRAM bandwidth. */
 double korch_candidate_lower_bound_ms(const korch_candidate_set *set, const korch_candidate *c,
                                       const korch_machine_model *machine);
+double korch_kernel_lower_bound_ms(const korch_kernel_spec *spec, const korch_machine_model *machine);
 double korch_candidate_flops(const korch_candidate_set *set, const korch_candidate *c);
 
 uint64_t korch_candidate_signature(const korch_candidate_set *set, const korch_candidate *c);
+uint64_t korch_kernel_signature(const korch_kernel_spec *spec);
 /* Structural hash of a whole pgraph (kinds, parameters, wiring, shapes,
  * dtypes, graph inputs and outputs): plans check it on load. */
 uint64_t korch_pgraph_hash(const korch_pgraph *pg);

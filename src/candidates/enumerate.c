@@ -184,8 +184,8 @@ korch_status korch_enumerate_partition(korch_candidate_set *set, int p, const ko
             korch_kernel_spec spec = korch_candidate_describe(set, p, T, scratch);
             korch_backend_kind kind = korch_candidate_backend_for(pg, spec.n_nodes, spec.nodes, set->force_backend);
             char reason[256] = "";
-            bool ok = !options->supports ||
-                      options->supports(options->supports_user, kind, &spec, reason, sizeof reason);
+            bool ok =
+                !options->supports || options->supports(options->supports_user, kind, &spec, reason, sizeof reason);
             if (!ok) {
                 stats->rejected[KORCH_REJECT_UNSUPPORTED]++;
                 if (T & linear) next.grow[s] = false;

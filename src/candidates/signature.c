@@ -29,6 +29,50 @@ static void feed_value(hasher *h, const korch_pvalue *v) {
     for (int k = 0; k < v->shape.rank; k++) feed(h, (uint64_t)v->shape.dims[k]);
 }
 
+static void feed_bytes(hasher *h, const void *data, size_t size) {
+    const unsigned char *p = data;
+    uint64_t word = 0;
+    for (size_t i = 0; i < size; i++) {
+        word = word << 8 | p[i];
+        if (i % 8 == 7 || i + 1 == size) {
+            feed(h, word);
+            word = 0;
+        }
+    }
+    feed(h, size);
+}
+
+static void feed_string(hasher *h, const char *s) { feed_bytes(h, s ? s : "", s ? strlen(s) : 0); }
+
+/* An opaque operator by what it computes: type, domain, opset, attributes
+ * (tensor attributes by shape and contents), never by its position. */
+static void feed_operator(hasher *h, const korch_pgraph *pg, int source_node) {
+    if (!pg->source || source_node < 0 || source_node >= pg->source->n_nodes) {
+        feed(h, (uint64_t)source_node);
+        return;
+    }
+    const korch_node *n = &pg->source->nodes[source_node];
+    feed_string(h, n->op_type);
+    feed_string(h, n->domain);
+    feed(h, (uint64_t)n->opset);
+    feed(h, (uint64_t)n->n_attrs);
+    for (int a = 0; a < n->n_attrs; a++) {
+        const korch_attr *at = &n->attrs[a];
+        feed_string(h, at->name);
+        feed(h, (uint64_t)at->type);
+        feed(h, (uint64_t)at->i);
+        feed_f(h, at->f);
+        feed_string(h, at->s);
+        if (at->ints) feed_bytes(h, at->ints, (size_t)at->count * sizeof *at->ints);
+        if (at->floats) feed_bytes(h, at->floats, (size_t)at->count * sizeof *at->floats);
+        if (at->tensor) {
+            feed(h, (uint64_t)at->tensor->dtype);
+            for (int k = 0; k < at->tensor->shape.rank; k++) feed(h, (uint64_t)at->tensor->shape.dims[k]);
+            if (at->tensor->data) feed_bytes(h, at->tensor->data, korch_tensor_bytes(at->tensor));
+        }
+    }
+}
+
 static void feed_params(hasher *h, const korch_pgraph *pg, const korch_pnode *n) {
     feed(h, (uint64_t)n->kind);
     switch (n->kind) {
@@ -78,17 +122,13 @@ static void feed_params(hasher *h, const korch_pgraph *pg, const korch_pnode *n)
         }
         break;
     }
-    case KORCH_PRIM_OPAQUE:
-        /* opaque operators carry attributes we do not canonicalise: never shared */
-        feed(h, (uint64_t)n->u.opaque.source_node);
-        break;
+    case KORCH_PRIM_OPAQUE: feed_operator(h, pg, n->u.opaque.source_node); break;
     default: break;
     }
-    (void)pg;
 }
 
-uint64_t korch_candidate_signature(const korch_candidate_set *set, const korch_candidate *c) {
-    const korch_pgraph *pg = set->pg;
+uint64_t korch_kernel_signature(const korch_kernel_spec *c) {
+    const korch_pgraph *pg = c->pg;
     hasher h = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
     feed(&h, (uint64_t)c->n_nodes);
     feed(&h, (uint64_t)c->n_inputs);
@@ -126,6 +166,11 @@ uint64_t korch_candidate_signature(const korch_candidate_set *set, const korch_c
         feed(&h, (uint64_t)local * 16 + (uint64_t)slot);
     }
     return h.a ^ (h.b * 0xff51afd7ed558ccdull);
+}
+
+uint64_t korch_candidate_signature(const korch_candidate_set *set, const korch_candidate *c) {
+    korch_kernel_spec spec = korch_candidate_spec(set, c);
+    return korch_kernel_signature(&spec);
 }
 
 uint64_t korch_pgraph_hash(const korch_pgraph *pg) {

@@ -56,6 +56,10 @@ int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char *
         return korch_cli_shapes_add(&a->shapes, v, command);
     } else if (strcmp(opt, "--no-prune") == 0) {
         a->no_prune = true;
+    } else if (strcmp(opt, "--estimate") == 0) {
+        a->estimate = true;
+    } else if (strcmp(opt, "--dry-run") == 0) {
+        a->dry_run = true;
     } else if (strcmp(opt, "--quiet") == 0 || strcmp(opt, "-q") == 0) {
         a->quiet = true;
     } else {
@@ -70,13 +74,16 @@ void korch_cli_orchestrate_help(void) {
            "  --max-kernel-nodes N     size cap of enumerated candidate kernels (default %d)\n"
            "  --max-partition-nodes N  primitives per partition, at most %d (default %d)\n"
            "  --no-prune               profile candidates that cannot beat their own split\n"
+           "  --dry-run                build the candidates, print their counts, stop\n"
+           "  --estimate               latencies from a roofline model instead of measurements\n"
+           "                           (quick; predictions are rough, kernels use default schedules)\n"
            "  --cache-dir DIR          compiled kernel cache (default $XDG_CACHE_HOME/korch/kernels)\n"
            "  -q, --quiet              no statistics\n",
            korch_candidate_options_default().max_kernel_nodes, KORCH_PARTITION_MAX_NODES,
            korch_candidate_options_default().max_partition_nodes);
 }
 
-int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, bool enumerate, korch_cli_session *s) {
+int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strategy most, korch_cli_session *s) {
     memset(s, 0, sizeof *s);
     s->threads = (int)a->threads;
 #ifdef _OPENMP
@@ -85,7 +92,8 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, bool enumer
 #endif
     if (s->threads < 1) s->threads = 1;
     double t0 = korch_cli_now_ms();
-    if (korch_plan_model_load(a->model, a->shapes.items, a->shapes.count, &s->model) != KORCH_OK) return korch_cli_fail();
+    if (korch_plan_model_load(a->model, a->shapes.items, a->shapes.count, &s->model) != KORCH_OK)
+        return korch_cli_fail();
     FILE *log = a->quiet ? NULL : stdout;
     if (log) {
         int live = 0;
@@ -96,9 +104,10 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, bool enumer
         fprintf(log, "model: %d operators -> %d primitives (%d opaque) in %.2f s; %d threads\n", live,
                 s->model.pg->n_nodes, opaque, (korch_cli_now_ms() - t0) / 1e3, s->threads);
     }
-    s->profile = (korch_profile_options){.threads = s->threads, .budget_s = a->budget_s, .db_path = a->db,
-                                         .cache_dir = a->cache_dir, .progress = false};
-    s->oracle = korch_kernel_oracle_backends(&s->profile);
+    s->profile = (korch_profile_options){
+        .threads = s->threads, .budget_s = a->budget_s, .db_path = a->db, .cache_dir = a->cache_dir, .progress = false};
+    s->typical = korch_machine_model_typical(s->threads);
+    s->oracle = a->estimate ? korch_kernel_oracle_estimate(&s->typical) : korch_kernel_oracle_backends(&s->profile);
     s->options = korch_orchestrate_options_default(s->threads);
     s->options.candidates.max_kernel_nodes = (int)a->max_kernel_nodes;
     s->options.candidates.max_partition_nodes = (int)a->max_partition_nodes;
@@ -107,8 +116,12 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, bool enumer
     s->options.solve_time_limit_s = a->time_limit_s;
     s->options.progress = true;
     s->options.log = log;
-    if (korch_orchestrator_create(s->model.pg, &s->oracle, &s->options, enumerate, &s->orch) != KORCH_OK)
+    if (korch_orchestrator_create(s->model.pg, &s->oracle, &s->options, most, &s->orch) != KORCH_OK)
         return korch_cli_fail();
+    if (a->dry_run) {
+        korch_candidates_report(korch_orchestrator_candidates(s->orch), stdout);
+        return 0;
+    }
     if (korch_orchestrator_profile(s->orch) != KORCH_OK) return korch_cli_fail();
     return 0;
 }

@@ -11,12 +11,14 @@ typedef struct korch_cli_orchestrate_args {
     const char *model;
     const char *db;
     const char *cache_dir;
-    long threads;        /* 0: all cores */
-    double budget_s;     /* kernel tuning budget (0: backend default) */
+    long threads; /* 0: all cores */
+    double budget_s; /* kernel tuning budget (0: backend default) */
     double time_limit_s; /* binary programs, wall clock */
     long max_kernel_nodes, max_partition_nodes;
     bool no_prune;
     bool quiet;
+    bool dry_run; /* candidates only: no profiling */
+    bool estimate; /* latencies from the roofline model, nothing compiled or timed */
     korch_cli_shapes shapes;
 } korch_cli_orchestrate_args;
 
@@ -24,6 +26,7 @@ typedef struct korch_cli_session {
     korch_plan_model model;
     korch_profile_options profile;
     korch_kernel_oracle oracle;
+    korch_machine_model typical; /* for --estimate */
     korch_orchestrate_options options;
     korch_orchestrator *orch;
     int threads;
@@ -37,9 +40,10 @@ int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char *
                                  int *used);
 void korch_cli_orchestrate_help(void);
 
-/* Loads the model, builds candidates (enumerated when `enumerate`) and
- * profiles them. Returns 0 or an exit code; end() must be called either way. */
-int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, bool enumerate, korch_cli_session *s);
+/* Loads the model, builds the candidates strategy `most` (and the simpler
+ * ones) needs, and profiles them. Returns 0 or an exit code; end() must be
+ * called either way. */
+int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strategy most, korch_cli_session *s);
 /* Records the model, shapes and threads in a freshly solved plan. */
 korch_status korch_cli_orchestrate_finish_plan(const korch_cli_orchestrate_args *a, const korch_cli_session *s,
                                                korch_plan *plan);

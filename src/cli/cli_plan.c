@@ -17,7 +17,8 @@ struct korch_cli_plan {
     korch_executor *ex;
 };
 
-int korch_cli_plan_open(const char *plan_path, korch_cli_plan **out, const char **model_path, korch_cli_shapes *shapes) {
+int korch_cli_plan_open(const char *plan_path, korch_cli_plan **out, const char **model_path,
+                        korch_cli_shapes *shapes) {
     *out = NULL;
     korch_cli_plan *p = calloc(1, sizeof *p);
     if (!p) return korch_cli_fail();

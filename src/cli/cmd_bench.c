@@ -77,7 +77,8 @@ int korch_cmd_bench(int argc, char **argv) {
             return 0;
         } else if (strcmp(a, "--runs") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "bench"))) rc = 2;
-            else if (!korch_cli_parse_int(v, 1, 1000000, &runs)) rc = korch_cli_usage_error("bench", "--runs expects a count");
+            else if (!korch_cli_parse_int(v, 1, 1000000, &runs))
+                rc = korch_cli_usage_error("bench", "--runs expects a count");
         } else if (strcmp(a, "--check") == 0) {
             check = true;
         } else if ((rc = korch_cli_orchestrate_option(&args, argc, argv, &i, "bench", &used)) != 0 || used) {
@@ -91,12 +92,13 @@ int korch_cmd_bench(int argc, char **argv) {
         }
     }
     if (rc == 0 && !args.model) rc = korch_cli_usage_error("bench", "no model given");
+    if (rc == 0 && args.dry_run) rc = korch_cli_usage_error("bench", "--dry-run is an optimize option");
     if (rc) {
         korch_cli_orchestrate_args_free(&args);
         return rc;
     }
     korch_cli_session s;
-    rc = korch_cli_orchestrate_begin(&args, true, &s);
+    rc = korch_cli_orchestrate_begin(&args, KORCH_STRATEGY_OPTIMAL, &s);
     if (rc) {
         korch_cli_orchestrate_end(&s);
         korch_cli_orchestrate_args_free(&args);
@@ -153,9 +155,9 @@ int korch_cmd_bench(int argc, char **argv) {
         for (int strat = 0; strat < KORCH_STRATEGY_COUNT; strat++) {
             double diff = check ? max_rel_diff(outputs[strat], reference, pg->n_outputs)
                                 : max_rel_diff(outputs[strat], outputs[KORCH_STRATEGY_NONE], pg->n_outputs);
-            printf("%-9s %12.4f %13.4f %8d %10.3f %14.2e\n", korch_strategy_name((korch_strategy)strat), measured[strat],
-                   predicted[strat], kernels[strat], predicted[strat] > 0 ? measured[strat] / predicted[strat] : 0.0,
-                   diff);
+            printf("%-9s %12.4f %13.4f %8d %10.3f %14.2e\n", korch_strategy_name((korch_strategy)strat),
+                   measured[strat], predicted[strat], kernels[strat],
+                   predicted[strat] > 0 ? measured[strat] / predicted[strat] : 0.0, diff);
         }
         printf("none_ms=%.4f greedy_ms=%.4f optimal_ms=%.4f speedup=%.3f\n", measured[KORCH_STRATEGY_NONE],
                measured[KORCH_STRATEGY_GREEDY], measured[KORCH_STRATEGY_OPTIMAL],

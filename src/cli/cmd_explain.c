@@ -47,7 +47,8 @@ int korch_cmd_explain(int argc, char **argv) {
             return 0;
         } else if (strcmp(argv[i], "--top") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "explain"))) return 2;
-            if (!korch_cli_parse_int(v, 0, 1000000, &top)) return korch_cli_usage_error("explain", "--top expects a count");
+            if (!korch_cli_parse_int(v, 0, 1000000, &top))
+                return korch_cli_usage_error("explain", "--top expects a count");
         } else if (argv[i][0] == '-') {
             return korch_cli_usage_error("explain", "unknown option %s", argv[i]);
         } else if (!path) {
@@ -76,7 +77,8 @@ int korch_cmd_explain(int argc, char **argv) {
                korch_backend_name(k->backend), k->latency_ms, total > 0 ? 100.0 * k->latency_ms / total : 0.0,
                k->n_nodes, k->n_nodes == 1 ? "" : "s", k->n_inputs, k->n_inputs == 1 ? "" : "s", k->n_outputs,
                k->n_outputs == 1 ? "" : "s");
-        printf("  primitives: %s\n", korch_printable(k->primitives && *k->primitives ? k->primitives : "-", buf, sizeof buf));
+        printf("  primitives: %s\n",
+               korch_printable(k->primitives && *k->primitives ? k->primitives : "-", buf, sizeof buf));
         printf("  onnx: ");
         print_onnx(k->onnx_nodes);
         printf("\n  implementation: %s\n", korch_printable(*k->impl ? k->impl : "-", buf, sizeof buf));

@@ -56,7 +56,7 @@ int korch_cmd_optimize(int argc, char **argv) {
         }
     }
     if (rc == 0 && !args.model) rc = korch_cli_usage_error("optimize", "no model given");
-    if (rc == 0 && !output) rc = korch_cli_usage_error("optimize", "no output plan given (-o PLAN)");
+    if (rc == 0 && !output && !args.dry_run) rc = korch_cli_usage_error("optimize", "no output plan given (-o PLAN)");
     if (rc) {
         korch_cli_orchestrate_args_free(&args);
         return rc;
@@ -64,7 +64,12 @@ int korch_cmd_optimize(int argc, char **argv) {
     double t0 = korch_cli_now_ms();
     korch_cli_session session;
     korch_plan *plan = NULL;
-    rc = korch_cli_orchestrate_begin(&args, strategy == KORCH_STRATEGY_OPTIMAL, &session);
+    rc = korch_cli_orchestrate_begin(&args, strategy, &session);
+    if (rc == 0 && args.dry_run) {
+        korch_cli_orchestrate_end(&session);
+        korch_cli_orchestrate_args_free(&args);
+        return 0;
+    }
     if (rc == 0 && korch_orchestrator_solve(session.orch, strategy, &plan) != KORCH_OK) rc = korch_cli_fail();
     if (rc == 0 && korch_cli_orchestrate_finish_plan(&args, &session, plan) != KORCH_OK) rc = korch_cli_fail();
     if (rc == 0 && korch_plan_save(plan, output) != KORCH_OK) rc = korch_cli_fail();

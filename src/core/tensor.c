@@ -38,7 +38,12 @@ const char *korch_dtype_name(korch_dtype dtype) {
     case KORCH_DTYPE_FLOAT64: return "float64";
     case KORCH_DTYPE_UINT32: return "uint32";
     case KORCH_DTYPE_UINT64: return "uint64";
-    default: return "unknown";
+    default: {
+        /* ONNX types korch does not support, named for messages */
+        static const char *const others[] = {[14] = "complex64", [15] = "complex128", [16] = "bfloat16"};
+        unsigned d = (unsigned)dtype;
+        return d < sizeof others / sizeof others[0] && others[d] ? others[d] : "unknown";
+    }
     }
 }
 
@@ -163,7 +168,11 @@ korch_status korch_tensor_alloc(korch_tensor *t, korch_dtype dtype, const korch_
     size_t bytes = (size_t)n * esize;
     /* Allocate at least one element so zero-sized tensors still have a valid pointer. */
     t->data = calloc(bytes ? bytes : esize, 1);
-    if (!t->data) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", bytes);
+    if (!t->data) {
+        char buf[128];
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes for a %s tensor of shape %s", bytes,
+                           korch_dtype_name(dtype), korch_shape_format(shape, buf, sizeof buf));
+    }
     t->owns_data = true;
     return KORCH_OK;
 }

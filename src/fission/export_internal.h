@@ -40,6 +40,12 @@ void korch_onnx_attr_float(korch_onnx_writer *w, Onnx__NodeProto *n, const char 
 void korch_onnx_attr_string(korch_onnx_writer *w, Onnx__NodeProto *n, const char *name, const char *v);
 void korch_onnx_attr_ints(korch_onnx_writer *w, Onnx__NodeProto *n, const char *name, const int64_t *v, int count);
 
+Onnx__AttributeProto *korch_onnx_add_attr(korch_onnx_writer *w, Onnx__NodeProto *n, const char *name,
+                                          Onnx__AttributeProto__AttributeType type);
+/* A TensorProto borrowing t's data (valid until the model is packed). */
+Onnx__TensorProto *korch_onnx_tensor_proto(korch_onnx_writer *w, const korch_tensor *t, const char *name);
+const char *korch_onnx_add_initializer(korch_onnx_writer *w, const korch_tensor *t, const char *name);
+
 /* Initializers; return their names. */
 const char *korch_onnx_const_tensor(korch_onnx_writer *w, const korch_tensor *t, const char *name);
 const char *korch_onnx_const_i64(korch_onnx_writer *w, const int64_t *v, int count);

@@ -1,202 +1,13 @@
-/* pgraph -> ONNX ModelProto (protobuf-c), see export_onnx.h. Layout
- * primitives are in export_layout.c. */
+/* pgraph -> ONNX ModelProto (protobuf-c), see export_onnx.h: the
+ * non-layout primitives and the graph. Layouts are in export_layout.c, the
+ * writer's building blocks in export_writer.c. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fission/export_internal.h"
 #include "ops/op.h"
-
-/* ---- arena and building blocks ----------------------------------------- */
-
-void *korch_onnx_alloc(korch_onnx_writer *w, size_t size) {
-    if (w->n_blocks == w->cap_blocks) {
-        size_t cap = w->cap_blocks ? w->cap_blocks * 2 : 256;
-        void **b = realloc(w->blocks, cap * sizeof *b);
-        if (!b) goto oom;
-        w->blocks = b;
-        w->cap_blocks = cap;
-    }
-    void *p = calloc(1, size ? size : 1);
-    if (!p) goto oom;
-    w->blocks[w->n_blocks++] = p;
-    return p;
-oom:
-    if (w->status == KORCH_OK) w->status = korch_error(KORCH_ERR_OUT_OF_MEMORY, "ONNX export: out of memory");
-    return NULL;
-}
-
-char *korch_onnx_str(korch_onnx_writer *w, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *s = korch_onnx_alloc(w, (size_t)n + 1);
-    if (!s) return (char *)"";
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
-const char *korch_onnx_unique(korch_onnx_writer *w, const char *base) {
-    const char *name = base;
-    for (int k = 1; korch_strmap_get(&w->used, name) >= 0; k++) name = korch_onnx_str(w, "%s_%d", base, k);
-    if (name == base) name = korch_onnx_str(w, "%s", base);
-    if (!korch_strmap_put(&w->used, name, 1) && w->status == KORCH_OK)
-        w->status = korch_error(KORCH_ERR_OUT_OF_MEMORY, "ONNX export: out of memory");
-    return name;
-}
-
-const char *korch_onnx_temp(korch_onnx_writer *w) {
-    return korch_onnx_unique(w, korch_onnx_str(w, "fission/t%d", w->counter++));
-}
-
-#define GROW(w, arr, n, cap)                                                                       \
-    do {                                                                                           \
-        if ((n) == (cap)) {                                                                        \
-            size_t c_ = (cap) ? (cap) * 2 : 64;                                                    \
-            void *p_ = realloc((arr), c_ * sizeof *(arr));                                          \
-            if (!p_) {                                                                             \
-                if ((w)->status == KORCH_OK)                                                       \
-                    (w)->status = korch_error(KORCH_ERR_OUT_OF_MEMORY, "ONNX export: out of memory"); \
-                return NULL;                                                                       \
-            }                                                                                      \
-            (arr) = p_;                                                                            \
-            (cap) = c_;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-Onnx__NodeProto *korch_onnx_node(korch_onnx_writer *w, const char *op_type, int n_in, const char *const *ins,
-                                 int n_out, const char *const *outs) {
-    GROW(w, w->nodes, w->n_nodes, w->cap_nodes);
-    Onnx__NodeProto *n = korch_onnx_alloc(w, sizeof *n);
-    char **in = korch_onnx_alloc(w, sizeof(char *) * (size_t)(n_in + 1));
-    char **out = korch_onnx_alloc(w, sizeof(char *) * (size_t)(n_out + 1));
-    if (!n || !in || !out) return NULL;
-    onnx__node_proto__init(n);
-    for (int i = 0; i < n_in; i++) in[i] = (char *)ins[i];
-    for (int i = 0; i < n_out; i++) out[i] = (char *)outs[i];
-    n->n_input = (size_t)n_in;
-    n->input = in;
-    n->n_output = (size_t)n_out;
-    n->output = out;
-    n->op_type = (char *)op_type;
-    n->domain = (char *)"";
-    n->name = korch_onnx_str(w, "%s/%s_%zu", w->node_base ? w->node_base : "fission", op_type, w->n_nodes);
-    w->nodes[w->n_nodes++] = n;
-    return n;
-}
-
-static Onnx__AttributeProto *add_attr(korch_onnx_writer *w, Onnx__NodeProto *n, const char *name,
-                                      Onnx__AttributeProto__AttributeType type) {
-    if (!n) return NULL;
-    Onnx__AttributeProto **list = korch_onnx_alloc(w, sizeof *list * (n->n_attribute + 1));
-    Onnx__AttributeProto *a = korch_onnx_alloc(w, sizeof *a);
-    if (!list || !a) return NULL;
-    onnx__attribute_proto__init(a);
-    a->name = korch_onnx_str(w, "%s", name);
-    a->has_type = 1;
-    a->type = type;
-    if (n->n_attribute) memcpy(list, n->attribute, n->n_attribute * sizeof *list);
-    list[n->n_attribute++] = a;
-    n->attribute = list;
-    return a;
-}
-
-void korch_onnx_attr_int(korch_onnx_writer *w, Onnx__NodeProto *n, const char *name, int64_t v) {
-    Onnx__AttributeProto *a = add_attr(w, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
-    if (a) a->has_i = 1, a->i = v;
-}
-
-void korch_onnx_attr_float(korch_onnx_writer *w, Onnx__NodeProto *n, const char *name, float v) {
-    Onnx__AttributeProto *a = add_attr(w, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
-    if (a) a->has_f = 1, a->f = v;
-}
-
-void korch_onnx_attr_string(korch_onnx_writer *w, Onnx__NodeProto *n, const char *name, const char *v) {
-    Onnx__AttributeProto *a = add_attr(w, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
-    if (!a) return;
-    a->has_s = 1;
-    a->s.data = (uint8_t *)korch_onnx_str(w, "%s", v);
-    a->s.len = strlen(v);
-}
-
-void korch_onnx_attr_ints(korch_onnx_writer *w, Onnx__NodeProto *n, const char *name, const int64_t *v, int count) {
-    Onnx__AttributeProto *a = add_attr(w, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
-    int64_t *copy = korch_onnx_alloc(w, sizeof *copy * (size_t)(count + 1));
-    if (!a || !copy) return;
-    memcpy(copy, v, sizeof *copy * (size_t)count);
-    a->n_ints = (size_t)count;
-    a->ints = copy;
-}
-
-static Onnx__TensorProto *tensor_proto(korch_onnx_writer *w, const korch_tensor *t, const char *name) {
-    Onnx__TensorProto *tp = korch_onnx_alloc(w, sizeof *tp);
-    int64_t *dims = korch_onnx_alloc(w, sizeof *dims * (size_t)(t->shape.rank + 1));
-    if (!tp || !dims) return NULL;
-    onnx__tensor_proto__init(tp);
-    for (int k = 0; k < t->shape.rank; k++) dims[k] = t->shape.dims[k];
-    tp->n_dims = (size_t)t->shape.rank;
-    tp->dims = dims;
-    tp->has_data_type = 1;
-    tp->data_type = (int32_t)t->dtype;
-    tp->name = (char *)name;
-    tp->has_raw_data = 1;
-    tp->raw_data.len = korch_tensor_bytes(t);
-    tp->raw_data.data = t->data; /* borrowed until packing */
-    return tp;
-}
-
-static const char *add_initializer(korch_onnx_writer *w, const korch_tensor *t, const char *name) {
-    GROW(w, w->inits, w->n_inits, w->cap_inits);
-    Onnx__TensorProto *tp = tensor_proto(w, t, name);
-    if (!tp) return NULL;
-    w->inits[w->n_inits++] = tp;
-    return name;
-}
-
-const char *korch_onnx_const_tensor(korch_onnx_writer *w, const korch_tensor *t, const char *name) {
-    const char *r = add_initializer(w, t, name);
-    return r ? r : "";
-}
-
-/* Copies data into the arena so the initializer outlives the caller's buffer. */
-static const char *const_copy(korch_onnx_writer *w, korch_dtype dt, const korch_shape *s, const void *data) {
-    korch_tensor t = {.dtype = dt, .shape = *s};
-    size_t bytes = korch_tensor_bytes(&t);
-    t.data = korch_onnx_alloc(w, bytes);
-    if (!t.data) return "";
-    if (bytes) memcpy(t.data, data, bytes);
-    return korch_onnx_const_tensor(w, &t, korch_onnx_unique(w, korch_onnx_str(w, "fission/c%d", w->counter++)));
-}
-
-const char *korch_onnx_const_i64(korch_onnx_writer *w, const int64_t *v, int count) {
-    korch_shape s = {.rank = 1, .dims = {count}};
-    return const_copy(w, KORCH_DTYPE_INT64, &s, v);
-}
-
-const char *korch_onnx_const_scalar(korch_onnx_writer *w, korch_dtype dtype, double v) {
-    korch_shape s = {0};
-    unsigned char buf[8] = {0};
-    switch (dtype) {
-    case KORCH_DTYPE_FLOAT32: *(float *)(void *)buf = (float)v; break;
-    case KORCH_DTYPE_FLOAT64: memcpy(buf, &v, 8); break;
-    case KORCH_DTYPE_INT64: *(int64_t *)(void *)buf = (int64_t)v; break;
-    case KORCH_DTYPE_INT32: *(int32_t *)(void *)buf = (int32_t)v; break;
-    case KORCH_DTYPE_INT16: *(int16_t *)(void *)buf = (int16_t)v; break;
-    case KORCH_DTYPE_INT8: *(int8_t *)(void *)buf = (int8_t)v; break;
-    case KORCH_DTYPE_UINT8: *buf = (uint8_t)v; break;
-    case KORCH_DTYPE_BOOL: *buf = v != 0.0; break;
-    default:
-        if (w->status == KORCH_OK)
-            w->status = korch_error(KORCH_ERR_UNSUPPORTED, "ONNX export: no scalar of dtype %s", korch_dtype_name(dtype));
-        return "";
-    }
-    return const_copy(w, dtype, &s, buf);
-}
 
 /* ---- primitives ----------------------------------------------------------- */
 
@@ -223,6 +34,10 @@ static void emit_elementwise(korch_onnx_writer *w, const korch_pnode *n) {
         [KORCH_EW_EQUAL] = "Equal",   [KORCH_EW_LESS] = "Less",       [KORCH_EW_LESS_EQUAL] = "LessOrEqual",
         [KORCH_EW_GREATER] = "Greater", [KORCH_EW_GREATER_EQUAL] = "GreaterOrEqual",
         [KORCH_EW_AND] = "And",       [KORCH_EW_OR] = "Or",           [KORCH_EW_WHERE] = "Where",
+        [KORCH_EW_TAN] = "Tan",       [KORCH_EW_ASIN] = "Asin",       [KORCH_EW_ACOS] = "Acos",
+        [KORCH_EW_ATAN] = "Atan",     [KORCH_EW_SINH] = "Sinh",       [KORCH_EW_COSH] = "Cosh",
+        [KORCH_EW_ASINH] = "Asinh",   [KORCH_EW_ACOSH] = "Acosh",     [KORCH_EW_ATANH] = "Atanh",
+        [KORCH_EW_ROUND] = "Round",   [KORCH_EW_SIGN] = "Sign",
     };
     const korch_prim_elementwise *e = &n->u.ew;
     korch_dtype dt = w->pg->values[n->inputs[0]].dtype;
@@ -240,6 +55,7 @@ static void emit_elementwise(korch_onnx_writer *w, const korch_pnode *n) {
     }
     case KORCH_EW_CAST: korch_onnx_attr_int(w, simple(w, "Cast", n), "to", w->pg->values[n->outputs[0]].dtype); break;
     case KORCH_EW_LEAKY_RELU: korch_onnx_attr_float(w, simple(w, "LeakyRelu", n), "alpha", e->alpha); break;
+    case KORCH_EW_MOD: korch_onnx_attr_int(w, simple(w, "Mod", n), "fmod", e->alpha != 0.0f); break;
     case KORCH_EW_ELU: korch_onnx_attr_float(w, simple(w, "Elu", n), "alpha", e->alpha); break;
     case KORCH_EW_CLIP: {
         const char *ins[3] = {x, isinf(e->alpha) ? "" : korch_onnx_const_scalar(w, dt, e->alpha),
@@ -383,7 +199,7 @@ static void emit_opaque(korch_onnx_writer *w, const korch_pnode *n) {
         case KORCH_ATTR_STRING: korch_onnx_attr_string(w, node, a->name, a->s ? a->s : ""); break;
         case KORCH_ATTR_INTS: korch_onnx_attr_ints(w, node, a->name, a->ints, a->count); break;
         case KORCH_ATTR_FLOATS: {
-            Onnx__AttributeProto *ap = add_attr(w, node, a->name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+            Onnx__AttributeProto *ap = korch_onnx_add_attr(w, node, a->name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
             float *copy = korch_onnx_alloc(w, sizeof *copy * (size_t)(a->count + 1));
             if (!ap || !copy) return;
             memcpy(copy, a->floats, sizeof *copy * (size_t)a->count);
@@ -392,8 +208,8 @@ static void emit_opaque(korch_onnx_writer *w, const korch_pnode *n) {
             break;
         }
         case KORCH_ATTR_TENSOR: {
-            Onnx__AttributeProto *ap = add_attr(w, node, a->name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
-            if (ap) ap->t = tensor_proto(w, a->tensor, "");
+            Onnx__AttributeProto *ap = korch_onnx_add_attr(w, node, a->name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+            if (ap) ap->t = korch_onnx_tensor_proto(w, a->tensor, "");
             break;
         }
         default:
@@ -500,7 +316,7 @@ static korch_status build(korch_onnx_writer *w, Onnx__ModelProto *model) {
     }
     free(order);
     for (int v = 0; v < pg->n_values && st == KORCH_OK; v++)
-        if (used[v] && pg->values[v].is_constant) add_initializer(w, &pg->values[v].constant, w->names[v]);
+        if (used[v] && pg->values[v].is_constant) korch_onnx_add_initializer(w, &pg->values[v].constant, w->names[v]);
     if (st == KORCH_OK) st = w->status;
     if (st != KORCH_OK) {
         free(used);

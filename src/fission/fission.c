@@ -242,7 +242,8 @@ void korch_fission_count(const korch_pgraph *pg, korch_fission_stats *stats, boo
         if (n->source_node >= 0 && pg->source) {
             int kind = pg->source->nodes[n->source_node].def->kind;
             per_op[kind]++;
-            if (n->kind == KORCH_PRIM_OPAQUE) stats->opaque_per_op[kind] += !after_cleanup;
+            /* opaque nodes are decided by fission; clean-ups only drop dead ones */
+            if (n->kind == KORCH_PRIM_OPAQUE && !after_cleanup) stats->opaque_per_op[kind]++;
         }
     }
 }

@@ -83,6 +83,22 @@ double korch_ew_apply(korch_ew_op op, double a, double b, double c, float alpha,
     case KORCH_EW_AND: return (a != 0.0) && (b != 0.0);
     case KORCH_EW_OR: return (a != 0.0) || (b != 0.0);
     case KORCH_EW_WHERE: return a != 0.0 ? b : c;
+    case KORCH_EW_TAN: return tan(a);
+    case KORCH_EW_ASIN: return asin(a);
+    case KORCH_EW_ACOS: return acos(a);
+    case KORCH_EW_ATAN: return atan(a);
+    case KORCH_EW_SINH: return sinh(a);
+    case KORCH_EW_COSH: return cosh(a);
+    case KORCH_EW_ASINH: return asinh(a);
+    case KORCH_EW_ACOSH: return acosh(a);
+    case KORCH_EW_ATANH: return atanh(a);
+    case KORCH_EW_ROUND: return nearbyint(a);
+    case KORCH_EW_SIGN: return a > 0 ? 1.0 : (a < 0 ? -1.0 : a);
+    case KORCH_EW_MOD: {
+        double r = fmod(a, b);
+        if (alpha == 0.0f && r != 0.0 && (r < 0) != (b < 0)) r += b;
+        return r;
+    }
     default: return NAN;
     }
 }

@@ -83,7 +83,21 @@ typedef enum korch_prim_kind {
     X(AND, 2)                                                                                      \
     X(OR, 2)                                                                                       \
     /* ternary */                                                                                  \
-    X(WHERE, 3)       /* cond ? a : b */
+    X(WHERE, 3)       /* cond ? a : b */                                                           \
+    /* appended later (existing values stay put): more unary maths, and Mod */                     \
+    X(TAN, 1)                                                                                      \
+    X(ASIN, 1)                                                                                     \
+    X(ACOS, 1)                                                                                     \
+    X(ATAN, 1)                                                                                     \
+    X(SINH, 1)                                                                                     \
+    X(COSH, 1)                                                                                     \
+    X(ASINH, 1)                                                                                    \
+    X(ACOSH, 1)                                                                                    \
+    X(ATANH, 1)                                                                                    \
+    X(ROUND, 1)       /* to nearest, halves to even (nearbyint) */                                 \
+    X(SIGN, 1)        /* -1, 0 or 1; NaN stays NaN */                                              \
+    X(MOD, 2)         /* alpha 1: C fmod (sign of a); alpha 0: Python % (sign of b); x mod 0 = NaN, \
+                         stored as 0 in integer dtypes */
 
 typedef enum korch_ew_op {
 #define KORCH_EW_ENUM(name, arity) KORCH_EW_##name,

@@ -16,7 +16,16 @@ KORCH_FISSION_RULE(Greater) { return fission_rule_binary(ctx, KORCH_EW_GREATER);
 KORCH_FISSION_RULE(GreaterOrEqual) { return fission_rule_binary(ctx, KORCH_EW_GREATER_EQUAL); }
 KORCH_FISSION_RULE(And) { return fission_rule_binary(ctx, KORCH_EW_AND); }
 KORCH_FISSION_RULE(Or) { return fission_rule_binary(ctx, KORCH_EW_OR); }
-KORCH_FISSION_RULE(PRelu) { return fission_rule_binary(ctx, KORCH_EW_PRELU); }
+
+/* Before opset 7 a 1-D slope of length C is one value per channel (dim 1). */
+KORCH_FISSION_RULE(PRelu) {
+    const korch_shape *x = fission_in_shape(ctx, 0), *slope = fission_in_shape(ctx, 1);
+    int s = fission_in(ctx, 1);
+    if (ctx->node->opset < 7 && slope->rank == 1 && x->rank >= 2 && slope->dims[0] == x->dims[1] && slope->dims[0] != 1)
+        s = fission_channel_view(ctx, s, x->rank);
+    fission_set_out(ctx, 0, fission_binary(ctx, KORCH_EW_PRELU, fission_in(ctx, 0), s));
+    return fission_done(ctx);
+}
 
 KORCH_FISSION_RULE(Sqrt) { return fission_rule_unary(ctx, KORCH_EW_SQRT); }
 KORCH_FISSION_RULE(Reciprocal) { return fission_rule_unary(ctx, KORCH_EW_RECIP); }
@@ -212,3 +221,60 @@ KORCH_FISSION_RULE(Clip) {
 }
 
 KORCH_FISSION_RULE(Identity) { return fission_rule_alias(ctx); }
+
+KORCH_FISSION_RULE(Tan) { return fission_rule_unary(ctx, KORCH_EW_TAN); }
+KORCH_FISSION_RULE(Asin) { return fission_rule_unary(ctx, KORCH_EW_ASIN); }
+KORCH_FISSION_RULE(Acos) { return fission_rule_unary(ctx, KORCH_EW_ACOS); }
+KORCH_FISSION_RULE(Atan) { return fission_rule_unary(ctx, KORCH_EW_ATAN); }
+KORCH_FISSION_RULE(Sinh) { return fission_rule_unary(ctx, KORCH_EW_SINH); }
+KORCH_FISSION_RULE(Cosh) { return fission_rule_unary(ctx, KORCH_EW_COSH); }
+KORCH_FISSION_RULE(Asinh) { return fission_rule_unary(ctx, KORCH_EW_ASINH); }
+KORCH_FISSION_RULE(Acosh) { return fission_rule_unary(ctx, KORCH_EW_ACOSH); }
+KORCH_FISSION_RULE(Atanh) { return fission_rule_unary(ctx, KORCH_EW_ATANH); }
+KORCH_FISSION_RULE(Round) { return fission_rule_unary(ctx, KORCH_EW_ROUND); }
+KORCH_FISSION_RULE(Sign) { return fission_rule_unary(ctx, KORCH_EW_SIGN); }
+
+KORCH_FISSION_RULE(Mod) {
+    float fmod_flag = korch_node_attr_int(ctx->node, "fmod", 0) != 0 ? 1.0f : 0.0f;
+    int ins[2] = {fission_in(ctx, 0), fission_in(ctx, 1)};
+    fission_set_out(ctx, 0, ins[0] < 0 || ins[1] < 0 ? -1
+                                                    : korch_pgraph_elementwise(ctx->pg, KORCH_EW_MOD, 2, ins, fmod_flag,
+                                                                               0, KORCH_DTYPE_UNDEFINED));
+    return fission_done(ctx);
+}
+
+/* x != x */
+KORCH_FISSION_RULE(IsNaN) {
+    int x = fission_in(ctx, 0);
+    fission_set_out(ctx, 0, fission_unary(ctx, KORCH_EW_NOT, fission_binary(ctx, KORCH_EW_EQUAL, x, x)));
+    return fission_done(ctx);
+}
+
+/* |x| == inf, or x == +inf / x == -inf for one sign; false for neither */
+KORCH_FISSION_RULE(IsInf) {
+    int x = fission_in(ctx, 0);
+    korch_dtype dt = fission_in_dtype(ctx, 0);
+    bool neg = korch_node_attr_int(ctx->node, "detect_negative", 1) != 0;
+    bool pos = korch_node_attr_int(ctx->node, "detect_positive", 1) != 0;
+    int y;
+    if (neg && pos) y = fission_binary(ctx, KORCH_EW_EQUAL, fission_unary(ctx, KORCH_EW_ABS, x), fission_scalar(ctx, INFINITY, dt));
+    else if (pos || neg) y = fission_binary(ctx, KORCH_EW_EQUAL, x, fission_scalar(ctx, pos ? INFINITY : -INFINITY, dt));
+    else y = fission_binary(ctx, KORCH_EW_AND, fission_binary(ctx, KORCH_EW_EQUAL, x, x),
+                            fission_scalar(ctx, 0.0, KORCH_DTYPE_BOOL)); /* all false, shaped like x */
+    fission_set_out(ctx, 0, y);
+    return fission_done(ctx);
+}
+
+/* x < -lambd ? x + bias : (x > lambd ? x - bias : 0) */
+KORCH_FISSION_RULE(Shrink) {
+    int x = fission_in(ctx, 0);
+    korch_dtype dt = fission_in_dtype(ctx, 0);
+    double lambd = korch_node_attr_float(ctx->node, "lambd", 0.5f), bias = korch_node_attr_float(ctx->node, "bias", 0.0f);
+    int b = fission_scalar(ctx, bias, dt);
+    int upper = fission_where(ctx, fission_binary(ctx, KORCH_EW_GREATER, x, fission_scalar(ctx, lambd, dt)),
+                              fission_binary(ctx, KORCH_EW_SUB, x, b), fission_scalar(ctx, 0.0, dt));
+    int y = fission_where(ctx, fission_binary(ctx, KORCH_EW_LESS, x, fission_scalar(ctx, -lambd, dt)),
+                          fission_binary(ctx, KORCH_EW_ADD, x, b), upper);
+    fission_set_out(ctx, 0, y);
+    return fission_done(ctx);
+}

@@ -208,3 +208,28 @@ KORCH_FISSION_RULE(Hardmax) {
     fission_set_out(ctx, 0, fission_cast(ctx, hit, dt));
     return fission_done(ctx);
 }
+
+/* (x - mean) / (sqrt(mean((x - mean)^2)) + 1e-9) over `axes` (default
+ * [0, 2, 3]), as the ONNX function body defines it. */
+KORCH_FISSION_RULE(MeanVarianceNormalization) {
+    static const int64_t default_axes[3] = {0, 2, 3};
+    const int64_t *axes = default_axes;
+    int rank = fission_in_shape(ctx, 0)->rank;
+    int count = korch_node_attr_ints(ctx->node, "axes", &axes);
+    if (count < 0) count = 3, axes = default_axes;
+    int64_t mask = fission_axes_mask(ctx, axes, count, rank);
+    if (mask < 0) return KORCH_ERR_INVALID_MODEL;
+    int x = fission_in(ctx, 0);
+    korch_dtype dt = fission_in_dtype(ctx, 0);
+    if (mask == 0) {
+        /* no axes: each element is its own group, (x - x) / (0 + 1e-9) */
+        fission_set_out(ctx, 0, fission_binary(ctx, KORCH_EW_SUB, x, x));
+        return fission_done(ctx);
+    }
+    int mean = fission_reduce(ctx, KORCH_REDUCE_MEAN, x, (uint32_t)mask, true);
+    int d = fission_binary(ctx, KORCH_EW_SUB, x, mean);
+    int var = fission_reduce(ctx, KORCH_REDUCE_MEAN, fission_binary(ctx, KORCH_EW_MUL, d, d), (uint32_t)mask, true);
+    int den = fission_binary(ctx, KORCH_EW_ADD, fission_unary(ctx, KORCH_EW_SQRT, var), fission_scalar(ctx, 1e-9, dt));
+    fission_set_out(ctx, 0, fission_binary(ctx, KORCH_EW_DIV, d, den));
+    return fission_done(ctx);
+}

@@ -127,3 +127,78 @@ KORCH_FISSION_RULE(ReduceProd) {
     fission_set_out(ctx, 0, x);
     return fission_done(ctx);
 }
+
+/* ArgMax/ArgMin: the position (an iota along the axis) of the first extreme,
+ * or the last with select_last_index:
+ *   hit = (x == max(x)) or (x != x)          -- a NaN counts as the extreme
+ *   idx = min over the axis of where(hit, iota, n)   (max of where(hit, iota, -1))
+ * (with select_last_index the first NaN still wins, as in the reference)
+ * then cast to int64 and the axis dropped unless keepdims. */
+static korch_status arg_rule(korch_fission_ctx *ctx, korch_reduce_op extreme) {
+    const korch_shape *in = fission_in_shape(ctx, 0);
+    int axis = fission_axis(ctx, korch_node_attr_int(ctx->node, "axis", 0), in->rank);
+    if (axis < 0) return KORCH_ERR_INVALID_MODEL;
+    bool keepdims = korch_node_attr_int(ctx->node, "keepdims", 1) != 0;
+    bool last = korch_node_attr_int(ctx->node, "select_last_index", 0) != 0;
+    int64_t n = in->dims[axis];
+    if (n > (1 << 24)) return fission_decline(ctx, "ArgMax/ArgMin over more than 2^24 elements (float32 positions)");
+    korch_shape is = {.rank = in->rank - axis};
+    is.dims[0] = n;
+    for (int k = 1; k < is.rank; k++) is.dims[k] = 1;
+    korch_tensor iota;
+    KORCH_TRY(korch_tensor_alloc(&iota, KORCH_DTYPE_FLOAT32, &is));
+    for (int64_t i = 0; i < n; i++) ((float *)iota.data)[i] = (float)i;
+    int x = fission_in(ctx, 0), iv = fission_constant(ctx, &iota);
+    uint32_t mask = 1u << axis;
+    int m = fission_reduce(ctx, extreme, x, mask, true);
+    int hit = fission_binary(ctx, KORCH_EW_EQUAL, x, m);
+    korch_dtype dt = fission_in_dtype(ctx, 0);
+    bool is_float = dt == KORCH_DTYPE_FLOAT32 || dt == KORCH_DTYPE_FLOAT64;
+    int nan = is_float ? fission_unary(ctx, KORCH_EW_NOT, fission_binary(ctx, KORCH_EW_EQUAL, x, x)) : -1;
+    /* a row with a NaN has m = NaN, so only NaNs hit: the first one wins */
+    if (is_float && !last) hit = fission_binary(ctx, KORCH_EW_OR, hit, nan);
+    int cand = fission_where(ctx, hit, iv, fission_scalar(ctx, last ? -1.0 : (double)n, KORCH_DTYPE_FLOAT32));
+    int pos = fission_reduce(ctx, last ? KORCH_REDUCE_MAX : KORCH_REDUCE_MIN, cand, mask, true);
+    if (is_float && last) {
+        /* the last extreme, unless the row has a NaN: then its first NaN */
+        int big = fission_scalar(ctx, (double)n, KORCH_DTYPE_FLOAT32);
+        int first_nan = fission_reduce(ctx, KORCH_REDUCE_MIN, fission_where(ctx, nan, iv, big), mask, true);
+        pos = fission_where(ctx, fission_binary(ctx, KORCH_EW_LESS, first_nan, big), first_nan, pos);
+    }
+    int y = fission_cast(ctx, pos, KORCH_DTYPE_INT64);
+    if (!keepdims) y = fission_squeeze_axes(ctx, y, mask);
+    fission_set_out(ctx, 0, y);
+    return fission_done(ctx);
+}
+
+KORCH_FISSION_RULE(ArgMax) { return arg_rule(ctx, KORCH_REDUCE_MAX); }
+KORCH_FISSION_RULE(ArgMin) { return arg_rule(ctx, KORCH_REDUCE_MIN); }
+
+/* CumSum as a windowed sum: a layout adds a trailing axis j over which
+ * y[..., i, ..., j] = x[..., i - j, ...] (i + j when reversed; one further
+ * for exclusive sums), out of bounds reading 0; a sum over j follows. */
+KORCH_FISSION_RULE(CumSum) {
+    const korch_shape *in = fission_in_shape(ctx, 0);
+    const korch_tensor *a = fission_const_in(ctx, 1);
+    if (!a || korch_tensor_numel(a) != 1) return fission_decline(ctx, "CumSum with a run-time axis");
+    int axis = fission_axis(ctx, korch_tensor_get_i64(a, 0), in->rank);
+    if (axis < 0) return KORCH_ERR_INVALID_MODEL;
+    if (in->rank + 1 > KORCH_MAX_RANK) return fission_decline(ctx, "CumSum of a rank-8 tensor (the window adds an axis)");
+    bool exclusive = korch_node_attr_int(ctx->node, "exclusive", 0) != 0;
+    bool reverse = korch_node_attr_int(ctx->node, "reverse", 0) != 0;
+    int64_t n = in->dims[axis];
+    int x = fission_in(ctx, 0);
+    if (n == 0) {
+        fission_set_out(ctx, 0, x);
+        return fission_done(ctx);
+    }
+    korch_shape ws = *in;
+    ws.dims[ws.rank++] = n;
+    korch_index_map map = {.input_rank = in->rank, .may_be_out_of_bounds = true};
+    for (int k = 0; k < in->rank; k++) map.terms[k] = korch_index_term_var(k);
+    map.terms[axis].coef[in->rank] = reverse ? 1 : -1;
+    map.terms[axis].offset = exclusive ? (reverse ? 1 : -1) : 0;
+    int w = korch_pgraph_layout(ctx->pg, KORCH_LAYOUT_WINDOW, 1, &x, &ws, &map, 0.0);
+    fission_set_out(ctx, 0, fission_reduce(ctx, KORCH_REDUCE_SUM, w, 1u << in->rank, false));
+    return fission_done(ctx);
+}

@@ -17,9 +17,12 @@ typedef struct korch_input_shape {
 korch_status korch_graph_validate(korch_graph *g);
 
 /* Constant folding leaves a node alone when its outputs would take more
- * than this: folding a huge constant costs memory for no speed, and shapes
- * in a hostile model must not make inference allocate. */
+ * than KORCH_FOLD_MAX_BYTES, or when the graph has already folded
+ * KORCH_FOLD_TOTAL_BYTES: a huge folded constant costs memory for little
+ * speed, and the shapes of a hostile model must not make inference allocate
+ * (an unfolded node just runs with the model). */
 #define KORCH_FOLD_MAX_BYTES ((size_t)64 << 20)
+#define KORCH_FOLD_TOTAL_BYTES ((size_t)1 << 30)
 
 /* Shapes and dtypes for every value, with constant folding. Fails on
  * symbolic input dimensions that no override fixes. */

@@ -106,12 +106,12 @@ static korch_status accept_output(korch_graph *g, const korch_node *n, int k, ko
     return KORCH_OK;
 }
 
-static korch_status infer_node(korch_graph *g, int ni) {
+static korch_status infer_node(korch_graph *g, int ni, size_t *fold_budget) {
     korch_node *n = &g->nodes[ni];
-    korch_tensor in_store[16], out_store[16];
-    korch_tensor *ins[16] = {0}, *outs[16] = {0};
+    korch_tensor in_store[64], out_store[64];
+    korch_tensor *ins[64] = {0}, *outs[64] = {0};
     char nbuf[160];
-    if (n->n_inputs > 16 || n->n_outputs > 16)
+    if (n->n_inputs > 64 || n->n_outputs > 64) /* as the reference executor */
         return korch_error(KORCH_ERR_UNSUPPORTED, "node \"%s\" (%s) has too many inputs or outputs",
                            korch_printable(n->name, nbuf, sizeof nbuf), n->op_type);
     bool all_constant = true;
@@ -140,8 +140,9 @@ static korch_status infer_node(korch_graph *g, int ni) {
 
     /* Fold: a node whose inputs are all constant is run now, once. Outputs
      * that inference already computed (Shape) are constants too. Outputs
-     * larger than KORCH_FOLD_MAX_BYTES stay unfolded: the node then runs with
-     * the model, and a hostile shape cannot make inference allocate. */
+     * larger than KORCH_FOLD_MAX_BYTES, or beyond what is left of the
+     * graph's KORCH_FOLD_TOTAL_BYTES, stay unfolded: the node then runs with
+     * the model, and hostile shapes cannot make inference allocate. */
     bool outputs_known = true;
     size_t fold_bytes = 0;
     for (int k = 0; k < n->n_outputs; k++)
@@ -149,7 +150,9 @@ static korch_status infer_node(korch_graph *g, int ni) {
             outputs_known = false;
             if (st == KORCH_OK) fold_bytes += korch_tensor_bytes(outs[k]);
         }
-    if (st == KORCH_OK && all_constant && !outputs_known && fold_bytes <= KORCH_FOLD_MAX_BYTES) {
+    if (st == KORCH_OK && all_constant && !outputs_known && fold_bytes <= KORCH_FOLD_MAX_BYTES &&
+        fold_bytes <= *fold_budget) {
+        *fold_budget -= fold_bytes;
         for (int k = 0; k < n->n_outputs && st == KORCH_OK; k++) {
             if (!outs[k]) continue;
             korch_tensor_free(outs[k]);
@@ -180,7 +183,8 @@ korch_status korch_graph_infer(korch_graph *g, const korch_input_shape *override
     if (!order) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     int count = 0;
     korch_status st = korch_graph_toposort(g, order, &count);
-    for (int i = 0; i < count && st == KORCH_OK; i++) st = infer_node(g, order[i]);
+    size_t fold_budget = KORCH_FOLD_TOTAL_BYTES;
+    for (int i = 0; i < count && st == KORCH_OK; i++) st = infer_node(g, order[i], &fold_budget);
     free(order);
     return st;
 }

@@ -282,6 +282,7 @@ static korch_status convert_model(const Onnx__ModelProto *m, const char *model_d
 korch_status korch_onnx_load_buffer(const uint8_t *data, size_t size, const char *model_dir, korch_graph **out) {
     *out = NULL;
     if (size == 0) return korch_error(KORCH_ERR_PARSE, "the file is empty");
+    KORCH_TRY(korch_onnx_check_nesting(data, size));
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, data);
     if (!m) return korch_error(KORCH_ERR_PARSE, "not a valid ONNX model: protobuf parsing failed");
     korch_graph *g = NULL;

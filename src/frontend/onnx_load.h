@@ -12,9 +12,17 @@
 /* Largest model file korch reads (protobuf's own 2 GiB limit). */
 #define KORCH_MAX_MODEL_BYTES ((size_t)2 << 30)
 
+/* Deepest protobuf message nesting korch parses (protobuf's own default
+ * recursion limit); see onnx_nesting.c. */
+#define KORCH_MAX_MESSAGE_NESTING 100
+
 korch_status korch_onnx_load_file(const char *path, korch_graph **out);
 /* `model_dir` is the external-data root; NULL forbids external data. */
 korch_status korch_onnx_load_buffer(const uint8_t *data, size_t size, const char *model_dir, korch_graph **out);
+
+/* Refuses ModelProto bytes whose subgraph/type nesting exceeds
+ * KORCH_MAX_MESSAGE_NESTING, which would overflow the stack in protobuf-c. */
+korch_status korch_onnx_check_nesting(const uint8_t *data, size_t size);
 
 /* Reads a whole file (at most max_bytes) into a malloc'd buffer. */
 korch_status korch_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size);

@@ -24,8 +24,11 @@ bool korch_external_location_is_safe(const char *location) {
     return true;
 }
 
-static korch_status read_external(const Onnx__TensorProto *proto, const char *base_dir, const char *what,
-                                  void *dst, size_t expected) {
+/* Opens a tensor's external data and positions it at its offset, after every
+ * check (allowed, safe location, length, a regular file holding `expected`
+ * bytes there), so that nothing is allocated for data that is not there. */
+static korch_status open_external(const Onnx__TensorProto *proto, const char *base_dir, const char *what,
+                                  size_t expected, FILE **out) {
     const char *location = NULL;
     long long offset = 0, length = -1;
     for (size_t i = 0; i < proto->n_external_data; i++) {
@@ -74,11 +77,12 @@ static korch_status read_external(const Onnx__TensorProto *proto, const char *ba
                              "%s: external data file \"%s\" is too short (%lld bytes, need %zu at offset %lld)", what,
                              korch_printable(path, printable, sizeof printable), (long long)sb.st_size, expected,
                              offset);
-        } else if (fseeko(f, (off_t)offset, SEEK_SET) != 0 || fread(dst, 1, expected, f) != expected) {
+        } else if (fseeko(f, (off_t)offset, SEEK_SET) != 0) {
             st = korch_error(KORCH_ERR_IO, "%s: cannot read external data \"%s\"", what,
                              korch_printable(path, printable, sizeof printable));
         }
-        fclose(f);
+        if (st == KORCH_OK) *out = f;
+        else fclose(f);
     }
     free(path);
     return st;
@@ -92,19 +96,19 @@ static korch_status copy_typed(const Onnx__TensorProto *p, korch_tensor *t, int6
     switch (t->dtype) {
     case KORCH_DTYPE_FLOAT32:
         have = p->n_float_data;
-        if (have == (size_t)n) memcpy(t->data, p->float_data, (size_t)n * 4);
+        if (have == (size_t)n && n > 0) memcpy(t->data, p->float_data, (size_t)n * 4);
         break;
     case KORCH_DTYPE_FLOAT64:
         have = p->n_double_data;
-        if (have == (size_t)n) memcpy(t->data, p->double_data, (size_t)n * 8);
+        if (have == (size_t)n && n > 0) memcpy(t->data, p->double_data, (size_t)n * 8);
         break;
     case KORCH_DTYPE_INT64:
         have = p->n_int64_data;
-        if (have == (size_t)n) memcpy(t->data, p->int64_data, (size_t)n * 8);
+        if (have == (size_t)n && n > 0) memcpy(t->data, p->int64_data, (size_t)n * 8);
         break;
     case KORCH_DTYPE_UINT64:
         have = p->n_uint64_data;
-        if (have == (size_t)n) memcpy(t->data, p->uint64_data, (size_t)n * 8);
+        if (have == (size_t)n && n > 0) memcpy(t->data, p->uint64_data, (size_t)n * 8);
         break;
     case KORCH_DTYPE_UINT32:
         have = p->n_uint64_data;
@@ -113,7 +117,7 @@ static korch_status copy_typed(const Onnx__TensorProto *p, korch_tensor *t, int6
         break;
     case KORCH_DTYPE_INT32:
         have = p->n_int32_data;
-        if (have == (size_t)n) memcpy(t->data, p->int32_data, (size_t)n * 4);
+        if (have == (size_t)n && n > 0) memcpy(t->data, p->int32_data, (size_t)n * 4);
         break;
     case KORCH_DTYPE_INT16:
     case KORCH_DTYPE_UINT16:
@@ -176,17 +180,20 @@ korch_status korch_onnx_tensor_convert(const Onnx__TensorProto *p, const char *b
                                    (long long)n);
         }
     }
-    KORCH_TRY(korch_tensor_alloc(out, dtype, &shape));
-    korch_status st = KORCH_OK;
-    if (external) {
-        st = read_external(p, base_dir, what, out->data, expected);
-    } else if (p->has_raw_data) {
+    FILE *ext = NULL;
+    if (external) KORCH_TRY(open_external(p, base_dir, what, expected, &ext));
+    korch_status st = korch_tensor_alloc(out, dtype, &shape);
+    if (st == KORCH_OK && external) {
+        if (expected && fread(out->data, 1, expected, ext) != expected)
+            st = korch_error(KORCH_ERR_IO, "%s: cannot read %zu bytes of external data", what, expected);
+    } else if (st == KORCH_OK && p->has_raw_data) {
         if (expected) memcpy(out->data, p->raw_data.data, expected); /* little-endian host */
         if (dtype == KORCH_DTYPE_BOOL)
             for (size_t i = 0; i < expected; i++) ((uint8_t *)out->data)[i] = ((uint8_t *)out->data)[i] != 0;
-    } else {
+    } else if (st == KORCH_OK) {
         st = copy_typed(p, out, n, what);
     }
+    if (ext) fclose(ext);
     if (st != KORCH_OK) korch_tensor_free(out);
     return st;
 }

@@ -57,13 +57,15 @@ static const char *attr_type_name(korch_attr_type t) {
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "an unsupported kind";
 }
 
-static korch_status check_attr_types(const korch_node *n, const char *nbuf, const char *obuf) {
-    char abuf[96];
+static korch_status check_attr_types(const korch_node *n) {
+    char nbuf[160], obuf[96], abuf[96];
     for (int a = 0; a < n->n_attrs; a++)
         for (size_t k = 0; k < sizeof attr_types / sizeof attr_types[0]; k++)
             if (strcmp(n->attrs[a].name, attr_types[k].name) == 0 && n->attrs[a].type != attr_types[k].type)
                 return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): attribute \"%s\" has type %s, expected %s",
-                                   nbuf, obuf, korch_printable(n->attrs[a].name, abuf, sizeof abuf),
+                                   korch_printable(n->name, nbuf, sizeof nbuf),
+                                   korch_printable(n->op_type, obuf, sizeof obuf),
+                                   korch_printable(n->attrs[a].name, abuf, sizeof abuf),
                                    attr_type_name(n->attrs[a].type), attr_type_name(attr_types[k].type));
     return KORCH_OK;
 }
@@ -98,7 +100,6 @@ static korch_status resolve_node(korch_graph *g, korch_node *n) {
     for (int i = 0; i < def->min_outputs; i++)
         if (n->outputs[i] < 0)
             return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): required output %d is empty", nbuf, obuf, i);
-    KORCH_TRY(check_attr_types(n, nbuf, obuf));
     n->def = def;
     (void)g;
     return KORCH_OK;
@@ -137,6 +138,9 @@ korch_status korch_graph_validate(korch_graph *g) {
     /* Operator support is checked in model order so that the first unsupported
      * node a user sees is the first one in their file. */
     for (int i = 0; i < g->n_nodes; i++)
-        if (!g->nodes[i].dead) KORCH_TRY(resolve_node(g, &g->nodes[i]));
+        if (!g->nodes[i].dead) {
+            KORCH_TRY(resolve_node(g, &g->nodes[i]));
+            KORCH_TRY(check_attr_types(&g->nodes[i]));
+        }
     return KORCH_OK;
 }

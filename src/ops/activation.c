@@ -1,6 +1,6 @@
 /* Activation functions: unary maps with attribute parameters (Relu,
  * LeakyRelu, Elu, Selu, Celu, HardSigmoid, HardSwish, Softplus, Softsign,
- * Mish, ThresholdedRelu) and PRelu, whose slope is a broadcast input.
+ * Mish, ThresholdedRelu, Shrink) and PRelu, whose slope is a broadcast input.
  * Clip lives in clip.c. float32 kernels compute in float with float
  * parameters, float64 kernels in double. */
 #include "ops/elementwise.h"
@@ -50,6 +50,22 @@ ACT_RUN(softsign, 0, 0, 0, a / (1.0f + fabsf(a)), a / (1.0 + fabs(a)))
 ACT_RUN(mish, 0, 0, 0, a * tanhf(softplusf(a)), a * tanh(softplus(a)))
 ACT_RUN(thresholded_relu, 1.0, 0, 0, a > alpha ? a : 0.0f, a > alpha ? a : 0.0)
 
+/* Shrink's attributes are `lambd` and `bias` (not alpha/beta). */
+static korch_status run_shrink(korch_op_ctx *ctx) {
+    int64_t n = korch_tensor_numel(ctx->outputs[0]);
+    double lambd = korch_node_attr_float(ctx->node, "lambd", 0.5f);
+    double bias = korch_node_attr_float(ctx->node, "bias", 0.0f);
+    if (ctx->inputs[0]->dtype == KORCH_DTYPE_FLOAT32) {
+        float l = (float)lambd, b = (float)bias;
+        KORCH_EW_LOOP1(n, float, ctx->inputs[0]->data, float, ctx->outputs[0]->data,
+                       a < -l ? a + b : a > l ? a - b : 0.0f);
+    } else {
+        KORCH_EW_LOOP1(n, double, ctx->inputs[0]->data, double, ctx->outputs[0]->data,
+                       a < -lambd ? a + bias : a > lambd ? a - bias : 0.0);
+    }
+    return KORCH_OK;
+}
+
 static korch_status infer_celu(korch_op_ctx *ctx) {
     if (korch_node_attr_float(ctx->node, "alpha", 1.0f) == 0.0f)
         return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "alpha must not be 0");
@@ -72,6 +88,7 @@ ACT_ROW(Softplus, softplus, 1, infer_float_act)
 ACT_ROW(Softsign, softsign, 1, infer_float_act)
 ACT_ROW(Mish, mish, 18, infer_float_act)
 ACT_ROW(ThresholdedRelu, thresholded_relu, 10, infer_float_act)
+ACT_ROW(Shrink, shrink, 9, infer_float_act)
 
 /* ---- Relu: floats, and signed integers from opset 14 ---- */
 
@@ -105,16 +122,31 @@ ACT_ROW(Relu, relu, 1, infer_relu)
 
 /* ---- PRelu: y = x < 0 ? slope * x : x, slope broadcast onto x ---- */
 
+/* The slope's shape as broadcast against x. From opset 7 that is numpy
+ * broadcasting; before, a 1-D slope of length C holds one value per channel
+ * (dim 1), as Caffe and the older PyTorch exporter use it. */
+static korch_shape prelu_slope_shape(const korch_op_ctx *ctx) {
+    const korch_shape *x = &ctx->inputs[0]->shape, *slope = &ctx->inputs[1]->shape;
+    korch_shape s = *slope;
+    if (ctx->node->opset < 7 && slope->rank == 1 && x->rank >= 2 && slope->dims[0] == x->dims[1] &&
+        slope->dims[0] != 1) {
+        s.rank = x->rank - 1; /* [C, 1, ..., 1] lines up with dims 1.. of x */
+        for (int d = 1; d < s.rank; d++) s.dims[d] = 1;
+    }
+    return s;
+}
+
 static korch_status infer_prelu(korch_op_ctx *ctx) {
     KORCH_TRY(korch_ew_require(ctx, 0, korch_ew_is_float, "float32 and float64"));
     KORCH_TRY(korch_ew_require_same_dtype(ctx, 0, 1));
-    const korch_shape *x = &ctx->inputs[0]->shape, *slope = &ctx->inputs[1]->shape;
-    korch_shape out;
+    const korch_shape *x = &ctx->inputs[0]->shape;
+    korch_shape slope = prelu_slope_shape(ctx), out;
     char sx[96], ss[96];
     /* Unidirectional: the slope adapts to x, never the other way round. */
-    if (!korch_shape_broadcast(x, slope, &out) || !korch_shape_equal(&out, x))
+    if (!korch_shape_broadcast(x, &slope, &out) || !korch_shape_equal(&out, x))
         return korch_op_error(ctx, KORCH_ERR_SHAPE, "slope of shape %s does not broadcast to input shape %s",
-                              korch_shape_format(slope, ss, sizeof ss), korch_shape_format(x, sx, sizeof sx));
+                              korch_shape_format(&ctx->inputs[1]->shape, ss, sizeof ss),
+                              korch_shape_format(x, sx, sizeof sx));
     korch_op_set_output(ctx, 0, ctx->inputs[0]->dtype, x);
     return KORCH_OK;
 }
@@ -122,7 +154,8 @@ static korch_status infer_prelu(korch_op_ctx *ctx) {
 static korch_status run_prelu(korch_op_ctx *ctx) {
     const korch_tensor *x = ctx->inputs[0], *slope = ctx->inputs[1];
     korch_tensor *y = ctx->outputs[0];
-    const korch_shape *shapes[2] = {&x->shape, &slope->shape};
+    korch_shape slope_shape = prelu_slope_shape(ctx);
+    const korch_shape *shapes[2] = {&x->shape, &slope_shape};
     korch_ew_plan plan;
     korch_ew_plan_init(&plan, &y->shape, 2, shapes);
     if (x->dtype == KORCH_DTYPE_FLOAT32)

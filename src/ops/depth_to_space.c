@@ -17,7 +17,7 @@ static korch_status read_blocksize(const korch_op_ctx *ctx, int64_t *b) {
         return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "missing attribute \"blocksize\"");
     *b = korch_node_attr_int(ctx->node, "blocksize", 0);
     if (*b <= 0 || *b > KORCH_MAX_ELEMENTS)
-        return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "blocksize %lld must be positive", (long long)*b);
+        return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "blocksize %lld is out of range", (long long)*b);
     return KORCH_OK;
 }
 

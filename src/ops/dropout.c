@@ -1,6 +1,7 @@
 /* Dropout at inference: the identity, with an all-true mask when requested.
  * Training mode (opset 12+ `training_mode` input true) drops elements at
- * random; korch refuses it unless the ratio is 0, where it is the identity too.
+ * random; korch refuses it unless the ratio is 0, where it is the identity too,
+ * and refuses a training_mode that is not a constant.
  * The mask is bool from opset 10, before that it has the input's dtype. */
 #include <string.h>
 
@@ -10,17 +11,22 @@ static korch_dtype mask_dtype(const korch_op_ctx *ctx) {
     return ctx->node->opset >= 10 ? KORCH_DTYPE_BOOL : ctx->inputs[0]->dtype;
 }
 
-/* Whether dropping would actually happen; only readable once data is known. */
-static korch_status check_not_training(const korch_op_ctx *ctx, bool at_run) {
+/* Dropping happens when training_mode is true and the ratio is not 0. Both
+ * must be constants for korch to know it does not: a model that decides at
+ * run time whether to train is not an inference model. */
+static korch_status check_not_training(const korch_op_ctx *ctx) {
     if (ctx->node->opset < 12 || !korch_op_has_input(ctx, 2)) return KORCH_OK;
     const korch_tensor *mode = ctx->inputs[2], *ratio = korch_op_has_input(ctx, 1) ? ctx->inputs[1] : NULL;
-    if (!mode->data || (ratio && !ratio->data)) {
-        if (at_run) return korch_op_error(ctx, KORCH_ERR_INTERNAL, "training_mode or ratio has no data");
-        return KORCH_OK; /* graph inputs: decided when the values are known */
-    }
-    bool training = korch_tensor_get_i64(mode, 0) != 0;
+    if (!mode->data)
+        return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
+                              "training_mode is a run-time input; korch runs inference only and needs it constant");
+    if (korch_tensor_get_i64(mode, 0) == 0) return KORCH_OK;
+    if (ratio && !ratio->data)
+        return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
+                              "training_mode is true and the ratio is a run-time input: random dropout is not "
+                              "supported (inference only)");
     double r = ratio ? korch_tensor_get_f64(ratio, 0) : 0.5;
-    if (training && r != 0.0)
+    if (r != 0.0)
         return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
                               "training_mode is true with ratio %g: random dropout is not supported (inference only)",
                               r);
@@ -45,14 +51,14 @@ static korch_status infer_dropout(korch_op_ctx *ctx) {
     if (korch_op_has_input(ctx, 2)) KORCH_TRY(korch_op_require_dtype(ctx, 2, KORCH_DTYPE_BOOL));
     if (korch_op_has_input(ctx, 1))
         KORCH_TRY(korch_ew_require(ctx, 1, korch_ew_is_float, "float32 and float64"));
-    KORCH_TRY(check_not_training(ctx, false));
+    KORCH_TRY(check_not_training(ctx));
     korch_op_set_output(ctx, 0, x->dtype, &x->shape);
     korch_op_set_output(ctx, 1, mask_dtype(ctx), &x->shape);
     return KORCH_OK;
 }
 
 static korch_status run_dropout(korch_op_ctx *ctx) {
-    KORCH_TRY(check_not_training(ctx, true));
+    KORCH_TRY(check_not_training(ctx)); /* inference decided; the values cannot change */
     size_t bytes = korch_tensor_bytes(ctx->outputs[0]);
     if (bytes) memcpy(ctx->outputs[0]->data, ctx->inputs[0]->data, bytes);
     korch_tensor *mask = ctx->n_outputs > 1 ? ctx->outputs[1] : NULL;

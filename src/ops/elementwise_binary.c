@@ -1,7 +1,6 @@
-/* Binary arithmetic with broadcasting: Add, Sub, Mul, Div, Pow.
+/* Binary arithmetic with broadcasting: Add, Sub, Mul, Div, Mod, Pow.
  * Floats compute in their own precision; integers wrap on overflow (computed
  * in uint64, where wrap-around is defined) and divide by zero to 0. */
-#include <stdlib.h>
 
 #include "ops/elementwise.h"
 
@@ -69,6 +68,41 @@ ARITH_ROW(Add, add)
 ARITH_ROW(Sub, sub)
 ARITH_ROW(Mul, mul)
 ARITH_ROW(Div, div)
+
+/* ---- Mod: fmod=0 is Python's % (the sign of the divisor, integers only);
+ * fmod=1 is C's fmod / % (the sign of the dividend). x mod 0 is 0 for integers. ---- */
+
+static korch_status infer_mod(korch_op_ctx *ctx) {
+    KORCH_TRY(infer_arith(ctx));
+    int64_t fmod_attr = korch_node_attr_int(ctx->node, "fmod", 0);
+    if (fmod_attr != 0 && fmod_attr != 1)
+        return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "fmod must be 0 or 1, not %lld", (long long)fmod_attr);
+    if (fmod_attr == 0 && korch_ew_is_float(ctx->inputs[0]->dtype))
+        return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "floating-point Mod needs fmod=1");
+    return KORCH_OK;
+}
+
+/* Remainder of truncating division; b == -1 is special-cased because
+ * INT64_MIN % -1 overflows. */
+static inline int64_t rem_i64(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }
+static inline int64_t python_mod_i64(int64_t a, int64_t b) {
+    int64_t r = rem_i64(a, b);
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+
+DEFINE_ARITH_RUN(fmod, fmod(a, b), rem_i64(a, b), b ? a % b : 0)
+/* (floats never get here: infer_mod refuses them with fmod=0) */
+DEFINE_ARITH_RUN(python_mod, fmod(a, b), python_mod_i64(a, b), b ? a % b : 0)
+
+static korch_status run_mod(korch_op_ctx *ctx) {
+    return korch_node_attr_int(ctx->node, "fmod", 0) ? run_fmod(ctx) : run_python_mod(ctx);
+}
+
+const korch_op_def korch_op_def_Mod = {
+    .kind = KORCH_OP_Mod, .op_type = "Mod", .opset_min = 10, .opset_max = 18,
+    .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+    .infer = infer_mod, .run = run_mod,
+};
 
 /* ---- Pow: the exponent may have another dtype than the base (opset 12+) ---- */
 

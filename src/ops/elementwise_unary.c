@@ -1,6 +1,7 @@
 /* Unary maths: Sqrt, Reciprocal, Exp, Log, Erf, Tanh, Sigmoid, Floor, Ceil,
- * Sin, Cos (float32/float64), and Neg, Abs (also integers). float32 uses the
- * float libm functions, matching what numpy computes for the ONNX tests. */
+ * Round, the trigonometric and hyperbolic functions (float32/float64), Neg,
+ * Abs, Sign (also integers), and the bool-valued IsNaN, IsInf. float32 uses
+ * the float libm functions, matching what numpy computes for the ONNX tests. */
 #include "ops/elementwise.h"
 
 static korch_status infer_float_unary(korch_op_ctx *ctx) {
@@ -51,6 +52,17 @@ FLOAT_UNARY(floor, floorf(a), floor(a))
 FLOAT_UNARY(ceil, ceilf(a), ceil(a))
 FLOAT_UNARY(sin, sinf(a), sin(a))
 FLOAT_UNARY(cos, cosf(a), cos(a))
+FLOAT_UNARY(tan, tanf(a), tan(a))
+FLOAT_UNARY(asin, asinf(a), asin(a))
+FLOAT_UNARY(acos, acosf(a), acos(a))
+FLOAT_UNARY(atan, atanf(a), atan(a))
+FLOAT_UNARY(sinh, sinhf(a), sinh(a))
+FLOAT_UNARY(cosh, coshf(a), cosh(a))
+FLOAT_UNARY(asinh, asinhf(a), asinh(a))
+FLOAT_UNARY(acosh, acoshf(a), acosh(a))
+FLOAT_UNARY(atanh, atanhf(a), atanh(a))
+/* halves go to the even neighbour (the default rounding mode), as numpy.round */
+FLOAT_UNARY(round, nearbyintf(a), nearbyint(a))
 
 /* Integer negation goes through uint64 so that -INT_MIN wraps instead of being UB. */
 #define SIGNED_CASES(EXPR)                                                                         \
@@ -69,6 +81,11 @@ UNARY_RUN(neg, UNARY_CASE(KORCH_DTYPE_FLOAT32, float, -a) UNARY_CASE(KORCH_DTYPE
 UNARY_RUN(abs, UNARY_CASE(KORCH_DTYPE_FLOAT32, float, fabsf(a)) UNARY_CASE(KORCH_DTYPE_FLOAT64, double, fabs(a))
                    SIGNED_CASES(a < 0 ? 0u - (uint64_t)a : (uint64_t)a) UNSIGNED_CASES(a))
 
+/* Sign keeps NaN (a NaN fails both comparisons and is returned as is). */
+UNARY_RUN(sign, UNARY_CASE(KORCH_DTYPE_FLOAT32, float, a > 0 ? 1.0f : a < 0 ? -1.0f : a)
+                    UNARY_CASE(KORCH_DTYPE_FLOAT64, double, a > 0 ? 1.0 : a < 0 ? -1.0 : a)
+                        SIGNED_CASES((a > 0) - (a < 0)) UNSIGNED_CASES(a > 0))
+
 #define UNARY_ROW(Name, lo, first, infer_fn)                                                       \
     const korch_op_def korch_op_def_##Name = {                                                     \
         .kind = KORCH_OP_##Name, .op_type = #Name, .opset_min = first, .opset_max = 18,            \
@@ -86,5 +103,42 @@ UNARY_ROW(Floor, floor, 1, infer_float_unary)
 UNARY_ROW(Ceil, ceil, 1, infer_float_unary)
 UNARY_ROW(Sin, sin, 7, infer_float_unary)
 UNARY_ROW(Cos, cos, 7, infer_float_unary)
+UNARY_ROW(Tan, tan, 7, infer_float_unary)
+UNARY_ROW(Asin, asin, 7, infer_float_unary)
+UNARY_ROW(Acos, acos, 7, infer_float_unary)
+UNARY_ROW(Atan, atan, 7, infer_float_unary)
+UNARY_ROW(Sinh, sinh, 9, infer_float_unary)
+UNARY_ROW(Cosh, cosh, 9, infer_float_unary)
+UNARY_ROW(Asinh, asinh, 9, infer_float_unary)
+UNARY_ROW(Acosh, acosh, 9, infer_float_unary)
+UNARY_ROW(Atanh, atanh, 9, infer_float_unary)
+UNARY_ROW(Round, round, 11, infer_float_unary)
 UNARY_ROW(Neg, neg, 1, infer_signed_unary)
 UNARY_ROW(Abs, abs, 1, infer_numeric_unary)
+UNARY_ROW(Sign, sign, 9, infer_numeric_unary)
+
+/* ---- IsNaN, IsInf: float in, bool out ---- */
+
+static korch_status infer_float_to_bool(korch_op_ctx *ctx) {
+    KORCH_TRY(korch_ew_require(ctx, 0, korch_ew_is_float, "float32 and float64"));
+    korch_op_set_output(ctx, 0, KORCH_DTYPE_BOOL, &ctx->inputs[0]->shape);
+    return KORCH_OK;
+}
+
+#define TO_BOOL_RUN(name, EXPR)                                                                    \
+    static korch_status run_##name(korch_op_ctx *ctx) {                                            \
+        int64_t n = korch_tensor_numel(ctx->outputs[0]);                                           \
+        bool neg = korch_node_attr_int(ctx->node, "detect_negative", 1) != 0;                      \
+        bool pos = korch_node_attr_int(ctx->node, "detect_positive", 1) != 0;                      \
+        (void)neg, (void)pos;                                                                      \
+        if (ctx->inputs[0]->dtype == KORCH_DTYPE_FLOAT32)                                          \
+            KORCH_EW_LOOP1(n, float, ctx->inputs[0]->data, uint8_t, ctx->outputs[0]->data, (EXPR) ? 1 : 0); \
+        else                                                                                       \
+            KORCH_EW_LOOP1(n, double, ctx->inputs[0]->data, uint8_t, ctx->outputs[0]->data, (EXPR) ? 1 : 0); \
+        return KORCH_OK;                                                                           \
+    }
+TO_BOOL_RUN(is_nan, isnan(a))
+TO_BOOL_RUN(is_inf, isinf(a) && (a > 0 ? pos : neg))
+
+UNARY_ROW(IsNaN, is_nan, 9, infer_float_to_bool)
+UNARY_ROW(IsInf, is_inf, 10, infer_float_to_bool)

@@ -1,11 +1,12 @@
-/* Normalisation: LayerNormalization (opset 17), InstanceNormalization and
- * BatchNormalization (inference only). Statistics are computed in double,
- * two-pass (mean, then the mean of squared deviations), so they do not suffer
- * the cancellation of E[x^2] - E[x]^2. */
+/* Normalisation: LayerNormalization (opset 17), InstanceNormalization,
+ * MeanVarianceNormalization and BatchNormalization (inference only).
+ * Statistics are computed in double, two-pass (mean, then the mean of squared
+ * deviations), so they do not suffer the cancellation of E[x^2] - E[x]^2. */
 #include <stdlib.h>
 
 #include "ops/broadcast.h"
 #include "ops/elementwise.h"
+#include "ops/reduce_layout.h"
 
 /* Reads a float tensor (any float dtype) into doubles. */
 static void load_doubles(const korch_tensor *t, double *out, int64_t n) {
@@ -14,19 +15,19 @@ static void load_doubles(const korch_tensor *t, double *out, int64_t n) {
 
 /* y[i] = (x[i] - mean) * inv_std * scale[i * step] + bias[i * step] over one
  * row of n: step 1 for per-element parameters, 0 for one per row. bias may be NULL. */
-#define NORMALIZE_ROW(T)                                                                           \
-    static void normalize_row_##T(const T *x, T *y, int64_t n, double eps, const double *scale,    \
-                                  const double *bias, int64_t step, double *mean_out,              \
-                                  double *inv_std_out) {                                           \
-        double sum = 0, sq = 0;                                                                    \
-        for (int64_t i = 0; i < n; i++) sum += x[i];                                               \
-        double mean = n ? sum / (double)n : 0;                                                     \
-        for (int64_t i = 0; i < n; i++) sq += ((double)x[i] - mean) * ((double)x[i] - mean);       \
-        double inv_std = 1.0 / sqrt((n ? sq / (double)n : 0) + eps);                               \
-        for (int64_t i = 0; i < n; i++)                                                            \
-            y[i] = (T)(((double)x[i] - mean) * inv_std * scale[i * step] + (bias ? bias[i * step] : 0.0)); \
-        *mean_out = mean;                                                                          \
-        *inv_std_out = inv_std;                                                                    \
+#define NORMALIZE_ROW(T)                                                                                       \
+    static void normalize_row_##T(const T *x, T *y, int64_t n, double eps, const double *scale,                \
+                                  const double *bias, int64_t step, double *mean_out,                          \
+                                  double *inv_std_out) {                                                       \
+        double sum = 0, sq = 0;                                                                                \
+        for (int64_t i = 0; i < n; i++) sum += x[i];                                                           \
+        double mean = n ? sum / (double)n : 0;                                                                 \
+        for (int64_t i = 0; i < n; i++) sq += ((double)x[i] - mean) * ((double)x[i] - mean);                   \
+        double inv_std = 1.0 / sqrt((n ? sq / (double)n : 0) + eps);                                           \
+        for (int64_t i = 0; i < n; i++)                                                                        \
+            y[i] = (T)(((double)x[i] - mean) * inv_std * scale[i * step] + (bias ? bias[i * step] : 0.0));     \
+        *mean_out = mean;                                                                                      \
+        *inv_std_out = inv_std;                                                                                \
     }
 NORMALIZE_ROW(float)
 NORMALIZE_ROW(double)
@@ -202,6 +203,67 @@ const korch_op_def korch_op_def_InstanceNormalization = {
     .kind = KORCH_OP_InstanceNormalization, .op_type = "InstanceNormalization", .opset_min = 1, .opset_max = 18,
     .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
     .infer = infer_instance_norm, .run = run_instance_norm, .flops = norm_flops,
+};
+
+/* ---- MeanVarianceNormalization: y = (x - mean) / (std + 1e-9) over `axes`
+ * (default [0, 2, 3]), as the ONNX function body defines it ---- */
+
+static korch_status mvn_mask(const korch_op_ctx *ctx, bool *mask) {
+    static const int64_t default_axes[3] = {0, 2, 3};
+    const int64_t *axes = default_axes;
+    int rank = ctx->inputs[0]->shape.rank, count = korch_node_attr_ints(ctx->node, "axes", &axes);
+    if (count < 0) count = 3, axes = default_axes;
+    for (int d = 0; d < rank; d++) mask[d] = false;
+    for (int i = 0; i < count; i++) {
+        int d = korch_axis_normalize(axes[i], rank);
+        if (d < 0 || mask[d])
+            return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "axis %lld is out of range for rank %d or repeated",
+                                  (long long)axes[i], rank);
+        mask[d] = true;
+    }
+    return KORCH_OK;
+}
+
+static korch_status infer_mvn(korch_op_ctx *ctx) {
+    KORCH_TRY(korch_ew_require(ctx, 0, korch_ew_is_float, "float32 and float64"));
+    bool mask[KORCH_MAX_RANK];
+    KORCH_TRY(mvn_mask(ctx, mask));
+    korch_op_set_output(ctx, 0, ctx->inputs[0]->dtype, &ctx->inputs[0]->shape);
+    return KORCH_OK;
+}
+
+#define MVN_GROUP(T)                                                                                           \
+    static void mvn_##T(const T *x, T *y, const korch_reduce_layout *L, int64_t base) {                        \
+        double sum = 0, sq = 0, n = (double)L->red_count;                                                      \
+        KORCH_REDUCE_VISIT(T, x, L, base, sum += v);                                                           \
+        double mean = sum / n;                                                                                 \
+        KORCH_REDUCE_VISIT(T, x, L, base, sq += ((double)v - mean) * ((double)v - mean));                      \
+        double scale = 1.0 / (sqrt(sq / n) + 1e-9);                                                            \
+        KORCH_REDUCE_VISIT(T, x, L, base, y[at] = (T)(((double)v - mean) * scale));                            \
+    }
+MVN_GROUP(float)
+MVN_GROUP(double)
+
+static korch_status run_mvn(korch_op_ctx *ctx) {
+    const korch_tensor *x = ctx->inputs[0];
+    bool mask[KORCH_MAX_RANK];
+    KORCH_TRY(mvn_mask(ctx, mask));
+    korch_reduce_layout L;
+    korch_reduce_layout_init(&L, &x->shape, mask);
+    void *y = ctx->outputs[0]->data;
+#pragma omp parallel for schedule(static) if (L.out_count > 1 && L.out_count * L.red_count >= KORCH_EW_PARALLEL_MIN)
+    for (int64_t o = 0; o < L.out_count; o++) {
+        int64_t base = korch_reduce_base(&L, o);
+        if (x->dtype == KORCH_DTYPE_FLOAT32) mvn_float(x->data, y, &L, base);
+        else mvn_double(x->data, y, &L, base);
+    }
+    return KORCH_OK;
+}
+
+const korch_op_def korch_op_def_MeanVarianceNormalization = {
+    .kind = KORCH_OP_MeanVarianceNormalization, .op_type = "MeanVarianceNormalization", .opset_min = 9,
+    .opset_max = 18, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+    .infer = infer_mvn, .run = run_mvn, .flops = norm_flops,
 };
 
 /* ---- BatchNormalization (inference): y = (x - mean) / sqrt(var + eps) * scale + B ---- */

@@ -18,7 +18,10 @@ static korch_status range_count(const korch_op_ctx *ctx, int64_t *count) {
         double start = korch_tensor_get_f64(s, 0), limit = korch_tensor_get_f64(l, 0), delta = korch_tensor_get_f64(d, 0);
         if (delta == 0.0) return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "delta is 0");
         double n = ceil((limit - start) / delta);
-        if (!(n <= (double)KORCH_MAX_ELEMENTS)) /* also catches NaN */
+        if (isnan(n))
+            return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "range from %g to %g by %g has no length", start, limit,
+                                  delta);
+        if (n > (double)KORCH_MAX_ELEMENTS)
             return korch_op_error(ctx, KORCH_ERR_SHAPE, "range from %g to %g by %g is too long", start, limit, delta);
         *count = n > 0 ? (int64_t)n : 0;
         return KORCH_OK;

@@ -7,19 +7,11 @@
 #include <string.h>
 
 #include "ops/elementwise.h"
+#include "ops/reduce_layout.h"
 
 typedef enum {
     R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_SUM_SQUARE, R_LOG_SUM, R_LOG_SUM_EXP
 } reduce_kind;
-
-/* The input split into kept and reduced dims (adjacent dims of the same kind
- * merged), with the input strides of each. */
-typedef struct reduce_layout {
-    int n_kept, n_red;
-    int64_t kept_dims[KORCH_MAX_RANK], kept_strides[KORCH_MAX_RANK];
-    int64_t red_dims[KORCH_MAX_RANK], red_strides[KORCH_MAX_RANK];
-    int64_t red_count, out_count;
-} reduce_layout;
 
 static bool axes_are_input(const korch_op_ctx *ctx) {
     return ctx->node->opset >= 18 || (ctx->node->opset >= 13 && strcmp(ctx->node->op_type, "ReduceSum") == 0);
@@ -77,118 +69,65 @@ static korch_status infer_reduce(korch_op_ctx *ctx) {
     return KORCH_OK;
 }
 
-static void layout_of(const korch_shape *x, const bool *mask, reduce_layout *L) {
-    int64_t strides[KORCH_MAX_RANK];
-    korch_shape_strides(x, strides);
-    memset(L, 0, sizeof *L);
-    L->red_count = L->out_count = 1;
-    int last = -1; /* kind of the previous dim: 0 kept, 1 reduced */
-    for (int d = 0; d < x->rank; d++) {
-        bool red = mask[d];
-        int64_t *dims = red ? L->red_dims : L->kept_dims, *st = red ? L->red_strides : L->kept_strides;
-        int *n = red ? &L->n_red : &L->n_kept;
-        if (red) L->red_count *= x->dims[d];
-        else L->out_count *= x->dims[d];
-        if (last == (int)red) { /* row-major neighbours of one kind merge */
-            dims[*n - 1] *= x->dims[d];
-            st[*n - 1] = strides[d];
-        } else {
-            dims[*n] = x->dims[d];
-            st[*n] = strides[d];
-            (*n)++;
-        }
-        last = red;
-    }
-}
-
-static int64_t base_offset(const reduce_layout *L, int64_t o) {
-    int64_t off = 0;
-    for (int d = L->n_kept - 1; d >= 0; d--) {
-        off += (o % L->kept_dims[d]) * L->kept_strides[d];
-        o /= L->kept_dims[d];
-    }
-    return off;
-}
-
-/* Runs BODY with `v` bound to every reduced element of the output at `base`. */
-#define REDUCE_VISIT(T, x, L, base, BODY)                                                          \
-    do {                                                                                           \
-        int64_t last_ = (L)->n_red ? (L)->red_dims[(L)->n_red - 1] : 1;                            \
-        int64_t step_ = (L)->n_red ? (L)->red_strides[(L)->n_red - 1] : 0;                         \
-        int64_t rows_ = last_ ? (L)->red_count / last_ : 0;                                        \
-        for (int64_t q_ = 0; q_ < rows_; q_++) {                                                   \
-            int64_t off_ = (base), rem_ = q_;                                                      \
-            for (int d_ = (L)->n_red - 2; d_ >= 0; d_--) {                                         \
-                off_ += (rem_ % (L)->red_dims[d_]) * (L)->red_strides[d_];                         \
-                rem_ /= (L)->red_dims[d_];                                                         \
-            }                                                                                      \
-            const T *p_ = (x) + off_;                                                              \
-            for (int64_t j_ = 0; j_ < last_; j_++) {                                               \
-                T v = p_[j_ * step_];                                                              \
-                BODY;                                                                              \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
-
 /* Float reduction of one output element, in double. NaN propagates through Max/Min. */
-#define REDUCE_FLOAT(T)                                                                            \
-    static double reduce_##T(reduce_kind kind, const T *x, const reduce_layout *L, int64_t base) { \
-        double acc = 0, n = (double)L->red_count;                                                  \
-        switch (kind) {                                                                            \
-        case R_SUM: REDUCE_VISIT(T, x, L, base, acc += v); return acc;                             \
-        case R_MEAN: REDUCE_VISIT(T, x, L, base, acc += v); return acc / n;                        \
-        case R_L1: REDUCE_VISIT(T, x, L, base, acc += fabs((double)v)); return acc;                \
-        case R_L2: REDUCE_VISIT(T, x, L, base, acc += (double)v * v); return sqrt(acc);            \
-        case R_SUM_SQUARE: REDUCE_VISIT(T, x, L, base, acc += (double)v * v); return acc;          \
-        case R_LOG_SUM: REDUCE_VISIT(T, x, L, base, acc += v); return log(acc);                    \
-        case R_PROD: acc = 1; REDUCE_VISIT(T, x, L, base, acc *= v); return acc;                   \
-        case R_MAX:                                                                                \
-            acc = -INFINITY;                                                                       \
-            REDUCE_VISIT(T, x, L, base, if (v > acc || isnan(v)) acc = v);                         \
-            return acc;                                                                            \
-        case R_MIN:                                                                                \
-            acc = INFINITY;                                                                        \
-            REDUCE_VISIT(T, x, L, base, if (v < acc || isnan(v)) acc = v);                         \
-            return acc;                                                                            \
-        case R_LOG_SUM_EXP: {                                                                      \
-            double max = reduce_##T(R_MAX, x, L, base);                                            \
-            if (isinf(max)) return max; /* all -inf (or empty), or a +inf: the max decides */      \
-            REDUCE_VISIT(T, x, L, base, acc += exp((double)v - max));                              \
-            return max + log(acc);                                                                 \
-        }                                                                                          \
-        }                                                                                          \
-        return 0;                                                                                  \
+#define REDUCE_FLOAT(T)                                                                                        \
+    static double reduce_##T(reduce_kind kind, const T *x, const korch_reduce_layout *L, int64_t base) {       \
+        double acc = 0, n = (double)L->red_count;                                                              \
+        switch (kind) {                                                                                        \
+        case R_SUM: KORCH_REDUCE_VISIT(T, x, L, base, acc += v); return acc;                                   \
+        case R_MEAN: KORCH_REDUCE_VISIT(T, x, L, base, acc += v); return acc / n;                              \
+        case R_L1: KORCH_REDUCE_VISIT(T, x, L, base, acc += fabs((double)v)); return acc;                      \
+        case R_L2: KORCH_REDUCE_VISIT(T, x, L, base, acc += (double)v * v); return sqrt(acc);                  \
+        case R_SUM_SQUARE: KORCH_REDUCE_VISIT(T, x, L, base, acc += (double)v * v); return acc;                \
+        case R_LOG_SUM: KORCH_REDUCE_VISIT(T, x, L, base, acc += v); return log(acc);                          \
+        case R_PROD: acc = 1; KORCH_REDUCE_VISIT(T, x, L, base, acc *= v); return acc;                         \
+        case R_MAX:                                                                                            \
+            acc = -INFINITY;                                                                                   \
+            KORCH_REDUCE_VISIT(T, x, L, base, if (v > acc || isnan(v)) acc = v);                               \
+            return acc;                                                                                        \
+        case R_MIN:                                                                                            \
+            acc = INFINITY;                                                                                    \
+            KORCH_REDUCE_VISIT(T, x, L, base, if (v < acc || isnan(v)) acc = v);                               \
+            return acc;                                                                                        \
+        case R_LOG_SUM_EXP: {                                                                                  \
+            double max = reduce_##T(R_MAX, x, L, base);                                                        \
+            if (isinf(max)) return max; /* all -inf (or empty), or a +inf: the max decides */                  \
+            KORCH_REDUCE_VISIT(T, x, L, base, acc += exp((double)v - max));                                    \
+            return max + log(acc);                                                                             \
+        }                                                                                                      \
+        }                                                                                                      \
+        return 0;                                                                                              \
     }
 REDUCE_FLOAT(float)
 REDUCE_FLOAT(double)
 
 /* Integer reduction of one output element: exact in int64 with wrap-around;
  * an empty Max/Min yields the type's lowest/highest value. */
-#define REDUCE_INT(T, LOWEST, HIGHEST)                                                             \
-    static T reduce_##T(reduce_kind kind, const T *x, const reduce_layout *L, int64_t base) {      \
-        uint64_t acc = 0;                                                                          \
-        double dacc = 0;                                                                           \
-        int64_t ext;                                                                               \
-        switch (kind) {                                                                            \
-        case R_SUM: REDUCE_VISIT(T, x, L, base, acc += (uint64_t)v); return (T)acc;                \
-        case R_MEAN:                                                                               \
-            REDUCE_VISIT(T, x, L, base, acc += (uint64_t)v);                                       \
-            return (T)korch_ew_div_i64((int64_t)acc, L->red_count);                                \
-        case R_L1: REDUCE_VISIT(T, x, L, base, acc += v < 0 ? 0u - (uint64_t)v : (uint64_t)v); return (T)acc; \
-        case R_SUM_SQUARE: REDUCE_VISIT(T, x, L, base, acc += (uint64_t)v * (uint64_t)v); return (T)acc; \
-        case R_PROD: acc = 1; REDUCE_VISIT(T, x, L, base, acc *= (uint64_t)v); return (T)acc;       \
-        case R_MAX: ext = LOWEST; REDUCE_VISIT(T, x, L, base, if (v > ext) ext = v); return (T)ext; \
-        case R_MIN: ext = HIGHEST; REDUCE_VISIT(T, x, L, base, if (v < ext) ext = v); return (T)ext; \
-        case R_L2: REDUCE_VISIT(T, x, L, base, dacc += (double)v * v); dacc = sqrt(dacc); break;   \
-        case R_LOG_SUM: REDUCE_VISIT(T, x, L, base, dacc += v); dacc = log(dacc); break;           \
-        case R_LOG_SUM_EXP: {                                                                      \
-            int64_t max = reduce_##T(R_MAX, x, L, base);                                           \
-            REDUCE_VISIT(T, x, L, base, dacc += exp((double)v - (double)max));                           \
-            dacc = (double)max + log(dacc);                                                        \
-            break;                                                                                 \
-        }                                                                                          \
-        }                                                                                          \
-        return (T)korch_ew_saturate_i64(dacc);                                                     \
+#define REDUCE_INT(T, LOWEST, HIGHEST)                                                                         \
+    static T reduce_##T(reduce_kind kind, const T *x, const korch_reduce_layout *L, int64_t base) {            \
+        uint64_t acc = 0;                                                                                      \
+        double dacc = 0;                                                                                       \
+        int64_t ext;                                                                                           \
+        switch (kind) {                                                                                        \
+        case R_SUM: KORCH_REDUCE_VISIT(T, x, L, base, acc += (uint64_t)v); return (T)acc;                      \
+        case R_MEAN:                                                                                           \
+            KORCH_REDUCE_VISIT(T, x, L, base, acc += (uint64_t)v);                                             \
+            return (T)korch_ew_div_i64((int64_t)acc, L->red_count);                                            \
+        case R_L1: KORCH_REDUCE_VISIT(T, x, L, base, acc += v < 0 ? 0u - (uint64_t)v : (uint64_t)v); return (T)acc; \
+        case R_SUM_SQUARE: KORCH_REDUCE_VISIT(T, x, L, base, acc += (uint64_t)v * (uint64_t)v); return (T)acc; \
+        case R_PROD: acc = 1; KORCH_REDUCE_VISIT(T, x, L, base, acc *= (uint64_t)v); return (T)acc;            \
+        case R_MAX: ext = LOWEST; KORCH_REDUCE_VISIT(T, x, L, base, if (v > ext) ext = v); return (T)ext;      \
+        case R_MIN: ext = HIGHEST; KORCH_REDUCE_VISIT(T, x, L, base, if (v < ext) ext = v); return (T)ext;     \
+        case R_L2: KORCH_REDUCE_VISIT(T, x, L, base, dacc += (double)v * v); dacc = sqrt(dacc); break;         \
+        case R_LOG_SUM: KORCH_REDUCE_VISIT(T, x, L, base, dacc += v); dacc = log(dacc); break;                 \
+        case R_LOG_SUM_EXP: {                                                                                  \
+            int64_t max = reduce_##T(R_MAX, x, L, base);                                                       \
+            KORCH_REDUCE_VISIT(T, x, L, base, dacc += exp((double)v - (double)max));                           \
+            dacc = (double)max + log(dacc);                                                                    \
+            break;                                                                                             \
+        }                                                                                                      \
+        }                                                                                                      \
+        return (T)korch_ew_saturate_i64(dacc);                                                                 \
     }
 REDUCE_INT(int32_t, INT32_MIN, INT32_MAX)
 REDUCE_INT(int64_t, INT64_MIN, INT64_MAX)
@@ -198,12 +137,12 @@ static korch_status run_reduce(korch_op_ctx *ctx, reduce_kind kind) {
     korch_tensor *y = ctx->outputs[0];
     bool mask[KORCH_MAX_RANK];
     KORCH_TRY(reduce_mask(ctx, mask));
-    reduce_layout L;
-    layout_of(&x->shape, mask, &L);
+    korch_reduce_layout L;
+    korch_reduce_layout_init(&L, &x->shape, mask);
     korch_dtype dtype = x->dtype;
 #pragma omp parallel for schedule(static) if (L.out_count > 1 && L.out_count * L.red_count >= KORCH_EW_PARALLEL_MIN)
     for (int64_t o = 0; o < L.out_count; o++) {
-        int64_t base = base_offset(&L, o);
+        int64_t base = korch_reduce_base(&L, o);
         switch (dtype) {
         case KORCH_DTYPE_FLOAT32: ((float *)y->data)[o] = (float)reduce_float(kind, x->data, &L, base); break;
         case KORCH_DTYPE_FLOAT64: ((double *)y->data)[o] = reduce_double(kind, x->data, &L, base); break;
@@ -219,12 +158,12 @@ static korch_status run_reduce(korch_op_ctx *ctx, reduce_kind kind) {
 static int64_t reduce_flops(const korch_op_ctx *ctx) { return korch_tensor_numel(ctx->inputs[0]); }
 static int64_t log_sum_exp_flops(const korch_op_ctx *ctx) { return 3 * korch_tensor_numel(ctx->inputs[0]); }
 
-#define REDUCE_ROW(Name, KIND, flops_fn)                                                           \
-    static korch_status run_##Name(korch_op_ctx *ctx) { return run_reduce(ctx, KIND); }            \
-    const korch_op_def korch_op_def_##Name = {                                                     \
-        .kind = KORCH_OP_##Name, .op_type = #Name, .opset_min = 1, .opset_max = 18,                \
-        .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,                      \
-        .infer = infer_reduce, .run = run_##Name, .flops = flops_fn,                               \
+#define REDUCE_ROW(Name, KIND, flops_fn)                                                                       \
+    static korch_status run_##Name(korch_op_ctx *ctx) { return run_reduce(ctx, KIND); }                        \
+    const korch_op_def korch_op_def_##Name = {                                                                 \
+        .kind = KORCH_OP_##Name, .op_type = #Name, .opset_min = 1, .opset_max = 18,                            \
+        .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,                                  \
+        .infer = infer_reduce, .run = run_##Name, .flops = flops_fn,                                           \
     };
 REDUCE_ROW(ReduceSum, R_SUM, reduce_flops)
 REDUCE_ROW(ReduceMean, R_MEAN, reduce_flops)

@@ -79,7 +79,7 @@ static korch_status linear_pass(const korch_op_ctx *ctx, const resize_plan *p, i
     for (int k = 0; k < d; k++) outer *= dims[k];
     for (int k = d + 1; k < p->rank; k++) inner *= dims[k];
     int64_t *lo = malloc(((size_t)out_len + 1) * 2 * sizeof *lo);
-    double *w = malloc(((size_t)out_len + 1) * sizeof *w);
+    float *w = malloc(((size_t)out_len + 1) * sizeof *w);
     if (!lo || !w) {
         free(lo);
         free(w);
@@ -94,22 +94,35 @@ static korch_status linear_pass(const korch_op_ctx *ctx, const resize_plan *p, i
             continue;
         }
         double f = floor(x);
-        w[j] = x - f;
+        w[j] = (float)(x - f);
         lo[j] = clamp_index(f, in_len);
         hi[j] = clamp_index(f + 1.0, in_len);
     }
     float e = p->extrapolation;
-#pragma omp parallel for collapse(2) schedule(static) if (outer * out_len * inner >= 32768)
-    for (int64_t o = 0; o < outer; o++) {
-        for (int64_t j = 0; j < out_len; j++) {
-            float *out = dst + (o * out_len + j) * inner;
-            if (lo[j] < 0) {
-                for (int64_t k = 0; k < inner; k++) out[k] = e;
-                continue;
+    if (inner == 1) {
+        /* the last axis: each output row interpolates within one input row */
+#pragma omp parallel for schedule(static) if (outer * out_len >= 32768 && outer > 1)
+        for (int64_t o = 0; o < outer; o++) {
+            const float *in = src + o * in_len;
+            float *out = dst + o * out_len;
+            for (int64_t j = 0; j < out_len; j++) {
+                float w1 = w[j];
+                out[j] = lo[j] < 0 ? e : (1.0f - w1) * in[lo[j]] + w1 * in[hi[j]];
             }
-            const float *a = src + (o * in_len + lo[j]) * inner, *b = src + (o * in_len + hi[j]) * inner;
-            double w1 = w[j], w0 = 1.0 - w1;
-            for (int64_t k = 0; k < inner; k++) out[k] = (float)(w0 * a[k] + w1 * b[k]);
+        }
+    } else {
+#pragma omp parallel for collapse(2) schedule(static) if (outer * out_len * inner >= 32768)
+        for (int64_t o = 0; o < outer; o++) {
+            for (int64_t j = 0; j < out_len; j++) {
+                float *out = dst + (o * out_len + j) * inner;
+                if (lo[j] < 0) {
+                    for (int64_t k = 0; k < inner; k++) out[k] = e;
+                    continue;
+                }
+                const float *a = src + (o * in_len + lo[j]) * inner, *b = src + (o * in_len + hi[j]) * inner;
+                float w1 = w[j], w0 = 1.0f - w1;
+                for (int64_t k = 0; k < inner; k++) out[k] = w0 * a[k] + w1 * b[k];
+            }
         }
     }
     free(lo);

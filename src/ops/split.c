@@ -34,7 +34,8 @@ static korch_status split_sizes(const korch_op_ctx *ctx, int *axis_out, int64_t 
         int64_t sum = 0;
         for (int k = 0; k < n; k++) {
             if (sizes[k] < 0 || korch_add_overflow_i64(sum, sizes[k], &sum))
-                return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "'split' entry %d is %lld", k, (long long)sizes[k]);
+                return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "'split' entry %d (%lld) is negative or too large", k,
+                                      (long long)sizes[k]);
         }
         if (sum != dim)
             return korch_op_error(ctx, KORCH_ERR_SHAPE, "'split' sums to %lld but axis %d has size %lld", (long long)sum,

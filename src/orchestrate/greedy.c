@@ -212,10 +212,15 @@ static bool group_ok(greedy *g, const int *nodes, int n_nodes, bool *in_set, int
     for (int i = 0; i < n_nodes; i++) in_set[nodes[i]] = false;
     if (!convex) return false;
     int n_in = 0, n_out = 0;
-    korch_plan_kernel_io(pg, g->uses, n_nodes, nodes, in_set, io, &n_in, io + 16 * n_nodes, &n_out);
+    korch_node_set_io(pg, g->uses, n_nodes, nodes, in_set, io, &n_in, io + 16 * n_nodes, &n_out);
     if (n_out != 1) return false;
-    korch_kernel_spec spec = {.pg = pg, .n_nodes = n_nodes, .nodes = nodes, .n_inputs = n_in, .inputs = io,
-                              .n_outputs = n_out, .outputs = io + 16 * n_nodes};
+    korch_kernel_spec spec = {.pg = pg,
+                              .n_nodes = n_nodes,
+                              .nodes = nodes,
+                              .n_inputs = n_in,
+                              .inputs = io,
+                              .n_outputs = n_out,
+                              .outputs = io + 16 * n_nodes};
     char reason[256];
     korch_backend_kind kind = korch_candidate_backend_for(pg, n_nodes, nodes, force_backend);
     return !supports || supports(user, kind, &spec, reason, sizeof reason);

@@ -13,6 +13,7 @@ struct korch_orchestrator {
     const korch_pgraph *pg;
     korch_kernel_oracle oracle;
     korch_orchestrate_options options;
+    korch_strategy most; /* the most demanding strategy prepared for */
     int *group_of;
     korch_candidate_set *set;
     korch_blp_stats blp;
@@ -50,7 +51,7 @@ korch_orchestrate_options korch_orchestrate_options_default(int threads) {
 }
 
 korch_status korch_orchestrator_create(const korch_pgraph *pg, const korch_kernel_oracle *oracle,
-                                       const korch_orchestrate_options *options, bool enumerate,
+                                       const korch_orchestrate_options *options, korch_strategy most,
                                        korch_orchestrator **out) {
     *out = NULL;
     korch_orchestrator *o = calloc(1, sizeof *o);
@@ -58,20 +59,21 @@ korch_status korch_orchestrator_create(const korch_pgraph *pg, const korch_kerne
     o->pg = pg;
     o->oracle = *oracle;
     o->options = *options;
+    o->most = most;
     o->group_of = malloc(((size_t)pg->n_nodes + 1) * sizeof *o->group_of);
     korch_pgraph_uses uses = {0};
     korch_status st = o->group_of ? korch_pgraph_uses_build(pg, &uses)
                                   : korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
-    if (st == KORCH_OK)
+    if (st == KORCH_OK && most >= KORCH_STRATEGY_GREEDY)
         st = korch_greedy_groups(pg, &uses, oracle->supports, oracle->user, options->candidates.max_partition_nodes,
                                  options->candidates.force_backend, o->group_of);
     korch_pgraph_uses_free(&uses);
     if (st == KORCH_OK) {
         korch_candidate_options co = options->candidates;
-        co.group_of = o->group_of;
+        co.group_of = most >= KORCH_STRATEGY_GREEDY ? o->group_of : NULL;
         co.supports = oracle->supports;
         co.supports_user = oracle->user;
-        co.enumerate = enumerate;
+        co.enumerate = most >= KORCH_STRATEGY_OPTIMAL;
         double t0 = korch_now_ms();
         st = korch_candidates_build(pg, &co, &o->set);
         if (st == KORCH_OK && options->log)
@@ -193,14 +195,18 @@ static void add_stats(korch_blp_stats *sum, const korch_blp_stats *s) {
 
 korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy strategy, korch_plan **out) {
     *out = NULL;
+    if ((unsigned)strategy >= KORCH_STRATEGY_COUNT || strategy > o->most)
+        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "orchestrate: strategy %s was not prepared for (created for %s)",
+                           korch_strategy_name(strategy), korch_strategy_name(o->most));
     korch_candidate_set *set = o->set;
     const korch_pgraph *pg = o->pg;
     korch_plan *plan = korch_plan_new();
     bool *available = calloc((size_t)pg->n_values + 1, sizeof *available);
     int *chosen = malloc(((size_t)set->n_candidates + KORCH_PARTITION_MAX_NODES + 1) * sizeof *chosen);
     int *start = malloc((KORCH_PARTITION_MAX_NODES + 1) * sizeof *start);
-    korch_status st = plan && available && chosen && start ? KORCH_OK
-                                                           : korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
+    korch_status st = plan && available && chosen && start
+                          ? KORCH_OK
+                          : korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
     for (int v = 0; available && v < pg->n_values; v++) available[v] = true;
     if (strategy == KORCH_STRATEGY_OPTIMAL) {
         memset(&o->blp, 0, sizeof o->blp);
@@ -257,7 +263,10 @@ korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy stra
                     "binary program: %d variables, %d rows, objective %.4f ms, bound %.4f ms, gap %.3f%%, %.2f s, "
                     "%d rounds, %d deadlock cuts, %d pair cuts%s\n",
                     b->variables, b->rows, b->objective, b->bound, 100.0 * b->gap, b->seconds, b->rounds, b->cuts,
-                    b->pair_cuts, b->optimal ? ", optimal" : b->time_limit ? ", time limit hit" : "");
+                    b->pair_cuts,
+                    b->optimal      ? ", optimal"
+                    : b->time_limit ? ", time limit hit"
+                                    : "");
     }
     if (st == KORCH_OK) {
         snprintf(plan->strategy, sizeof plan->strategy, "%s", korch_strategy_name(strategy));

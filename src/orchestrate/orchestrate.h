@@ -22,7 +22,12 @@
 #include "candidates/candidates.h"
 #include "runtime/plan.h"
 
-typedef enum korch_strategy { KORCH_STRATEGY_NONE, KORCH_STRATEGY_GREEDY, KORCH_STRATEGY_OPTIMAL, KORCH_STRATEGY_COUNT } korch_strategy;
+typedef enum korch_strategy {
+    KORCH_STRATEGY_NONE,
+    KORCH_STRATEGY_GREEDY,
+    KORCH_STRATEGY_OPTIMAL,
+    KORCH_STRATEGY_COUNT
+} korch_strategy;
 
 const char *korch_strategy_name(korch_strategy s);
 bool korch_strategy_parse(const char *text, korch_strategy *out);
@@ -39,19 +44,23 @@ typedef struct korch_kernel_oracle {
 
 /* The real backends; `options` must outlive the oracle. */
 korch_kernel_oracle korch_kernel_oracle_backends(const korch_profile_options *options);
+/* No measurements: latency = roofline with `machine` (typical constants,
+ * not the optimistic bound) + 2 us per kernel; REF kernels 20x slower.
+ * `machine` must outlive the oracle. */
+korch_kernel_oracle korch_kernel_oracle_estimate(const korch_machine_model *machine);
+korch_machine_model korch_machine_model_typical(int threads);
 
 typedef struct korch_orchestrate_options {
     korch_candidate_options candidates;
     korch_machine_model machine;
-    bool prune_by_bound;        /* drop candidates that cannot beat their own split */
-    double profile_budget_s;    /* tuning budget over all profiling (<= 0: backend default) */
-    int profile_chunk;          /* specs per profiling call (one compiler run each) */
-    double solve_time_limit_s;  /* wall clock for all binary programs together */
-    int max_cut_rounds;         /* per partition */
-    bool pairwise_cuts;         /* pre-add the 2-cycle exclusions */
-    bool progress;              /* progress bar on stderr (only on a terminal) */
-    bool allow_ref_fused;       /* let REF implement fused kernels (tests) */
-    FILE *log;                  /* statistics; NULL: quiet */
+    bool prune_by_bound; /* drop candidates that cannot beat their own split */
+    double profile_budget_s; /* tuning budget over all profiling (<= 0: backend default) */
+    int profile_chunk; /* specs per profiling call (one compiler run each) */
+    double solve_time_limit_s; /* wall clock for all binary programs together */
+    int max_cut_rounds; /* per partition */
+    bool pairwise_cuts; /* pre-add the 2-cycle exclusions */
+    bool progress; /* progress bar on stderr (only on a terminal) */
+    FILE *log; /* statistics; NULL: quiet */
 } korch_orchestrate_options;
 
 korch_orchestrate_options korch_orchestrate_options_default(int threads);
@@ -61,15 +70,18 @@ typedef struct korch_blp_stats {
     int rounds, cuts, pair_cuts;
     double objective, bound, gap; /* gap = (objective - bound) / objective */
     double seconds;
-    bool optimal;     /* proven optimal (every round) */
-    bool time_limit;  /* a time limit stopped a round */
-    bool fell_back;   /* no usable solution: the greedy choice was kept */
+    bool optimal; /* proven optimal (every round) */
+    bool time_limit; /* a time limit stopped a round */
+    bool fell_back; /* no usable solution: the greedy choice was kept */
 } korch_blp_stats;
 
 typedef struct korch_orchestrator korch_orchestrator;
 
+/* Prepares the candidates `most` needs, and with them those of the simpler
+ * strategies: none (single primitives), greedy (+ the greedy groups), optimal
+ * (+ every enumerated candidate). */
 korch_status korch_orchestrator_create(const korch_pgraph *pg, const korch_kernel_oracle *oracle,
-                                       const korch_orchestrate_options *options, bool enumerate,
+                                       const korch_orchestrate_options *options, korch_strategy most,
                                        korch_orchestrator **out);
 void korch_orchestrator_free(korch_orchestrator *o);
 
@@ -123,7 +135,7 @@ void korch_blp_free(korch_blp *b);
 bool korch_blp_add_row(korch_blp *b, int nz, const int *cols, const double *coefs, char sense, double rhs);
 
 typedef struct korch_blp_result {
-    bool feasible;      /* x holds an integer solution */
+    bool feasible; /* x holds an integer solution */
     bool optimal;
     bool time_limit;
     double objective, bound, seconds;

@@ -189,7 +189,7 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
         goto done;
     }
     korch_progress bar;
-    long done_count = 0, timed = 0;
+    long done_count = 0, timed = 0, from_db = 0;
     double start_ms = korch_now_ms();
     korch_progress_begin(&bar, "profiling", remaining, options->progress);
     for (int size = 1; size <= max_size && st == KORCH_OK; size++) {
@@ -228,11 +228,13 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
                     double left = options->profile_budget_s - (korch_now_ms() - start_ms) / 1e3;
                     budget = left > 0 ? left * (double)count / (double)(remaining > count ? remaining : count) : 1e-3;
                 }
+                korch_progress_clear(&bar); /* backends may print a line of their own */
                 st = oracle->profile(oracle->user, (korch_backend_kind)kind, specs, count, budget, results);
                 for (int j = 0; j < count && st == KORCH_OK; j++) {
                     korch_candidate *c = &set->candidates[reps[first + j]];
                     if (results[j].status == KORCH_OK) {
                         apply_result(c, &results[j]);
+                        from_db += results[j].from_database;
                         continue;
                     }
                     if (c->n_nodes == 1 && c->backend != KORCH_BACKEND_REF) {
@@ -251,8 +253,8 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
                         break;
                     }
                     if (c->n_nodes == 1)
-                        st = korch_error(KORCH_ERR_RUNTIME, "profiling: primitive %d runs on no backend: %s", c->nodes[0],
-                                         results[j].reason);
+                        st = korch_error(KORCH_ERR_RUNTIME, "profiling: primitive %d runs on no backend: %s",
+                                         c->nodes[0], results[j].reason);
                     c->rejected = true;
                     c->reject_reason = KORCH_REJECT_PROFILE;
                     set->stats[c->partition].rejected[KORCH_REJECT_PROFILE]++;
@@ -288,8 +290,9 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
         if (c->profiled && !c->rejected) set->stats[c->partition].kept++;
     }
     if (options->log && st == KORCH_OK)
-        fprintf(options->log, "profiling: %ld kernels timed (%ld candidates, rest shared a signature) in %.1f s\n", timed,
-                done_count, (korch_now_ms() - start_ms) / 1e3);
+        fprintf(options->log,
+                "profiling: %ld distinct kernels (%ld from the profile database) for %ld candidates in %.1f s\n", timed,
+                from_db, done_count, (korch_now_ms() - start_ms) / 1e3);
 done:
     free(m.keys);
     free(m.parts);

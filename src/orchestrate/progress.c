@@ -54,3 +54,10 @@ void korch_progress_end(korch_progress *p) {
     fprintf(stderr, "\n");
     p->enabled = false;
 }
+
+void korch_progress_clear(korch_progress *p) {
+    if (!p->enabled) return;
+    fprintf(stderr, "\r\033[K");
+    fflush(stderr);
+    p->last_draw_ms = 0; /* redraw at the next update */
+}

@@ -16,6 +16,9 @@ typedef struct korch_progress {
 void korch_progress_begin(korch_progress *p, const char *label, long total, bool wanted);
 void korch_progress_update(korch_progress *p, long done, long total);
 void korch_progress_end(korch_progress *p);
+/* Clears the bar's line before something else writes to stderr; the next
+ * update draws it again. */
+void korch_progress_clear(korch_progress *p);
 
 double korch_now_ms(void);
 

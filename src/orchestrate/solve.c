@@ -38,12 +38,12 @@ typedef struct problem {
     korch_candidate_set *set;
     int p;
     int n_vars;
-    int *cand;             /* var -> candidate index */
+    int *cand; /* var -> candidate index */
     korch_sched_kernel *k; /* var -> inputs/outputs */
-    pair *prod;            /* (value, var) for every output, sorted */
+    pair *prod; /* (value, var) for every output, sorted */
     int n_prod;
-    bool *available;       /* per value; true unless made in this partition */
-    int *cols;             /* row scratch */
+    bool *available; /* per value; true unless made in this partition */
+    int *cols; /* row scratch */
     double *coefs;
 } problem;
 
@@ -81,6 +81,23 @@ static korch_status base_rows(problem *pr, korch_blp *b, const int *required, in
             return korch_error(KORCH_ERR_INTERNAL, "orchestrate: partition %d: no candidate produces value %d", pr->p,
                                required[r]);
         if (!korch_blp_add_row(b, n, pr->cols, pr->coefs, 'G', 1.0)) return KORCH_ERR_OUT_OF_MEMORY;
+    }
+    /* every node of the partition is computed by some chosen kernel: implied
+     * by the rows below for schedulable choices (each node is an ancestor of
+     * a value handed on), but stated explicitly it gives the relaxation the
+     * set-cover structure CBC solves fast */
+    const korch_partition *part = &pr->set->partitions[pr->p];
+    for (int i = 0; i < part->n_nodes; i++) {
+        int nz = 0;
+        for (int var = 0; var < pr->n_vars; var++)
+            if ((pr->set->candidates[pr->cand[var]].mask >> i) & 1u) {
+                pr->cols[nz] = var;
+                pr->coefs[nz++] = 1.0;
+            }
+        if (nz == 0)
+            return korch_error(KORCH_ERR_INTERNAL, "orchestrate: partition %d: no candidate computes node %d", pr->p,
+                               part->nodes[i]);
+        if (!korch_blp_add_row(b, nz, pr->cols, pr->coefs, 'G', 1.0)) return KORCH_ERR_OUT_OF_MEMORY;
     }
     for (int var = 0; var < pr->n_vars; var++)
         for (int i = 0; i < pr->k[var].n_inputs; i++) {

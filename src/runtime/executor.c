@@ -17,8 +17,8 @@ struct korch_executor {
     korch_kernel **kernels; /* one per plan kernel */
     void *arena;
     size_t arena_bytes;
-    void **value_ptr;       /* per pgraph value: where it lives (inputs/outputs rebound per run) */
-    void **scratch;         /* pointer tables for one kernel call */
+    void **value_ptr; /* per pgraph value: where it lives (inputs/outputs rebound per run) */
+    void **scratch; /* pointer tables for one kernel call */
     int scratch_cap;
 };
 
@@ -33,8 +33,9 @@ static korch_status build_kernels(korch_executor *ex, const korch_profile_option
     const char **schedules = malloc(((size_t)plan->n_kernels + 1) * sizeof *schedules);
     int *which = malloc(((size_t)plan->n_kernels + 1) * sizeof *which);
     korch_kernel **built = malloc(((size_t)plan->n_kernels + 1) * sizeof *built);
-    korch_status st = specs && schedules && which && built ? KORCH_OK
-                                                           : korch_error(KORCH_ERR_OUT_OF_MEMORY, "executor: out of memory");
+    korch_status st = specs && schedules && which && built
+                          ? KORCH_OK
+                          : korch_error(KORCH_ERR_OUT_OF_MEMORY, "executor: out of memory");
     /* one batched build call per backend */
     for (int kind = 0; kind < KORCH_BACKEND_COUNT && st == KORCH_OK; kind++) {
         int n = 0;
@@ -84,21 +85,26 @@ korch_status korch_executor_create(const korch_plan *plan, const korch_pgraph *p
         for (int i = 0; i < plan->n_kernels; i++) {
             const korch_plan_kernel *k = &plan->kernels[i];
             if (k->n_inputs + k->n_outputs > io_max) io_max = k->n_inputs + k->n_outputs;
-            for (int j = 0; j < k->n_outputs; j++)
-                if (first[k->outputs[j]] < 0) first[k->outputs[j]] = last[k->outputs[j]] = i;
+            /* a value two kernels make (recomputation) is written twice: its
+             * lifetime runs to the last writer as well as the last reader */
+            for (int j = 0; j < k->n_outputs; j++) {
+                if (first[k->outputs[j]] < 0) first[k->outputs[j]] = i;
+                last[k->outputs[j]] = i;
+            }
             for (int j = 0; j < k->n_inputs; j++)
                 if (first[k->inputs[j]] >= 0) last[k->inputs[j]] = i;
         }
         int n_req = 0;
         for (int v = 0; v < pg->n_values; v++)
             if (first[v] >= 0 && pg->values[v].graph_output < 0)
-                req[n_req++] = (korch_buffer_request){.value = v, .bytes = value_bytes(pg, v), .first = first[v],
-                                                      .last = last[v]};
+                req[n_req++] =
+                    (korch_buffer_request){.value = v, .bytes = value_bytes(pg, v), .first = first[v], .last = last[v]};
         st = korch_memory_place(req, n_req, ARENA_ALIGNMENT, offsets, &ex->arena_bytes);
         if (st == KORCH_OK && ex->arena_bytes > 0) {
             ex->arena = aligned_alloc(ARENA_ALIGNMENT, ex->arena_bytes);
             if (!ex->arena)
-                st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "executor: cannot allocate a %zu-byte arena", ex->arena_bytes);
+                st =
+                    korch_error(KORCH_ERR_OUT_OF_MEMORY, "executor: cannot allocate a %zu-byte arena", ex->arena_bytes);
         }
         for (int i = 0; i < n_req && st == KORCH_OK; i++) ex->value_ptr[req[i].value] = (char *)ex->arena + offsets[i];
         for (int v = 0; v < pg->n_values && st == KORCH_OK; v++)

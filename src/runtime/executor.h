@@ -17,7 +17,7 @@ typedef struct korch_buffer_request {
     int value;
     size_t bytes;
     int first; /* index of the first kernel that writes it */
-    int last;  /* index of the last kernel that reads it (>= first) */
+    int last; /* index of the last kernel that reads or writes it (>= first) */
 } korch_buffer_request;
 
 /* Places buffers in one arena: offsets[i] for requests[i], aligned to

@@ -29,31 +29,6 @@ void korch_plan_free(korch_plan *plan) {
     free(plan);
 }
 
-void korch_plan_kernel_io(const korch_pgraph *pg, const korch_pgraph_uses *uses, int n_nodes, const int *nodes,
-                          bool *in_set, int *inputs, int *n_inputs, int *outputs, int *n_outputs) {
-    *n_inputs = *n_outputs = 0;
-    for (int i = 0; i < n_nodes; i++) in_set[nodes[i]] = true;
-    for (int i = 0; i < n_nodes; i++) {
-        const korch_pnode *n = &pg->nodes[nodes[i]];
-        for (int k = 0; k < n->n_inputs; k++) {
-            int v = n->inputs[k], p = pg->values[v].producer;
-            if (p >= 0 && in_set[p]) continue;
-            bool seen = false;
-            for (int j = 0; j < *n_inputs && !seen; j++) seen = inputs[j] == v;
-            if (!seen) inputs[(*n_inputs)++] = v;
-        }
-        for (int k = 0; k < n->n_outputs; k++) {
-            int v = n->outputs[k];
-            if (v < 0) continue;
-            bool escapes = pg->values[v].graph_output >= 0;
-            for (int j = uses->consumer_start[v]; j < uses->consumer_start[v + 1] && !escapes; j++)
-                escapes = !in_set[uses->consumers[j]];
-            if (escapes) outputs[(*n_outputs)++] = v;
-        }
-    }
-    for (int i = 0; i < n_nodes; i++) in_set[nodes[i]] = false;
-}
-
 korch_plan_kernel *korch_plan_add_kernel(korch_plan *plan, const korch_pgraph *pg, const korch_pgraph_uses *uses,
                                          int n_nodes, const int *nodes) {
     korch_plan_kernel *grown = realloc(plan->kernels, ((size_t)plan->n_kernels + 1) * sizeof *grown);
@@ -75,14 +50,19 @@ korch_plan_kernel *korch_plan_add_kernel(korch_plan *plan, const korch_pgraph *p
     memcpy(k->nodes, nodes, (size_t)n_nodes * sizeof *nodes);
     k->inputs = buf + n_nodes;
     k->outputs = buf + n_nodes + cap;
-    korch_plan_kernel_io(pg, uses, n_nodes, nodes, in_set, k->inputs, &k->n_inputs, k->outputs, &k->n_outputs);
+    korch_node_set_io(pg, uses, n_nodes, nodes, in_set, k->inputs, &k->n_inputs, k->outputs, &k->n_outputs);
     free(in_set);
     return k;
 }
 
 korch_kernel_spec korch_plan_kernel_spec(const korch_pgraph *pg, const korch_plan_kernel *k) {
-    korch_kernel_spec s = {.pg = pg, .n_nodes = k->n_nodes, .nodes = k->nodes, .n_inputs = k->n_inputs,
-                           .inputs = k->inputs, .n_outputs = k->n_outputs, .outputs = k->outputs};
+    korch_kernel_spec s = {.pg = pg,
+                           .n_nodes = k->n_nodes,
+                           .nodes = k->nodes,
+                           .n_inputs = k->n_inputs,
+                           .inputs = k->inputs,
+                           .n_outputs = k->n_outputs,
+                           .outputs = k->outputs};
     return s;
 }
 
@@ -98,9 +78,10 @@ static bool same_list(const int *a, int na, const int *b, int nb) {
 
 korch_status korch_plan_validate(const korch_plan *plan, const korch_pgraph *pg) {
     if (plan->pgraph_nodes != pg->n_nodes)
-        return korch_error(KORCH_ERR_INVALID_MODEL,
-                           "plan: it refers to a primitive graph of %d nodes, the model now gives %d (re-run korch optimize)",
-                           plan->pgraph_nodes, pg->n_nodes);
+        return korch_error(
+            KORCH_ERR_INVALID_MODEL,
+            "plan: it refers to a primitive graph of %d nodes, the model now gives %d (re-run korch optimize)",
+            plan->pgraph_nodes, pg->n_nodes);
     korch_pgraph_uses uses;
     KORCH_TRY(korch_pgraph_uses_build(pg, &uses));
     korch_status st = KORCH_OK;
@@ -123,19 +104,19 @@ korch_status korch_plan_validate(const korch_plan *plan, const korch_pgraph *pg)
         for (int i = 0; i < k->n_nodes && st == KORCH_OK; i++) {
             int n = k->nodes[i];
             if (n < 0 || n >= pg->n_nodes || pg->nodes[n].dead || !uses.live[n])
-                st = korch_error(KORCH_ERR_INVALID_MODEL, "plan: kernel %d names node %d, which is not a live primitive", ki, n);
-            else if (in_set[n])
-                st = korch_error(KORCH_ERR_INVALID_MODEL, "plan: kernel %d lists node %d twice", ki, n);
+                st = korch_error(KORCH_ERR_INVALID_MODEL,
+                                 "plan: kernel %d names node %d, which is not a live primitive", ki, n);
+            else if (in_set[n]) st = korch_error(KORCH_ERR_INVALID_MODEL, "plan: kernel %d lists node %d twice", ki, n);
             else if (pg->nodes[n].kind == KORCH_PRIM_OPAQUE && k->n_nodes > 1)
-                st = korch_error(KORCH_ERR_INVALID_MODEL, "plan: kernel %d fuses opaque node %d with other nodes", ki, n);
-            else
-                in_set[n] = true;
+                st = korch_error(KORCH_ERR_INVALID_MODEL, "plan: kernel %d fuses opaque node %d with other nodes", ki,
+                                 n);
+            else in_set[n] = true;
         }
         for (int i = 0; i < k->n_nodes; i++)
             if (k->nodes[i] >= 0 && k->nodes[i] < pg->n_nodes) in_set[k->nodes[i]] = false;
         if (st != KORCH_OK) break;
         int n_in = 0, n_out = 0;
-        korch_plan_kernel_io(pg, &uses, k->n_nodes, k->nodes, in_set, io, &n_in, io + cap, &n_out);
+        korch_node_set_io(pg, &uses, k->n_nodes, k->nodes, in_set, io, &n_in, io + cap, &n_out);
         if (!same_list(io, n_in, k->inputs, k->n_inputs) || !same_list(io + cap, n_out, k->outputs, k->n_outputs)) {
             st = korch_error(KORCH_ERR_INVALID_MODEL,
                              "plan: kernel %d's inputs and outputs do not match the primitive graph (plan made for a "
@@ -146,7 +127,8 @@ korch_status korch_plan_validate(const korch_plan *plan, const korch_pgraph *pg)
         for (int j = 0; j < k->n_inputs; j++)
             if (!available[k->inputs[j]]) {
                 st = korch_error(KORCH_ERR_INVALID_MODEL,
-                                 "plan: kernel %d reads value %d before any earlier kernel produces it", ki, k->inputs[j]);
+                                 "plan: kernel %d reads value %d before any earlier kernel produces it", ki,
+                                 k->inputs[j]);
                 break;
             }
         for (int j = 0; j < k->n_outputs; j++) available[k->outputs[j]] = true;
@@ -166,7 +148,7 @@ done:
 }
 
 static const char *layout_name(korch_layout_tag t) {
-    static const char *const names[] = {"generic", "transpose", "reshape", "slice", "concat", "pad",
+    static const char *const names[] = {"generic", "transpose", "reshape", "slice",  "concat",     "pad",
                                         "expand",  "gather",    "resize",  "window", "depth_space"};
     _Static_assert(sizeof names / sizeof names[0] == KORCH_LAYOUT_TAG_COUNT, "layout tag names out of step");
     return (unsigned)t < KORCH_LAYOUT_TAG_COUNT ? names[t] : "?";
@@ -180,7 +162,9 @@ static void primitive_name(const korch_pgraph *pg, const korch_pnode *n, char *b
     case KORCH_PRIM_LAYOUT: snprintf(buf, size, "layout.%s", layout_name(n->u.layout.tag)); break;
     case KORCH_PRIM_LINEAR:
         snprintf(buf, size, "linear.%s%s",
-                 n->u.linear.op == KORCH_LINEAR_MATMUL ? "matmul" : n->u.linear.op == KORCH_LINEAR_CONV ? "conv" : "convT",
+                 n->u.linear.op == KORCH_LINEAR_MATMUL ? "matmul"
+                 : n->u.linear.op == KORCH_LINEAR_CONV ? "conv"
+                                                       : "convT",
                  n->u.linear.channels_last ? ".nhwc" : "");
         break;
     case KORCH_PRIM_OPAQUE:

@@ -28,8 +28,8 @@ typedef struct korch_plan_kernel {
     char schedule[256];
     char impl[160];
     double latency_ms; /* profiled */
-    char *primitives;  /* informative: "ew.ADD ew.RELU" */
-    char *onnx_nodes;  /* informative: names of the ONNX nodes covered, '\n'-separated */
+    char *primitives; /* informative: "ew.ADD ew.RELU" */
+    char *onnx_nodes; /* informative: names of the ONNX nodes covered, '\n'-separated */
 } korch_plan_kernel;
 
 typedef struct korch_plan_shape {
@@ -39,7 +39,7 @@ typedef struct korch_plan_shape {
 
 typedef struct korch_plan {
     int version;
-    char *model_path;      /* as given to optimize */
+    char *model_path; /* as given to optimize */
     char model_sha256[65]; /* hex */
     int n_input_shapes;
     korch_plan_shape *input_shapes; /* every graph input's static shape */
@@ -60,12 +60,6 @@ void korch_plan_free(korch_plan *plan);
  * the graph. Returns the kernel or NULL (error set). */
 korch_plan_kernel *korch_plan_add_kernel(korch_plan *plan, const korch_pgraph *pg, const korch_pgraph_uses *uses,
                                          int n_nodes, const int *nodes);
-
-/* Derives a node set's external inputs and escaping outputs (the rule
- * candidates use). inputs/outputs need room for n_nodes * 16 entries;
- * in_set is scratch of pg->n_nodes bools, all false, left all false. */
-void korch_plan_kernel_io(const korch_pgraph *pg, const korch_pgraph_uses *uses, int n_nodes, const int *nodes,
-                          bool *in_set, int *inputs, int *n_inputs, int *outputs, int *n_outputs);
 
 /* Checks a plan against the graph: node indices live and covered by the
  * kernels' inputs/outputs rule, kernels in an order where every input is

@@ -88,7 +88,8 @@ korch_status korch_plan_save(const korch_plan *plan, const char *path) {
     }
     fprintf(f, "end kernels=%d\n", plan->n_kernels);
     bool failed = ferror(f) != 0;
-    if (fclose(f) != 0 || failed) return korch_error(KORCH_ERR_IO, "cannot write plan \"%s\": %s", path, strerror(errno));
+    if (fclose(f) != 0 || failed)
+        return korch_error(KORCH_ERR_IO, "cannot write plan \"%s\": %s", path, strerror(errno));
     return KORCH_OK;
 }
 
@@ -193,7 +194,8 @@ static bool parse_list(const char *s, int **out, int *n) {
         char *end = NULL;
         errno = 0;
         long v = strtol(c, &end, 10);
-        if (errno || end == c || v < 0 || v > 1000000000L || (*end != ',' && *end != '\0') || !isdigit((unsigned char)*c)) {
+        if (errno || end == c || v < 0 || v > 1000000000L || (*end != ',' && *end != '\0') ||
+            !isdigit((unsigned char)*c)) {
             free(items);
             return false;
         }
@@ -318,7 +320,8 @@ static korch_status parse_line(parser *p, korch_plan *plan, char *line, bool *en
         if (!hash || strlen(hash) != 16) return perr(p, "bad pgraph-hash", NULL);
         plan->pgraph_hash = strtoull(hash, &end, 16);
         if (*end) return perr(p, "bad pgraph-hash", NULL);
-        if (!parse_long(get(fields, nf, "pgraph-nodes"), 0, 100000000L, &nodes)) return perr(p, "bad pgraph-nodes", NULL);
+        if (!parse_long(get(fields, nf, "pgraph-nodes"), 0, 100000000L, &nodes))
+            return perr(p, "bad pgraph-nodes", NULL);
         plan->pgraph_nodes = (int)nodes;
     } else if (strcmp(keyword, "strategy") == 0) {
         const char *name = get(fields, nf, "name");
@@ -327,7 +330,8 @@ static korch_status parse_line(parser *p, korch_plan *plan, char *line, bool *en
         snprintf(plan->strategy, sizeof plan->strategy, "%s", name);
         if (!parse_long(get(fields, nf, "threads"), 0, 1024, &threads)) return perr(p, "bad threads", NULL);
         plan->threads = (int)threads;
-        if (!parse_double(get(fields, nf, "predicted-ms"), &plan->predicted_ms)) return perr(p, "bad predicted-ms", NULL);
+        if (!parse_double(get(fields, nf, "predicted-ms"), &plan->predicted_ms))
+            return perr(p, "bad predicted-ms", NULL);
     } else if (strcmp(keyword, "kernel") == 0) {
         if (plan->n_kernels >= 10000000) return perr(p, "too many kernels", NULL);
         return parse_kernel(p, plan, fields, nf);
@@ -357,7 +361,8 @@ korch_status korch_plan_load(const char *path, korch_plan **out) {
         return korch_error(KORCH_ERR_OUT_OF_MEMORY, "plan: out of memory");
     }
     text[size] = '\0';
-    if (st == KORCH_OK && strlen(text) != size) st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": contains a NUL byte", path);
+    if (st == KORCH_OK && strlen(text) != size)
+        st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": contains a NUL byte", path);
     char *save = NULL;
     char *line = st == KORCH_OK ? strtok_r(text, "\n", &save) : NULL;
     int version = 0;
@@ -367,8 +372,8 @@ korch_status korch_plan_load(const char *path, korch_plan **out) {
         if (!line || strncmp(line, KORCH_PLAN_MAGIC, magic) != 0 || line[magic] != ' ')
             st = korch_error(KORCH_ERR_PARSE, "\"%s\" is not a korch plan (no \"%s\" header)", path, KORCH_PLAN_MAGIC);
         else if ((version = atoi(line + magic + 1)) != KORCH_PLAN_VERSION)
-            st = korch_error(KORCH_ERR_UNSUPPORTED, "plan \"%s\" has format version %d; this korch reads version %d", path,
-                             version, KORCH_PLAN_VERSION);
+            st = korch_error(KORCH_ERR_UNSUPPORTED, "plan \"%s\" has format version %d; this korch reads version %d",
+                             path, version, KORCH_PLAN_VERSION);
     }
     bool ended = false;
     /* strtok_r skips empty lines, so count line breaks by position instead
@@ -380,8 +385,7 @@ korch_status korch_plan_load(const char *path, korch_plan **out) {
         if (len && line[len - 1] == '\r') line[len - 1] = '\0';
         st = parse_line(&p, plan, line, &ended);
     }
-    if (st == KORCH_OK && !ended)
-        st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": no end line (truncated file?)", path);
+    if (st == KORCH_OK && !ended) st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": no end line (truncated file?)", path);
     if (st == KORCH_OK && (!plan->model_path || !plan->model_sha256[0]))
         st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": no model line", path);
     if (st == KORCH_OK && !plan->fission_version[0])

@@ -6,6 +6,8 @@
 
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
+#include "runtime/executor.h"
+#include "runtime/plan.h"
 #include "runtime/reference.h"
 
 #ifdef _OPENMP
@@ -13,13 +15,16 @@
 #endif
 
 struct korch_model {
-    uint8_t *bytes;
+    uint8_t *bytes; /* the ONNX model (for a plan: the model it names) */
     size_t size;
     char *dir;
+    korch_plan *plan; /* NULL: run with the reference executor */
 };
 
 struct korch_session {
     korch_graph *graph;
+    korch_pgraph *pg;     /* plans only */
+    korch_executor *exec; /* plans only */
     int threads;
     korch_tensor *inputs;  /* views of caller memory */
     korch_tensor *outputs; /* views of caller memory */
@@ -30,7 +35,22 @@ korch_status korch_model_load(const char *path, korch_model **out) {
     *out = NULL;
     korch_model *m = calloc(1, sizeof *m);
     if (!m) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-    korch_status st = korch_read_file(path, KORCH_MAX_MODEL_BYTES, &m->bytes, &m->size);
+    korch_status st = KORCH_OK;
+    char *model_path = NULL;
+    if (korch_plan_file_is_plan(path)) {
+        /* a plan: keep it, and load the model it names (which must be unchanged) */
+        st = korch_plan_load(path, &m->plan);
+        if (st == KORCH_OK && !(model_path = korch_plan_model_path(m->plan, path))) st = KORCH_ERR_OUT_OF_MEMORY;
+        if (st == KORCH_OK) path = model_path;
+    }
+    if (st == KORCH_OK) st = korch_read_file(path, KORCH_MAX_MODEL_BYTES, &m->bytes, &m->size);
+    if (st == KORCH_OK && m->plan) {
+        char sha[65];
+        korch_sha256_hex(m->bytes, m->size, sha);
+        if (strcmp(sha, m->plan->model_sha256) != 0)
+            st = korch_error(KORCH_ERR_INVALID_MODEL, "model \"%s\" has changed since the plan was made; re-run korch optimize",
+                             path);
+    }
     if (st == KORCH_OK) {
         m->dir = strdup(path);
         if (!m->dir) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
@@ -46,6 +66,7 @@ korch_status korch_model_load(const char *path, korch_model **out) {
         if (st == KORCH_OK) st = korch_graph_validate(g);
         korch_graph_free(g);
     }
+    free(model_path);
     if (st != KORCH_OK) {
         korch_model_free(m);
         return st;
@@ -56,6 +77,7 @@ korch_status korch_model_load(const char *path, korch_model **out) {
 
 void korch_model_free(korch_model *model) {
     if (!model) return;
+    korch_plan_free(model->plan);
     free(model->bytes);
     free(model->dir);
     free(model);
@@ -75,7 +97,13 @@ korch_status korch_session_create(const korch_model *model, const korch_session_
     korch_input_shape shapes[64];
     int n_shapes = 0;
     char *spec = NULL;
-    if (options->input_shapes) {
+    if (model->plan) {
+        /* a plan fixes every input shape */
+        if (model->plan->n_input_shapes > 64) return korch_error(KORCH_ERR_UNSUPPORTED, "plan with more than 64 inputs");
+        for (int i = 0; i < model->plan->n_input_shapes; i++)
+            shapes[n_shapes++] = (korch_input_shape){.name = model->plan->input_shapes[i].name,
+                                                     .shape = model->plan->input_shapes[i].shape};
+    } else if (options->input_shapes) {
         spec = strdup(options->input_shapes);
         if (!spec) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
         korch_status st = korch_input_shapes_parse(spec, shapes, 64, &n_shapes);
@@ -90,6 +118,16 @@ korch_status korch_session_create(const korch_model *model, const korch_session_
     if (st == KORCH_OK) st = korch_graph_validate(s->graph);
     if (st == KORCH_OK) st = korch_graph_infer(s->graph, shapes, n_shapes);
     free(spec);
+    if (st == KORCH_OK && model->plan) {
+        st = korch_plan_lower(s->graph, &s->pg);
+        if (st == KORCH_OK && korch_pgraph_hash(s->pg) != model->plan->pgraph_hash)
+            st = korch_error(KORCH_ERR_INVALID_MODEL,
+                             "the plan was made for a different primitive graph (plan made by %s, this is %s); re-run "
+                             "korch optimize",
+                             model->plan->fission_version, korch_plan_fission_version);
+        korch_profile_options popts = {.threads = options->threads > 0 ? options->threads : model->plan->threads};
+        if (st == KORCH_OK) st = korch_executor_create(model->plan, s->pg, &popts, &s->exec);
+    }
     if (st == KORCH_OK) {
         s->threads = options->threads;
         s->inputs = calloc((size_t)s->graph->n_inputs + 1, sizeof *s->inputs);
@@ -106,6 +144,8 @@ korch_status korch_session_create(const korch_model *model, const korch_session_
 
 void korch_session_destroy(korch_session *s) {
     if (!s) return;
+    korch_executor_destroy(s->exec);
+    korch_pgraph_free(s->pg);
     korch_graph_free(s->graph);
     free(s->inputs);
     free(s->outputs);
@@ -173,6 +213,7 @@ korch_status korch_session_run(korch_session *s) {
 #ifdef _OPENMP
     if (s->threads > 0) omp_set_num_threads(s->threads);
 #endif
+    if (s->exec) return korch_executor_run(s->exec, s->inputs, s->outputs); /* zero-copy */
     korch_tensor *results = calloc((size_t)s->graph->n_outputs + 1, sizeof *results);
     if (!results) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     korch_status st = korch_reference_run(s->graph, s->inputs, results);

@@ -3,7 +3,7 @@
  * a reduction that is broadcast back, multi-output kernels, scalar constants
  * inlined as literals, and weights passed as buffers. Also checks the
  * structure of the generated code (one parallel loop for a softmax row, no
- * tensor names in the source). */
+ * string literals in a kernel). */
 #include <string.h>
 
 #include "cgen_check.h"
@@ -51,6 +51,9 @@ static void test_softmax(void) {
                 CHECK_MSG(parallel == 1, "softmax row kernel has %d parallel loops", parallel);
                 CHECK_MSG(strstr(src, "rc") != NULL, "softmax row kernel does not cache exp(x - max)");
                 CHECK_MSG(strstr(src, "malloc") == NULL, "softmax row kernel allocates scratch");
+                /* no string literal in a kernel: nothing from the model is ever quoted into C */
+                const char *body = strstr(src, "int korch_k");
+                CHECK(body && strchr(body, '"') == NULL);
             }
             free(src);
             cc_spec_free(&spec);

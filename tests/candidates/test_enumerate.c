@@ -17,7 +17,8 @@ static void reachability(const korch_pgraph *pg, bool reach[64][64]) {
             int u = stack[--sp];
             for (int c = 0; c < pg->n_nodes; c++) {
                 bool edge = false;
-                for (int k = 0; k < pg->nodes[c].n_inputs; k++) edge |= pg->values[pg->nodes[c].inputs[k]].producer == u;
+                for (int k = 0; k < pg->nodes[c].n_inputs; k++)
+                    edge |= pg->values[pg->nodes[c].inputs[k]].producer == u;
                 if (edge && !reach[a][c]) {
                     reach[a][c] = true;
                     stack[sp++] = c;
@@ -179,14 +180,16 @@ static void test_caps_and_reasons(void) {
     o.supports = reject_add;
     CHECK_OK(korch_candidates_build(pg, &o, &set));
     bool has_add = false;
-    for (int i = 0; i < pg->n_nodes; i++) has_add |= pg->nodes[i].kind == KORCH_PRIM_ELEMENTWISE && pg->nodes[i].u.ew.op == KORCH_EW_ADD;
+    for (int i = 0; i < pg->n_nodes; i++)
+        has_add |= pg->nodes[i].kind == KORCH_PRIM_ELEMENTWISE && pg->nodes[i].u.ew.op == KORCH_EW_ADD;
     long unsupported = 0;
     for (int p = 0; set && p < set->n_partitions; p++) unsupported += set->stats[p].rejected[KORCH_REJECT_UNSUPPORTED];
     for (int i = 0; set && i < set->n_candidates; i++) {
         const korch_candidate *c = &set->candidates[i];
         bool add = false;
         for (int j = 0; j < c->n_nodes; j++)
-            add |= pg->nodes[c->nodes[j]].kind == KORCH_PRIM_ELEMENTWISE && pg->nodes[c->nodes[j]].u.ew.op == KORCH_EW_ADD;
+            add |=
+                pg->nodes[c->nodes[j]].kind == KORCH_PRIM_ELEMENTWISE && pg->nodes[c->nodes[j]].u.ew.op == KORCH_EW_ADD;
         if (add) CHECK(c->n_nodes == 1 && c->backend == KORCH_BACKEND_REF);
     }
     CHECK(has_add && unsupported > 0);

@@ -220,7 +220,7 @@ static void record(run_state *s, const char *name, const conformance_result *r, 
             snprintf(text, sizeof text, "unexpectedly passed: remove it from the known-failures list");
             emit(s, true, "XPASS", name, text);
         } else {
-            emit(s, s->opt.verbose, "PASS", name, "");
+            emit(s, s->opt.verbose, "PASS", name, r->detail);
         }
         break;
     case CONFORMANCE_SKIP:

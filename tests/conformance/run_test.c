@@ -198,15 +198,33 @@ static void check_fission(const korch_graph *g, const korch_tensor *bound, const
     }
 }
 
-/* korch needs shape-like operands (Reshape's shape, Slice's starts, ...) to be
- * constants, but many node tests feed them as graph inputs. Freezing turns
- * every integer graph input into a constant holding the test's data, which
- * is the model korch is designed for; the op under test still runs. */
+/* korch needs shape-like operands (Reshape's shape, Slice's starts, Resize's
+ * scales, ...) to be constants, but many node tests feed them as graph
+ * inputs. When korch refuses a test only for that reason, the runner freezes
+ * the input korch named: it becomes a constant holding the test's data, which
+ * is the model korch is designed for, and the op still runs. When the named
+ * tensor is computed from inputs (a window size cast to float, say), the
+ * runner freezes every integer input instead. */
+typedef struct freeze_list {
+    int count;
+    char names[MAX_TENSORS][160];
+    bool all_integers;
+} freeze_list;
+
 static bool is_integer(korch_dtype d) { return d == KORCH_DTYPE_INT64 || d == KORCH_DTYPE_INT32; }
 
-static korch_status freeze_integer_inputs(korch_graph *g, const tensor_files *in, const int *value_of, bool *frozen) {
+static bool in_freeze_list(const freeze_list *f, const char *name) {
+    for (int i = 0; i < f->count; i++)
+        if (strcmp(f->names[i], name) == 0) return true;
+    return false;
+}
+
+static korch_status freeze_inputs(korch_graph *g, const tensor_files *in, const int *value_of, const freeze_list *f,
+                                  bool *frozen) {
     for (int k = 0; k < in->count; k++) {
-        if (value_of[k] < 0 || in->status[k] != KORCH_OK || !is_integer(in->tensors[k].dtype)) continue;
+        if (value_of[k] < 0 || in->status[k] != KORCH_OK) continue;
+        if (!in_freeze_list(f, g->values[value_of[k]].name) && !(f->all_integers && is_integer(in->tensors[k].dtype)))
+            continue;
         korch_value *v = &g->values[value_of[k]];
         KORCH_TRY(korch_tensor_clone(&in->tensors[k], &v->constant));
         v->is_constant = true;
@@ -223,17 +241,17 @@ static korch_status freeze_integer_inputs(korch_graph *g, const tensor_files *in
     return KORCH_OK;
 }
 
-/* Loads `model` with input shapes from the input files (and, when `freeze`,
- * integer inputs made constant): the korch_frontend_load pipeline, step by step. */
-static korch_status load_model(const char *model, const tensor_files *in, bool freeze, bool *frozen, int *value_of,
-                               korch_graph **out) {
+/* Loads `model` with input shapes from the input files and the inputs of `f`
+ * made constant: the korch_frontend_load pipeline, step by step. */
+static korch_status load_model(const char *model, const tensor_files *in, const freeze_list *f, bool *frozen,
+                               int *value_of, korch_graph **out) {
     korch_graph *g = NULL;
     *out = NULL;
     KORCH_TRY(korch_onnx_load_file(model, &g));
     korch_input_shape shapes[MAX_TENSORS];
     int n_shapes = 0;
     for (int k = 0; k < in->count; k++) value_of[k] = input_value(g, in, k);
-    korch_status st = freeze ? freeze_integer_inputs(g, in, value_of, frozen) : KORCH_OK;
+    korch_status st = freeze_inputs(g, in, value_of, f, frozen);
     for (int k = 0; k < in->count; k++) {
         if (value_of[k] < 0 || in->status[k] != KORCH_OK || frozen[k]) continue;
         shapes[n_shapes].name = g->values[value_of[k]].name;
@@ -250,7 +268,7 @@ static korch_status load_model(const char *model, const tensor_files *in, bool f
     return KORCH_OK;
 }
 
-static void run_data_set(const char *model, const char *set_dir, bool freeze, conformance_result *r) {
+static void run_data_set(const char *model, const char *set_dir, const freeze_list *f, conformance_result *r) {
     tensor_files *in = calloc(1, sizeof *in), *out = calloc(1, sizeof *out);
     korch_graph *g = NULL;
     korch_tensor bound[MAX_TENSORS], results[MAX_TENSORS];
@@ -264,7 +282,7 @@ static void run_data_set(const char *model, const char *set_dir, bool freeze, co
     }
     read_tensor_files(set_dir, "input", in);
     read_tensor_files(set_dir, "output", out);
-    korch_status st = load_model(model, in, freeze, frozen, value_of, &g);
+    korch_status st = load_model(model, in, f, frozen, value_of, &g);
     if (st != KORCH_OK) {
         set_korch_error(r, st, "load", model);
         goto done;
@@ -303,8 +321,8 @@ static void run_data_set(const char *model, const char *set_dir, bool freeze, co
     compare_outputs(g, results, out, r);
     if (r->outcome == CONFORMANCE_PASS && conformance_fission_mode) check_fission(g, bound, out, r);
     if (r->outcome == CONFORMANCE_PASS && n_frozen)
-        snprintf(r->detail, sizeof r->detail, "%d outputs match, with %d integer inputs frozen as constants",
-                 out->count, n_frozen);
+        snprintf(r->detail, sizeof r->detail, "%d outputs match, with %d inputs frozen as constants", out->count,
+                 n_frozen);
 done:
     if (g)
         for (int k = 0; k < g->n_outputs && k < MAX_TENSORS; k++) korch_tensor_free(&results[k]);
@@ -315,12 +333,32 @@ done:
     free(out);
 }
 
-/* Runs a data set; when korch refuses it only because a shape-like input is
- * not constant, runs it again with integer inputs frozen. */
+/* Runs a data set; while korch refuses it only because a graph input must be
+ * constant, freezes that input and runs it again. */
 static void run_data_set_or_freeze(const char *model, const char *set_dir, conformance_result *r) {
-    run_data_set(model, set_dir, false, r);
-    if (r->outcome == CONFORMANCE_SKIP && strstr(r->detail, "is not a constant; korch needs static shapes"))
-        run_data_set(model, set_dir, true, r);
+    static const char marker[] = "\" is not a constant; korch needs static shapes";
+    freeze_list *f = calloc(1, sizeof *f);
+    if (!f) {
+        set_result(r, CONFORMANCE_FAIL, "out of memory");
+        return;
+    }
+    run_data_set(model, set_dir, f, r);
+    while (r->outcome == CONFORMANCE_SKIP && f->count < MAX_TENSORS) {
+        const char *end = strstr(r->detail, marker), *begin = end;
+        if (!end) break;
+        while (begin > r->detail && begin[-1] != '"') begin--;
+        if (begin == r->detail) break;
+        snprintf(f->names[f->count], sizeof f->names[0], "%.*s", (int)(end - begin), begin);
+        if (!in_freeze_list(f, f->names[f->count])) {
+            f->count++;
+        } else if (!f->all_integers) {
+            f->all_integers = true; /* freezing it did not help: it is computed, not an input */
+        } else {
+            break; /* korch's refusal stands */
+        }
+        run_data_set(model, set_dir, f, r);
+    }
+    free(f);
 }
 
 static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }

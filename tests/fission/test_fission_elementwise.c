@@ -198,6 +198,71 @@ static void prelu(void) {
     }
 }
 
+/* Special values reach the op through x + c with x ~ 1e-30: c itself in float. */
+static void special_values(const char *op, int opset, const char *attr, int64_t value) {
+    int64_t d[1] = {12};
+    const float c[12] = {NAN, INFINITY, -INFINITY, 0.5f, -0.5f, 1.5f, 2.5f, -2.5f, 0.0f, -0.0f, 3.7f, -1e30f};
+    korch_graph *g = fh_begin(opset);
+    fh_input(g, "x", KORCH_DTYPE_FLOAT32, 1, d);
+    fh_const_f32(g, "c", 1, d, c);
+    fh_node(g, "Add", "x,c", "v");
+    int n = fh_node(g, op, "v", "y");
+    if (attr) fh_attr_int(g, n, attr, value);
+    fh_output(g, "y");
+    char label[64];
+    snprintf(label, sizeof label, "%s on special values", op);
+    fh_check(g, &(fh_options){.rtol = 0, .lo = 0, .hi = 1e-30}, label);
+}
+
+static void mod(void) {
+    for (int t = 0; t < 6; t++) {
+        korch_shape a = fh_random_shape(1, 3, 4), b = broadcast_partner(&a);
+        bool is_float = t >= 4;
+        korch_graph *g = fh_begin(13);
+        fh_input(g, "a", is_float ? KORCH_DTYPE_FLOAT32 : KORCH_DTYPE_INT64, a.rank, a.dims);
+        fh_input(g, "b", is_float ? KORCH_DTYPE_FLOAT32 : KORCH_DTYPE_INT64, b.rank, b.dims);
+        int n = fh_node(g, "Mod", "a,b", "y");
+        if (t & 1 || is_float) fh_attr_int(g, n, "fmod", 1);
+        fh_output(g, "y");
+        /* integers in [-5, 5] include 0 and -1 divisors; floats stay away from 0 */
+        fh_check(g, &(fh_options){.rtol = 0, .lo = 0.3, .hi = 7}, (t & 1 || is_float) ? "Mod fmod=1" : "Mod fmod=0");
+    }
+}
+
+/* GELU as PyTorch exports it: erf form x * 0.5 * (1 + erf(x / sqrt(2))) and
+ * tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), which fission
+ * splits operator by operator (Pow with exponent 3 included). */
+static void gelu_subgraphs(void) {
+    for (int t = 0; t < 4; t++) {
+        korch_shape s = fh_random_shape(1, 3, 8);
+        korch_graph *g = fh_begin(13);
+        fh_input(g, "x", KORCH_DTYPE_FLOAT32, s.rank, s.dims);
+        const float half = 0.5f, one = 1.0f, sqrt2 = 1.41421356f, k = 0.79788456f, c = 0.044715f, three = 3.0f;
+        fh_const_f32(g, "half", 0, NULL, &half);
+        fh_const_f32(g, "one", 0, NULL, &one);
+        if (t & 1) {
+            fh_const_f32(g, "three", 0, NULL, &three);
+            fh_const_f32(g, "c", 0, NULL, &c);
+            fh_const_f32(g, "k", 0, NULL, &k);
+            fh_node(g, "Pow", "x,three", "x3");
+            fh_node(g, "Mul", "x3,c", "cx3");
+            fh_node(g, "Add", "x,cx3", "inner");
+            fh_node(g, "Mul", "inner,k", "arg");
+            fh_node(g, "Tanh", "arg", "t");
+        } else {
+            fh_const_f32(g, "sqrt2", 0, NULL, &sqrt2);
+            fh_node(g, "Div", "x,sqrt2", "arg");
+            fh_node(g, "Erf", "arg", "t");
+        }
+        fh_node(g, "Add", "t,one", "t1");
+        fh_node(g, "Mul", "x,half", "hx");
+        fh_node(g, "Mul", "hx,t1", "y");
+        fh_output(g, "y");
+        fh_check(g, &(fh_options){.rtol = 1e-6, .lo = -5, .hi = 5, .min_primitives = 5},
+                 t & 1 ? "GELU tanh form" : "GELU erf form");
+    }
+}
+
 int main(void) {
     fh_seed(1);
     /* one primitive each, the same formula in double: a few ulp at most */
@@ -246,6 +311,26 @@ int main(void) {
     activation("Celu", 13, "alpha", 0.8f, NULL, 0);
     activation("HardSigmoid", 13, "alpha", 0.15f, "beta", 0.3f);
     activation("ThresholdedRelu", 13, "alpha", 0.4f, NULL, 0);
+    unary("Tan", 13, -1.4, 1.4, 1e-7);
+    unary("Asin", 13, -0.99, 0.99, 1e-7);
+    unary("Acos", 13, -0.99, 0.99, 1e-7);
+    unary("Atan", 13, -5, 5, 1e-7);
+    unary("Sinh", 13, -4, 4, 1e-7);
+    unary("Cosh", 13, -4, 4, 1e-7);
+    unary("Asinh", 13, -5, 5, 1e-7);
+    unary("Acosh", 13, 1.01, 6, 1e-7);
+    unary("Atanh", 13, -0.99, 0.99, 1e-7);
+    unary("Round", 13, -4, 4, 0);
+    unary("Sign", 13, -4, 4, 0);
+    unary("Shrink", 13, -2, 2, 1e-7);
+    special_values("Round", 13, NULL, 0);
+    special_values("Sign", 13, NULL, 0);
+    special_values("IsNaN", 13, NULL, 0);
+    special_values("IsInf", 13, NULL, 0);
+    special_values("IsInf", 13, "detect_negative", 0);
+    special_values("IsInf", 13, "detect_positive", 0);
+    mod();
+    gelu_subgraphs();
     clip();
     where_and_logic();
     casts();

@@ -138,6 +138,62 @@ static void reduce(const char *op, double lo, double hi, double rtol, int input_
         }
 }
 
+static void arg_extremes(void) {
+    for (int t = 0; t < 16; t++) {
+        korch_shape s = fh_random_shape(1, 4, 5);
+        int axis = (int)fh_int(-s.rank, s.rank - 1);
+        bool ints = t % 4 == 3;
+        korch_graph *g = fh_begin(13);
+        fh_input(g, "x", ints ? KORCH_DTYPE_INT64 : KORCH_DTYPE_FLOAT32, s.rank, s.dims);
+        int n = fh_node(g, t & 1 ? "ArgMin" : "ArgMax", "x", "y");
+        fh_attr_int(g, n, "axis", axis);
+        if (t & 2) fh_attr_int(g, n, "keepdims", 0);
+        if (t & 4) fh_attr_int(g, n, "select_last_index", 1);
+        fh_output(g, "y");
+        fh_check(g, &(fh_options){.rtol = 0}, t & 1 ? "ArgMin" : "ArgMax");
+    }
+    /* ties and NaN: the first (or last) extreme, a NaN winning */
+    int64_t d[2] = {3, 4};
+    const float v[12] = {1, 3, 3, 0, 2, NAN, 2, NAN, -1, -5, -1, -5};
+    for (int t = 0; t < 4; t++) {
+        korch_graph *g = fh_begin(13);
+        fh_input(g, "x", KORCH_DTYPE_FLOAT32, 2, d);
+        fh_const_f32(g, "c", 2, d, v);
+        fh_node(g, "Add", "x,c", "v");
+        int n = fh_node(g, t & 1 ? "ArgMin" : "ArgMax", "v", "y");
+        fh_attr_int(g, n, "axis", 1);
+        if (t & 2) fh_attr_int(g, n, "select_last_index", 1);
+        fh_output(g, "y");
+        fh_check(g, &(fh_options){.rtol = 0, .lo = 0, .hi = 1e-30}, "ArgMax/ArgMin ties and NaN");
+    }
+}
+
+static void cumsum(void) {
+    for (int t = 0; t < 12; t++) {
+        korch_shape s = fh_random_shape(1, 4, 6);
+        int64_t axis = fh_int(-s.rank, s.rank - 1);
+        bool ints = t % 3 == 2;
+        korch_graph *g = fh_begin(14);
+        fh_input(g, "x", ints ? KORCH_DTYPE_INT64 : KORCH_DTYPE_FLOAT32, s.rank, s.dims);
+        fh_const_i64(g, "axis", 1, &axis);
+        int n = fh_node(g, "CumSum", "x,axis", "y");
+        if (t & 1) fh_attr_int(g, n, "exclusive", 1);
+        if (t & 4) fh_attr_int(g, n, "reverse", 1);
+        fh_output(g, "y");
+        fh_check(g, &(fh_options){.rtol = 1e-6, .min_primitives = 2}, "CumSum");
+    }
+}
+
+static void mean_variance_norm(void) {
+    for (int t = 0; t < 6; t++) {
+        korch_shape s = fh_random_shape(4, 4, 5);
+        int n;
+        korch_graph *g = fh_unary_graph(13, "MeanVarianceNormalization", s.rank, s.dims, &n);
+        if (t & 1) fh_attr_ints(g, n, "axes", 2, (int64_t[]){1, -1});
+        fh_check(g, &(fh_options){.rtol = 1e-5, .lo = -1, .hi = 3}, "MeanVarianceNormalization");
+    }
+}
+
 int main(void) {
     fh_seed(2);
     softmax_family("Softmax", 1e-6, 5);
@@ -147,6 +203,9 @@ int main(void) {
     layer_norm();
     instance_norm();
     batch_norm();
+    arg_extremes();
+    cumsum();
+    mean_variance_norm();
     reduce("ReduceSum", -2, 2, 1e-6, 13);
     reduce("ReduceMean", -2, 2, 1e-6, 18);
     reduce("ReduceMax", -2, 2, 0, 18);
@@ -154,6 +213,8 @@ int main(void) {
     reduce("ReduceProd", 0.5, 1.6, 1e-6, 18);
     reduce("ReduceProd", -1.5, 1.5, 1e-6, 18);
     reduce("ReduceSumSquare", -2, 2, 1e-6, 18);
+    reduce("ReduceL1", -2, 2, 1e-6, 18);
+    reduce("ReduceL2", -2, 2, 1e-6, 18);
     reduce("ReduceLogSum", 0.1, 2, 1e-6, 18);
     reduce("ReduceLogSumExp", -4, 4, 1e-6, 18);
     printf("%d graphs checked\n", fh_checked);

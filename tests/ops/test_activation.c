@@ -89,6 +89,7 @@ static double softsign(double x) { return x / (1 + fabs(x)); }
 static double relu(double x) { return x > 0 ? x : 0; }
 static double thresholded(double x) { return x > 1 ? x : 0; }
 static double celu(double x) { return fmax(0, x) + fmin(0, exp(x) - 1); }
+static double shrink(double x) { return fabs(x) <= 0.5 ? 0 : x; } /* bias 0: a dead zone of +-lambd */
 
 static void check_activations(void) {
     struct {
@@ -99,7 +100,7 @@ static void check_activations(void) {
         {"LeakyRelu", 16, leaky},      {"Elu", 6, elu},           {"Selu", 6, selu},
         {"HardSigmoid", 6, hard_sigmoid}, {"HardSwish", 14, hard_swish}, {"Softplus", 1, softplus},
         {"Mish", 18, mish},            {"Softsign", 1, softsign}, {"Relu", 14, relu},
-        {"ThresholdedRelu", 10, thresholded}, {"Celu", 12, celu},
+        {"ThresholdedRelu", 10, thresholded}, {"Celu", 12, celu}, {"Shrink", 9, shrink},
     };
     h_input x = h_tensor(KORCH_DTYPE_FLOAT32, 1, D6, X);
     for (size_t k = 0; k < sizeof acts / sizeof acts[0]; k++) {
@@ -119,6 +120,11 @@ static void check_activations(void) {
     h_attr hs[2] = {H_FLOAT("alpha", 1.0f), H_FLOAT("beta", 0.0f)};
     CHECK_OK(h_run1("HardSigmoid", 6, hs, 2, &x, 1, &y));
     CHECK(((float *)y.data)[4] == 0.75f && ((float *)y.data)[5] == 1.0f);
+    korch_tensor_free(&y);
+    h_attr soft[2] = {H_FLOAT("lambd", 1.0f), H_FLOAT("bias", 1.0f)}; /* soft shrink */
+    CHECK_OK(h_run1("Shrink", 9, soft, 2, &x, 1, &y));
+    CHECK(((float *)y.data)[0] == -99.0f && ((float *)y.data)[1] == -1.0f && ((float *)y.data)[2] == 0.0f &&
+          ((float *)y.data)[4] == 0.0f && ((float *)y.data)[5] == 89.0f);
     korch_tensor_free(&y);
     /* Mish exists from opset 18 only; Celu refuses alpha 0 */
     CHECK(h_run1("Mish", 17, NULL, 0, &x, 1, &y) == KORCH_ERR_UNSUPPORTED);
@@ -140,13 +146,17 @@ static void check_unary(void) {
         const char *op;
         double (*f)(double);
     } ops[] = {{"Sqrt", sqrt}, {"Exp", exp}, {"Log", log}, {"Erf", erf}, {"Tanh", tanh},
-               {"Floor", floor}, {"Ceil", ceil}, {"Sin", sin}, {"Cos", cos}, {"Abs", fabs}};
+               {"Floor", floor}, {"Ceil", ceil}, {"Sin", sin}, {"Cos", cos}, {"Abs", fabs},
+               {"Tan", tan}, {"Atan", atan}, {"Sinh", sinh}, {"Cosh", cosh}, {"Asinh", asinh},
+               {"Acosh", acosh}};
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
         korch_tensor y;
         CHECK_OK(h_run1(ops[k].op, 13, NULL, 0, &x, 1, &y));
-        for (int i = 0; i < 4 && y.data; i++)
-            CHECK_MSG(fabs(((double *)y.data)[i] - ops[k].f(xs[i])) <= 1e-12 * fmax(1, fabs(ops[k].f(xs[i]))), "%s(%g)",
+        for (int i = 0; i < 4 && y.data; i++) {
+            double got = ((double *)y.data)[i], want = ops[k].f(xs[i]); /* Acosh(0.25) is NaN */
+            CHECK_MSG((isnan(got) && isnan(want)) || fabs(got - want) <= 1e-12 * fmax(1, fabs(want)), "%s(%g)",
                       ops[k].op, xs[i]);
+        }
         korch_tensor_free(&y);
     }
     korch_tensor y;
@@ -158,6 +168,38 @@ static void check_unary(void) {
     CHECK_OK(h_run1("Sigmoid", 13, NULL, 0, &fx, 1, &y));
     CHECK(((float *)y.data)[0] >= 0 && ((float *)y.data)[0] < 1e-30f && ((float *)y.data)[5] == 1.0f);
     CHECK_NEAR(((float *)y.data)[2], 1 / (1 + exp(0.5)), 1e-7);
+    korch_tensor_free(&y);
+    /* Round: halves to even; Sign keeps NaN and zero */
+    float halves[6] = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.6f};
+    h_input hx = h_tensor(KORCH_DTYPE_FLOAT32, 1, D6, halves);
+    CHECK_OK(h_run1("Round", 11, NULL, 0, &hx, 1, &y));
+    double rounded[6] = {0, 2, 2, -0.0, -2, 3};
+    CHECK(h_close_f32(y.data, rounded, 6));
+    korch_tensor_free(&y);
+    float signs[4] = {-3, 0, NAN, 0.25f};
+    h_input sx = h_tensor(KORCH_DTYPE_FLOAT32, 1, (int64_t[]){4}, signs);
+    CHECK_OK(h_run1("Sign", 13, NULL, 0, &sx, 1, &y));
+    double want_sign[4] = {-1, 0, NAN, 1};
+    CHECK(h_close_f32(y.data, want_sign, 4));
+    korch_tensor_free(&y);
+    int32_t isv[3] = {-9, 0, INT32_MAX};
+    h_input isx = h_tensor(KORCH_DTYPE_INT32, 1, (int64_t[]){3}, isv);
+    CHECK_OK(h_run1("Sign", 13, NULL, 0, &isx, 1, &y));
+    CHECK(((int32_t *)y.data)[0] == -1 && ((int32_t *)y.data)[1] == 0 && ((int32_t *)y.data)[2] == 1);
+    korch_tensor_free(&y);
+    /* IsNaN / IsInf (with the sign filters) give bools */
+    float special[4] = {INFINITY, -INFINITY, NAN, 1};
+    h_input spx = h_tensor(KORCH_DTYPE_FLOAT32, 1, (int64_t[]){4}, special);
+    uint8_t nan_w[4] = {0, 0, 1, 0}, inf_w[4] = {1, 1, 0, 0}, neg_w[4] = {0, 1, 0, 0};
+    CHECK_OK(h_run1("IsNaN", 13, NULL, 0, &spx, 1, &y));
+    CHECK(y.dtype == KORCH_DTYPE_BOOL && memcmp(y.data, nan_w, 4) == 0);
+    korch_tensor_free(&y);
+    CHECK_OK(h_run1("IsInf", 10, NULL, 0, &spx, 1, &y));
+    CHECK(memcmp(y.data, inf_w, 4) == 0);
+    korch_tensor_free(&y);
+    h_attr only_neg = H_INT("detect_positive", 0);
+    CHECK_OK(h_run1("IsInf", 10, &only_neg, 1, &spx, 1, &y));
+    CHECK(memcmp(y.data, neg_w, 4) == 0);
     korch_tensor_free(&y);
     /* integer Exp is refused */
     int32_t iv[1] = {1};

@@ -106,17 +106,24 @@ static void check_dropout(void) {
     CHECK(mask.dtype == KORCH_DTYPE_FLOAT32 && ((float *)mask.data)[2] == 1.0f);
     korch_tensor_free(&y);
     korch_tensor_free(&mask);
-    /* training with a non-zero ratio: refused at inference, or at run time when the mode is an input */
+    /* training with a non-zero ratio is refused; so is a training_mode known only at run time */
     float ratio = 0.5f, zero = 0;
-    uint8_t on = 1;
+    uint8_t on = 1, off = 0;
     h_input train[3] = {in, h_const(h_tensor(KORCH_DTYPE_FLOAT32, 0, NULL, &ratio)),
                         h_const(h_tensor(KORCH_DTYPE_BOOL, 0, NULL, &on))};
     CHECK(h_run1("Dropout", 13, NULL, 0, train, 3, &y) == KORCH_ERR_UNSUPPORTED);
-    train[2] = h_tensor(KORCH_DTYPE_BOOL, 0, NULL, &on);
+    CHECK(strstr(korch_last_error(), "ratio 0.5") != NULL);
+    train[2] = h_tensor(KORCH_DTYPE_BOOL, 0, NULL, &off);
     CHECK(h_run1("Dropout", 13, NULL, 0, train, 3, &y) == KORCH_ERR_UNSUPPORTED);
-    CHECK(strstr(korch_last_error(), "training_mode") != NULL);
-    /* ratio 0 in training is the identity */
-    train[1] = h_tensor(KORCH_DTYPE_FLOAT32, 0, NULL, &zero);
+    CHECK(strstr(korch_last_error(), "training_mode is a run-time input") != NULL);
+    /* constant training_mode: false with any ratio, or true with ratio 0, is the identity */
+    train[2] = h_const(h_tensor(KORCH_DTYPE_BOOL, 0, NULL, &off));
+    train[1] = h_tensor(KORCH_DTYPE_FLOAT32, 0, NULL, &ratio);
+    CHECK_OK(h_run1("Dropout", 13, NULL, 0, train, 3, &y));
+    CHECK(y.data && memcmp(y.data, x, sizeof x) == 0);
+    korch_tensor_free(&y);
+    train[2] = h_const(h_tensor(KORCH_DTYPE_BOOL, 0, NULL, &on));
+    train[1] = h_const(h_tensor(KORCH_DTYPE_FLOAT32, 0, NULL, &zero));
     CHECK_OK(h_run1("Dropout", 13, NULL, 0, train, 3, &y));
     CHECK(y.data && memcmp(y.data, x, sizeof x) == 0);
     korch_tensor_free(&y);

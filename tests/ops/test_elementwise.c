@@ -135,6 +135,25 @@ static void check_integers(void) {
     CHECK_OK(h_run1("Add", 14, NULL, 0, uins, 2, &y));
     CHECK(((uint8_t *)y.data)[1] == 4);
     korch_tensor_free(&y);
+    /* Mod: fmod=0 takes the divisor's sign, fmod=1 the dividend's; x mod 0 is 0, INT64_MIN mod -1 is 0 */
+    int64_t ma[6] = {7, -7, 7, -7, 5, INT64_MIN}, mb[6] = {3, 3, -3, -3, 0, -1};
+    int64_t d6[1] = {6};
+    h_input mod[2] = {h_tensor(KORCH_DTYPE_INT64, 1, d6, ma), h_tensor(KORCH_DTYPE_INT64, 1, d6, mb)};
+    CHECK_OK(h_run1("Mod", 13, NULL, 0, mod, 2, &y));
+    int64_t python_mod[6] = {1, 2, -2, -1, 0, 0};
+    CHECK(y.data && memcmp(y.data, python_mod, sizeof python_mod) == 0);
+    korch_tensor_free(&y);
+    h_attr fmod = H_INT("fmod", 1);
+    CHECK_OK(h_run1("Mod", 13, &fmod, 1, mod, 2, &y));
+    int64_t c_mod[6] = {1, -1, 1, -1, 0, 0};
+    CHECK(y.data && memcmp(y.data, c_mod, sizeof c_mod) == 0);
+    korch_tensor_free(&y);
+    float fa[2] = {-7.5f, 7.5f}, fb[2] = {2, -2};
+    h_input fmods[2] = {h_tensor(KORCH_DTYPE_FLOAT32, 1, d2, fa), h_tensor(KORCH_DTYPE_FLOAT32, 1, d2, fb)};
+    CHECK_OK(h_run1("Mod", 13, &fmod, 1, fmods, 2, &y));
+    CHECK(((float *)y.data)[0] == -1.5f && ((float *)y.data)[1] == 1.5f);
+    korch_tensor_free(&y);
+    CHECK(h_run1("Mod", 13, NULL, 0, fmods, 2, &y) == KORCH_ERR_INVALID_MODEL); /* floats need fmod=1 */
     /* mismatched dtypes and bool arithmetic are refused */
     h_input mixed[2] = {ins[0], uins[0]};
     CHECK(h_run1("Add", 14, NULL, 0, mixed, 2, &y) == KORCH_ERR_INVALID_MODEL);
@@ -274,6 +293,22 @@ static void check_prelu(void) {
     for (int i = 0; i < 12; i++) want[i] = x[i] < 0 ? x[i] * slope[(i / 2) % 3] : x[i];
     CHECK(h_close_f32(y.data, want, 12));
     korch_tensor_free(&y);
+    /* opset 6: a 1-D slope of length C is per channel (dim 1), not numpy-aligned with the last dim */
+    float x3[2 * 3 * 3];
+    for (int i = 0; i < 18; i++) x3[i] = (float)(i % 5) - 3.0f;
+    int64_t dx3[3] = {2, 3, 3}, dc[1] = {3};
+    h_input legacy[2] = {h_tensor(KORCH_DTYPE_FLOAT32, 3, dx3, x3), h_tensor(KORCH_DTYPE_FLOAT32, 1, dc, slope)};
+    CHECK_OK(h_run1("PRelu", 6, NULL, 0, legacy, 2, &y));
+    double want3[18], numpy3[18];
+    for (int i = 0; i < 18; i++) {
+        want3[i] = x3[i] < 0 ? x3[i] * slope[(i / 3) % 3] : x3[i];
+        numpy3[i] = x3[i] < 0 ? x3[i] * slope[i % 3] : x3[i];
+    }
+    CHECK(h_close_f32(y.data, want3, 18));
+    korch_tensor_free(&y);
+    CHECK_OK(h_run1("PRelu", 9, NULL, 0, legacy, 2, &y)); /* opset 9: numpy broadcasting */
+    CHECK(h_close_f32(y.data, numpy3, 18));
+    korch_tensor_free(&y);
     /* the slope may not grow the output */
     float big[24] = {0};
     int64_t dbig[4] = {2, 2, 3, 2};
@@ -281,7 +316,44 @@ static void check_prelu(void) {
     CHECK(h_run1("PRelu", 16, NULL, 0, ins, 2, &y) == KORCH_ERR_SHAPE);
 }
 
+/* Zero-sized dims flow through every kind of kernel without touching memory. */
+static void check_empty(void) {
+    float dummy[4] = {1, 1, 1, 1};
+    int64_t d0[3] = {2, 0, 3}, d1[1] = {3}, dc[1] = {0};
+    h_input x = h_tensor(KORCH_DTYPE_FLOAT32, 3, d0, NULL), v = h_tensor(KORCH_DTYPE_FLOAT32, 1, d1, dummy);
+    korch_tensor y;
+    h_input add[2] = {x, v};
+    CHECK_OK(h_run1("Add", 14, NULL, 0, add, 2, &y));
+    CHECK(h_shape_is(&y, 3, d0));
+    korch_tensor_free(&y);
+    CHECK_OK(h_run1("Softmax", 13, NULL, 0, &x, 1, &y));
+    korch_tensor_free(&y);
+    h_attr axis1 = H_INT("axis", 1);
+    CHECK_OK(h_run1("Softmax", 13, &axis1, 1, &x, 1, &y));
+    korch_tensor_free(&y);
+    /* reducing over the empty dim: Sum gives 0, Max gives -inf */
+    int64_t axes[1] = {1}, d23[2] = {2, 3};
+    h_attr red[2] = {H_INTS("axes", axes, 1), H_INT("keepdims", 0)};
+    CHECK_OK(h_run1("ReduceSum", 11, red, 2, &x, 1, &y));
+    CHECK(h_shape_is(&y, 2, d23) && ((float *)y.data)[5] == 0.0f);
+    korch_tensor_free(&y);
+    CHECK_OK(h_run1("ReduceMax", 11, red, 2, &x, 1, &y));
+    CHECK(isinf(((float *)y.data)[0]) && ((float *)y.data)[0] < 0);
+    korch_tensor_free(&y);
+    h_input ln[2] = {x, v};
+    CHECK_OK(h_run1("LayerNormalization", 17, NULL, 0, ln, 2, &y));
+    korch_tensor_free(&y);
+    int64_t dbn[3] = {0, 3, 2};
+    h_input bn[5] = {h_tensor(KORCH_DTYPE_FLOAT32, 3, dbn, NULL), v, v, v, v};
+    CHECK_OK(h_run1("BatchNormalization", 15, NULL, 0, bn, 5, &y));
+    korch_tensor_free(&y);
+    h_input zc[2] = {h_tensor(KORCH_DTYPE_FLOAT32, 1, dc, NULL), h_tensor(KORCH_DTYPE_FLOAT32, 1, dc, NULL)};
+    CHECK_OK(h_run1("Max", 13, NULL, 0, zc, 2, &y));
+    korch_tensor_free(&y);
+}
+
 int main(void) {
+    check_empty();
     check_broadcast_property();
     check_large();
     check_legacy_broadcast();

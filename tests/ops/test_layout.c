@@ -49,6 +49,38 @@ static void test_transpose(void) {
     CHECK(th_run(&nb, &y) == KORCH_ERR_INVALID_MODEL && th_error_mentions("not a permutation"));
 }
 
+/* Shapes larger than the copy kernel's 32x32 tiles, with ragged edges and
+ * enough elements to run threaded, for 1-, 4- and 8-byte elements. */
+static void test_transpose_large(void) {
+    enum { A = 3, B = 37, C = 301, N = A * B * C }; /* N > the kernels' 32768-element threading threshold */
+    static const int64_t perms[][3] = {{0, 2, 1}, {2, 1, 0}, {1, 2, 0}, {2, 0, 1}, {1, 0, 2}};
+    static const korch_dtype types[3] = {KORCH_DTYPE_UINT8, KORCH_DTYPE_INT32, KORCH_DTYPE_INT64};
+    int64_t d[3] = {A, B, C}, s[3] = {B * C, C, 1};
+    static uint8_t x[N * 8], want[N * 8];
+    for (int i = 0; i < N * 8; i++) x[i] = (uint8_t)(i * 7 + i / 251);
+    for (int t = 0; t < 3; t++) {
+        size_t es = korch_dtype_size(types[t]);
+        korch_tensor tx = th_tensor(types[t], 3, d, x);
+        for (int p = 0; p < 5; p++) {
+            th_node n = {.op = "Transpose", .opset = 13, .n_attrs = 1, .attrs = {TH_INTS("perm", perms[p], 3)},
+                         .n_inputs = 1, .inputs = {&tx}, .n_outputs = 1};
+            korch_tensor y;
+            CHECK_OK(th_run(&n, &y));
+            int64_t od[3] = {d[perms[p][0]], d[perms[p][1]], d[perms[p][2]]};
+            int at = 0;
+            for (int64_t i = 0; i < od[0]; i++)
+                for (int64_t j = 0; j < od[1]; j++)
+                    for (int64_t k = 0; k < od[2]; k++, at++) {
+                        int64_t src = i * s[perms[p][0]] + j * s[perms[p][1]] + k * s[perms[p][2]];
+                        memcpy(want + (size_t)at * es, x + (size_t)src * es, es);
+                    }
+            CHECK_MSG(korch_tensor_numel(&y) == N && memcmp(y.data, want, N * es) == 0, "dtype %s perm %d",
+                      korch_dtype_name(types[t]), p);
+            korch_tensor_free(&y);
+        }
+    }
+}
+
 static void test_concat_split(void) {
     /* concat along axis -1 of 2x1, 2x0 and 2x2 */
     float a[2] = {1, 2}, c[4] = {3, 4, 5, 6};
@@ -306,6 +338,7 @@ static void test_generators(void) {
 
 int main(void) {
     test_transpose();
+    test_transpose_large();
     test_concat_split();
     test_gather();
     test_expand_tile();

@@ -110,7 +110,32 @@ static void check_batch_norm(void) {
     CHECK(h_run1("BatchNormalization", 15, &eps, 1, feat, 5, &y) == KORCH_ERR_SHAPE);
 }
 
+/* MVN over the default axes [0, 2, 3]: per channel across batch and space. */
+static void check_mvn(void) {
+    float x[2 * 2 * 1 * 2] = {1, 3, 10, 20, 5, 7, 30, 40};
+    int64_t dx[4] = {2, 2, 1, 2};
+    h_input in = h_tensor(KORCH_DTYPE_FLOAT32, 4, dx, x);
+    korch_tensor y;
+    CHECK_OK(h_run1("MeanVarianceNormalization", 13, NULL, 0, &in, 1, &y));
+    /* channel 0 holds {1, 3, 5, 7}: mean 4, std sqrt(5); channel 1 {10, 20, 30, 40}: mean 25, std sqrt(125) */
+    double s0 = sqrt(5.0), s1 = sqrt(125.0);
+    double want[8] = {-3 / s0, -1 / s0, -15 / s1, -5 / s1, 1 / s0, 3 / s0, 5 / s1, 15 / s1};
+    CHECK(h_close_f32(y.data, want, 8));
+    korch_tensor_free(&y);
+    /* explicit axes [-1]: each pair on its own */
+    int64_t last[1] = {-1};
+    h_attr axes = H_INTS("axes", last, 1);
+    CHECK_OK(h_run1("MeanVarianceNormalization", 13, &axes, 1, &in, 1, &y));
+    double pair[8] = {-1, 1, -1, 1, -1, 1, -1, 1};
+    CHECK(h_close_f32(y.data, pair, 8));
+    korch_tensor_free(&y);
+    /* the default axes need rank 4 */
+    h_input flat = h_tensor(KORCH_DTYPE_FLOAT32, 1, (int64_t[]){8}, x);
+    CHECK(h_run1("MeanVarianceNormalization", 13, NULL, 0, &flat, 1, &y) == KORCH_ERR_INVALID_MODEL);
+}
+
 int main(void) {
+    check_mvn();
     check_layer_norm();
     check_instance_norm();
     check_batch_norm();

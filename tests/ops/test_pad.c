@@ -79,6 +79,30 @@ int main(void) {
     CHECK(th_equal_i64(&y, (const int64_t[]){-5, -5, 1LL << 40, 3}, 4));
     korch_tensor_free(&y);
 
+    /* a larger 3-D edge pad against a clamp loop: many output rows share a
+     * source row, which the kernel copies instead of recomputing */
+    enum { P = 3, R = 20, Q = 9 };
+    static int32_t big[P * R * Q];
+    for (int i = 0; i < P * R * Q; i++) big[i] = i * 31 % 1000;
+    int64_t dbig[3] = {P, R, Q}, six = 6, bpads[6] = {1, 7, -2, 0, 5, 3};
+    korch_tensor tbig = th_tensor(KORCH_DTYPE_INT32, 3, dbig, big), tbp = th_tensor(KORCH_DTYPE_INT64, 1, &six, bpads);
+    th_node n5 = {.op = "Pad", .opset = 13, .n_attrs = 1, .attrs = {TH_STR("mode", "edge")}, .n_inputs = 2,
+                  .inputs = {&tbig, &tbp}, .constant_mask = 0x2, .n_outputs = 1};
+    CHECK_OK(th_run(&n5, &y));
+    int64_t od[3] = {P + 1, R + 12, Q + 1}; /* begins 1, 7, -2; ends 0, 5, 3 */
+    bool ok = th_shape_is(&y, 3, od[0], od[1], od[2]);
+    for (int64_t a = 0; ok && a < od[0]; a++)
+        for (int64_t b = 0; b < od[1]; b++)
+            for (int64_t c = 0; c < od[2]; c++) {
+                int64_t sa = a - 1, sb = b - 7, sc = c + 2; /* edge: clamp into the kept window */
+                sa = sa < 0 ? 0 : sa > P - 1 ? P - 1 : sa;
+                sb = sb < 0 ? 0 : sb > R - 1 ? R - 1 : sb;
+                sc = sc > Q - 1 ? Q - 1 : sc;
+                if (((int32_t *)y.data)[(a * od[1] + b) * od[2] + c] != big[(sa * R + sb) * Q + sc]) ok = false;
+            }
+    CHECK(ok);
+    korch_tensor_free(&y);
+
     /* pads of the wrong length */
     n2.inputs[1] = &tp2;
     CHECK(th_run(&n2, &y) == KORCH_ERR_INVALID_MODEL && th_error_mentions("expected 4"));

@@ -137,6 +137,32 @@ int main(void) {
     CHECK(((int64_t *)y.data)[0] == -7);
     korch_tensor_free(&y);
 
+    /* CumSum along axis 1 of X: plain, exclusive, reversed, both */
+    int32_t axis1 = 1;
+    h_input cs[2] = {x, h_const(h_tensor(KORCH_DTYPE_INT32, 0, NULL, &axis1))};
+    struct {
+        int exclusive, reverse;
+    } modes[4] = {{0, 0}, {1, 0}, {0, 1}, {1, 1}};
+    for (int m = 0; m < 4; m++) {
+        h_attr flags[2] = {H_INT("exclusive", modes[m].exclusive), H_INT("reverse", modes[m].reverse)};
+        CHECK_OK(h_run1("CumSum", 14, flags, 2, cs, 2, &y));
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++)
+                for (int k = 0; k < 4; k++) {
+                    double s = 0; /* sum over j2 in the window, by definition */
+                    for (int j2 = 0; j2 < 3; j2++) {
+                        bool in = modes[m].reverse ? j2 >= j : j2 <= j;
+                        if (modes[m].exclusive && j2 == j) in = false;
+                        if (in) s += at(i, j2, k);
+                    }
+                    want[(i * 3 + j) * 4 + k] = s;
+                }
+        CHECK_MSG(h_close_f32(y.data, want, 24), "exclusive=%d reverse=%d", modes[m].exclusive, modes[m].reverse);
+        korch_tensor_free(&y);
+    }
+    cs[1] = h_tensor(KORCH_DTYPE_INT32, 0, NULL, &axis1); /* axis only known at run time */
+    CHECK(h_run1("CumSum", 14, NULL, 0, cs, 2, &y) == KORCH_ERR_UNSUPPORTED);
+
     /* unsupported dtype is named */
     uint8_t bytes[2] = {1, 2};
     h_input u8 = h_tensor(KORCH_DTYPE_UINT8, 1, d2, bytes);

@@ -132,6 +132,27 @@ int main(void) {
     CHECK(th_equal_i64(&y, (const int64_t[]){1, 2, 2, 3, INT64_MAX, INT64_MAX}, 6));
     korch_tensor_free(&y);
 
+    /* nearest 2x3 upsampling of a 2x9x5 int32 image (asymmetric, floor):
+     * out[c][i][j] = x[c][i / 2][j / 3] */
+    enum { CH = 2, H = 9, W = 5 };
+    static int32_t img[CH * H * W];
+    for (int i = 0; i < CH * H * W; i++) img[i] = i * 17 % 101;
+    int64_t dimg[3] = {CH, H, W};
+    float up23[3] = {1, 2, 3};
+    korch_tensor timg = th_tensor(KORCH_DTYPE_INT32, 3, dimg, img), tup23 = th_tensor(KORCH_DTYPE_FLOAT32, 1, &three, up23);
+    th_node nn = {.op = "Resize", .opset = 13, .n_attrs = 3,
+                  .attrs = {TH_STR("mode", "nearest"), TH_STR("coordinate_transformation_mode", "asymmetric"),
+                            TH_STR("nearest_mode", "floor")},
+                  .n_inputs = 3, .inputs = {&timg, NULL, &tup23}, .constant_mask = 0x4, .n_outputs = 1};
+    CHECK_OK(th_run(&nn, &y));
+    bool ok = th_shape_is(&y, 3, (int64_t)CH, (int64_t)(2 * H), (int64_t)(3 * W));
+    for (int c = 0; ok && c < CH; c++)
+        for (int i = 0; i < 2 * H; i++)
+            for (int j = 0; j < 3 * W; j++)
+                if (((int32_t *)y.data)[(c * 2 * H + i) * 3 * W + j] != img[(c * H + i / 2) * W + j / 3]) ok = false;
+    CHECK(ok);
+    korch_tensor_free(&y);
+
     /* linear is float32 only; scales and sizes together are refused */
     r18.attrs[0] = TH_STR("mode", "linear");
     CHECK(th_run(&r18, &y) == KORCH_ERR_UNSUPPORTED && th_error_mentions("float32"));

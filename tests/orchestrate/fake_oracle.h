@@ -57,11 +57,7 @@ static inline korch_status fake_profile(void *user, korch_backend_kind kind, con
         double lat = fake_latency(f, &specs[i]);
         if (f->respect_bound) {
             /* a candidate's latency is its bound times at least one */
-            korch_candidate fake = {.n_nodes = specs[i].n_nodes, .nodes = (int *)specs[i].nodes,
-                                    .n_inputs = specs[i].n_inputs, .inputs = (int *)specs[i].inputs,
-                                    .n_outputs = specs[i].n_outputs, .outputs = (int *)specs[i].outputs};
-            korch_candidate_set set = {.pg = specs[i].pg};
-            double lb = korch_candidate_lower_bound_ms(&set, &fake, &f->machine);
+            double lb = korch_kernel_lower_bound_ms(&specs[i], &f->machine);
             lat = lb * (1.0 + lat);
         }
         results[i].latency_ms = lat;

@@ -89,12 +89,14 @@ static inline korch_pgraph *gen_random_pgraph(uint64_t seed, int n_nodes, bool a
     static const korch_ew_op binary[] = {KORCH_EW_ADD, KORCH_EW_SUB, KORCH_EW_MUL, KORCH_EW_MAX};
     for (int i = 0; i < n_nodes; i++) {
         /* prefer recent values (chains), sometimes any earlier one (branches, joins) */
-        int pick1 = gen_below(&r, 3) ? vals[n_vals - 1 - gen_below(&r, n_vals < 3 ? n_vals : 3)] : vals[gen_below(&r, n_vals)];
+        int pick1 =
+            gen_below(&r, 3) ? vals[n_vals - 1 - gen_below(&r, n_vals < 3 ? n_vals : 3)] : vals[gen_below(&r, n_vals)];
         int pick2 = vals[gen_below(&r, n_vals)];
         int kind = gen_below(&r, 10), y = -1;
         if (kind < 3) y = gen_unary(pg, unary[gen_below(&r, 5)], pick1);
         else if (kind < 6) y = gen_binary(pg, binary[gen_below(&r, 4)], pick1, pick2);
-        else if (kind < 7 && gen_is_square(pg, pick1)) y = korch_pgraph_reduce(pg, KORCH_REDUCE_SUM, pick1, 1u << 1, true);
+        else if (kind < 7 && gen_is_square(pg, pick1))
+            y = korch_pgraph_reduce(pg, KORCH_REDUCE_SUM, pick1, 1u << 1, true);
         else if (kind < 8 && gen_is_square(pg, pick1)) y = gen_transpose(pg, pick1);
         else if (kind < 10 && allow_linear && gen_is_square(pg, pick1))
             y = gen_matmul(pg, pick1, gen_is_square(pg, pick2) && gen_below(&r, 2) ? pick2 : weight);

@@ -99,7 +99,10 @@ int main(void) {
         int n_nodes = 3 + (int)(seed % 10); /* 3..12 */
         korch_pgraph *pg = gen_random_pgraph(seed * 31 + 5, n_nodes, true);
         for (int variant = 0; variant < 3; variant++) {
-            fake_oracle f = {.seed = seed * 1000 + (uint64_t)variant, .multi_output_factor = variant == 2 ? 0.12 : variant ? 0.3 : 0};
+            fake_oracle f = {.seed = seed * 1000 + (uint64_t)variant,
+                             .multi_output_factor = variant == 2 ? 0.12
+                                                    : variant    ? 0.3
+                                                                 : 0};
             korch_kernel_oracle oracle = fake_oracle_make(&f);
             korch_orchestrate_options o = korch_orchestrate_options_default(1);
             o.candidates.max_kernel_nodes = 12;
@@ -111,7 +114,7 @@ int main(void) {
             o.prune_by_bound = false;
             korch_orchestrator *orch = NULL;
             korch_plan *plan = NULL;
-            CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, true, &orch));
+            CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, KORCH_STRATEGY_OPTIMAL, &orch));
             if (!orch) continue;
             CHECK_OK(korch_orchestrator_profile(orch));
             CHECK_OK(korch_orchestrator_solve(orch, KORCH_STRATEGY_OPTIMAL, &plan));
@@ -151,8 +154,9 @@ int main(void) {
         }
         korch_pgraph_free(pg);
     }
-    printf("binary program vs exhaustive search: %d instances (%d also by all subsets, %d partitioned), %d mismatches\n",
-           instances, subset_checked, multi_partition, mismatches);
+    printf(
+        "binary program vs exhaustive search: %d instances (%d also by all subsets, %d partitioned), %d mismatches\n",
+        instances, subset_checked, multi_partition, mismatches);
     printf("  %d instances needed deadlock cuts\n", with_cuts);
     printf("  variables: mean %.1f max %ld; rows: mean %.1f max %ld; solve time: mean %.4f s max %.4f s\n",
            (double)total_vars / instances, max_vars, (double)total_rows / instances, max_rows, total_time / instances,

@@ -63,7 +63,7 @@ static void test_cross(bool pairwise) {
     o.candidates.force_backend = KORCH_BACKEND_REF;
     korch_orchestrator *orch = NULL;
     korch_plan *plan = NULL;
-    CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, true, &orch));
+    CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, KORCH_STRATEGY_OPTIMAL, &orch));
     CHECK_OK(korch_orchestrator_profile(orch));
     CHECK_OK(korch_orchestrator_solve(orch, KORCH_STRATEGY_OPTIMAL, &plan));
     const korch_blp_stats *st = korch_orchestrator_blp_stats(orch);
@@ -105,7 +105,7 @@ static void test_pure_pair(void) {
     korch_orchestrate_options o = korch_orchestrate_options_default(1);
     o.prune_by_bound = false;
     korch_orchestrator *orch = NULL;
-    CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, true, &orch));
+    CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, KORCH_STRATEGY_OPTIMAL, &orch));
     CHECK_OK(korch_orchestrator_profile(orch));
     /* remove the singletons {a} and {c} from the program, and every other set
      * making a or c, except K1 and K2 */

@@ -55,7 +55,7 @@ static void test_random_plans(void) {
         o.candidates.max_partition_nodes = seed % 2 ? 5 : 48;
         o.prune_by_bound = false;
         korch_orchestrator *orch = NULL;
-        CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, true, &orch));
+        CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, KORCH_STRATEGY_OPTIMAL, &orch));
         if (!orch) continue;
         CHECK_OK(korch_orchestrator_profile(orch));
         for (int s = 0; s < KORCH_STRATEGY_COUNT; s++) {
@@ -95,7 +95,7 @@ static void test_passthrough_outputs(void) {
     o.candidates.force_backend = KORCH_BACKEND_REF;
     korch_orchestrator *orch = NULL;
     korch_plan *plan = NULL;
-    CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, true, &orch));
+    CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, KORCH_STRATEGY_OPTIMAL, &orch));
     CHECK_OK(korch_orchestrator_profile(orch));
     CHECK_OK(korch_orchestrator_solve(orch, KORCH_STRATEGY_OPTIMAL, &plan));
     if (plan) check_plan(pg, plan, 5);

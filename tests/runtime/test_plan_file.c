@@ -25,7 +25,7 @@ static korch_plan *sample_plan(korch_pgraph **pg_out) {
     o.candidates.force_backend = KORCH_BACKEND_REF;
     korch_orchestrator *orch = NULL;
     korch_plan *plan = NULL;
-    CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, true, &orch));
+    CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, KORCH_STRATEGY_OPTIMAL, &orch));
     CHECK_OK(korch_orchestrator_profile(orch));
     CHECK_OK(korch_orchestrator_solve(orch, KORCH_STRATEGY_OPTIMAL, &plan));
     korch_orchestrator_free(orch);
@@ -143,7 +143,8 @@ static void test_damaged(void) {
         "korch-plan 1\nkernel backend=ref latency-ms=1 nodes=99999999999 inputs=- outputs=-\nend kernels=1\n",
         "korch-plan 1\nkernel backend=ref latency-ms=1 nodes=1 inputs=- outputs=- impl=%G0\nend kernels=1\n",
         "korch-plan 1\nkernel backend=ref latency-ms=1 nodes=1 inputs=- outputs=- impl=%00\nend kernels=1\n",
-        "korch-plan 1\nmodel path=m.onnx sha256=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nend kernels=3\n",
+        "korch-plan 1\nmodel path=m.onnx sha256=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nend "
+        "kernels=3\n",
         "korch-plan 1\nbogus line=1\nend kernels=0\n",
         "korch-plan 1\ninput name=x shape=1x-3\nend kernels=0\n",
     };

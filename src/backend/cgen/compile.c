@@ -98,13 +98,22 @@ static int run(const char *const *argv, const char *log) {
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+/* The compiler's output from its first "error" on (else its start). */
 static void read_head(const char *path, char *buf, size_t size) {
     buf[0] = '\0';
     FILE *f = fopen(path, "rb");
     if (!f) return;
-    size_t n = fread(buf, 1, size - 1, f);
-    buf[n] = '\0';
+    char all[16384];
+    size_t n = fread(all, 1, sizeof all - 1, f);
+    all[n] = '\0';
     fclose(f);
+    const char *from = strstr(all, "error");
+    if (!from) from = all;
+    while (from > all && from[-1] != '\n') from--;
+    n = strlen(from);
+    if (n > size - 1) n = size - 1;
+    memcpy(buf, from, n);
+    buf[n] = '\0';
     for (size_t i = 0; i < n; i++)
         if (buf[i] == '\n' && i + 1 < n) buf[i] = ' ';
 }

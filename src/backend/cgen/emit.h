@@ -51,9 +51,10 @@ typedef struct cg_emit {
     int n_memo, cap_memo;
     int n_tmp, n_tables;
     cg_loc *loc;                    /* per local value */
-    /* A reduction input cached for the current outer iteration: value
-     * `rc_value` is readable from rc<rc_value>[...] over the inner dims. */
-    int rc_value;
+    /* Reduction inputs cached for the current outer iteration: value v with
+     * rc_has[v] is readable from rc<v>[...] over the inner dims. */
+    bool *rc_has;
+    int64_t rc_bytes;
     /* Fused outer loops: stages share coordinates 0..P-1 as symbols outer[]. */
     int P;
     int outer[KORCH_MAX_RANK];

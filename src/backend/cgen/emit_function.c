@@ -53,7 +53,8 @@ static void reset(cg_emit *e) {
     e->depth = 0;
     e->n_tmp = 0;
     e->n_tables = 0;
-    e->rc_value = -1;
+    if (e->rc_has) memset(e->rc_has, 0, (size_t)e->k->n_values * sizeof *e->rc_has);
+    e->rc_bytes = 0;
     e->fusion_broken = false;
 }
 
@@ -148,11 +149,12 @@ korch_status cg_emit_kernel(const cg_kernel *k, const cg_schedule *s, const char
     }
     reason[0] = '\0';
     plan *pl = calloc(1, sizeof *pl);
-    cg_emit e = {.k = k, .s = s, .fname = name, .reason = reason, .size = size, .rc_value = -1};
+    cg_emit e = {.k = k, .s = s, .fname = name, .reason = reason, .size = size};
     e.loc = calloc((size_t)k->n_values, sizeof *e.loc);
+    e.rc_has = calloc((size_t)k->n_values, sizeof *e.rc_has);
     cg_buf file = {0}, fn = {0};
     e.file = &file;
-    if (!pl || !e.loc) {
+    if (!pl || !e.loc || !e.rc_has) {
         cg_fail(&e, KORCH_ERR_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
@@ -200,6 +202,7 @@ done:
     cg_buf_free(&file);
     cg_buf_free(&fn);
     free(e.loc);
+    free(e.rc_has);
     free(pl);
     if (e.st != KORCH_OK) return korch_error(e.st, "cgen: kernel %s: %s", name, reason);
     return KORCH_OK;

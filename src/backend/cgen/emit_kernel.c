@@ -78,6 +78,9 @@ void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o) {
     int rect = 0;
     while (rect < nl && kind[rect] != 2) rect++;
     int c = o->par < rect ? o->par : rect;
+    /* keep the innermost loop out of the collapse when it is the vector loop:
+     * gcc does not vectorise a collapsed iteration space */
+    if (o->simd && e->s->vec && nl > 1 && c == nl) c = nl - 1;
     int base = e->depth;
     char tile_var[KORCH_MAX_RANK][16];
     /* Loops 1..c-1 are collapsed into loop 0: no pragma may sit between
@@ -288,9 +291,14 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
         if (!red[d]) kept.ext[kept.n++] = x->shape.dims[d];
     int64_t inner = 1;
     for (int d = P; d < R; d++) inner *= x->shape.dims[d];
-    bool cache = e->s->red && P > 0 && e->loc[n->in[0]] == CG_LOC_COMPUTE && inner <= 16384 &&
-                 consumers(e->k, n->in[0]) > 1;
-    if (cache) cg_stmt(e, e->depth - 1, "%s rc%d[%lld];", cg_ctype(x->dtype), n->in[0], (long long)inner);
+    /* at most 192 KiB of row caches per outer iteration (worker stacks) */
+    int64_t rc_size = inner * (int64_t)korch_dtype_size(x->dtype);
+    bool cache = (e->s->red & 1) && P > 0 && e->loc[n->in[0]] == CG_LOC_COMPUTE && !e->rc_has[n->in[0]] &&
+                 inner <= 16384 && e->rc_bytes + rc_size <= 196608 && consumers(e->k, n->in[0]) > 1;
+    if (cache) {
+        cg_stmt(e, e->depth - 1, "%s rc%d[%lld];", cg_ctype(x->dtype), n->in[0], (long long)inner);
+        e->rc_bytes += rc_size;
+    }
 
 #define OUT_COORDS(symof)                                                                          \
     do {                                                                                           \
@@ -327,7 +335,7 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
     if (kept_inner) {
         emit_kept_inner(e, n, red, P, K, &main_ns, dst, init, cnt, mixed, cache);
         cg_nest_close(e, &main_ns);
-        if (cache) e->rc_value = n->in[0];
+        if (cache) e->rc_has[n->in[0]] = true;
         goto finalize;
     }
     cg_nest suf = {.n = R - K};
@@ -395,6 +403,6 @@ finalize:
         cg_stmt(e, e->depth - 1, "%s[%s] /= %s;", dst, s, cnt);
         cg_nest_close(e, &fin);
     }
-    if (cache) e->rc_value = n->in[0];
+    if (cache) e->rc_has[n->in[0]] = true;
 #undef OUT_COORDS
 }

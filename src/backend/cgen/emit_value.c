@@ -146,6 +146,14 @@ static const char *elementwise_at(cg_emit *e, const cg_node *n, const char *key,
 
 static void buffer_ref(cg_emit *e, int v, const cg_aff *c, char *out, size_t size, int *level);
 
+/* Coordinate a (of a dimension of extent `dim`) is the fused outer
+ * coordinate i: the outer symbol itself, or 0 where both extents are 1. */
+static bool same_outer(const cg_emit *e, const cg_aff *a, int i, int64_t dim) {
+    if (cg_aff_is_sym(a, e->outer[i])) return true;
+    const cg_sym *s = &e->syms[e->outer[i]];
+    return dim == 1 && s->lo == 0 && s->hi == 0 && a->n == 0 && a->off == 0;
+}
+
 /* A named bounds check (memoised like index temporaries). */
 static void cond_temp(cg_emit *e, const cg_aff *a, int64_t limit, char *names, size_t size, int *level) {
     char s[400], text[900], key[920];
@@ -279,10 +287,15 @@ static void buffer_ref(cg_emit *e, int v, const cg_aff *c, char *out, size_t siz
     if (e->loc[v] != CG_LOC_INPUT && e->P > 0) {
         /* a reduction result must come from the same outer iteration */
         for (int i = 0; i < e->P; i++)
-            if (i >= val->shape.rank || !cg_aff_is_sym(&c[i], e->outer[i])) e->fusion_broken = true;
+            if (i >= val->shape.rank || !same_outer(e, &c[i], i, val->shape.dims[i])) e->fusion_broken = true;
     }
     cg_aff lin = cg_linear(e, &val->shape, c);
     *level = cg_aff_level(e, &lin);
+    /* a result of this kernel is written inside the fused loops: never read
+     * it above them (its address may skip extent-1 or reordered loops) */
+    if (e->loc[v] != CG_LOC_INPUT)
+        for (int i = 0; i < e->P; i++)
+            if (e->syms[e->outer[i]].level > *level) *level = e->syms[e->outer[i]].level;
     char s[400];
     cg_aff_str(&lin, s, sizeof s);
     if ((size_t)snprintf(out, size, "%s[%s]", buf, s) >= size) cg_fail(e, KORCH_ERR_UNSUPPORTED, "index too long");
@@ -300,7 +313,7 @@ static const char *buffer_at(cg_emit *e, int v, const char *key, const cg_aff *c
 static const char *rowcache_at(cg_emit *e, int v, const char *key, const cg_aff *c, int *level) {
     const cg_value *val = &e->k->values[v];
     for (int i = 0; i < e->P; i++)
-        if (!cg_aff_is_sym(&c[i], e->outer[i])) return NULL;
+        if (!same_outer(e, &c[i], i, val->shape.dims[i])) return NULL;
     korch_shape inner = {.rank = val->shape.rank - e->P};
     for (int d = 0; d < inner.rank; d++) inner.dims[d] = val->shape.dims[e->P + d];
     cg_aff lin = cg_linear(e, &inner, c + e->P);
@@ -347,7 +360,7 @@ const char *cg_value_at(cg_emit *e, int v, const cg_aff *c, int *level) {
     case CG_LOC_OUTPUT: return buffer_at(e, v, key, c, level);
     case CG_LOC_COMPUTE: break;
     }
-    if (e->rc_value == v) {
+    if (e->rc_has[v]) {
         const char *r = rowcache_at(e, v, key, c, level);
         if (r) return r;
     }

@@ -5,13 +5,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend/ref/ref_backend.h"
+#include "candidates/candidates.h"
+#include "profile/profile.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* bump when the interpreter's speed changes enough to invalidate timings */
+#define KORCH_REF_VERSION 1
 
 typedef struct ref_state {
     korch_pgraph *sub;
-    korch_tensor *inputs;  /* views of the sub-graph inputs, rebound per run */
+    korch_tensor *inputs; /* views of the sub-graph inputs, rebound per run */
     korch_tensor *outputs; /* filled by the interpreter */
     /* run() gets one buffer per spec input, constants included; the
      * sub-graph borrows constants, so its input i is spec input slot[i] */
@@ -106,17 +114,6 @@ korch_status korch_ref_build(const korch_kernel_spec *specs, const char *const *
     return KORCH_OK;
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Benign data: floats in [0.5, 1.5) (no NaN from log or sqrt), integers and
  * booleans zero (always valid as indices). */
 static void fill(korch_tensor *t, uint64_t seed) {
@@ -129,14 +126,27 @@ static void fill(korch_tensor *t, uint64_t seed) {
     }
 }
 
+typedef struct timed_kernel {
+    korch_kernel *k;
+    void **ptrs;
+    int n_inputs;
+} timed_kernel;
+
+static korch_status run_timed(void *ctx, int iteration) {
+    (void)iteration;
+    timed_kernel *t = ctx;
+    return t->k->run(t->k, t->ptrs, t->ptrs + t->n_inputs);
+}
+
+/* Times one kernel with the shared methodology (docs/profiling.md). */
 static korch_status time_one(const korch_kernel_spec *spec, korch_profile_result *r) {
     korch_kernel *k = NULL;
-    korch_status st = korch_ref_build(spec, NULL, 1, NULL, &k);
-    if (st != KORCH_OK) return st;
+    KORCH_TRY(build_one(spec, &k));
     int ni = spec->n_inputs, no = spec->n_outputs;
     korch_tensor *bufs = calloc((size_t)(ni + no) + 1, sizeof *bufs);
     void **ptrs = calloc((size_t)(ni + no) + 1, sizeof *ptrs);
-    if (!bufs || !ptrs) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "reference backend: out of memory");
+    korch_status st =
+        bufs && ptrs ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "reference backend: out of memory");
     for (int i = 0; i < ni + no && st == KORCH_OK; i++) {
         int v = i < ni ? spec->inputs[i] : spec->outputs[i - ni];
         const korch_pvalue *pv = &spec->pg->values[v];
@@ -150,19 +160,15 @@ static korch_status time_one(const korch_kernel_spec *spec, korch_profile_result
             ptrs[i] = bufs[i].data;
         }
     }
-    double times[64];
-    int runs = 0;
-    if (st == KORCH_OK) st = k->run(k, ptrs, ptrs + ni); /* warm-up */
-    double start = now_ms();
-    while (st == KORCH_OK && runs < 64 && (runs < 3 || (runs < 15 && now_ms() - start < 200.0))) {
-        double t0 = now_ms();
-        st = k->run(k, ptrs, ptrs + ni);
-        times[runs++] = now_ms() - t0;
-    }
+    korch_timing timing;
+    timed_kernel t = {.k = k, .ptrs = ptrs, .n_inputs = ni};
+    /* REF kernels are the slow fallback (naive convolutions can take a
+     * second): fewer repeats than the generated kernels get, same median */
+    korch_timer_options o = {.warmup_runs = 1, .warmup_ms = 0, .min_repeats = 3, .max_repeats = 50, .target_ms = 20};
+    if (st == KORCH_OK) st = korch_profile_time(run_timed, &t, &o, &timing);
     if (st == KORCH_OK) {
-        qsort(times, (size_t)runs, sizeof *times, cmp_double);
-        r->latency_ms = runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]);
-        r->spread_ms = times[runs - 1] - times[0];
+        r->latency_ms = timing.median_ms;
+        r->spread_ms = timing.spread_ms;
     }
     for (int i = 0; bufs && i < ni + no; i++) korch_tensor_free(&bufs[i]);
     free(bufs);
@@ -174,14 +180,44 @@ static korch_status time_one(const korch_kernel_spec *spec, korch_profile_result
 
 korch_status korch_ref_profile(const korch_kernel_spec *specs, int n, const korch_profile_options *options,
                                korch_profile_result *results) {
-    (void)options;
+    /* measurements go to the profile database like everyone else's; without
+     * a usable database REF just times again next time */
+    int threads = options && options->threads > 0 ? options->threads : 1;
+#ifdef _OPENMP
+    if (!(options && options->threads > 0)) threads = omp_get_max_threads();
+#endif
+    char machine[33], machine_text[1024];
+    korch_profile_db *db = NULL;
+    if (n > 0 && korch_machine_fingerprint(threads, "none", machine, machine_text, sizeof machine_text) == KORCH_OK &&
+        korch_profile_db_open(options ? options->db_path : NULL, &db) == KORCH_OK)
+        korch_profile_db_put_machine(db, machine, machine_text);
+    korch_error_clear();
     for (int i = 0; i < n; i++) {
         korch_profile_result *r = &results[i];
         memset(r, 0, sizeof *r);
         snprintf(r->schedule, sizeof r->schedule, "ref");
         snprintf(r->impl, sizeof r->impl, "ref interpreter (%d primitives)", specs[i].n_nodes);
+        char sig[40];
+        snprintf(sig, sizeof sig, "ref%d-%016llx", KORCH_REF_VERSION,
+                 (unsigned long long)korch_kernel_signature(&specs[i]));
+        korch_profile_record rec;
+        bool found = false;
+        if (db && korch_profile_db_get_best(db, "ref", sig, machine, &rec, &found) == KORCH_OK && found) {
+            r->latency_ms = rec.latency_ms;
+            r->spread_ms = rec.spread_ms;
+            r->from_database = true;
+            continue;
+        }
         r->status = time_one(&specs[i], r);
-        if (r->status != KORCH_OK) snprintf(r->reason, sizeof r->reason, "%s", korch_last_error());
+        if (r->status != KORCH_OK) {
+            snprintf(r->reason, sizeof r->reason, "%s", korch_last_error());
+            continue;
+        }
+        rec = (korch_profile_record){
+            .latency_ms = r->latency_ms, .spread_ms = r->spread_ms, .default_ms = r->latency_ms, .trials = 1};
+        snprintf(rec.schedule, sizeof rec.schedule, "ref");
+        if (db) korch_profile_db_put_best(db, "ref", sig, machine, &rec);
     }
+    korch_profile_db_close(db);
     return KORCH_OK;
 }

@@ -107,7 +107,8 @@ korch_status korch_ref_extract(const korch_kernel_spec *spec, korch_pgraph **out
             sub->values[v].constant.owns_data = false;
         } else {
             sub->values[v].graph_input = sub->n_inputs;
-            if (!append_int(&sub->inputs, &sub->n_inputs, v)) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+            if (!append_int(&sub->inputs, &sub->n_inputs, v))
+                st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
         }
         map[spec->inputs[i]] = v;
     }
