@@ -286,7 +286,8 @@ cg_aff cg_aff_table(cg_emit *e, const cg_aff *index, const int64_t *table, int64
     } else {
         snprintf(tname, sizeof tname, "%s_t%d", e->fname, e->n_tables++);
         cg_buf_printf(e->file, "static const int64_t %s[%lld] = {", tname, (long long)size);
-        for (int64_t i = 0; i < size; i++) cg_buf_printf(e->file, "%s%lld", i % 16 ? "," : "\n    ", (long long)table[i]);
+        for (int64_t i = 0; i < size; i++)
+            cg_buf_printf(e->file, "%s%lld", i == 0 ? "\n    " : i % 16 ? "," : ",\n    ", (long long)table[i]);
         cg_buf_printf(e->file, "};\n");
         cg_memo_add(e, key, tname, -2); /* kernel lifetime */
     }
