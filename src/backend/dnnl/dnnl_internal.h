@@ -1,6 +1,7 @@
 /* Internals of the oneDNN backend, shared by its files:
  *
- *   dnnl_analyze.c   kernel spec -> dn_desc (linear op, operands, post-ops)
+ *   dnnl_analyze.c   kernel spec -> dn_desc (linear op, operands, signature)
+ *   dnnl_epilogue.c  the post-op chain (dnnl_analyze.h: shared internals)
  *   dnnl_match.c     elementwise sub-graphs identified as oneDNN functions
  *   dnnl_primitive.c dn_desc + variant -> oneDNN primitives, run
  *   dnnl_profile.c   variants, timing, profile database
