@@ -45,7 +45,8 @@ typedef struct run_stats {
 } run_stats;
 
 static bool verbose = true;
-static bool stats_only = false; /* --stats-only: layout pass statistics, nothing run */
+static bool stats_only = false;
+static bool show_reasons = false; /* --reasons: why fused chains stop */ /* --stats-only: layout pass statistics, nothing run */
 
 static void note_impl(run_stats *s, const char *impl) {
     const char *p = strncmp(impl, "dnnl ", 5) == 0 ? impl + 5 : impl;
@@ -124,7 +125,10 @@ static void grow(const korch_pgraph *pg, const int *order, int count, int pos, c
         trial.nodes[trial.n_nodes++] = order[i];
         group_io(pg, &trial);
         korch_kernel_spec spec = group_spec(pg, &trial);
-        if (korch_dnnl_supports(&spec, NULL, 0)) best = trial;
+        char reason[256];
+        if (korch_dnnl_supports(&spec, reason, sizeof reason)) best = trial;
+        else if (show_reasons && trial.n_outputs == 1) /* a complete chain oneDNN refuses */
+            printf("  refused: %s\n", reason);
     }
     *g = best;
 }
@@ -496,6 +500,8 @@ int main(int argc, char **argv) {
             layouts = strcmp(v, "nchw") == 0 ? 1 : strcmp(v, "nhwc") == 0 ? 2 : 3;
         } else if (strcmp(argv[i], "--fused") == 0) {
             fused = true;
+        } else if (strcmp(argv[i], "--reasons") == 0) {
+            show_reasons = true;
         } else if (strcmp(argv[i], "--stats-only") == 0) {
             stats_only = true;
         } else if (strcmp(argv[i], "--quiet") == 0) {
