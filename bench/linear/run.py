@@ -408,9 +408,12 @@ def main():
     env.setdefault("OMP_NUM_THREADS", str(args.threads))
     shapes = load_shapes(args.shapes, args.models.split(","), args.kinds.split(","))
     korch = Korch(args.bench, args.threads, env)
-    env_text = ("Environment: threads %d, OMP_NUM_THREADS=%s, GOMP_SPINCOUNT=%s, OMP_WAIT_POLICY=%s, nice %d." % (
-        args.threads, env.get("OMP_NUM_THREADS"), env.get("GOMP_SPINCOUNT", "(default)"),
-        env.get("OMP_WAIT_POLICY", "(default)"), os.nice(0)))
+    policy = {os.SCHED_OTHER: "SCHED_OTHER", os.SCHED_FIFO: "SCHED_FIFO", os.SCHED_RR: "SCHED_RR"}.get(
+        os.sched_getscheduler(0), "?")
+    env_text = ("Environment: threads %d, OMP_NUM_THREADS=%s, GOMP_SPINCOUNT=%s, OMP_WAIT_POLICY=%s, nice %d, "
+                "scheduling policy %s." % (
+                    args.threads, env.get("OMP_NUM_THREADS"), env.get("GOMP_SPINCOUNT", "(default)"),
+                    env.get("OMP_WAIT_POLICY", "(default)"), os.nice(0), policy))
     t0 = time.time()
     if args.study == "ort":
         with tempfile.TemporaryDirectory() as tmp:

@@ -34,8 +34,15 @@ cc -O3 -march=native -fopenmp "$PROBE_SRC" -o "$OUT/probe"
 # other thread is preempted; a short spin avoids it (RESULTS.md).
 export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-10000}
 export OMP_NUM_THREADS=$THREADS
+# The machine is shared: as root, run korch and ONNX Runtime alike under
+# SCHED_FIFO (chrt -f 50; the kernel's RT throttling still leaves 5% to the
+# others), so other users' builds do not preempt the measured threads: the
+# FMA probe reads ~445 GFLOP/s this way against 20-300 under nice -20 at
+# load 5. RT=0 turns it off (nice -20 as root, nothing otherwise).
 NICE=""
-if [ "$(id -u)" = 0 ]; then NICE="nice -n -20"; fi
+if [ "$(id -u)" = 0 ]; then
+    if [ "${RT:-1}" != 0 ] && command -v chrt >/dev/null; then NICE="chrt -f 50"; else NICE="nice -n -20"; fi
+fi
 echo "## bench/linear ($(date -u +%Y-%m-%dT%H:%MZ), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $THREADS threads)"
 echo
 echo "Command: bench/linear/run.sh $BUILD $STUDY $ROUNDS (git $(git -C "$ROOT" rev-parse --short HEAD))"
