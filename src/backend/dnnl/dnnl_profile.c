@@ -108,7 +108,7 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
     korch_status st = bufset_alloc(spec, &b);
     korch_timer_options trial = {.warmup_runs = 2, .warmup_ms = 2, .min_repeats = 5, .max_repeats = 50, .target_ms = 15};
     int best = -1, ref_variant = -1;
-    double best_ms = 0;
+    double best_ms = 0, first_ms = 0; /* first_ms: the default (first timed) variant */
     char impls[DN_MAX_VARIANTS][128] = {{0}}, why[256] = "";
     for (int i = 0; i < nv && st == KORCH_OK; i++) {
         dn_kernel *k = NULL;
@@ -140,6 +140,7 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
         /* one thread must win clearly: mistaking a parallel kernel for a
          * one-thread one costs up to the thread count, the other way round
          * only a wake-up */
+        if (first_ms == 0) first_ms = tm.median_ms;
         double ms = vs[i].threads == 1 ? tm.median_ms / 0.9 : tm.median_ms;
         if (best < 0 || ms < best_ms) {
             best = i;
@@ -191,7 +192,7 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
                 "korch dnnl: warning: %s: oneDNN offers only its reference implementation (%s), %.3f ms; profiled "
                 "with its true latency and marked REFERENCE\n",
                 d->text, impl, tm.median_ms);
-    korch_profile_record rec = {.latency_ms = tm.median_ms, .spread_ms = tm.spread_ms, .default_ms = best_ms,
+    korch_profile_record rec = {.latency_ms = tm.median_ms, .spread_ms = tm.spread_ms, .default_ms = first_ms,
                                 .trials = nv};
     snprintf(rec.schedule, sizeof rec.schedule, "%s", r->schedule);
     return korch_profile_db_put_best(S->db, "dnnl", d->sig, S->machine, &rec);
