@@ -45,12 +45,22 @@ def load_shapes(path, models, kinds):
     return out
 
 
+def settle():
+    """A pause between two contenders: worker threads of the previous one
+    (ORT's spin for a while after a run; OpenMP's briefly) stop spinning and
+    give the cores back. Under SCHED_FIFO a spinning thread of equal priority
+    is never preempted, so without the pause the next contender's second
+    thread waits for it."""
+    time.sleep(0.05)
+
+
 class Korch:
     def __init__(self, binary, threads, env):
         self.p = subprocess.Popen([binary, "-", "--threads", str(threads)], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True, env=env)
 
     def run(self, mode, epilogue, shape):
+        settle()
         self.p.stdin.write("%s %s %s\n" % (mode, epilogue, shape["line"]))
         self.p.stdin.flush()
         return json.loads(self.p.stdout.readline())
@@ -113,6 +123,7 @@ class Ort:
         self.version = ort.__version__
 
     def run(self, shape, target_ms=150.0, min_reps=11):
+        settle()
         key = shape["line"]
         if key not in self.sessions:
             path = os.path.join(self.tmp, "m%d.onnx" % len(self.sessions))
