@@ -1,10 +1,16 @@
 /* The layout pass on hand-built graphs: the interpreter gives the same
- * outputs before and after, every convolution becomes channels-last, and
+ * outputs before and after (and so does the reference executor on the
+ * rewritten graph exported to ONNX), every convolution becomes
+ * channels-last, and
  * the transposes the pass adds cancel between convolutions (what remains is
  * counted). The tiny zoo models are checked by the dnnl/zoo_tiny suite. */
 #include <string.h>
 
+#include "fission/export_onnx.h"
 #include "fission/layout.h"
+#include "frontend/frontend.h"
+#include "frontend/onnx_load.h"
+#include "runtime/reference.h"
 #include "fission/pgraph.h"
 #include "layout/layout_pass.h"
 #include "test.h"
@@ -90,6 +96,20 @@ static void check(korch_pgraph *pg, int want_convs, int max_transposes, const ch
     korch_layout_stats st;
     CHECK_OK(korch_layout_pass(pg, KORCH_LAYOUT_CHANNELS_LAST, &st));
     CHECK_OK(korch_pgraph_interpret(pg, ins, after));
+    /* the ONNX export writes channels-last convolutions between transposes */
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    korch_graph *g = NULL;
+    korch_tensor exported[4] = {0};
+    CHECK_OK(korch_pgraph_export_onnx_buffer(pg, &bytes, &size));
+    if (bytes) {
+        CHECK_OK(korch_onnx_load_buffer(bytes, size, NULL, &g));
+        if (g) {
+            CHECK_OK(korch_graph_validate(g));
+            CHECK_OK(korch_graph_infer(g, NULL, 0));
+            CHECK_OK(korch_reference_run(g, ins, exported));
+        }
+    }
     int convs = 0, transposes = count_transposes(pg, &convs);
     CHECK_MSG(convs == want_convs, "%s: %d channels-last convolutions, want %d", what, convs, want_convs);
     CHECK_MSG(transposes <= max_transposes, "%s: %d transposes left, want at most %d", what, transposes, max_transposes);
@@ -100,6 +120,13 @@ static void check(korch_pgraph *pg, int want_convs, int max_transposes, const ch
         for (int64_t i = 0; i < n && a && b; i++)
             if (!(fabsf(a[i] - b[i]) <= 1e-5f * (1.0f + fabsf(a[i])))) bad++;
         CHECK_MSG(bad == 0, "%s: output %d: %lld of %lld elements differ", what, k, (long long)bad, (long long)n);
+        const float *e = exported[k].data;
+        int64_t bad_export = e ? 0 : n;
+        for (int64_t i = 0; i < n && a && e; i++)
+            if (!(fabsf(a[i] - e[i]) <= 1e-4f * (1.0f + fabsf(a[i])))) bad_export++;
+        CHECK_MSG(bad_export == 0, "%s: exported ONNX output %d: %lld of %lld elements differ", what, k,
+                  (long long)bad_export, (long long)n);
+        korch_tensor_free(&exported[k]);
         korch_tensor_free(&before[k]);
         korch_tensor_free(&after[k]);
     }
@@ -107,6 +134,8 @@ static void check(korch_pgraph *pg, int want_convs, int max_transposes, const ch
            what, convs, transposes, st.sunk_elementwise, st.sunk_reduce, st.sunk_layout, st.cancelled, st.collapsed);
     for (int i = 0; i < pg->n_inputs; i++) korch_tensor_free(&ins[i]);
     free(ins);
+    korch_graph_free(g);
+    free(bytes);
 }
 
 static korch_pgraph *graph(void) {
