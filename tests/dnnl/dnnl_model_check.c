@@ -11,7 +11,8 @@
  * walks DATA_DIR/{node,pytorch-converted,pytorch-operator} for every test
  * whose name mentions conv, gemm, matmul, linear, addmm or mm.
  *
- * For each layout (fission alone, or fission + the channels-last pass) and
+ * After the layout pass the rewritten graph is also interpreted alone and
+ * compared. For each layout (fission alone, or fission + the channels-last pass) and
  * each oneDNN variant of each kernel (plain, blocked), the model runs once.
  * With --fused a kernel takes the longest run of following elementwise
  * primitives (and reshapes) that korch_dnnl_supports accepts (the orchestrator's largest
@@ -389,6 +390,24 @@ static void check_target(target *t, int layouts, bool fused, totals *tot) {
             ok = false;
             korch_pgraph_free(pg);
             break;
+        }
+        if (layout == 1) { /* the rewritten graph, interpreted, before any oneDNN kernel */
+            korch_tensor interp[MAX_T];
+            memset(interp, 0, sizeof interp);
+            const korch_tensor *want = t->have_want ? t->want : reference;
+            st = korch_pgraph_interpret(pg, t->in, interp);
+            if (st != KORCH_OK) {
+                snprintf(detail, sizeof detail, "interpreting after the layout pass: %s", korch_last_error());
+                ok = false;
+            }
+            for (int k = 0; k < n_out && ok; k++) {
+                char why[512];
+                if (!close_enough(&interp[k], &want[k], why, sizeof why)) {
+                    snprintf(detail, sizeof detail, "interpreted after the layout pass: output %d: %.400s", k, why);
+                    ok = false;
+                }
+            }
+            for (int k = 0; k < n_out; k++) korch_tensor_free(&interp[k]);
         }
         int linear = 0;
         for (int i = 0; i < pg->n_nodes; i++) linear += !pg->nodes[i].dead && pg->nodes[i].kind == KORCH_PRIM_LINEAR;
