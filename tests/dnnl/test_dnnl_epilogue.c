@@ -114,6 +114,7 @@ P(log_of_pos) { return dc_ew1(PG, KORCH_EW_LOG, dc_ew1(PG, KORCH_EW_EXP, Y, 0, 0
 P(square) { return dc_ew2(PG, KORCH_EW_MUL, Y, Y); }
 P(powc) { return dc_ew1(PG, KORCH_EW_POWC, Y, 3.0f, 0); }
 P(softplus) { return dc_ew1(PG, KORCH_EW_SOFTPLUS, Y, 0, 0); }
+P(round) { return dc_ew1(PG, KORCH_EW_ROUND, dc_ew1(PG, KORCH_EW_AFFINE, Y, 8.0f, 0.0f), 0, 0); }
 P(gelu_erf) { return gelu_erf(PG, pat_bias(b), false); }
 P(gelu_erf2) { return gelu_erf(PG, Y, true); }
 P(gelu_tanh) { return gelu_tanh(PG, pat_bias(b)); }
@@ -177,6 +178,7 @@ static const pattern patterns[] = {
     {"square", pat_square, "+square"},
     {"powc", pat_powc, "+pow(1,3)"},
     {"softplus", pat_softplus, "+soft_relu"},
+    {"round", pat_round, "+linear(8,0) +round"},
     {"gelu_erf", pat_gelu_erf, "+bias +gelu_erf"},
     {"gelu_erf_other_order", pat_gelu_erf2, "+gelu_erf"},
     {"gelu_tanh", pat_gelu_tanh, "+bias +gelu_tanh"},

@@ -38,6 +38,7 @@ static bool unary(actx *c, int node, korch_ew_op op, float a, float b) {
     case KORCH_EW_SIGMOID: return eltwise(c, node, dnnl_eltwise_logistic, 0, 0);
     case KORCH_EW_RELU: return eltwise(c, node, dnnl_eltwise_relu, 0, 0);
     case KORCH_EW_SOFTPLUS: return eltwise(c, node, dnnl_eltwise_soft_relu, 0, 0);
+    case KORCH_EW_ROUND: return eltwise(c, node, dnnl_eltwise_round, 0, 0); /* half to even, like ONNX */
     case KORCH_EW_LEAKY_RELU: return eltwise(c, node, dnnl_eltwise_relu, a, 0);
     case KORCH_EW_ELU: return eltwise(c, node, dnnl_eltwise_elu, a, 0);
     case KORCH_EW_CLIP:

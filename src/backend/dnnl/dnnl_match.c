@@ -151,6 +151,7 @@ const char *dn_alg_name(dnnl_alg_kind_t alg) {
     case dnnl_eltwise_logsigmoid: return "logsigmoid";
     case dnnl_eltwise_mish: return "mish";
     case dnnl_eltwise_hardswish: return "hardswish";
+    case dnnl_eltwise_round: return "round";
     case dnnl_binary_add: return "add";
     case dnnl_binary_mul: return "mul";
     case dnnl_binary_sub: return "sub";
