@@ -64,6 +64,8 @@ static void ctx_free(ex_ctx *x) {
     cg_buf_free(&x->handle_fields);
     cg_buf_free(&x->session_fields);
     cg_buf_free(&x->hooks);
+    cg_buf_free(&x->dnnl_load);
+    cg_buf_free(&x->dnnl_session);
 }
 
 korch_status korch_export_write(const korch_plan *plan, const korch_pgraph *pg, const char *dir,
@@ -71,7 +73,8 @@ korch_status korch_export_write(const korch_plan *plan, const korch_pgraph *pg, 
     if (!plan || !pg || !dir) return korch_error(KORCH_ERR_INVALID_ARGUMENT, "korch_export_write: NULL argument");
     static const char *const needed[] = {"runtime.inc", "model_api.inc", "model_run_api.inc", "model_h.inc",
                                          "model_run.inc", "Makefile.inc", "ref_common.inc", "ref_reduce.inc",
-                                         "ref_layout.inc", "ref_matmul.inc", "ref_conv.inc", "ref_gather.inc"};
+                                         "ref_layout.inc", "ref_matmul.inc", "ref_conv.inc", "ref_gather.inc",
+                                         "dnnl_runtime.inc"};
     for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++)
         if (!korch_export_support(needed[i]))
             return korch_error(KORCH_ERR_INTERNAL, "export: support source %s is not built in", needed[i]);
@@ -81,7 +84,9 @@ korch_status korch_export_write(const korch_plan *plan, const korch_pgraph *pg, 
     korch_status st = korch_memory_plan_build(plan, pg, &x.mp);
     if (st == KORCH_OK) st = layout_weights(&x);
     for (int i = 0; i < plan->n_kernels && st == KORCH_OK; i++) st = ex_emit_kernel(&x, i);
-    if (st == KORCH_OK && (x.functions.oom || x.decls.oom || x.calls.oom))
+    if (st == KORCH_OK) ex_dnnl_hooks(&x);
+    if (st == KORCH_OK && (x.functions.oom || x.decls.oom || x.calls.oom || x.hooks.oom || x.handle_fields.oom ||
+                           x.session_fields.oom))
         st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "export: out of memory");
     if (st == KORCH_OK) st = make_dir(dir);
     char path[4200];

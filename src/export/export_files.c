@@ -136,7 +136,9 @@ korch_status ex_write_model_c(const ex_ctx *x, const char *path) {
                   x->plan->model_sha256);
     cg_buf_printf(&b, "#define _POSIX_C_SOURCE 200809L\n#include <errno.h>\n#include <math.h>\n#include <stdarg.h>\n"
                       "#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
-                      "#include <omp.h>\n\n#include \"model.h\"\n\n");
+                      "#include <omp.h>\n\n");
+    if (x->n_dnnl) cg_buf_printf(&b, "#include <dnnl.h>\n#include <dnnl_debug.h>\n\n");
+    cg_buf_printf(&b, "#include \"model.h\"\n\n");
     if (x->cg_prelude) {
         cg_buf_printf(&b, "/* ---- generated kernels (korch's cgen backend) ---- */\n");
         cg_emit_prelude(&b);
@@ -144,8 +146,9 @@ korch_status ex_write_model_c(const ex_ctx *x, const char *path) {
     }
     for (int p = 0; p < EX_PIECE_COUNT; p++)
         if (x->need[p]) cg_buf_printf(&b, "%s\n", korch_export_support(pieces[p]));
+    if (x->n_dnnl) cg_buf_printf(&b, "%s\n", korch_export_support("dnnl_runtime.inc"));
     if (x->decls.len) {
-        cg_buf_printf(&b, "/* ---- parameters of the reference kernels ---- */\n");
+        cg_buf_printf(&b, "/* ---- parameters of the reference and oneDNN kernels ---- */\n");
         cg_buf_append(&b, x->decls.data, x->decls.len);
         cg_buf_printf(&b, "\n");
     }

@@ -35,6 +35,8 @@ typedef struct ex_ctx {
      * and the definitions of model_prepare/model_release/
      * model_session_prepare/model_session_release (empty: trivial ones) */
     cg_buf handle_fields, session_fields, hooks;
+    int n_dnnl;                    /* oneDNN kernels (dn0, dn1, ...) */
+    cg_buf dnnl_load, dnnl_session; /* their statements in model_prepare / model_session_prepare */
     char (*fn_names)[48]; /* emitted cgen functions (deduplicated) */
     int n_fn;
     korch_export_stats stats;
@@ -58,6 +60,11 @@ korch_status ex_emit_kernel(ex_ctx *x, int i);
 /* reference kernels as standalone C (export_ref.c); *handled false when the
  * kernel is not one of the kinds written this way */
 korch_status ex_emit_ref(ex_ctx *x, int i, bool *handled);
+
+/* oneDNN kernels (export_dnnl.c): kernel i's description, weights reorder,
+ * session creation and call; then, once, the backend hooks */
+korch_status ex_emit_dnnl(ex_ctx *x, int i);
+void ex_dnnl_hooks(ex_ctx *x);
 
 /* files (export_files.c) */
 korch_status ex_write_weights(const ex_ctx *x, const char *path);

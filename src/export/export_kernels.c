@@ -122,8 +122,12 @@ korch_status ex_emit_kernel(ex_ctx *x, int i) {
         if (st == KORCH_OK) x->stats.ref++;
         break;
     }
+    case KORCH_BACKEND_DNNL:
+        st = ex_emit_dnnl(x, i);
+        if (st == KORCH_OK) x->stats.dnnl++;
+        break;
     default:
-        st = korch_error(KORCH_ERR_UNSUPPORTED, "kernel %d (%s: %s): korch export does not support this backend yet", i,
+        st = korch_error(KORCH_ERR_UNSUPPORTED, "kernel %d (%s: %s): korch export does not support this backend", i,
                          korch_backend_name(pk->backend), what);
         break;
     }

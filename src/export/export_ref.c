@@ -145,17 +145,19 @@ static korch_status emit_linear(ex_ctx *x, int i, const korch_pnode *n) {
     int s = p->spatial;
     int64_t in_sp[3] = {1, 1, 1}, out_sp[3] = {1, 1, 1}, k_sp[3] = {1, 1, 1};
     int64_t st[3] = {1, 1, 1}, dl[3] = {1, 1, 1}, pbeg[3] = {0, 0, 0};
+    int first_spatial = p->channels_last ? 1 : 2; /* N,C,spatial... or N,spatial...,C */
     for (int d = 0; d < s && d < 3; d++) {
-        in_sp[d] = a->shape.dims[2 + d];
-        out_sp[d] = y->shape.dims[2 + d];
+        in_sp[d] = a->shape.dims[first_spatial + d];
+        out_sp[d] = y->shape.dims[first_spatial + d];
         k_sp[d] = b->shape.dims[2 + d];
         st[d] = p->strides[d];
         dl[d] = p->dilations[d];
         pbeg[d] = p->pads_begin[d];
     }
-    cg_buf_printf(&x->decls, "static const kx_conv ref%d = {%d, %lld, %lld, %lld, %lld, ", i,
-                  p->op == KORCH_LINEAR_CONV_TRANSPOSE, (long long)a->shape.dims[0], (long long)a->shape.dims[1],
-                  (long long)y->shape.dims[1], (long long)p->group);
+    int channel_axis = p->channels_last ? a->shape.rank - 1 : 1;
+    cg_buf_printf(&x->decls, "static const kx_conv ref%d = {%d, %d, %lld, %lld, %lld, %lld, ", i,
+                  p->op == KORCH_LINEAR_CONV_TRANSPOSE, p->channels_last, (long long)a->shape.dims[0],
+                  (long long)a->shape.dims[channel_axis], (long long)y->shape.dims[channel_axis], (long long)p->group);
     const int64_t *lists[6] = {in_sp, out_sp, k_sp, st, dl, pbeg};
     for (int l = 0; l < 6; l++) {
         dims_list(&x->decls, 3, lists[l]);

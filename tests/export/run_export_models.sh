@@ -46,10 +46,13 @@ export_model() {
         return 1
     fi
     # run-time dependencies: libc (and its loader, for thread-local error
-    # messages), libm (+ libmvec), libgomp; never korch
+    # messages), libm (+ libmvec), libgomp, and libdnnl only for oneDNN
+    # kernels; never korch
+    dnnl=$(sed -n 's/.* \([0-9]*\) oneDNN;.*/\1/p' "$d/export.log")
     for lib in $(readelf -d "$d/export/libmodel.so" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
         case "$lib" in
             libc.so.*|libm.so.*|libmvec.so.*|libgomp.so.*|ld-linux*.so.*) ;;
+            libdnnl.so.*) [ "${dnnl:-0}" -gt 0 ] || fail "$name: libmodel.so needs $lib without oneDNN kernels" ;;
             *) fail "$name: libmodel.so needs $lib" ;;
         esac
     done

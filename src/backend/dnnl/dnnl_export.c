@@ -1,0 +1,67 @@
+/* korch_dnnl_export_params: the backend's kernel description as plain data
+ * for korch export (dnnl_export.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include <dnnl_debug.h>
+
+#include "backend/dnnl/dnnl_export.h"
+#include "backend/dnnl/dnnl_internal.h"
+
+static void tensor_of(const dn_tensor *t, korch_dnnl_tensor *out) {
+    memset(out, 0, sizeof *out);
+    out->ndims = t->ndims;
+    for (int i = 0; i < t->ndims && i < 8; i++) {
+        out->dims[i] = t->dims[i];
+        out->strides[i] = t->strides[i];
+    }
+}
+
+korch_status korch_dnnl_export_params(const korch_kernel_spec *spec, const char *schedule, int threads,
+                                      korch_dnnl_params *out) {
+    memset(out, 0, sizeof *out);
+    dn_desc d;
+    char reason[256];
+    if (!dn_analyze(spec, &d, reason, sizeof reason)) return korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN: %s", reason);
+    dn_variant v = {.fmt = DN_FMT_PLAIN};
+    if (schedule && *schedule) {
+        if (!dn_variant_parse(schedule, &v))
+            return korch_error(KORCH_ERR_INVALID_ARGUMENT, "oneDNN kernel (%s): bad schedule \"%.64s\"", d.text,
+                               schedule);
+    } else if (dn_variants(&d, threads > 0 ? threads : 1, &v, 1) < 1) {
+        v = (dn_variant){.fmt = DN_FMT_PLAIN};
+    }
+    out->op = d.op;
+    out->spatial = d.params.spatial;
+    for (int k = 0; k < d.params.spatial && k < 3; k++) {
+        out->strides[k] = d.params.strides[k];
+        out->dilates[k] = d.params.dilations[k] - 1;
+        out->pad_l[k] = d.params.pads_begin[k];
+        out->pad_r[k] = d.params.pads_end[k];
+    }
+    out->src_slot = d.src_slot;
+    out->wei_slot = d.wei_slot;
+    out->bias_slot = d.bias_slot;
+    out->wei_constant = d.wei_constant;
+    tensor_of(&d.src, &out->src);
+    tensor_of(&d.wei, &out->wei);
+    if (d.bias_slot >= 0) tensor_of(&d.bias, &out->bias);
+    tensor_of(&d.dst, &out->dst);
+    if (d.n_post > KORCH_DNNL_MAX_POST)
+        return korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN kernel (%s): %d post-ops", d.text, d.n_post);
+    out->n_post = d.n_post;
+    for (int i = 0; i < d.n_post; i++) {
+        const dn_post *p = &d.post[i];
+        korch_dnnl_post *q = &out->post[i];
+        q->binary = p->kind == DN_POST_BINARY;
+        q->alg = dnnl_alg_kind2str(p->alg);
+        q->alpha = p->alpha;
+        q->beta = p->beta;
+        q->slot = p->slot;
+        if (q->binary) tensor_of(&p->operand, &q->operand);
+    }
+    out->blocked = v.fmt == DN_FMT_BLOCKED;
+    out->threads = v.threads;
+    snprintf(out->text, sizeof out->text, "%s", d.text);
+    return KORCH_OK;
+}
