@@ -4,7 +4,8 @@
  * reference routines, and with the code generator) and under fused plans
  * chosen with estimated latencies on the real backends (in-place kernels
  * included); plus a hand-built graph of convolutions (grouped, strided,
- * dilated, transposed) and layouts with pads and tables. Each export is built
+ * dilated, transposed) and layouts with pads and tables, and channels-last
+ * convolutions (REF routines and oneDNN kernels). Each export is built
  * with its Makefile and CFLAGS_EXTRA=-Werror and run through model_run. */
 #include <unistd.h>
 
@@ -155,6 +156,26 @@ static korch_pgraph *conv_graph(void) {
     return pg;
 }
 
+/* channels-last convolutions (what the layout pass makes for oneDNN): x
+ * [1,6,6,4] NHWC -> conv 3x3 pad 1 (5 ch, groups 1) -> conv transpose
+ * stride 2 -> output [1,11,11,3] NHWC */
+static korch_pgraph *nhwc_graph(void) {
+    korch_pgraph *pg = NULL;
+    korch_pgraph_create(NULL, &pg);
+    gen_rng r = {91};
+    int x = add_input(pg, 4, (int64_t[]){1, 6, 6, 4});
+    korch_prim_linear c1 = {.op = KORCH_LINEAR_CONV, .spatial = 2, .group = 1, .strides = {1, 1}, .dilations = {1, 1},
+                            .pads_begin = {1, 1}, .pads_end = {1, 1}, .channels_last = true};
+    int y = korch_pgraph_linear(pg, &c1, x, add_weights(pg, 4, (int64_t[]){5, 4, 3, 3}, &r));
+    y = gen_unary(pg, KORCH_EW_TANH, y);
+    korch_prim_linear c2 = {.op = KORCH_LINEAR_CONV_TRANSPOSE, .spatial = 2, .group = 1, .strides = {2, 2},
+                            .dilations = {1, 1}, .pads_begin = {1, 1}, .pads_end = {1, 1}, .channels_last = true};
+    y = korch_pgraph_linear(pg, &c2, y, add_weights(pg, 4, (int64_t[]){5, 3, 3, 3}, &r));
+    if (y < 0) fprintf(stderr, "nhwc graph: %s\n", korch_last_error());
+    gen_output(pg, y);
+    return pg;
+}
+
 static void test_conv_graph(void) {
     korch_pgraph *pg = conv_graph();
     korch_plan *plan = one_kernel_per_node(pg, KORCH_BACKEND_REF);
@@ -162,6 +183,17 @@ static void test_conv_graph(void) {
     korch_plan_free(plan);
     plan = estimated_plan(pg);
     if (plan) check_export(pg, plan, false, 3, "conv graph, fused plan");
+    korch_plan_free(plan);
+    korch_pgraph_free(pg);
+    pg = nhwc_graph();
+    plan = one_kernel_per_node(pg, KORCH_BACKEND_REF);
+    check_export(pg, plan, true, 4, "channels-last graph, REF kernels");
+    korch_plan_free(plan);
+    plan = estimated_plan(pg);
+    int dnnl = 0;
+    for (int k = 0; plan && k < plan->n_kernels; k++) dnnl += plan->kernels[k].backend == KORCH_BACKEND_DNNL;
+    CHECK_MSG(dnnl == 2, "the channels-last plan has %d oneDNN kernels", dnnl);
+    if (plan) check_export(pg, plan, false, 4, "channels-last graph, fused plan (oneDNN)");
     korch_plan_free(plan);
     korch_pgraph_free(pg);
 }
