@@ -121,6 +121,8 @@ void korch_orchestrator_free(korch_orchestrator *o) {
 
 korch_candidate_set *korch_orchestrator_candidates(korch_orchestrator *o) { return o->set; }
 const korch_blp_stats *korch_orchestrator_blp_stats(const korch_orchestrator *o) { return &o->blp; }
+const korch_tune_state *korch_orchestrator_tuning(const korch_orchestrator *o) { return &o->tune; }
+int korch_orchestrator_tune_rounds(const korch_orchestrator *o) { return o->tune_rounds; }
 
 korch_status korch_orchestrator_profile(korch_orchestrator *o) {
     if (o->tune.start_ms == 0) {
@@ -285,6 +287,7 @@ static korch_status optimal_choice(korch_orchestrator *o, bool *available, int *
     korch_candidate_set *set = o->set;
     int np = set->n_partitions;
     double margin = o->options.tune_margin > 0 && o->options.tune_margin < 1 ? o->options.tune_margin : 1.0;
+    o->tune.scaled = margin < 1.0;
     int *list = malloc(((size_t)set->n_candidates + (size_t)np * KORCH_PARTITION_MAX_NODES + 1) * sizeof *list);
     if (!list) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
     korch_status st = KORCH_OK;
@@ -322,6 +325,7 @@ static korch_status optimal_choice(korch_orchestrator *o, bool *available, int *
         int n_solved;
         st = solve_dirty(o, 1.0, available, chosen, start, &n_solved);
     }
+    o->tune.scaled = false;
     free(list);
     return st;
 }

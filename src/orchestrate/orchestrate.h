@@ -102,6 +102,10 @@ korch_status korch_orchestrator_profile(korch_orchestrator *o);
  * kernels, strategy and predicted latency; the caller fills the model fields. */
 korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy strategy, korch_plan **out);
 
+/* What tuning did so far (phase 2), and in how many rounds. */
+const struct korch_tune_state *korch_orchestrator_tuning(const korch_orchestrator *o);
+int korch_orchestrator_tune_rounds(const korch_orchestrator *o);
+
 /* Statistics of the last optimal solve, summed over partitions. */
 const korch_blp_stats *korch_orchestrator_blp_stats(const korch_orchestrator *o);
 korch_candidate_set *korch_orchestrator_candidates(korch_orchestrator *o);
@@ -132,6 +136,8 @@ typedef struct korch_tune_state {
     double default_ms, tuned_ms; /* summed over tuned kernels: before and after */
     double seconds; /* in tuning calls */
     bool out_of_budget;
+    bool scaled; /* the program scales untuned costs (tune_margin): tuning a kernel changes
+                    its cost even when its latency stays */
 } korch_tune_state;
 
 void korch_tune_state_free(korch_tune_state *ts);

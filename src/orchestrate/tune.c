@@ -122,11 +122,13 @@ korch_status korch_tune_candidates(korch_candidate_set *set, const korch_kernel_
                 const korch_profile_result *r = &results[b];
                 korch_candidate *rep = &set->candidates[batch[b]];
                 ts->submitted++;
+                int first, m = same_kernel(set, ts, rep, &first);
+                if (dirty && ts->scaled) /* its cost was scaled while it could still be tuned */
+                    for (int j = 0; j < m; j++) dirty[set->candidates[ts->by_sig[first + j]].partition] = true;
                 if (r->status != KORCH_OK) continue; /* keeps its default measurement */
                 ts->tuned += !r->default_only;
                 ts->default_ms += rep->latency_ms;
                 ts->tuned_ms += r->latency_ms;
-                int first, m = same_kernel(set, ts, rep, &first);
                 for (int j = 0; j < m; j++) {
                     korch_candidate *c = &set->candidates[ts->by_sig[first + j]];
                     if (c->latency_ms != r->latency_ms && dirty) dirty[c->partition] = true;

@@ -97,7 +97,8 @@ typedef struct cg_schedule {
 int cg_schedule_domain(int knob, const int **values);
 int *cg_schedule_knob(cg_schedule *s, int knob);
 cg_schedule cg_schedule_default(const cg_kernel *k);
-/* The schedules quick profiling times (the default first); returns how many. */
+/* The schedules quick profiling may time (the default first, then its
+ * serial twin when the default is parallel); returns how many. */
 #define CG_QUICK_MAX 2
 int cg_schedule_quick(const cg_kernel *k, cg_schedule out[CG_QUICK_MAX]);
 void cg_schedule_format(const cg_schedule *s, char *buf, size_t size);

@@ -25,6 +25,7 @@ typedef struct korch_cgen_stats {
     int interrupted;      /* kernels whose search the time budget stopped */
     int quick;            /* kernels timed with their default schedule only (quick mode) */
     int kept_start;       /* tuned kernels whose winner, timed again, lost to the start point */
+    double fork_join_us;  /* quick mode: an empty parallel region (median), the busy-machine test */
     int compiled;         /* kernel functions compiled */
     int compiler_runs;
     double compile_s, time_s, total_s;

@@ -129,11 +129,25 @@ static korch_status quick_run(cg_session *S, korch_profile_result *results) {
     if (S->n_jobs == 0) return KORCH_OK;
     quick_item *items = calloc((size_t)S->n_jobs * CG_QUICK_MAX, sizeof *items);
     if (!items) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
+    /* one schedule per kernel: the default, or on a machine so busy that an
+     * empty parallel region takes more than busy_us its serial twin (every
+     * parallel kernel would then measure the wait for the other threads;
+     * the tuner still tries parallel schedules for the kernels plans use) */
+    S->stats->fork_join_us = cg_fork_join_us(S->threads);
+    bool busy = S->stats->fork_join_us > env_int("KORCH_BUSY_US", 100);
+    static bool told;
+    if (busy && !told && env_int("KORCH_TUNE_LOG", 1) >= 1) {
+        fprintf(stderr,
+                "korch cgen: the machine is busy (an empty parallel region of %d threads takes %.0f us): quick "
+                "profiling times serial schedules\n",
+                S->threads, S->stats->fork_join_us);
+        told = true;
+    }
     int n = 0;
     for (int ji = 0; ji < S->n_jobs; ji++) {
         cg_schedule qs[CG_QUICK_MAX];
         int m = cg_schedule_quick(&S->jobs[ji].k, qs);
-        for (int v = 0; v < m; v++, n++) {
+        for (int v = busy ? m - 1 : 0; v <= (busy ? m - 1 : 0); v++, n++) {
             items[n].job = ji;
             cg_schedule_format(&qs[v], items[n].text, sizeof items[n].text);
             cg_kernel_name(&S->jobs[ji].k, &qs[v], items[n].name, sizeof items[n].name);
@@ -222,7 +236,8 @@ static korch_status lookup(cg_session *S, const korch_kernel_spec *spec, bool qu
         return KORCH_OK;
     }
     if (quick) {
-        /* every quick schedule timed before: the fastest of them */
+        /* a quick schedule timed before (whichever the policy picked then):
+         * the fastest of those in the database */
         cg_schedule qs[CG_QUICK_MAX];
         int m = cg_schedule_quick(&k, qs), hits = 0;
         for (int v = 0; v < m; v++) {
@@ -235,15 +250,13 @@ static korch_status lookup(cg_session *S, const korch_kernel_spec *spec, bool qu
                 cg_kernel_free(&k);
                 return st;
             }
-            if (!found) break;
-            if (hits++ == 0 || ms < r->latency_ms) set_result(r, &k, text, ms, spread, true, true);
+            if (found && (hits++ == 0 || ms < r->latency_ms)) set_result(r, &k, text, ms, spread, true, true);
         }
-        if (hits == m) {
+        if (hits > 0) {
             last_stats.from_database++;
             cg_kernel_free(&k);
             return KORCH_OK;
         }
-        memset(r, 0, sizeof *r);
     }
     cg_job *j = &S->jobs[S->n_jobs];
     memset(j, 0, sizeof *j);
@@ -319,10 +332,10 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
                 last_stats.default_ms_sum, last_stats.kept_start);
     if (st == KORCH_OK && S.n_jobs > 0 && quick && env_int("KORCH_TUNE_LOG", 1) >= 2)
         fprintf(stderr,
-                "korch cgen: quick: %d kernels (%d from the database, %d unsupported): %d default schedules compiled "
-                "in %d compiler runs (%.2f s), timed in %.2f s, total %.2f s\n",
+                "korch cgen: quick: %d kernels (%d from the database, %d unsupported): %d compiled in %d compiler "
+                "runs (%.2f s), timed in %.2f s, total %.2f s; empty parallel region %.0f us\n",
                 n, last_stats.from_database, last_stats.unsupported, last_stats.quick, last_stats.compiler_runs,
-                last_stats.compile_s, last_stats.time_s, last_stats.total_s);
+                last_stats.compile_s, last_stats.time_s, last_stats.total_s, last_stats.fork_join_us);
     for (int jj = 0; jj < S.n_jobs; jj++) cg_job_free(&S.jobs[jj]);
     cg_pool_free(S.pool);
     free(S.jobs);

@@ -9,6 +9,7 @@
  * matters for the cache state is that the copies of one kernel are distinct
  * memory, and they are. Allocating and filling fresh buffers per kernel and
  * per tuning round cost as much as timing a short kernel. */
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,4 +191,26 @@ korch_status cg_time_kernel(cg_pool *pool, const cg_kernel *k, cg_entry fn, int 
     timed t = {.k = k, .fn = fn, .threads = threads};
     KORCH_TRY(cg_pool_prepare(pool, k, &t.n_sets, &t.sets));
     return korch_profile_time(run_once, &t, o, out);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double cg_fork_join_us(int threads) {
+    if (threads < 2) return 0;
+    enum { RUNS = 21 };
+    double t[RUNS];
+    volatile int sink = 0;
+    for (int r = -3; r < RUNS; r++) {
+        double a = korch_now_s();
+#pragma omp parallel num_threads(threads)
+        {
+            if (omp_get_thread_num() == 1) sink = sink + 1;
+        }
+        if (r >= 0) t[r] = (korch_now_s() - a) * 1e6;
+    }
+    qsort(t, RUNS, sizeof *t, cmp_double);
+    return t[RUNS / 2];
 }

@@ -16,4 +16,9 @@ korch_status cg_pool_prepare(cg_pool *p, const cg_kernel *k, int *n_sets, void *
 korch_status cg_time_kernel(cg_pool *pool, const cg_kernel *k, cg_entry fn, int threads, const korch_timer_options *o,
                             korch_timing *out);
 
+/* Median time of an empty parallel region with `threads` threads, in us:
+ * a few on an idle machine, milliseconds when other processes occupy the
+ * cores (every region waits until all its threads are scheduled). */
+double cg_fork_join_us(int threads);
+
 #endif

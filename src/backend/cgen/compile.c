@@ -5,6 +5,7 @@
  * goes to a log whose start is quoted in the error message. Objects are
  * written under a temporary name and renamed into place, so concurrent korch
  * processes sharing a cache never load a half-written file. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -29,15 +30,48 @@ static bool is_clang(void) { return strstr(cg_compiler(), "clang") != NULL; }
 
 /* -fno-math-errno lets calls to maths functions vectorise (see the prelude);
  * no -ffast-math, so NaN and inf keep their meaning. With clang, OpenMP must
- * be libgomp, the runtime oneDNN and korch itself use. */
-static const char *const gcc_flags[] = {"-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math",
+ * be libgomp, the runtime oneDNN and korch itself use. The optimisation
+ * level is -O3 unless KORCH_CC_OPT says -O1 or -O2 (for measurements; the
+ * level is part of the flags, hence of the machine fingerprint and the
+ * object cache key). */
+static const char *const gcc_flags[] = {"-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math",
                                         "-fPIC", "-shared", "-w", NULL};
-static const char *const clang_flags[] = {"-O3", "-march=native", "-fopenmp=libgomp", "-fno-math-errno",
+static const char *const clang_flags[] = {"-march=native", "-fopenmp=libgomp", "-fno-math-errno",
                                           "-fno-trapping-math", "-fPIC", "-shared", "-w", NULL};
 
+/* The optimisation flags: KORCH_CC_OPT (words starting with -O or -f, at
+ * most 8, for experiments), else -O3. */
+static const char *opt_level(void) {
+    const char *v = getenv("KORCH_CC_OPT");
+    if (!v || !*v || strlen(v) > 200) return "-O3";
+    int words = 0;
+    for (const char *p = v; *p;) {
+        while (*p == ' ') p++;
+        if (!*p) break;
+        if (p[0] != '-' || (p[1] != 'O' && p[1] != 'f') || ++words > 8) return "-O3";
+        while (*p && *p != ' ') {
+            if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '=' || *p == '_')) return "-O3";
+            p++;
+        }
+    }
+    return words ? v : "-O3";
+}
+
+/* Splits the optimisation flags into argv. */
+static int opt_argv(const char **argv, char *buf, size_t size) {
+    snprintf(buf, size, "%s", opt_level());
+    int n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, " ", &save); tok && n < 8; tok = strtok_r(NULL, " ", &save)) argv[n++] = tok;
+    return n;
+}
+
 const char *cg_compiler_flags(void) {
-    return is_clang() ? "-O3 -march=native -fopenmp=libgomp -fno-math-errno -fno-trapping-math -fPIC -shared"
-                      : "-O3 -march=native -fopenmp -fno-math-errno -fno-trapping-math -fPIC -shared";
+    static char buf[256];
+    snprintf(buf, sizeof buf, "%s %s", opt_level(),
+             is_clang() ? "-march=native -fopenmp=libgomp -fno-math-errno -fno-trapping-math -fPIC -shared"
+                        : "-march=native -fopenmp -fno-math-errno -fno-trapping-math -fPIC -shared");
+    return buf;
 }
 
 static korch_status mkdirs(const char *path) {
@@ -186,6 +220,8 @@ static bool unit_start(cg_unit *u, int index, const char *dir, pending *p) {
     const char *argv[32];
     int a = 0;
     argv[a++] = cg_compiler();
+    char opt_buf[256];
+    a += opt_argv(argv + a, opt_buf, sizeof opt_buf);
     for (const char *const *f = is_clang() ? clang_flags : gcc_flags; *f; f++) argv[a++] = *f;
     argv[a++] = "-o";
     argv[a++] = p->tmp_so;

@@ -60,10 +60,10 @@ cg_schedule cg_schedule_default(const cg_kernel *k) {
     return s;
 }
 
-/* Phase 1 (quick mode) times the default and, when the default runs in
- * parallel, its serial twin: whether waking the threads pays depends on the
- * kernel and on how busy the machine is (a parallel region waits for every
- * thread to be scheduled), and it is the knob that changes latencies most. */
+/* The schedules quick profiling (phase 1) may time: the default and, when
+ * the default runs in parallel, its serial twin. Whether waking the threads
+ * pays depends on the kernel and on how busy the machine is (a parallel
+ * region waits until every thread is scheduled); cgen_profile.c picks one. */
 int cg_schedule_quick(const cg_kernel *k, cg_schedule out[CG_QUICK_MAX]) {
     out[0] = cg_schedule_default(k);
     if (out[0].par == 0) return 1;
