@@ -1,7 +1,8 @@
 # korch top-level entry points. The real build is CMake; this file only names
 # the jobs a user runs.
 #   make          build everything; the CLI lands at build/korch
-#   make test     optimised build + ASan/UBSan build, then the whole suite in both
+#   make test     optimised build + ASan/UBSan build, the whole suite in both, then
+#                 the libFuzzer targets (clang) for a bounded time
 #   make demo     korch's main job on the bundled example model
 #   make models   export the model zoo to build/models (PyTorch -> ONNX)
 #   make bench    peer benchmark (korch vs ONNX Runtime vs PyTorch) -> bench/RESULTS.md
@@ -10,6 +11,7 @@
 MAKEFLAGS += --no-print-directory
 BUILD ?= build
 SAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
 PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
 CMAKE ?= cmake
@@ -27,7 +29,7 @@ sanitize:
 	@$(CMAKE) --build $(SAN_BUILD) -j $(JOBS)
 
 test: build sanitize
-	@scripts/run-tests.sh $(BUILD) $(SAN_BUILD)
+	@scripts/run-tests.sh $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD)
 
 demo: build
 	@scripts/demo.sh $(BUILD)/korch
@@ -43,4 +45,4 @@ install: build
 	@echo "installed to $(DESTDIR)$(PREFIX)"
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD)

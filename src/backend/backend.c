@@ -4,6 +4,7 @@
 
 #include "backend/backend.h"
 #include "backend/cgen/cgen_backend.h"
+#include "backend/dnnl/dnnl_backend.h"
 #include "backend/ref/ref_backend.h"
 
 const char *korch_backend_name(korch_backend_kind kind) {
@@ -12,16 +13,15 @@ const char *korch_backend_name(korch_backend_kind kind) {
     return (unsigned)kind < KORCH_BACKEND_COUNT ? names[kind] : "?";
 }
 
-/* TODO(oneDNN backend engineer): dispatch KORCH_BACKEND_DNNL to src/backend/dnnl/. */
-static korch_status not_built(korch_backend_kind kind) {
-    if (kind == KORCH_BACKEND_DNNL) return korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN backend not built yet");
+static korch_status unknown(korch_backend_kind kind) {
     return korch_error(KORCH_ERR_INVALID_ARGUMENT, "unknown backend kind %d", (int)kind);
 }
 
 bool korch_backend_supports(korch_backend_kind kind, const korch_kernel_spec *spec, char *reason, size_t size) {
     if (kind == KORCH_BACKEND_CGEN) return korch_cgen_supports(spec, reason, size);
     if (kind == KORCH_BACKEND_REF) return korch_ref_supports(spec, reason, size);
-    not_built(kind);
+    if (kind == KORCH_BACKEND_DNNL) return korch_dnnl_supports(spec, reason, size);
+    unknown(kind);
     if (reason && size) snprintf(reason, size, "%s", korch_last_error());
     return false;
 }
@@ -32,7 +32,8 @@ korch_status korch_backend_profile(korch_backend_kind kind, const korch_kernel_s
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "korch_backend_profile: bad arguments");
     if (kind == KORCH_BACKEND_CGEN) return korch_cgen_profile(specs, n, options, results);
     if (kind == KORCH_BACKEND_REF) return korch_ref_profile(specs, n, options, results);
-    return not_built(kind);
+    if (kind == KORCH_BACKEND_DNNL) return korch_dnnl_profile(specs, n, options, results);
+    return unknown(kind);
 }
 
 korch_status korch_backend_build(korch_backend_kind kind, const korch_kernel_spec *specs, const char *const *schedules,
@@ -42,7 +43,8 @@ korch_status korch_backend_build(korch_backend_kind kind, const korch_kernel_spe
     for (int i = 0; i < n; i++) kernels[i] = NULL;
     if (kind == KORCH_BACKEND_CGEN) return korch_cgen_build(specs, schedules, n, options, kernels);
     if (kind == KORCH_BACKEND_REF) return korch_ref_build(specs, schedules, n, options, kernels);
-    return not_built(kind);
+    if (kind == KORCH_BACKEND_DNNL) return korch_dnnl_build(specs, schedules, n, options, kernels);
+    return unknown(kind);
 }
 
 void korch_kernel_destroy(korch_kernel *k) {

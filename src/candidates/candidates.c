@@ -1,6 +1,7 @@
 /* The candidate set: uses of values, candidate construction, lookup. */
 #include "candidates/candidates.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -333,8 +334,11 @@ korch_status korch_candidates_build(const korch_pgraph *pg, const korch_candidat
             korch_kernel_spec spec = korch_candidate_spec(set, c);
             char reason[256] = "";
             if (options->supports && c->backend != KORCH_BACKEND_REF &&
-                !options->supports(options->supports_user, c->backend, &spec, reason, sizeof reason))
+                !options->supports(options->supports_user, c->backend, &spec, reason, sizeof reason)) {
                 c->backend = KORCH_BACKEND_REF;
+                set->ref_fallbacks++;
+                korch_candidates_note_refusal(set, reason);
+            }
         }
         if (st == KORCH_OK && options->enumerate) st = korch_enumerate_partition(set, p, options);
         /* requested groups (greedy): the partitioner kept each one inside a partition */
@@ -379,6 +383,71 @@ void korch_candidates_free(korch_candidate_set *set) {
     free(set);
 }
 
+/* The category of a refusal: node numbers, quoted names and parenthesised
+ * details dropped, so "node 12 (ew.ERF of "/blk/Erf") has no post-op" and
+ * "node 40 (ew.ERF of "/x") has no post-op" count together. */
+static void refusal_category(const char *reason, char *out, size_t size) {
+    size_t j = 0;
+    int depth = 0;
+    bool quoted = false, digits = false;
+    for (const char *p = reason; *p && j + 2 < size; p++) {
+        char c = *p;
+        if (c == '"') {
+            quoted = !quoted;
+            continue;
+        }
+        if (quoted) continue;
+        if (c == '(') depth++;
+        if (depth > 0) {
+            if (c == ')') depth--;
+            continue;
+        }
+        if (c >= '0' && c <= '9') {
+            if (!digits) out[j++] = '#';
+            digits = true;
+            continue;
+        }
+        digits = false;
+        if (c == ' ' && j > 0 && out[j - 1] == ' ') continue;
+        out[j++] = c;
+    }
+    while (j > 0 && out[j - 1] == ' ') j--;
+    out[j] = '\0';
+}
+
+void korch_candidates_note_refusal(korch_candidate_set *set, const char *reason) {
+    char text[sizeof set->refusals[0].text];
+    refusal_category(reason && *reason ? reason : "no reason given", text, sizeof text);
+    for (int i = 0; i < set->n_refusals; i++)
+        if (strcmp(set->refusals[i].text, text) == 0) {
+            set->refusals[i].count++;
+            return;
+        }
+    int slot = set->n_refusals < KORCH_REFUSAL_KINDS ? set->n_refusals++ : KORCH_REFUSAL_KINDS;
+    korch_refusal *r = &set->refusals[slot];
+    if (r->count == 0) snprintf(r->text, sizeof r->text, "%s", slot == KORCH_REFUSAL_KINDS ? "other reasons" : text);
+    r->count++;
+}
+
+static int by_count_desc(const void *a, const void *b) {
+    const korch_refusal *x = a, *y = b;
+    return (y->count > x->count) - (y->count < x->count);
+}
+
+static void report_refusals(const korch_candidate_set *set, FILE *out) {
+    korch_refusal sorted[KORCH_REFUSAL_KINDS + 1];
+    int n = set->n_refusals;
+    memcpy(sorted, set->refusals, (size_t)n * sizeof *sorted);
+    if (set->refusals[KORCH_REFUSAL_KINDS].count) sorted[n++] = set->refusals[KORCH_REFUSAL_KINDS];
+    if (n == 0) return;
+    qsort(sorted, (size_t)n, sizeof *sorted, by_count_desc);
+    fprintf(out, "  backend refusals (candidates no backend can implement, by reason):\n");
+    for (int i = 0; i < n; i++) fprintf(out, "    %6ld  %s\n", sorted[i].count, sorted[i].text);
+    if (set->ref_fallbacks)
+        fprintf(out, "  %ld single primitives run on the reference backend (see the reasons above)\n",
+                set->ref_fallbacks);
+}
+
 void korch_candidates_report(const korch_candidate_set *set, FILE *out) {
     long total_sets = 0, total_kept = 0, total_cands = 0, rejected[KORCH_REJECT_COUNT] = {0};
     fprintf(out, "candidates: %d partitions\n", set->n_partitions);
@@ -408,4 +477,5 @@ void korch_candidates_report(const korch_candidate_set *set, FILE *out) {
         any = true;
     }
     fprintf(out, "\n");
+    report_refusals(set, out);
 }

@@ -137,6 +137,14 @@ typedef struct korch_candidate_options {
 
 korch_candidate_options korch_candidate_options_default(void);
 
+/* Why a backend refused candidates: distinct reasons (the text after the
+ * node it names) with counts, so the statistics say what was not fused. */
+#define KORCH_REFUSAL_KINDS 24
+typedef struct korch_refusal {
+    char text[120];
+    long count;
+} korch_refusal;
+
 typedef struct korch_candidate_set {
     const korch_pgraph *pg;
     korch_pgraph_uses uses;
@@ -150,7 +158,13 @@ typedef struct korch_candidate_set {
     struct korch_candidate_index *index; /* (partition, mask) -> candidate */
     int force_backend; /* from the options */
     bool *in_set; /* scratch per pnode, all false between calls */
+    int n_refusals;
+    korch_refusal refusals[KORCH_REFUSAL_KINDS + 1]; /* the last slot collects "other reasons" */
+    long ref_fallbacks; /* single primitives no real backend implements: they run on REF */
 } korch_candidate_set;
+
+/* Counts a backend's refusal reason (see korch_refusal). */
+void korch_candidates_note_refusal(korch_candidate_set *set, const char *reason);
 
 korch_status korch_candidates_build(const korch_pgraph *pg, const korch_candidate_options *options,
                                     korch_candidate_set **out);

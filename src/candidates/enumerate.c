@@ -188,6 +188,7 @@ korch_status korch_enumerate_partition(korch_candidate_set *set, int p, const ko
                 !options->supports || options->supports(options->supports_user, kind, &spec, reason, sizeof reason);
             if (!ok) {
                 stats->rejected[KORCH_REJECT_UNSUPPORTED]++;
+                korch_candidates_note_refusal(set, reason);
                 if (T & linear) next.grow[s] = false;
                 continue;
             }

@@ -112,6 +112,7 @@ static void feed_params(hasher *h, const korch_pgraph *pg, const korch_pnode *n)
         feed(h, (uint64_t)l->op);
         feed(h, (uint64_t)l->spatial);
         feed(h, (uint64_t)l->group);
+        feed(h, (uint64_t)l->channels_last);
         for (int d = 0; d < 3; d++) {
             feed(h, (uint64_t)l->strides[d]);
             feed(h, (uint64_t)l->dilations[d]);

@@ -57,12 +57,31 @@ static void fill_random(korch_tensor *t, unsigned seed) {
     }
 }
 
+/* mkdir -p: creates every missing level of `dir`. */
 static int make_dir(const char *dir) {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        char buf[256];
-        fprintf(stderr, "korch: error: cannot create output directory \"%s\": %s\n",
-                korch_printable(dir, buf, sizeof buf), strerror(errno));
+    char path[4096], buf[256];
+    size_t len = strlen(dir);
+    if (len == 0 || len >= sizeof path) {
+        fprintf(stderr, "korch: error: bad output directory \"%s\"\n", korch_printable(dir, buf, sizeof buf));
         return 1;
+    }
+    memcpy(path, dir, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (path[i] != '/' && path[i] != '\0') continue;
+        char saved = path[i];
+        path[i] = '\0';
+        struct stat sb;
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "korch: error: cannot create output directory \"%s\": %s\n",
+                    korch_printable(path, buf, sizeof buf), strerror(errno));
+            return 1;
+        }
+        if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "korch: error: output path \"%s\" exists and is not a directory\n",
+                    korch_printable(path, buf, sizeof buf));
+            return 1;
+        }
+        path[i] = saved;
     }
     return 0;
 }

@@ -62,7 +62,8 @@ static bool maps_equal(const korch_index_map *a, const korch_index_map *b) {
 }
 
 static bool linear_equal(const korch_prim_linear *a, const korch_prim_linear *b) {
-    if (a->op != b->op || a->spatial != b->spatial || a->group != b->group) return false;
+    if (a->op != b->op || a->spatial != b->spatial || a->group != b->group || a->channels_last != b->channels_last)
+        return false;
     for (int d = 0; d < 3; d++)
         if (a->strides[d] != b->strides[d] || a->dilations[d] != b->dilations[d] ||
             a->pads_begin[d] != b->pads_begin[d] || a->pads_end[d] != b->pads_end[d] ||

@@ -141,12 +141,31 @@ static void emit_linear(korch_onnx_writer *w, const korch_pnode *n) {
         }
     }
     const char *ins[2] = {in_name(w, n, 0), in_name(w, n, 1)};
-    const char *y = negative ? korch_onnx_temp(w) : out_name(w, n);
+    /* channels_last: ONNX convolutions are channels-first, so transpose the
+     * input to N,C,spatial and the result back */
+    int64_t to_first[KORCH_MAX_RANK], to_last[KORCH_MAX_RANK];
+    for (int k = 0; k < s + 2; k++) {
+        to_first[k] = k == 0 ? 0 : k == 1 ? s + 1 : k - 1;
+        to_last[k] = k == 0 ? 0 : k == s + 1 ? 1 : k + 1;
+    }
+    if (p->channels_last) {
+        const char *xt = korch_onnx_temp(w);
+        Onnx__NodeProto *t = korch_onnx_node(w, "Transpose", 1, ins, 1, &xt);
+        korch_onnx_attr_ints(w, t, "perm", to_first, s + 2);
+        ins[0] = xt;
+    }
+    const char *y = negative || p->channels_last ? korch_onnx_temp(w) : out_name(w, n);
     Onnx__NodeProto *node = korch_onnx_node(w, p->op == KORCH_LINEAR_CONV ? "Conv" : "ConvTranspose", 2, ins, 1, &y);
     if (negative) {
         const char *pad_ins[2] = {y, korch_onnx_const_i64(w, extend, 2 * (s + 2))};
-        const char *z = out_name(w, n);
+        const char *z = p->channels_last ? korch_onnx_temp(w) : out_name(w, n);
         korch_onnx_node(w, "Pad", 2, pad_ins, 1, &z);
+        y = z;
+    }
+    if (p->channels_last) {
+        const char *z = out_name(w, n);
+        Onnx__NodeProto *t = korch_onnx_node(w, "Transpose", 1, &y, 1, &z);
+        korch_onnx_attr_ints(w, t, "perm", to_last, s + 2);
     }
     const korch_shape *ws = &w->pg->values[n->inputs[1]].shape;
     korch_onnx_attr_ints(w, node, "kernel_shape", ws->dims + 2, s);

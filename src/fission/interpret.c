@@ -306,6 +306,46 @@ static korch_status run_conv(const korch_prim_linear *p, const korch_tensor *x, 
     return KORCH_OK;
 }
 
+/* Moves the channel axis: to_last false reads an N,spatial...,C tensor into
+ * N,C,spatial..., true the other way round (shapes already set). */
+static void move_channels(const korch_tensor *src, korch_tensor *dst, bool to_last) {
+    const korch_shape *cf = to_last ? &src->shape : &dst->shape; /* channels-first shape */
+    int64_t N = cf->dims[0], C = cf->dims[1], S = 1;
+    for (int k = 2; k < cf->rank; k++) S *= cf->dims[k];
+    const float *a = src->data;
+    float *b = dst->data;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t i = 0; i < S; i++) {
+                int64_t first = (n * C + c) * S + i, last = (n * S + i) * C + c;
+                if (to_last) b[last] = a[first];
+                else b[first] = a[last];
+            }
+}
+
+/* channels_last: the same convolution between two transposes. */
+static korch_status run_conv_channels_last(const korch_prim_linear *p, const korch_tensor *x, const korch_tensor *w,
+                                           korch_tensor *y) {
+    korch_shape xs = x->shape, ys = y->shape;
+    for (int k = 1; k < x->shape.rank; k++) {
+        xs.dims[k] = x->shape.dims[k == 1 ? x->shape.rank - 1 : k - 1];
+        ys.dims[k] = y->shape.dims[k == 1 ? y->shape.rank - 1 : k - 1];
+    }
+    korch_tensor xt = {0}, yt = {0};
+    korch_status st = korch_tensor_alloc(&xt, KORCH_DTYPE_FLOAT32, &xs);
+    if (st == KORCH_OK) st = korch_tensor_alloc(&yt, KORCH_DTYPE_FLOAT32, &ys);
+    if (st == KORCH_OK) {
+        move_channels(x, &xt, false);
+        korch_prim_linear q = *p;
+        q.channels_last = false;
+        st = run_conv(&q, &xt, w, &yt);
+    }
+    if (st == KORCH_OK) move_channels(&yt, y, true);
+    korch_tensor_free(&xt);
+    korch_tensor_free(&yt);
+    return st;
+}
+
 static korch_status run_opaque(const korch_pgraph *pg, const korch_pnode *n, korch_tensor **in, korch_tensor **out) {
     const korch_node *src = &pg->source->nodes[n->u.opaque.source_node];
     korch_tensor *ins[64] = {0}, *outs[8] = {0};
@@ -334,6 +374,7 @@ korch_status korch_pgraph_run_node(const korch_pgraph *pg, int node, korch_tenso
         if (in[0]->dtype != KORCH_DTYPE_FLOAT32 || in[1]->dtype != KORCH_DTYPE_FLOAT32)
             return korch_error(KORCH_ERR_UNSUPPORTED, "interpreter: linear primitives are float32 only");
         if (n->u.linear.op == KORCH_LINEAR_MATMUL) return run_matmul(in[0], in[1], out[0]);
+        if (n->u.linear.channels_last) return run_conv_channels_last(&n->u.linear, in[0], in[1], out[0]);
         return run_conv(&n->u.linear, in[0], in[1], out[0]);
     case KORCH_PRIM_OPAQUE: {
         korch_tensor *outs[8] = {0};
@@ -425,6 +466,7 @@ void korch_pgraph_dump(const korch_pgraph *pg, void *file) {
         case KORCH_PRIM_LINEAR:
             fprintf(f, "linear.%s", n->u.linear.op == KORCH_LINEAR_MATMUL ? "matmul"
                                     : n->u.linear.op == KORCH_LINEAR_CONV ? "conv" : "conv_transpose");
+            if (n->u.linear.channels_last) fprintf(f, ".nhwc");
             break;
         case KORCH_PRIM_OPAQUE: fprintf(f, "opaque.%s", pg->source->nodes[n->u.opaque.source_node].op_type); break;
         default: fprintf(f, "?"); break;

@@ -273,28 +273,30 @@ int korch_pgraph_linear(korch_pgraph *pg, const korch_prim_linear *params, int x
         }
         out.rank = s + 2;
         out.dims[0] = a->dims[0];
+        /* channel axis and first spatial axis of input and output */
+        int c_axis = params->channels_last ? s + 1 : 1, sp0 = params->channels_last ? 1 : 2;
         bool transpose = params->op == KORCH_LINEAR_CONV_TRANSPOSE;
-        out.dims[1] = transpose ? b->dims[1] * params->group : b->dims[0];
+        out.dims[c_axis] = transpose ? b->dims[1] * params->group : b->dims[0];
         int64_t in_channels = transpose ? b->dims[0] : b->dims[1] * params->group;
-        if (a->dims[1] != in_channels) {
+        if (a->dims[c_axis] != in_channels) {
             korch_error(KORCH_ERR_SHAPE, "convolution: input %s has %lld channels, weight %s expects %lld",
-                        korch_shape_format(a, sa, sizeof sa), (long long)a->dims[1], korch_shape_format(b, sb, sizeof sb),
-                        (long long)in_channels);
+                        korch_shape_format(a, sa, sizeof sa), (long long)a->dims[c_axis],
+                        korch_shape_format(b, sb, sizeof sb), (long long)in_channels);
             return -1;
         }
         for (int d = 0; d < s; d++) {
             int64_t k = (b->dims[2 + d] - 1) * params->dilations[d] + 1;
             int64_t o;
             if (!transpose)
-                o = (a->dims[2 + d] + params->pads_begin[d] + params->pads_end[d] - k) / params->strides[d] + 1;
+                o = (a->dims[sp0 + d] + params->pads_begin[d] + params->pads_end[d] - k) / params->strides[d] + 1;
             else
-                o = params->strides[d] * (a->dims[2 + d] - 1) + params->output_padding[d] + k - params->pads_begin[d] -
-                    params->pads_end[d];
+                o = params->strides[d] * (a->dims[sp0 + d] - 1) + params->output_padding[d] + k -
+                    params->pads_begin[d] - params->pads_end[d];
             if (o < 1) {
                 korch_error(KORCH_ERR_SHAPE, "convolution: spatial dimension %d is empty", d);
                 return -1;
             }
-            out.dims[2 + d] = o;
+            out.dims[sp0 + d] = o;
         }
     }
     int ni = push_node(pg, KORCH_PRIM_LINEAR, 2, ins);

@@ -194,6 +194,10 @@ typedef enum korch_linear_op {
     KORCH_LINEAR_CONV_TRANSPOSE, /* NC(D)HW input, (C, M/group, k...) weight */
 } korch_linear_op;
 
+/* Convolutions with channels_last read an N(D)HWC input and write an N(D)HWC
+ * output; the weight keeps its ONNX layout (backends reorder constant weights
+ * once). The layout pass (src/layout/, docs/layout.md) sets it. */
+
 typedef struct korch_prim_linear {
     korch_linear_op op;
     /* convolution parameters (spatial rank = input rank - 2) */
@@ -202,6 +206,7 @@ typedef struct korch_prim_linear {
     int64_t strides[3], dilations[3];
     int64_t pads_begin[3], pads_end[3];
     int64_t output_padding[3]; /* conv transpose */
+    bool channels_last;        /* conv / conv transpose: N(D)HWC input and output */
 } korch_prim_linear;
 
 /* ---- opaque ------------------------------------------------------------ */

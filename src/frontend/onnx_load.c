@@ -55,6 +55,13 @@ static korch_status read_value_info(korch_graph *g, const Onnx__ValueInfoProto *
         if (!korch_dtype_is_valid(tt->elem_type))
             return korch_error(KORCH_ERR_INVALID_MODEL, "value \"%s\": invalid element type %d",
                                korch_printable(vi->name, name, sizeof name), (int)tt->elem_type);
+        /* a tensor can be declared more than once (graph input, value_info,
+         * graph output): the declarations must agree, or the last one would
+         * silently retype a graph input */
+        if (val->declared_dtype != KORCH_DTYPE_UNDEFINED && val->declared_dtype != (korch_dtype)tt->elem_type)
+            return korch_error(KORCH_ERR_INVALID_MODEL, "value \"%s\" is declared twice with different types (%s, then %s)",
+                               korch_printable(vi->name, name, sizeof name), korch_dtype_name(val->declared_dtype),
+                               korch_dtype_name((korch_dtype)tt->elem_type));
         val->declared_dtype = (korch_dtype)tt->elem_type;
     }
     if (!tt->shape) return KORCH_OK;
@@ -75,6 +82,19 @@ static korch_status read_value_info(korch_graph *g, const Onnx__ValueInfoProto *
             free(val->dim_params[d]);
             val->dim_params[d] = strdup(dim->dim_param);
         }
+    }
+    if (val->has_declared_shape) {
+        bool same = val->declared_shape.rank == s.rank;
+        for (int d = 0; same && d < s.rank; d++)
+            if (s.dims[d] >= 0 && val->declared_shape.dims[d] >= 0 && s.dims[d] != val->declared_shape.dims[d])
+                same = false;
+        char a[128], b[128];
+        if (!same)
+            return korch_error(KORCH_ERR_INVALID_MODEL,
+                               "value \"%s\" is declared twice with different shapes (%s, then %s; -1: unknown)",
+                               korch_printable(vi->name, name, sizeof name),
+                               korch_shape_format(&val->declared_shape, a, sizeof a), korch_shape_format(&s, b, sizeof b));
+        return KORCH_OK; /* the first declaration stands */
     }
     val->declared_shape = s;
     val->has_declared_shape = true;

@@ -118,6 +118,8 @@ static void im2col(const korch_window *w, const float *x, int64_t channels, int6
                 /* input element read by output column ow: xr[ow * stride + off_w] */
                 const float *xr = xc + (id * w->in[1] + ih) * w->in[2];
                 int64_t lo = w_lo > ow0 ? w_lo : ow0, hi = w_hi < ow1 ? w_hi : ow1;
+                /* the valid range can start past this block's columns (wide left padding) */
+                if (lo > ow1) lo = ow1;
                 if (hi < lo) hi = lo;
                 for (int64_t ow = ow0; ow < lo; ow++) o[ow - ow0] = 0.0f;
                 if (w->stride[2] == 1)

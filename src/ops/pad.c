@@ -126,6 +126,7 @@ static korch_status run_pad(korch_op_ctx *ctx) {
     korch_tensor *y = ctx->outputs[0];
     pad_plan p;
     KORCH_TRY(plan_pad(ctx, &p));
+    if (korch_tensor_numel(y) == 0) return KORCH_OK; /* index maps are sized by the output dims */
     int rank = x->shape.rank;
     int64_t total = 0;
     for (int d = 0; d < rank; d++) total += y->shape.dims[d];

@@ -240,6 +240,8 @@ static korch_status infer_resize(korch_op_ctx *ctx) {
 static korch_status run_resize(korch_op_ctx *ctx) {
     resize_plan p;
     KORCH_TRY(korch_resize_plan(ctx, &p));
+    /* an empty output needs no index maps (which are sized by the output dims) */
+    if (korch_tensor_numel(ctx->outputs[0]) == 0) return KORCH_OK;
     return p.mode == RESIZE_NEAREST ? korch_resize_run_nearest(ctx, &p) : korch_resize_run_linear(ctx, &p);
 }
 

@@ -7,13 +7,24 @@
 
 #include "fission/fission.h"
 #include "frontend/onnx_load.h"
+#include "layout/layout_pass.h"
 #include "runtime/plan.h"
 
 /* Informative: which korch lowered the model. Whether a plan still fits is
  * decided by the structural hash of the rebuilt pgraph. */
 const char korch_plan_fission_version[] = "korch-" KORCH_VERSION;
 
-korch_status korch_plan_lower(const korch_graph *g, korch_pgraph **out) { return korch_fission(g, out, NULL); }
+/* Fission, then the layout pass (channels-last convolutions unless
+ * $KORCH_LAYOUT=nchw; docs/layout.md). */
+korch_status korch_plan_lower(const korch_graph *g, korch_pgraph **out) {
+    KORCH_TRY(korch_fission(g, out, NULL));
+    korch_status st = korch_layout_pass(*out, korch_layout_strategy_from_env(), NULL);
+    if (st != KORCH_OK) {
+        korch_pgraph_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
 
 /* Parses, infers and lowers out->bytes (already read from `path`). */
 static korch_status from_bytes(const char *path, const korch_input_shape *shapes, int n_shapes, korch_plan_model *out) {

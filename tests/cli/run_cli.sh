@@ -116,6 +116,14 @@ d="$work/pb"
 expect "run .pb" 0 run "$fx/add_relu.onnx" --input "$fx/x.pb" --input "$fx/y.pb" --output-dir "$d" &&
     same "run .pb" "$d/relu_out_1.npy" "$fx/add_relu.relu.npy"
 
+# --output-dir creates every missing level, and refuses a path through a file
+d="$work/nested/a/b"
+expect "run nested --output-dir" 0 run "$fx/add_relu.onnx" --input "$fx/x.pb" --input "$fx/y.pb" --output-dir "$d" &&
+    same "run nested --output-dir" "$d/relu_out_1.npy" "$fx/add_relu.relu.npy"
+: > "$work/plainfile"
+expect "run --output-dir through a file" 1 run "$fx/add_relu.onnx" --input "$fx/x.pb" --input "$fx/y.pb" \
+    --output-dir "$work/plainfile/sub" && one_error "run --output-dir through a file" "is not a directory"
+
 expect "run wrong dtype" 1 run "$fx/add_relu.onnx" --input x="$fx/x_int64.npy" --input y="$fx/y.npy" &&
     one_error "run wrong dtype" "input \"x\" is float32, the file gives int64"
 expect "run unknown input name" 2 run "$fx/add_relu.onnx" --input nope="$fx/x.npy" --input y="$fx/y.npy"

@@ -1,9 +1,11 @@
 #!/bin/sh
-# CTest driver for the fuzz_load libFuzzer target.
+# CTest driver for the libFuzzer targets (tests/fuzz/fuzz_*.c).
 #   run_fuzz_test.sh regress FUZZER FUZZ_DIR BADINPUT_CORPUS WORK_DIR
 #       runs every committed crash reproducer of the target
-#       (FUZZ_DIR/regressions/load or /tensor) once, and for fuzz_load every
+#       (FUZZ_DIR/regressions/load, /tensor or /run) once, and for model targets every
 #       bad-input corpus model; fails on any crash, leak or sanitizer report.
+#   run_fuzz_test.sh fuzz-run FUZZER FUZZ_DIR BADINPUT_CORPUS WORK_DIR
+#       fuzzes fuzz_run (load, infer, then run small models) for half that time.
 #   run_fuzz_test.sh fuzz-tensor FUZZER FUZZ_DIR BADINPUT_CORPUS WORK_DIR
 #       fuzzes fuzz_tensor (the .npy / .pb readers) for half that time.
 #   run_fuzz_test.sh fuzz FUZZER FUZZ_DIR BADINPUT_CORPUS WORK_DIR
@@ -13,7 +15,7 @@
 #       WORK_DIR/artifacts/crash-* (fix it, then commit it to FUZZ_DIR/regressions/<target>).
 set -u
 if [ $# -ne 5 ]; then
-    echo "usage: $0 regress|fuzz|fuzz-tensor FUZZER FUZZ_DIR BADINPUT_CORPUS WORK_DIR" >&2
+    echo "usage: $0 regress|fuzz|fuzz-run|fuzz-tensor FUZZER FUZZ_DIR BADINPUT_CORPUS WORK_DIR" >&2
     exit 2
 fi
 mode=$1 fuzzer=$2 fuzz_dir=$3 badinput=$4 work=$5
@@ -28,7 +30,7 @@ regress)
     for f in "$fuzz_dir/regressions/${target#fuzz_}"/*; do
         [ -f "$f" ] && set -- "$@" "$f"
     done
-    if [ "$target" = fuzz_load ]; then
+    if [ "$target" = fuzz_load ] || [ "$target" = fuzz_run ]; then
         for f in "$badinput"/*.onnx; do set -- "$@" "$f"; done
     fi
     echo "$target: replaying $# inputs"
@@ -36,17 +38,19 @@ regress)
     # shellcheck disable=SC2086
     exec "$fuzzer" $common "$@"
     ;;
-fuzz)
-    seeds="$fuzz_dir/regressions/load $badinput"
+fuzz | fuzz-run)
+    seeds="$fuzz_dir/regressions/load $fuzz_dir/regressions/run $badinput"
+    seconds=${KORCH_FUZZ_SECONDS:-60}
+    [ "$mode" = fuzz-run ] && seconds=$((seconds / 2))
     for d in /usr/share/libonnx-testdata/data/node /usr/share/libonnx-testdata/data/simple; do
         [ -d "$d" ] && seeds="$seeds $d"
     done
     # shellcheck disable=SC2086
-    "$fuzzer" $common -max_total_time="${KORCH_FUZZ_SECONDS:-60}" -max_len=131072 -print_final_stats=1 \
+    "$fuzzer" $common -max_total_time="$seconds" -max_len=131072 -print_final_stats=1 \
         "$work/corpus" $seeds
     rc=$?
     if [ $rc -ne 0 ]; then
-        echo "fuzz_load: FAILED (exit $rc); reproducers:" $(ls "$work/artifacts")
+        echo "$(basename "$fuzzer"): FAILED (exit $rc); reproducers:" $(ls "$work/artifacts")
         echo "replay one with: $fuzzer $work/artifacts/<file>"
     fi
     exit $rc

@@ -27,7 +27,12 @@ void cg_emit_prelude(cg_buf *out) {
     cg_buf_printf(out, "static inline int64_t cg_fdiv(int64_t a, int64_t d) { return a / d - (a %% d < 0); }\n"
                        "static inline int64_t cg_fmod(int64_t a, int64_t m) { int64_t r = a %% m; return r < 0 ? r + m : r; }\n"
                        "static inline int64_t cg_clamp(int64_t a, int64_t lo, int64_t hi) "
-                       "{ return a < lo ? lo : (a > hi ? hi : a); }\n\n");
+                       "{ return a < lo ? lo : (a > hi ? hi : a); }\n"
+                       /* Python-style modulus (sign of the divisor), as ONNX Mod with fmod=0 */
+                       "static inline double cg_pymod(double a, double b) "
+                       "{ double r = fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n"
+                       "static inline float cg_pymodf(float a, float b) "
+                       "{ float r = fmodf(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n\n");
 }
 
 typedef struct plan {

@@ -121,9 +121,7 @@ static void ew_expr(const korch_prim_elementwise *ew, char v[3][64], bool dbl, c
     case KORCH_EW_MOD:
         /* alpha 1: C fmod; alpha 0: Python %, which takes the sign of the divisor */
         if (ew->alpha != 0.0f) snprintf(out, n, "fmod%s(%s, %s)", f, A, B);
-        else
-            snprintf(out, n, "(fmod%s(%s, %s) != %s && ((fmod%s(%s, %s) < %s) != (%s < %s))) ? fmod%s(%s, %s) + %s : fmod%s(%s, %s)",
-                     f, A, B, zero, f, A, B, zero, B, zero, f, A, B, B, f, A, B);
+        else snprintf(out, n, "cg_pymod%s(%s, %s)", f, A, B);
         break;
     case KORCH_EW_COUNT: snprintf(out, n, "NAN"); break;
     /* no default: -Wswitch makes a new elementwise function a build error here */

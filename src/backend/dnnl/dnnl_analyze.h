@@ -1,0 +1,41 @@
+/* Internals of the spec analysis, shared by dnnl_analyze.c (the linear
+ * primitive, signature, entry) and dnnl_epilogue.c (the post-op chain). */
+#ifndef KORCH_BACKEND_DNNL_DNNL_ANALYZE_H
+#define KORCH_BACKEND_DNNL_DNNL_ANALYZE_H
+
+#include "backend/dnnl/dnnl_internal.h"
+
+typedef struct actx {
+    const korch_kernel_spec *spec;
+    const korch_pgraph *pg;
+    dn_desc *d;
+    char *reason;
+    size_t size;
+    int out_rank;            /* pgraph rank of the linear output */
+    int perm[DN_MAX_DIMS];   /* logical dim j of the output is pgraph axis perm[j] */
+    int channel_axis;        /* pgraph axis of output channels (bias) */
+    bool used[64];           /* spec node i is accounted for (specs are small) */
+    bool reshaped;           /* the chain passed a reshape: operands in the output's bytes */
+} actx;
+
+KORCH_PRINTF(2, 3) bool an_fail(actx *c, const char *fmt, ...);
+/* "node 12 (ew.ERF of "/blk/Erf")" */
+const char *an_node_name(const actx *c, int node, char *buf, size_t size);
+int an_spec_index(const actx *c, int node);      /* position in the spec, or -1 */
+int an_input_slot(const actx *c, int value);     /* spec input index, or -1 */
+bool an_is_output(const actx *c, int value);
+int an_consumers(const actx *c, int value, int *out, int cap); /* spec nodes reading value */
+bool an_is_reshape(const actx *c, int node);
+int an_through_reshapes(actx *c, int value);
+bool an_scalar_constant(const korch_pvalue *v, double *x);
+/* the dense pgraph tensor of shape s (right-aligned to the output rank) in
+ * the output's logical order */
+void an_logical(const actx *c, const korch_shape *s, dn_tensor *t);
+
+/* dnnl_epilogue.c: one step of the chain from value v: a node read once
+ * (appends post-ops), or a fork-join region identified as one eltwise
+ * function (sets *w_out to the value it ends at). */
+bool an_single_step(actx *c, int node, int v);
+bool an_region_step(actx *c, int v, int *w_out);
+
+#endif

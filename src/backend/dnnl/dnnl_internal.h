@@ -1,0 +1,103 @@
+/* Internals of the oneDNN backend, shared by its files:
+ *
+ *   dnnl_analyze.c   kernel spec -> dn_desc (linear op, operands, signature)
+ *   dnnl_epilogue.c  the post-op chain (dnnl_analyze.h: shared internals)
+ *   dnnl_match.c     elementwise sub-graphs identified as oneDNN functions
+ *   dnnl_primitive.c dn_desc + variant -> oneDNN primitives, run
+ *   dnnl_profile.c   variants, timing, profile database
+ *
+ * A dn_desc speaks in oneDNN's logical order: dims of convolutions are
+ * (N, C, spatial...) whatever the pgraph layout; `perm` says where each
+ * logical dimension lives in the pgraph shape of the output. */
+#ifndef KORCH_BACKEND_DNNL_DNNL_INTERNAL_H
+#define KORCH_BACKEND_DNNL_DNNL_INTERNAL_H
+
+#include <dnnl.h>
+#include <stdbool.h>
+
+#include "backend/backend.h"
+
+#define DN_MAX_POST 16
+#define DN_MAX_DIMS 8
+
+/* A tensor as oneDNN sees it: logical dims and element strides (0 rank
+ * means unused). */
+typedef struct dn_tensor {
+    int ndims;
+    int64_t dims[DN_MAX_DIMS];
+    int64_t strides[DN_MAX_DIMS];
+} dn_tensor;
+
+typedef enum dn_post_kind { DN_POST_ELTWISE, DN_POST_BINARY } dn_post_kind;
+
+typedef struct dn_post {
+    dn_post_kind kind;
+    dnnl_alg_kind_t alg; /* eltwise or binary algorithm */
+    float alpha, beta;
+    int slot;            /* binary: spec input index of the second operand */
+    dn_tensor operand;   /* binary: its logical dims/strides (1 = broadcast) */
+    int node;            /* pgraph node it came from (for messages) */
+} dn_post;
+
+typedef struct dn_desc {
+    korch_linear_op op;
+    korch_prim_linear params;
+    int linear_node;
+    int src_slot, wei_slot;   /* spec input indices */
+    bool wei_constant;
+    const void *wei_data;     /* constant weights (the pgraph's) */
+    int bias_slot;            /* -1: none; else spec input of a per-channel constant */
+    const void *bias_data;
+    dn_tensor src, wei, bias, dst; /* logical, with the strides of the dense pgraph buffers */
+    int n_post;
+    dn_post post[DN_MAX_POST];
+    double flops;
+    char sig[33];             /* canonical signature (hex), profile database key */
+    char text[256];           /* human-readable chain */
+} dn_desc;
+
+/* dnnl_analyze.c: false with a specific reason when oneDNN cannot express
+ * the spec (no oneDNN call is made). */
+bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t size);
+
+/* dnnl_match.c: the oneDNN eltwise function equal to y = g(x), sampled at
+ * xs (n points); `consts` are the scalar constants the sub-graph uses (for
+ * parameter guesses). Fills alg/alpha/beta. */
+bool dn_match_function(const double *xs, const double *ys, int n, const float *consts, int n_consts,
+                       dnnl_alg_kind_t *alg, float *alpha, float *beta);
+/* Sample points used with dn_match_function. */
+int dn_match_points(double *xs, int cap);
+const char *dn_alg_name(dnnl_alg_kind_t alg);
+
+/* dnnl_primitive.c */
+typedef enum dn_format {
+    DN_FMT_PLAIN,   /* the pgraph's dense layout, as is */
+    DN_FMT_BLOCKED, /* convolutions: activations reordered to oneDNN's choice and back */
+} dn_format;
+
+typedef struct dn_variant {
+    dn_format fmt;
+    int threads; /* 0: the kernel's thread count; 1: one thread (small kernels) */
+} dn_variant;
+
+#define DN_MAX_VARIANTS 4
+
+/* "fmt=plain", "fmt=blocked", optionally followed by " thr=1" and by
+ * " impl=..." (informative, ignored). */
+bool dn_variant_parse(const char *text, dn_variant *v);
+void dn_variant_format(const dn_variant *v, char *buf, size_t size);
+/* The variants worth trying for d run with `threads` threads, best first. */
+int dn_variants(const dn_desc *d, int threads, dn_variant *out, int cap);
+
+typedef struct dn_kernel dn_kernel;
+
+/* Creates the primitives (JIT included) and reorders constant weights.
+ * impl receives oneDNN's implementation name (dnnl_query_impl_info_str). */
+korch_status dn_kernel_create(const dn_desc *d, const dn_variant *v, int threads, dn_kernel **out, char *impl,
+                              size_t impl_size);
+korch_status dn_kernel_run(dn_kernel *k, void *const *inputs, void *const *outputs);
+void dn_kernel_free(dn_kernel *k);
+const char *dn_version(void); /* "oneDNN 2.6.3 (cpu_runtime omp)" */
+bool dn_impl_is_reference(const char *impl);
+
+#endif

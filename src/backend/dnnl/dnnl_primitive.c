@@ -1,0 +1,393 @@
+/* dn_desc + variant -> oneDNN primitives, and running them.
+ *
+ * All creation work happens once, in dn_kernel_create: primitive descriptor,
+ * primitive (JIT), reorders, the constant weights reordered into oneDNN's
+ * preferred layout, internal buffers. dn_kernel_run binds the caller's
+ * buffers to the memory objects and executes; it allocates nothing.
+ *
+ * oneDNN (this build) threads with OpenMP and reads the thread count when a
+ * primitive is created (its work decomposition) and when it runs, so both
+ * happen with the kernel's thread count set. */
+#include <omp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dnnl_debug.h>
+
+#include "backend/dnnl/dnnl_internal.h"
+
+struct dn_kernel {
+    dnnl_stream_t stream;
+    dnnl_primitive_t prim, reorder_src, reorder_dst;
+    dnnl_memory_t src_user, src, wei, bias, dst, dst_user;
+    dnnl_memory_t post[DN_MAX_POST];
+    void *wei_buf, *src_buf, *dst_buf; /* owned: reordered weights, blocked src/dst */
+    int threads;
+    int src_slot, wei_slot, bias_slot; /* spec inputs bound per run (-1: owned) */
+    int n_post;
+    int post_slot[DN_MAX_POST];        /* -1 for eltwise post-ops */
+    int n_args;
+    dnnl_exec_arg_t args[4 + DN_MAX_POST];
+};
+
+static dnnl_engine_t engine;
+static dnnl_status_t engine_status = dnnl_success;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+
+static void engine_init(void) { engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0); }
+
+static korch_status dnnl_fail(dnnl_status_t s, const char *what, const dn_desc *d) {
+    return korch_error(s == dnnl_unimplemented ? KORCH_ERR_UNSUPPORTED : KORCH_ERR_RUNTIME,
+                       "oneDNN: %s failed (%s) for %s", what, dnnl_status2str(s), d ? d->text : "a kernel");
+}
+
+#define DN_CHECK(call, what)                                                                                           \
+    do {                                                                                                               \
+        dnnl_status_t s_ = (call);                                                                                     \
+        if (s_ != dnnl_success) {                                                                                      \
+            st = dnnl_fail(s_, what, d);                                                                               \
+            goto done;                                                                                                 \
+        }                                                                                                              \
+    } while (0)
+
+const char *dn_version(void) {
+    static char text[64];
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(text, sizeof text, "oneDNN %d.%d.%d (omp)", v->major, v->minor, v->patch);
+    return text;
+}
+
+bool dn_impl_is_reference(const char *impl) { return impl && strncmp(impl, "ref", 3) == 0; }
+
+/* ---- variants ---------------------------------------------------------------- */
+
+bool dn_variant_parse(const char *text, dn_variant *v) {
+    *v = (dn_variant){.fmt = DN_FMT_PLAIN};
+    if (!text || !*text) return true;
+    size_t n;
+    if (strncmp(text, "fmt=plain", n = 9) != 0) {
+        if (strncmp(text, "fmt=blocked", n = 11) != 0) return false;
+        v->fmt = DN_FMT_BLOCKED;
+    }
+    text += n;
+    if (strncmp(text, " thr=1", 6) == 0 && (text[6] == '\0' || text[6] == ' ')) {
+        v->threads = 1;
+        text += 6;
+    }
+    return *text == '\0' || strncmp(text, " impl=", 6) == 0;
+}
+
+void dn_variant_format(const dn_variant *v, char *buf, size_t size) {
+    snprintf(buf, size, "fmt=%s%s", v->fmt == DN_FMT_BLOCKED ? "blocked" : "plain", v->threads == 1 ? " thr=1" : "");
+}
+
+/* $KORCH_DNNL_VARIANTS (e.g. "fmt=plain" or "fmt=plain;fmt=plain thr=1")
+ * restricts the variants tried:
+ * for benchmarks that compare layouts and for tests of the
+ * reference-implementation policy. */
+static bool allowed(const dn_variant *v) {
+    const char *only = getenv("KORCH_DNNL_VARIANTS");
+    if (!only || !*only) return true;
+    char text[32];
+    dn_variant_format(v, text, sizeof text);
+    size_t n = strlen(text);
+    for (const char *p = only; (p = strstr(p, text)) != NULL; p += n)
+        if ((p == only || p[-1] == ';' || p[-1] == ',') && (p[n] == '\0' || p[n] == ';' || p[n] == ',')) return true;
+    return false;
+}
+
+/* Below this much work a kernel may run faster on one thread: a parallel
+ * region costs a wake-up of the other threads (microseconds on an idle
+ * machine, a scheduler slice on an oversubscribed one). */
+#define DN_SMALL_FLOPS 2e8
+
+int dn_variants(const dn_desc *d, int threads, dn_variant *out, int cap) {
+    int n = 0;
+    if (n < cap) out[n++] = (dn_variant){.fmt = DN_FMT_PLAIN};
+    /* convolutions: oneDNN's fast kernels want blocked or channels-last
+     * activations (channels-first ones get gemm-based kernels, ~10x slower),
+     * and odd channel counts can leave channels-last to the reference code,
+     * so also try reordering to oneDNN's choice around the primitive */
+    if (d->op != KORCH_LINEAR_MATMUL && n < cap)
+        out[n++] = (dn_variant){.fmt = DN_FMT_BLOCKED};
+    if (threads > 1 && d->flops < DN_SMALL_FLOPS && n < cap)
+        out[n++] = (dn_variant){.fmt = DN_FMT_PLAIN, .threads = 1};
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (allowed(&out[i])) out[kept++] = out[i];
+    return kept;
+}
+
+/* ---- memory descriptors ---------------------------------------------------- */
+
+static dnnl_status_t md_of(const dn_tensor *t, dnnl_memory_desc_t *md) {
+    dnnl_dims_t dims, strides;
+    for (int i = 0; i < t->ndims; i++) {
+        dims[i] = t->dims[i];
+        strides[i] = t->strides[i];
+    }
+    return dnnl_memory_desc_init_by_strides(md, t->ndims, dims, dnnl_f32, strides);
+}
+
+static dnnl_status_t md_any(const dn_tensor *t, dnnl_memory_desc_t *md) {
+    dnnl_dims_t dims;
+    for (int i = 0; i < t->ndims; i++) dims[i] = t->dims[i];
+    return dnnl_memory_desc_init_by_tag(md, t->ndims, dims, dnnl_f32, dnnl_format_tag_any);
+}
+
+static korch_status op_desc(const dn_desc *d, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *wei,
+                            const dnnl_memory_desc_t *bias, const dnnl_memory_desc_t *dst, void *desc) {
+    korch_status st = KORCH_OK;
+    if (d->op == KORCH_LINEAR_MATMUL) {
+        DN_CHECK(dnnl_matmul_desc_init(desc, src, wei, bias, dst), "matmul descriptor");
+        return KORCH_OK;
+    }
+    dnnl_dims_t strides, dilates, pad_l, pad_r;
+    for (int k = 0; k < d->params.spatial; k++) {
+        strides[k] = d->params.strides[k];
+        dilates[k] = d->params.dilations[k] - 1; /* oneDNN counts the gaps */
+        pad_l[k] = d->params.pads_begin[k];
+        pad_r[k] = d->params.pads_end[k];
+    }
+    if (d->op == KORCH_LINEAR_CONV)
+        DN_CHECK(dnnl_dilated_convolution_forward_desc_init(desc, dnnl_forward_inference, dnnl_convolution_direct, src,
+                                                            wei, bias, dst, strides, dilates, pad_l, pad_r),
+                 "convolution descriptor");
+    else
+        DN_CHECK(dnnl_dilated_deconvolution_forward_desc_init(desc, dnnl_forward_inference, dnnl_deconvolution_direct,
+                                                              src, wei, bias, dst, strides, dilates, pad_l, pad_r),
+                 "deconvolution descriptor");
+done:
+    return st;
+}
+
+static korch_status make_attr(const dn_desc *d, dnnl_primitive_attr_t *attr) {
+    korch_status st = KORCH_OK;
+    dnnl_post_ops_t po = NULL;
+    *attr = NULL;
+    DN_CHECK(dnnl_primitive_attr_create(attr), "attribute");
+    if (d->n_post == 0) return KORCH_OK;
+    DN_CHECK(dnnl_post_ops_create(&po), "post-ops");
+    for (int i = 0; i < d->n_post; i++) {
+        const dn_post *p = &d->post[i];
+        if (p->kind == DN_POST_ELTWISE) {
+            DN_CHECK(dnnl_post_ops_append_eltwise(po, 1.0f, p->alg, p->alpha, p->beta), "eltwise post-op");
+        } else {
+            dnnl_memory_desc_t md;
+            DN_CHECK(md_of(&p->operand, &md), "binary operand descriptor");
+            DN_CHECK(dnnl_post_ops_append_binary(po, p->alg, &md), "binary post-op");
+        }
+    }
+    DN_CHECK(dnnl_primitive_attr_set_post_ops(*attr, po), "post-op attribute");
+done:
+    if (po) dnnl_post_ops_destroy(po);
+    if (st != KORCH_OK && *attr) {
+        dnnl_primitive_attr_destroy(*attr);
+        *attr = NULL;
+    }
+    return st;
+}
+
+/* ---- kernel ------------------------------------------------------------------ */
+
+void dn_kernel_free(dn_kernel *k) {
+    if (!k) return;
+    dnnl_primitive_t prims[] = {k->prim, k->reorder_src, k->reorder_dst};
+    for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++)
+        if (prims[i]) dnnl_primitive_destroy(prims[i]);
+    dnnl_memory_t mems[] = {k->src_user, k->src, k->wei, k->bias, k->dst, k->dst_user};
+    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
+        if (mems[i] && !(i == 1 && mems[i] == k->src_user) && !(i == 4 && mems[i] == k->dst_user))
+            dnnl_memory_destroy(mems[i]);
+    for (int i = 0; i < k->n_post; i++)
+        if (k->post[i]) dnnl_memory_destroy(k->post[i]);
+    if (k->stream) dnnl_stream_destroy(k->stream);
+    free(k->wei_buf);
+    free(k->src_buf);
+    free(k->dst_buf);
+    free(k);
+}
+
+static void *alloc_for(const dnnl_memory_desc_t *md) {
+    size_t bytes = dnnl_memory_desc_get_size(md);
+    return aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+}
+
+/* A reorder between two layouts, created (and, with data, run) now. */
+static korch_status reorder(const dn_desc *d, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
+                            dnnl_primitive_t *out) {
+    korch_status st = KORCH_OK;
+    dnnl_primitive_desc_t pd = NULL;
+    DN_CHECK(dnnl_reorder_primitive_desc_create(&pd, from, engine, to, engine, NULL), "reorder descriptor");
+    DN_CHECK(dnnl_primitive_create(out, pd), "reorder");
+done:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return st;
+}
+
+static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, char *impl, size_t impl_size) {
+    korch_status st = KORCH_OK;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_t wei_reorder = NULL;
+    dnnl_memory_t wei_user = NULL;
+    dnnl_memory_desc_t src_user, dst_user, src_md, dst_md, wei_user_md, wei_md, bias_md;
+    bool blocked = v->fmt == DN_FMT_BLOCKED;
+    if (blocked && d->op == KORCH_LINEAR_MATMUL)
+        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "oneDNN: the blocked variant is for convolutions");
+    DN_CHECK(md_of(&d->src, &src_user), "source descriptor");
+    DN_CHECK(md_of(&d->dst, &dst_user), "destination descriptor");
+    DN_CHECK(md_of(&d->wei, &wei_user_md), "weights descriptor");
+    if (blocked) {
+        DN_CHECK(md_any(&d->src, &src_md), "source descriptor");
+        DN_CHECK(md_any(&d->dst, &dst_md), "destination descriptor");
+    } else {
+        src_md = src_user;
+        dst_md = dst_user;
+    }
+    if (d->wei_constant) DN_CHECK(md_any(&d->wei, &wei_md), "weights descriptor");
+    else wei_md = wei_user_md;
+    if (d->bias_slot >= 0) DN_CHECK(md_of(&d->bias, &bias_md), "bias descriptor");
+    union {
+        dnnl_convolution_desc_t conv;
+        dnnl_deconvolution_desc_t deconv;
+        dnnl_matmul_desc_t matmul;
+    } desc;
+    st = op_desc(d, &src_md, &wei_md, d->bias_slot >= 0 ? &bias_md : NULL, &dst_md, &desc);
+    if (st != KORCH_OK) goto done;
+    st = make_attr(d, &attr);
+    if (st != KORCH_OK) goto done;
+    DN_CHECK(dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL), "primitive descriptor");
+    const char *info = NULL;
+    DN_CHECK(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &info), "implementation query");
+    snprintf(impl, impl_size, "%s", info ? info : "?");
+    DN_CHECK(dnnl_primitive_create(&k->prim, pd), "primitive");
+
+    /* activations: bound to the caller's buffers, or internal blocked ones */
+    const dnnl_memory_desc_t *src_pd = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    const dnnl_memory_desc_t *dst_pd = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    DN_CHECK(dnnl_memory_create(&k->src_user, &src_user, engine, DNNL_MEMORY_NONE), "source memory");
+    DN_CHECK(dnnl_memory_create(&k->dst_user, &dst_user, engine, DNNL_MEMORY_NONE), "destination memory");
+    k->src = k->src_user;
+    k->dst = k->dst_user;
+    if (!dnnl_memory_desc_equal(src_pd, &src_user)) {
+        k->src_buf = alloc_for(src_pd);
+        if (!k->src_buf) {
+            st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory");
+            goto done;
+        }
+        DN_CHECK(dnnl_memory_create(&k->src, src_pd, engine, k->src_buf), "source memory");
+        st = reorder(d, &src_user, src_pd, &k->reorder_src);
+        if (st != KORCH_OK) goto done;
+    }
+    if (!dnnl_memory_desc_equal(dst_pd, &dst_user)) {
+        k->dst_buf = alloc_for(dst_pd);
+        if (!k->dst_buf) {
+            st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory");
+            goto done;
+        }
+        DN_CHECK(dnnl_memory_create(&k->dst, dst_pd, engine, k->dst_buf), "destination memory");
+        st = reorder(d, dst_pd, &dst_user, &k->reorder_dst);
+        if (st != KORCH_OK) goto done;
+    }
+
+    /* weights: constant ones reordered now, once */
+    const dnnl_memory_desc_t *wei_pd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    k->wei_slot = d->wei_slot;
+    if (d->wei_constant && !dnnl_memory_desc_equal(wei_pd, &wei_user_md)) {
+        k->wei_buf = alloc_for(wei_pd);
+        if (!k->wei_buf) {
+            st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory for weights");
+            goto done;
+        }
+        DN_CHECK(dnnl_memory_create(&k->wei, wei_pd, engine, k->wei_buf), "weights memory");
+        DN_CHECK(dnnl_memory_create(&wei_user, &wei_user_md, engine, (void *)d->wei_data), "weights memory");
+        st = reorder(d, &wei_user_md, wei_pd, &wei_reorder);
+        if (st != KORCH_OK) goto done;
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, wei_user}, {DNNL_ARG_TO, k->wei}};
+        DN_CHECK(dnnl_primitive_execute(wei_reorder, k->stream, 2, args), "weights reorder");
+        DN_CHECK(dnnl_stream_wait(k->stream), "weights reorder");
+        k->wei_slot = -1;
+    } else {
+        DN_CHECK(dnnl_memory_create(&k->wei, wei_pd, engine, DNNL_MEMORY_NONE), "weights memory");
+    }
+    k->bias_slot = d->bias_slot;
+    if (d->bias_slot >= 0) DN_CHECK(dnnl_memory_create(&k->bias, &bias_md, engine, DNNL_MEMORY_NONE), "bias memory");
+
+    k->n_args = 0;
+    k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, k->src};
+    k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, k->wei};
+    if (k->bias) k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, k->bias};
+    k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_DST, k->dst};
+    k->n_post = d->n_post;
+    for (int i = 0; i < d->n_post; i++) {
+        k->post_slot[i] = -1;
+        if (d->post[i].kind != DN_POST_BINARY) continue;
+        dnnl_memory_desc_t md;
+        DN_CHECK(md_of(&d->post[i].operand, &md), "binary operand descriptor");
+        DN_CHECK(dnnl_memory_create(&k->post[i], &md, engine, DNNL_MEMORY_NONE), "binary operand memory");
+        k->post_slot[i] = d->post[i].slot;
+        k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1, k->post[i]};
+    }
+done:
+    if (wei_reorder) dnnl_primitive_destroy(wei_reorder);
+    if (wei_user) dnnl_memory_destroy(wei_user);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
+korch_status dn_kernel_create(const dn_desc *d, const dn_variant *v, int threads, dn_kernel **out, char *impl,
+                              size_t impl_size) {
+    *out = NULL;
+    if (impl_size) impl[0] = '\0';
+    pthread_once(&engine_once, engine_init);
+    if (engine_status != dnnl_success) return dnnl_fail(engine_status, "CPU engine creation", d);
+    dn_kernel *k = calloc(1, sizeof *k);
+    if (!k) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory");
+    k->threads = threads > 0 ? threads : omp_get_max_threads();
+    if (v->threads > 0 && v->threads < k->threads) k->threads = v->threads;
+    k->src_slot = d->src_slot;
+    korch_status st = KORCH_OK;
+    dnnl_status_t s = dnnl_stream_create(&k->stream, engine, dnnl_stream_default_flags);
+    if (s != dnnl_success) st = dnnl_fail(s, "stream creation", d);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(k->threads);
+    if (st == KORCH_OK) st = create(d, v, k, impl, impl_size);
+    omp_set_num_threads(saved);
+    if (st != KORCH_OK) {
+        dn_kernel_free(k);
+        return st;
+    }
+    *out = k;
+    return KORCH_OK;
+}
+
+korch_status dn_kernel_run(dn_kernel *k, void *const *inputs, void *const *outputs) {
+    const dn_desc *d = NULL;
+    korch_status st = KORCH_OK;
+    int saved = omp_get_max_threads();
+    if (saved != k->threads) omp_set_num_threads(k->threads);
+    DN_CHECK(dnnl_memory_set_data_handle(k->src_user, inputs[k->src_slot]), "binding the source");
+    DN_CHECK(dnnl_memory_set_data_handle(k->dst_user, outputs[0]), "binding the destination");
+    if (k->wei_slot >= 0) DN_CHECK(dnnl_memory_set_data_handle(k->wei, inputs[k->wei_slot]), "binding the weights");
+    if (k->bias_slot >= 0) DN_CHECK(dnnl_memory_set_data_handle(k->bias, inputs[k->bias_slot]), "binding the bias");
+    for (int i = 0; i < k->n_post; i++)
+        if (k->post_slot[i] >= 0)
+            DN_CHECK(dnnl_memory_set_data_handle(k->post[i], inputs[k->post_slot[i]]), "binding a post-op operand");
+    if (k->reorder_src) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, k->src_user}, {DNNL_ARG_TO, k->src}};
+        DN_CHECK(dnnl_primitive_execute(k->reorder_src, k->stream, 2, args), "source reorder");
+    }
+    DN_CHECK(dnnl_primitive_execute(k->prim, k->stream, k->n_args, k->args), "execution");
+    if (k->reorder_dst) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, k->dst}, {DNNL_ARG_TO, k->dst_user}};
+        DN_CHECK(dnnl_primitive_execute(k->reorder_dst, k->stream, 2, args), "destination reorder");
+    }
+    DN_CHECK(dnnl_stream_wait(k->stream), "stream wait");
+done:
+    if (saved != k->threads) omp_set_num_threads(saved);
+    return st;
+}

@@ -1,0 +1,117 @@
+/* oneDNN linear primitives against the interpreter: random convolutions
+ * (1-D/2-D/3-D, groups, depthwise, strides, dilations, asymmetric pads,
+ * channels-first and channels-last), transposed convolutions (output
+ * padding, groups, strides, dilations), and matmuls (batched, broadcast
+ * batch dimensions on either side, constant or run-time weights). Every
+ * layout variant of every case runs. */
+#include "dnnl_check.h"
+
+static int conv_case(bool transpose, int spatial, bool channels_last, bool verbose_name) {
+    korch_pgraph *pg = dc_graph();
+    korch_prim_linear p = {.op = transpose ? KORCH_LINEAR_CONV_TRANSPOSE : KORCH_LINEAR_CONV, .spatial = spatial,
+                           .channels_last = channels_last};
+    int64_t G = dc_int(0, 3) == 0 ? dc_int(2, 3) : 1;
+    bool depthwise = !transpose && dc_int(0, 4) == 0;
+    int64_t Cg = depthwise ? 1 : dc_int(1, 6), Mg = depthwise ? dc_int(1, 2) : dc_int(1, 7);
+    if (depthwise) G = dc_int(2, 17);
+    p.group = G;
+    int64_t N = dc_int(1, 2), C = Cg * G, M = Mg * G;
+    int64_t xs[5], ws[5], in_sp[3];
+    for (int d = 0; d < spatial; d++) {
+        in_sp[d] = dc_int(spatial == 3 ? 2 : 3, spatial == 1 ? 19 : spatial == 2 ? 11 : 5);
+        p.strides[d] = dc_int(1, 3);
+        p.dilations[d] = dc_int(0, 3) == 0 ? 2 : 1;
+        ws[2 + d] = dc_int(1, 3);
+        p.pads_begin[d] = dc_int(0, 2);
+        p.pads_end[d] = dc_int(0, 2);
+        if (transpose) p.output_padding[d] = p.strides[d] > 1 ? dc_int(0, (int)p.strides[d] - 1) : 0;
+        int64_t k = (ws[2 + d] - 1) * p.dilations[d] + 1;
+        /* keep the output non-empty */
+        if (!transpose && in_sp[d] + p.pads_begin[d] + p.pads_end[d] < k) p.pads_end[d] += k;
+        if (transpose) {
+            int64_t full = p.strides[d] * (in_sp[d] - 1) + p.output_padding[d] + k;
+            while (full - p.pads_begin[d] - p.pads_end[d] < 1) p.pads_begin[d] = p.pads_end[d] = 0;
+        }
+    }
+    xs[0] = N;
+    if (channels_last) {
+        for (int d = 0; d < spatial; d++) xs[1 + d] = in_sp[d];
+        xs[spatial + 1] = C;
+    } else {
+        xs[1] = C;
+        for (int d = 0; d < spatial; d++) xs[2 + d] = in_sp[d];
+    }
+    ws[0] = transpose ? C : M;
+    ws[1] = transpose ? Mg : Cg;
+    int x = dc_input(pg, spatial + 2, xs);
+    int w = dc_int(0, 3) == 0 ? dc_input(pg, spatial + 2, ws) : dc_constant(pg, spatial + 2, ws, -1, 1);
+    int y = korch_pgraph_linear(pg, &p, x, w);
+    CHECK_MSG(y >= 0, "linear: %s", korch_last_error());
+    int checked = 0;
+    if (y >= 0) {
+        dc_output(pg, y);
+        char what[256];
+        snprintf(what, sizeof what, "%s%dd %s N%lld C%lld M%lld g%lld in %lldx%lldx%lld k %lldx%lldx%lld s%lld,%lld d%lld,%lld "
+                 "p%lld,%lld/%lld,%lld op%lld%s",
+                 transpose ? "deconv" : "conv", spatial, channels_last ? "nhwc" : "nchw", (long long)N, (long long)C,
+                 (long long)M, (long long)G, (long long)in_sp[0], (long long)(spatial > 1 ? in_sp[1] : 1),
+                 (long long)(spatial > 2 ? in_sp[2] : 1), (long long)ws[2], (long long)(spatial > 1 ? ws[3] : 1),
+                 (long long)(spatial > 2 ? ws[4] : 1), (long long)p.strides[0], (long long)p.strides[1],
+                 (long long)p.dilations[0], (long long)p.dilations[1], (long long)p.pads_begin[0],
+                 (long long)p.pads_begin[1], (long long)p.pads_end[0], (long long)p.pads_end[1],
+                 (long long)p.output_padding[0], pg->values[w].is_constant ? " const-w" : "");
+        checked = dc_check(pg, -1, 1, what);
+        if (verbose_name) printf("%s\n", what);
+    }
+    korch_pgraph_free(pg);
+    return checked;
+}
+
+static int matmul_case(void) {
+    korch_pgraph *pg = dc_graph();
+    int64_t M = dc_int(1, 40), K = dc_int(1, 70), N = dc_int(1, 50);
+    int rank = dc_int(2, 4);
+    int64_t a[4], b[4];
+    int ra = rank, rb = dc_int(0, 2) == 0 ? 2 : rank;
+    if (dc_int(0, 3) == 0) { /* the other side has fewer dims */
+        int t = ra;
+        ra = rb;
+        rb = t;
+    }
+    int64_t batch[2] = {dc_int(1, 3), dc_int(1, 4)};
+    for (int i = 0; i < ra - 2; i++) a[i] = dc_int(0, 3) == 0 ? 1 : batch[i + 4 - ra];
+    for (int i = 0; i < rb - 2; i++) b[i] = dc_int(0, 3) == 0 ? 1 : batch[i + 4 - rb];
+    a[ra - 2] = M;
+    a[ra - 1] = K;
+    b[rb - 2] = K;
+    b[rb - 1] = N;
+    int x = dc_input(pg, ra, a);
+    int w = dc_int(0, 1) ? dc_input(pg, rb, b) : dc_constant(pg, rb, b, -1, 1);
+    korch_prim_linear p = {.op = KORCH_LINEAR_MATMUL};
+    int y = korch_pgraph_linear(pg, &p, x, w);
+    CHECK_MSG(y >= 0, "matmul: %s", korch_last_error());
+    int checked = 0;
+    if (y >= 0) {
+        dc_output(pg, y);
+        char sa[96], sb[96], what[256];
+        snprintf(what, sizeof what, "matmul %s x %s%s", korch_shape_format(&pg->values[x].shape, sa, sizeof sa),
+                 korch_shape_format(&pg->values[w].shape, sb, sizeof sb), pg->values[w].is_constant ? " const-w" : "");
+        checked = dc_check(pg, -1, 1, what);
+    }
+    korch_pgraph_free(pg);
+    return checked;
+}
+
+int main(void) {
+    int runs = 0;
+    for (int i = 0; i < 60; i++) runs += conv_case(false, 2, false, false);
+    for (int i = 0; i < 60; i++) runs += conv_case(false, 2, true, false);
+    for (int i = 0; i < 25; i++) runs += conv_case(false, 1, i & 1, false);
+    for (int i = 0; i < 10; i++) runs += conv_case(false, 3, i & 1, false);
+    for (int i = 0; i < 40; i++) runs += conv_case(true, 2, i & 1, false);
+    for (int i = 0; i < 15; i++) runs += conv_case(true, 1, i & 1, false);
+    for (int i = 0; i < 80; i++) runs += matmul_case();
+    printf("%d kernel variants checked, max error %.2g of scale\n", runs, dc_max_err);
+    CHECK(runs >= 290);
+    TEST_MAIN_END();
+}
