@@ -27,11 +27,12 @@ static int env_int(const char *name, int fallback) {
 }
 
 /* Quick timing: enough to rank kernels (the chosen ones are tuned and timed
- * again with the full methodology): one warm-up run, the median of at least
- * 5 runs and 5 ms, or of 3 runs of a long kernel within 5% of each other. */
+ * again with the full methodology): one warm-up run (the pool's buffers are
+ * touched already), the median of at least 5 runs and 2 ms (at most 30), or
+ * of 3 runs of a long kernel within 5% of each other. */
 static korch_timer_options quick_timer(void) {
-    return (korch_timer_options){.warmup_runs = 1, .warmup_ms = 0.5, .min_repeats = 5, .max_repeats = 50,
-                                 .target_ms = 5, .steady_repeats = 3, .steady_spread = 0.05};
+    return (korch_timer_options){.warmup_runs = 1, .warmup_ms = 0, .min_repeats = 5, .max_repeats = 30,
+                                 .target_ms = 2, .steady_repeats = 3, .steady_spread = 0.05};
 }
 
 static void set_result(korch_profile_result *r, const cg_kernel *k, const char *schedule, double ms, double spread,
@@ -292,8 +293,8 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
         st = lookup(&S, &specs[i], quick, &results[i], job_of, i);
     }
     int budget = env_int("KORCH_TUNE_TRIALS", 24), explore = env_int("KORCH_TUNE_EXPLORE", 7);
-    S.trial_timer = (korch_timer_options){.warmup_runs = 1, .warmup_ms = 1, .min_repeats = 5, .max_repeats = 50,
-                                          .target_ms = 10, .steady_repeats = 3, .steady_spread = 0.05};
+    S.trial_timer = (korch_timer_options){.warmup_runs = 1, .warmup_ms = 0.5, .min_repeats = 5, .max_repeats = 50,
+                                          .target_ms = 5, .steady_repeats = 3, .steady_spread = 0.05};
     if (st == KORCH_OK && quick) {
         st = quick_run(&S, results);
     } else if (st == KORCH_OK) {
