@@ -54,6 +54,8 @@ typedef struct korch_profile_options {
     const char *db_path;  /* profile database; NULL: $XDG_CACHE_HOME/korch/profile.db */
     const char *cache_dir;/* compiled-object cache; NULL: $XDG_CACHE_HOME/korch/kernels */
     bool progress;        /* progress bar on stderr (only when stderr is a terminal) */
+    bool quick;           /* time one default schedule per kernel, no tuning (results say
+                             default_only); the orchestrator tunes what its plans use */
 } korch_profile_options;
 
 typedef struct korch_profile_result {
@@ -64,6 +66,8 @@ typedef struct korch_profile_result {
     char schedule[256];   /* opaque to callers; rebuilds the same kernel */
     char impl[160];
     bool from_database;   /* nothing was compiled or timed */
+    bool default_only;    /* only the default schedule was timed (quick mode): tuning can
+                             lower latency_ms; false when tuned or nothing to tune */
 } korch_profile_result;
 
 /* Cheap structural check; on false, `reason` says why (e.g. "post-op GELU-tanh

@@ -99,6 +99,8 @@ typedef struct korch_candidate {
     bool rejected; /* pruned or failed: not a variable of the program */
     korch_reject_reason reject_reason;
     double latency_ms;
+    bool untuned; /* only a default schedule was timed: tuning may lower latency_ms */
+    bool tune_tried; /* tuning was asked for (whatever came of it) */
     char schedule[256];
     char impl[160];
 } korch_candidate;

@@ -11,9 +11,10 @@ static bool backends_supports(void *user, korch_backend_kind kind, const korch_k
 }
 
 static korch_status backends_profile(void *user, korch_backend_kind kind, const korch_kernel_spec *specs, int n,
-                                     double budget_s, korch_profile_result *results) {
+                                     double budget_s, bool quick, korch_profile_result *results) {
     korch_profile_options options = *(const korch_profile_options *)user;
     options.budget_s = budget_s;
+    options.quick = quick;
     options.progress = false; /* the orchestrator draws one bar over all calls */
     return korch_backend_profile(kind, specs, n, &options, results);
 }
@@ -33,9 +34,10 @@ static bool estimate_supports(void *user, korch_backend_kind kind, const korch_k
 }
 
 static korch_status estimate_profile(void *user, korch_backend_kind kind, const korch_kernel_spec *specs, int n,
-                                     double budget_s, korch_profile_result *results) {
+                                     double budget_s, bool quick, korch_profile_result *results) {
     const korch_machine_model *m = user;
     (void)budget_s;
+    (void)quick;
     for (int i = 0; i < n; i++) {
         korch_profile_result *r = &results[i];
         memset(r, 0, sizeof *r);

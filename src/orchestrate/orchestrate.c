@@ -1,7 +1,13 @@
 /* The orchestrator: candidates, profiles, and a plan per strategy. All three
  * strategies choose from the same profiled candidates, so `korch bench`
  * compares them on equal terms and the greedy plan is always a valid start
- * for the binary program. */
+ * for the binary program.
+ *
+ * Profiling has two phases: every candidate is timed with a default schedule
+ * (korch_orchestrator_profile), and a strategy's choice is tuned when it is
+ * asked for (korch_orchestrator_solve). The optimal strategy solves, tunes
+ * the untuned kernels it chose, and solves again the partitions whose
+ * latencies changed, until its choice is tuned or the budget is spent. */
 #include "orchestrate/orchestrate.h"
 
 #include <stdlib.h>
@@ -17,6 +23,16 @@ struct korch_orchestrator {
     int *group_of;
     korch_candidate_set *set;
     korch_blp_stats blp;
+    korch_tune_state tune;
+    /* the optimal strategy, per partition: its last choice (schedulable
+     * order), the statistics of that solve, and whether latencies changed
+     * since (then it is solved again) */
+    int **solution;
+    int *n_solution;
+    korch_blp_stats *part_stats;
+    bool *dirty;
+    double solve_seconds; /* all binary programs, every round */
+    int tune_rounds;
 };
 
 const char *korch_strategy_name(korch_strategy s) {
@@ -40,12 +56,15 @@ korch_orchestrate_options korch_orchestrate_options_default(int threads) {
         .machine = korch_machine_model_default(threads),
         .prune_by_bound = true,
         .profile_budget_s = 0,
-        .profile_chunk = 48,
+        .profile_chunk = 128,
+        .tune_chunk = 32,
         .solve_time_limit_s = 60,
         .max_cut_rounds = 50,
         .pairwise_cuts = true,
         .progress = false,
         .log = NULL,
+        .tune_greedy = true,
+        .tune_margin = 1.0,
     };
     return o;
 }
@@ -89,6 +108,12 @@ korch_status korch_orchestrator_create(const korch_pgraph *pg, const korch_kerne
 
 void korch_orchestrator_free(korch_orchestrator *o) {
     if (!o) return;
+    for (int p = 0; o->solution && p < o->set->n_partitions; p++) free(o->solution[p]);
+    free(o->solution);
+    free(o->n_solution);
+    free(o->part_stats);
+    free(o->dirty);
+    korch_tune_state_free(&o->tune);
     korch_candidates_free(o->set);
     free(o->group_of);
     free(o);
@@ -96,8 +121,24 @@ void korch_orchestrator_free(korch_orchestrator *o) {
 
 korch_candidate_set *korch_orchestrator_candidates(korch_orchestrator *o) { return o->set; }
 const korch_blp_stats *korch_orchestrator_blp_stats(const korch_orchestrator *o) { return &o->blp; }
+const korch_tune_state *korch_orchestrator_tuning(const korch_orchestrator *o) { return &o->tune; }
+int korch_orchestrator_tune_rounds(const korch_orchestrator *o) { return o->tune_rounds; }
 
 korch_status korch_orchestrator_profile(korch_orchestrator *o) {
+    if (o->tune.start_ms == 0) {
+        o->tune.start_ms = korch_now_ms();
+        o->tune.budget_s = o->options.profile_budget_s;
+    }
+    int np = o->set->n_partitions;
+    if (!o->solution) {
+        o->solution = calloc((size_t)np + 1, sizeof *o->solution);
+        o->n_solution = calloc((size_t)np + 1, sizeof *o->n_solution);
+        o->part_stats = calloc((size_t)np + 1, sizeof *o->part_stats);
+        o->dirty = calloc((size_t)np + 1, sizeof *o->dirty);
+        if (!o->solution || !o->n_solution || !o->part_stats || !o->dirty)
+            return korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
+    }
+    for (int p = 0; p < np; p++) o->dirty[p] = true;
     KORCH_TRY(korch_profile_candidates(o->set, &o->oracle, &o->options));
     if (o->options.log) korch_candidates_report(o->set, o->options.log);
     return KORCH_OK;
@@ -193,53 +234,184 @@ static void add_stats(korch_blp_stats *sum, const korch_blp_stats *s) {
     sum->fell_back |= s->fell_back;
 }
 
+static double choice_cost(const korch_candidate_set *set, const int *c, int n, double untuned_scale) {
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        const korch_candidate *k = &set->candidates[c[i]];
+        sum += k->latency_ms * (k->untuned && !k->tune_tried ? untuned_scale : 1.0);
+    }
+    return sum;
+}
+
+/* Solves every dirty partition once. */
+static korch_status solve_dirty(korch_orchestrator *o, double untuned_scale, bool *available, int *chosen, int *start,
+                                int *n_solved) {
+    korch_candidate_set *set = o->set;
+    double t0 = korch_now_ms();
+    int np = set->n_partitions, left_parts = 0;
+    *n_solved = 0;
+    for (int p = 0; p < np; p++) left_parts += o->dirty[p];
+    for (int p = 0; p < np; p++) {
+        if (!o->dirty[p]) continue;
+        /* MIP start: the cheaper of greedy and the last choice (both schedulable) */
+        int n_start = 0;
+        if (rule_choice(o, p, KORCH_STRATEGY_GREEDY, start, &n_start) != KORCH_OK) n_start = 0;
+        if (o->solution[p] && (n_start == 0 || choice_cost(set, o->solution[p], o->n_solution[p], untuned_scale) <
+                                                   choice_cost(set, start, n_start, untuned_scale))) {
+            memcpy(start, o->solution[p], (size_t)o->n_solution[p] * sizeof *start);
+            n_start = o->n_solution[p];
+        }
+        double left = o->options.solve_time_limit_s - (korch_now_ms() - t0) / 1e3;
+        double share = left / (double)left_parts--;
+        if (share < 0.2) share = 0.2;
+        int n_chosen = 0;
+        KORCH_TRY(korch_solve_partition(set, p, start, n_start, share, untuned_scale, &o->options, available, chosen,
+                                        &n_chosen, &o->part_stats[p]));
+        int *copy = malloc(((size_t)n_chosen + 1) * sizeof *copy);
+        if (!copy) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
+        memcpy(copy, chosen, (size_t)n_chosen * sizeof *copy);
+        free(o->solution[p]);
+        o->solution[p] = copy;
+        o->n_solution[p] = n_chosen;
+        o->dirty[p] = false;
+        o->solve_seconds += o->part_stats[p].seconds;
+        (*n_solved)++;
+    }
+    return KORCH_OK;
+}
+
+/* The optimal choice of every partition, its kernels tuned: solve, tune what
+ * the choice (and, the first time, the greedy plan) uses, solve the changed
+ * partitions again; until nothing new is chosen or the budget is spent. */
+static korch_status optimal_choice(korch_orchestrator *o, bool *available, int *chosen, int *start) {
+    korch_candidate_set *set = o->set;
+    int np = set->n_partitions;
+    double margin = o->options.tune_margin > 0 && o->options.tune_margin < 1 ? o->options.tune_margin : 1.0;
+    o->tune.scaled = margin < 1.0;
+    int *list = malloc(((size_t)set->n_candidates + (size_t)np * KORCH_PARTITION_MAX_NODES + 1) * sizeof *list);
+    if (!list) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
+    korch_status st = KORCH_OK;
+    for (int round = 0; st == KORCH_OK; round++) {
+        int n_solved = 0, n_list = 0;
+        double t0 = korch_now_ms();
+        st = solve_dirty(o, margin, available, chosen, start, &n_solved);
+        for (int p = 0; p < np && st == KORCH_OK; p++) {
+            memcpy(list + n_list, o->solution[p], (size_t)o->n_solution[p] * sizeof *list);
+            n_list += o->n_solution[p];
+            int n_start = 0;
+            if (round == 0 && o->options.tune_greedy && rule_choice(o, p, KORCH_STRATEGY_GREEDY, start, &n_start) == KORCH_OK) {
+                memcpy(list + n_list, start, (size_t)n_start * sizeof *list);
+                n_list += n_start;
+            }
+        }
+        int submitted = 0;
+        if (st == KORCH_OK)
+            st = korch_tune_candidates(set, &o->oracle, &o->options, &o->tune, list, n_list, o->dirty, &submitted);
+        if (st != KORCH_OK || submitted == 0) break;
+        o->tune_rounds++;
+        int changed = 0;
+        for (int p = 0; p < np; p++) changed += o->dirty[p];
+        if (o->options.log)
+            fprintf(o->options.log,
+                    "tuning round %d: %d partitions solved, %d kernels tuned (%.1f s); latencies changed in %d "
+                    "partitions\n",
+                    round + 1, n_solved, submitted, (korch_now_ms() - t0) / 1e3, changed);
+    }
+    /* a search with a margin ends optimal for the measured latencies too
+     * (everything chosen is tuned); stopped by the budget, it is not: solve
+     * again with the measured ones */
+    if (st == KORCH_OK && margin < 1.0 && o->tune.out_of_budget) {
+        for (int p = 0; p < np; p++) o->dirty[p] = true;
+        int n_solved;
+        st = solve_dirty(o, 1.0, available, chosen, start, &n_solved);
+    }
+    o->tune.scaled = false;
+    free(list);
+    return st;
+}
+
+/* The none or greedy choice, its kernels tuned. */
+static korch_status rule_tune(korch_orchestrator *o, korch_strategy strategy, int *chosen) {
+    korch_candidate_set *set = o->set;
+    int n_all = 0;
+    for (int p = 0; p < set->n_partitions; p++) {
+        int n = 0;
+        KORCH_TRY(rule_choice(o, p, strategy, chosen + n_all, &n));
+        n_all += n;
+    }
+    int submitted;
+    return korch_tune_candidates(set, &o->oracle, &o->options, &o->tune, chosen, n_all, o->dirty, &submitted);
+}
+
+static void report_tuning(korch_orchestrator *o, const korch_plan *plan) {
+    if (!o->options.log) return;
+    const korch_tune_state *t = &o->tune;
+    int untuned = 0;
+    double untuned_ms = 0;
+    for (int k = 0; k < plan->n_kernels; k++) {
+        const korch_plan_kernel *pk = &plan->kernels[k];
+        int p = o->set->partition_of[pk->nodes[0]];
+        korch_nodemask mask = 0;
+        for (int i = 0; i < pk->n_nodes; i++) mask |= (korch_nodemask)1 << o->set->local_of[pk->nodes[i]];
+        int ci = korch_candidate_find(o->set, p, mask);
+        if (ci >= 0 && o->set->candidates[ci].untuned) {
+            untuned++;
+            untuned_ms += pk->latency_ms;
+        }
+    }
+    fprintf(o->options.log,
+            "tuning: %ld kernels tuned in %d rounds (%.1f s; their default schedules summed to %.4f ms, tuned to "
+            "%.4f ms)%s\n",
+            t->tuned, o->tune_rounds, t->seconds, t->default_ms, t->tuned_ms,
+            t->out_of_budget ? "; the budget ran out" : "");
+    if (untuned > 0)
+        fprintf(o->options.log,
+                "tuning: %d of the plan's %d kernels keep their default schedule (%.4f ms of the predicted %.4f ms)\n",
+                untuned, plan->n_kernels, untuned_ms, plan->predicted_ms);
+    else
+        fprintf(o->options.log, "tuning: every kernel of the plan is tuned\n");
+}
+
 korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy strategy, korch_plan **out) {
     *out = NULL;
     if ((unsigned)strategy >= KORCH_STRATEGY_COUNT || strategy > o->most)
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "orchestrate: strategy %s was not prepared for (created for %s)",
                            korch_strategy_name(strategy), korch_strategy_name(o->most));
+    if (!o->solution) return korch_error(KORCH_ERR_INVALID_ARGUMENT, "orchestrate: solve before profile");
     korch_candidate_set *set = o->set;
     const korch_pgraph *pg = o->pg;
     korch_plan *plan = korch_plan_new();
     bool *available = calloc((size_t)pg->n_values + 1, sizeof *available);
-    int *chosen = malloc(((size_t)set->n_candidates + KORCH_PARTITION_MAX_NODES + 1) * sizeof *chosen);
+    int *chosen = malloc(((size_t)set->n_candidates + (size_t)set->n_partitions * KORCH_PARTITION_MAX_NODES + 1) *
+                         sizeof *chosen);
     int *start = malloc((KORCH_PARTITION_MAX_NODES + 1) * sizeof *start);
     korch_status st = plan && available && chosen && start
                           ? KORCH_OK
                           : korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
     for (int v = 0; available && v < pg->n_values; v++) available[v] = true;
+    if (st == KORCH_OK && strategy == KORCH_STRATEGY_OPTIMAL) st = optimal_choice(o, available, chosen, start);
+    else if (st == KORCH_OK) st = rule_tune(o, strategy, chosen);
     if (strategy == KORCH_STRATEGY_OPTIMAL) {
         memset(&o->blp, 0, sizeof o->blp);
         o->blp.optimal = true;
     }
-    double t0 = korch_now_ms();
     for (int p = 0; p < set->n_partitions && st == KORCH_OK; p++) {
         int n_chosen = 0;
         if (strategy != KORCH_STRATEGY_OPTIMAL) {
             st = rule_choice(o, p, strategy, chosen, &n_chosen);
             if (st == KORCH_OK) st = order_choice(o, p, chosen, n_chosen, available);
         } else {
-            /* greedy is the MIP start and the fallback; without it (a
-             * primitive lost every kernel) the program still solves */
-            int n_start = 0;
-            if (rule_choice(o, p, KORCH_STRATEGY_GREEDY, start, &n_start) != KORCH_OK) n_start = 0;
-            double left = o->options.solve_time_limit_s - (korch_now_ms() - t0) / 1e3;
-            double share = left / (double)(set->n_partitions - p);
-            if (share < 0.2) share = 0.2;
-            korch_blp_stats stats;
-            if (st == KORCH_OK)
-                st = korch_solve_partition(set, p, start, n_start, share, &o->options, available, chosen, &n_chosen,
-                                           &stats);
-            if (st == KORCH_OK) {
-                add_stats(&o->blp, &stats);
-                if (o->options.log)
-                    fprintf(o->options.log,
-                            "  partition %3d: %5d vars %5d rows, objective %.4f ms, bound %.4f ms, gap %.2f%%, "
-                            "%.3f s, %d round%s, %d cuts, %d pair cuts%s%s\n",
-                            p, stats.variables, stats.rows, stats.objective, stats.bound, 100.0 * stats.gap,
-                            stats.seconds, stats.rounds, stats.rounds == 1 ? "" : "s", stats.cuts, stats.pair_cuts,
-                            stats.time_limit ? ", time limit" : "", stats.fell_back ? ", kept greedy" : "");
-            }
+            const korch_blp_stats *stats = &o->part_stats[p];
+            n_chosen = o->n_solution[p];
+            memcpy(chosen, o->solution[p], (size_t)n_chosen * sizeof *chosen);
+            add_stats(&o->blp, stats);
+            if (o->options.log)
+                fprintf(o->options.log,
+                        "  partition %3d: %5d vars %5d rows, objective %.4f ms, bound %.4f ms, gap %.2f%%, "
+                        "%.3f s, %d round%s, %d cuts, %d pair cuts%s%s\n",
+                        p, stats->variables, stats->rows, stats->objective, stats->bound, 100.0 * stats->gap,
+                        stats->seconds, stats->rounds, stats->rounds == 1 ? "" : "s", stats->cuts, stats->pair_cuts,
+                        stats->time_limit ? ", time limit" : "", stats->fell_back ? ", kept greedy" : "");
         }
         for (int i = 0; i < n_chosen && st == KORCH_OK; i++) {
             const korch_candidate *c = &set->candidates[chosen[i]];
@@ -258,6 +430,7 @@ korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy stra
     if (st == KORCH_OK && strategy == KORCH_STRATEGY_OPTIMAL) {
         korch_blp_stats *b = &o->blp;
         b->gap = b->objective > 0 ? (b->objective - b->bound) / b->objective : 0;
+        b->seconds = o->solve_seconds;
         if (o->options.log)
             fprintf(o->options.log,
                     "binary program: %d variables, %d rows, objective %.4f ms, bound %.4f ms, gap %.3f%%, %.2f s, "
@@ -275,6 +448,7 @@ korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy stra
         st = korch_plan_describe_kernels(plan, pg);
     }
     if (st == KORCH_OK) st = korch_plan_validate(plan, pg);
+    if (st == KORCH_OK) report_tuning(o, plan);
     free(available);
     free(chosen);
     free(start);

@@ -36,9 +36,10 @@ bool korch_strategy_parse(const char *text, korch_strategy *out);
  * production (korch_kernel_oracle_backends), a model in tests. */
 typedef struct korch_kernel_oracle {
     korch_supports_fn supports;
-    /* Like korch_backend_profile, with a tuning budget for this call. */
+    /* Like korch_backend_profile, with a tuning budget for this call; quick:
+     * time the default schedule only (korch_profile_options.quick). */
     korch_status (*profile)(void *user, korch_backend_kind kind, const korch_kernel_spec *specs, int n, double budget_s,
-                            korch_profile_result *results);
+                            bool quick, korch_profile_result *results);
     void *user;
 } korch_kernel_oracle;
 
@@ -54,13 +55,22 @@ typedef struct korch_orchestrate_options {
     korch_candidate_options candidates;
     korch_machine_model machine;
     bool prune_by_bound; /* drop candidates that cannot beat their own split */
-    double profile_budget_s; /* tuning budget over all profiling (<= 0: backend default) */
-    int profile_chunk; /* specs per profiling call (one compiler run each) */
+    double profile_budget_s; /* seconds for all profiling, counted from its start; phase 1 always
+                                completes, tuning stops when they are spent (<= 0: no limit) */
+    int profile_chunk; /* specs per quick profiling call (phase 1) */
+    int tune_chunk; /* kernels per tuning call (phase 2) */
     double solve_time_limit_s; /* wall clock for all binary programs together */
     int max_cut_rounds; /* per partition */
     bool pairwise_cuts; /* pre-add the 2-cycle exclusions */
     bool progress; /* progress bar on stderr (only on a terminal) */
     FILE *log; /* statistics; NULL: quiet */
+    /* Tuning (phase 2): the optimal strategy tunes the kernels of the greedy
+     * plan too (then optimal <= greedy holds between tuned plans) */
+    bool tune_greedy;
+    /* < 1: while searching, an untuned kernel counts as this fraction of its
+     * default latency (what tuning might make of it), so kernels that could
+     * win once tuned are tuned too; 1: only the chosen ones */
+    double tune_margin;
 } korch_orchestrate_options;
 
 korch_orchestrate_options korch_orchestrate_options_default(int threads);
@@ -92,6 +102,10 @@ korch_status korch_orchestrator_profile(korch_orchestrator *o);
  * kernels, strategy and predicted latency; the caller fills the model fields. */
 korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy strategy, korch_plan **out);
 
+/* What tuning did so far (phase 2), and in how many rounds. */
+const struct korch_tune_state *korch_orchestrator_tuning(const korch_orchestrator *o);
+int korch_orchestrator_tune_rounds(const korch_orchestrator *o);
+
 /* Statistics of the last optimal solve, summed over partitions. */
 const korch_blp_stats *korch_orchestrator_blp_stats(const korch_orchestrator *o);
 korch_candidate_set *korch_orchestrator_candidates(korch_orchestrator *o);
@@ -104,17 +118,48 @@ korch_candidate_set *korch_orchestrator_candidates(korch_orchestrator *o);
 korch_status korch_greedy_groups(const korch_pgraph *pg, const korch_pgraph_uses *uses, korch_supports_fn supports,
                                  void *supports_user, int max_nodes, int force_backend, int *group_of);
 
-/* Profiling rounds by candidate size (profile.c). */
+/* Profiling rounds by candidate size (profile.c): phase 1, default schedules. */
 korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kernel_oracle *oracle,
                                       const korch_orchestrate_options *options);
+/* Copies a backend's result into a candidate (latency, schedule, untuned). */
+void korch_candidate_apply_result(korch_candidate *c, const korch_profile_result *r);
+
+/* Phase 2 (tune.c): tuning the kernels plans use, within the budget. */
+typedef struct korch_tune_state {
+    double start_ms; /* korch_now_ms() when profiling began: the budget counts from here */
+    double budget_s; /* <= 0: no limit */
+    int *by_sig; /* usable candidates sorted by backend and signature */
+    int n_by_sig;
+    long submitted; /* distinct kernels handed to the backends for tuning */
+    long tuned; /* of which came back tuned */
+    long skipped; /* left untuned: no budget left */
+    double default_ms, tuned_ms; /* summed over tuned kernels: before and after */
+    double seconds; /* in tuning calls */
+    bool out_of_budget;
+    bool scaled; /* the program scales untuned costs (tune_margin): tuning a kernel changes
+                    its cost even when its latency stays */
+} korch_tune_state;
+
+void korch_tune_state_free(korch_tune_state *ts);
+double korch_tune_budget_left(const korch_tune_state *ts);
+/* Tunes the untuned kernels among candidates cands[0..n) (once per signature,
+ * most expensive first), gives every candidate of a tuned signature the new
+ * latency and sets dirty[p] where a latency of partition p changed (dirty
+ * may be NULL). *submitted: kernels handed to the backends (0: nothing left
+ * to tune, or no budget). */
+korch_status korch_tune_candidates(korch_candidate_set *set, const korch_kernel_oracle *oracle,
+                                   const korch_orchestrate_options *options, korch_tune_state *ts, const int *cands,
+                                   int n, bool *dirty, int *submitted);
 
 /* The optimal choice for partition p (solve.c). start: candidate indices of
  * a schedulable choice (greedy), the MIP start and the fallback. available:
  * scratch of pg->n_values bools, all true on entry and on return. chosen
- * receives candidate indices in a schedulable order. */
+ * receives candidate indices in a schedulable order. The cost of a candidate
+ * is its latency, times untuned_scale while it is untuned and could still be
+ * tuned (1: the measured latencies). */
 korch_status korch_solve_partition(korch_candidate_set *set, int p, const int *start, int n_start, double time_limit_s,
-                                   const korch_orchestrate_options *options, bool *available, int *chosen,
-                                   int *n_chosen, korch_blp_stats *stats);
+                                   double untuned_scale, const korch_orchestrate_options *options, bool *available,
+                                   int *chosen, int *n_chosen, korch_blp_stats *stats);
 
 /* ---- the binary program (blp.c) ----------------------------------------- */
 

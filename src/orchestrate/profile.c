@@ -1,4 +1,6 @@
-/* Profiling candidates, smallest first, with pruning by a lower bound.
+/* Phase 1 of profiling: every candidate timed with its default schedule
+ * (quick mode; tune.c tunes the kernels plans use), smallest first, with
+ * pruning by a lower bound.
  *
  * Candidates are timed in rounds of increasing size. Before a round, each
  * candidate C gets split(C): the cheapest known way to run the same nodes as
@@ -155,9 +157,10 @@ static int sig_find_or_add(sig_map *s, uint64_t key, int ci) {
     return ci;
 }
 
-static void apply_result(korch_candidate *c, const korch_profile_result *r) {
+void korch_candidate_apply_result(korch_candidate *c, const korch_profile_result *r) {
     c->profiled = true;
     c->latency_ms = r->latency_ms;
+    c->untuned = r->default_only;
     snprintf(c->schedule, sizeof c->schedule, "%s", r->schedule);
     snprintf(c->impl, sizeof c->impl, "%s", r->impl);
 }
@@ -223,17 +226,13 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
             for (int first = 0; first < n_reps && st == KORCH_OK; first += chunk) {
                 int count = n_reps - first < chunk ? n_reps - first : chunk;
                 for (int j = 0; j < count; j++) specs[j] = korch_candidate_spec(set, &set->candidates[reps[first + j]]);
-                double budget = 0;
-                if (options->profile_budget_s > 0) {
-                    double left = options->profile_budget_s - (korch_now_ms() - start_ms) / 1e3;
-                    budget = left > 0 ? left * (double)count / (double)(remaining > count ? remaining : count) : 1e-3;
-                }
+                double budget = 0; /* quick mode tunes nothing: the budget is for tune.c */
                 korch_progress_clear(&bar); /* backends may print a line of their own */
-                st = oracle->profile(oracle->user, (korch_backend_kind)kind, specs, count, budget, results);
+                st = oracle->profile(oracle->user, (korch_backend_kind)kind, specs, count, budget, true, results);
                 for (int j = 0; j < count && st == KORCH_OK; j++) {
                     korch_candidate *c = &set->candidates[reps[first + j]];
                     if (results[j].status == KORCH_OK) {
-                        apply_result(c, &results[j]);
+                        korch_candidate_apply_result(c, &results[j]);
                         from_db += results[j].from_database;
                         continue;
                     }
@@ -242,9 +241,9 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
                         korch_profile_result ref;
                         korch_kernel_spec spec = korch_candidate_spec(set, c);
                         c->backend = KORCH_BACKEND_REF;
-                        st = oracle->profile(oracle->user, KORCH_BACKEND_REF, &spec, 1, budget, &ref);
+                        st = oracle->profile(oracle->user, KORCH_BACKEND_REF, &spec, 1, budget, true, &ref);
                         if (st == KORCH_OK && ref.status == KORCH_OK) {
-                            apply_result(c, &ref);
+                            korch_candidate_apply_result(c, &ref);
                             continue;
                         }
                         if (st == KORCH_OK)
@@ -271,6 +270,7 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
                 if (r->profiled && !r->rejected && r->backend == c->backend) {
                     c->profiled = true;
                     c->latency_ms = r->latency_ms;
+                    c->untuned = r->untuned;
                     memcpy(c->schedule, r->schedule, sizeof c->schedule);
                     memcpy(c->impl, r->impl, sizeof c->impl);
                 } else {
@@ -291,8 +291,9 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
     }
     if (options->log && st == KORCH_OK)
         fprintf(options->log,
-                "profiling: %ld distinct kernels (%ld from the profile database) for %ld candidates in %.1f s\n", timed,
-                from_db, done_count, (korch_now_ms() - start_ms) / 1e3);
+                "profiling: %ld distinct kernels (%ld from the profile database) for %ld candidates in %.1f s "
+                "(default schedules; the kernels plans use are tuned next)\n",
+                timed, from_db, done_count, (korch_now_ms() - start_ms) / 1e3);
 done:
     free(m.keys);
     free(m.parts);

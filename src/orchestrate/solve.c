@@ -285,8 +285,8 @@ static void reset_available(problem *pr) {
 }
 
 korch_status korch_solve_partition(korch_candidate_set *set, int p, const int *start, int n_start, double time_limit_s,
-                                   const korch_orchestrate_options *options, bool *available, int *chosen,
-                                   int *n_chosen, korch_blp_stats *stats) {
+                                   double untuned_scale, const korch_orchestrate_options *options, bool *available,
+                                   int *chosen, int *n_chosen, korch_blp_stats *stats) {
     memset(stats, 0, sizeof *stats);
     *n_chosen = 0;
     problem pr = {.set = set, .p = p, .available = available};
@@ -308,7 +308,7 @@ korch_status korch_solve_partition(korch_candidate_set *set, int p, const int *s
         const korch_candidate *c = &set->candidates[i];
         if (c->partition != p || !c->profiled || c->rejected) continue;
         var_of[i] = pr.n_vars;
-        cost[pr.n_vars] = c->latency_ms;
+        cost[pr.n_vars] = c->latency_ms * (c->untuned && !c->tune_tried ? untuned_scale : 1.0);
         pr.cand[pr.n_vars++] = i;
     }
     int total_out = 0, max_row = 8;

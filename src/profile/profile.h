@@ -14,10 +14,19 @@
  * Warm-up runs, then repeats until both min_repeats and target_ms are reached
  * (or max_repeats); the result is the median, with min, max and spread
  * (max - min). The callback gets the iteration number so it can rotate over
- * several buffer sets (cache state, see docs/profiling.md). */
+ * several buffer sets (cache state, see docs/profiling.md).
+ *
+ * Two optional early stops (zero disables them):
+ * - steady: once target_ms is spent (a long kernel) and at least
+ *   steady_repeats runs were timed, stop when max - min <= steady_spread *
+ *   min; a kernel that runs steadily needs no more repeats.
+ * - racing: stop after cutoff_runs timed runs that were all slower than
+ *   cutoff_ms (`cut` is set); a schedule clearly slower than the best known
+ *   one needs no precise number. */
 typedef struct korch_timing {
     double median_ms, min_ms, max_ms, spread_ms;
     int repeats;
+    bool cut; /* stopped by the racing rule */
 } korch_timing;
 
 typedef struct korch_timer_options {
@@ -25,6 +34,10 @@ typedef struct korch_timer_options {
     double warmup_ms;   /* ... and at least this long */
     int min_repeats, max_repeats;
     double target_ms;   /* timed runs continue until this much time is spent */
+    int steady_repeats; /* steady stop (see above) */
+    double steady_spread;
+    double cutoff_ms;   /* racing stop (see above) */
+    int cutoff_runs;
 } korch_timer_options;
 
 typedef korch_status (*korch_timed_fn)(void *ctx, int iteration);

@@ -34,8 +34,9 @@ korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_
     }
     double *samples = malloc((size_t)d.max_repeats * sizeof *samples);
     if (!samples) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "timer: out of memory");
-    int n = 0;
+    int n = 0, slow = 0;
     double spent = 0;
+    bool cut = false;
     while (n < d.max_repeats && (n < d.min_repeats || spent < d.target_ms)) {
         double a = korch_now_s();
         korch_status st = fn(ctx, it++);
@@ -46,6 +47,21 @@ korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_
         }
         samples[n++] = ms;
         spent += ms;
+        if (d.cutoff_runs > 0 && d.cutoff_ms > 0) {
+            slow = ms > d.cutoff_ms ? slow + 1 : 0;
+            if (slow >= d.cutoff_runs && slow == n) {
+                cut = true;
+                break;
+            }
+        }
+        if (d.steady_repeats > 0 && n >= d.steady_repeats && n < d.min_repeats && spent >= d.target_ms) {
+            double lo = samples[0], hi = samples[0];
+            for (int i = 1; i < n; i++) {
+                if (samples[i] < lo) lo = samples[i];
+                if (samples[i] > hi) hi = samples[i];
+            }
+            if (hi - lo <= d.steady_spread * lo) break;
+        }
     }
     qsort(samples, (size_t)n, sizeof *samples, cmp_double);
     out->repeats = n;
@@ -53,6 +69,7 @@ korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_
     out->max_ms = samples[n - 1];
     out->median_ms = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
     out->spread_ms = out->max_ms - out->min_ms;
+    out->cut = cut;
     free(samples);
     return KORCH_OK;
 }

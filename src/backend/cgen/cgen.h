@@ -97,6 +97,10 @@ typedef struct cg_schedule {
 int cg_schedule_domain(int knob, const int **values);
 int *cg_schedule_knob(cg_schedule *s, int knob);
 cg_schedule cg_schedule_default(const cg_kernel *k);
+/* The schedules quick profiling may time (the default first, then its
+ * serial twin when the default is parallel); returns how many. */
+#define CG_QUICK_MAX 2
+int cg_schedule_quick(const cg_kernel *k, cg_schedule out[CG_QUICK_MAX]);
 void cg_schedule_format(const cg_schedule *s, char *buf, size_t size);
 /* Strict: rejects anything cg_schedule_format cannot produce. */
 bool cg_schedule_parse(const char *text, cg_schedule *s);
@@ -119,6 +123,20 @@ typedef struct cg_library cg_library;
 /* Compiles `source` (or reuses the cached object of identical source and
  * compiler) and loads it. `what` names the kernels for error messages. */
 korch_status cg_compile(const char *source, size_t len, const char *cache_dir, const char *what, cg_library **out);
+
+/* Several translation units, up to `jobs` compilers at once (each cached like
+ * cg_compile). Fails only when the cache directory is unusable; a unit that
+ * does not compile gets its own status and message. */
+typedef struct cg_unit {
+    const char *source;
+    size_t len;
+    const char *what; /* kernel names, for messages */
+    cg_library *lib;  /* out: NULL unless status is KORCH_OK */
+    korch_status status;
+    char error[1536];
+} cg_unit;
+korch_status cg_compile_units(cg_unit *units, int n, const char *cache_dir, int jobs);
+int cg_compile_jobs(void); /* KORCH_CC_JOBS, else one per CPU (at most 4) */
 void *cg_library_symbol(cg_library *lib, const char *name);
 void cg_library_retain(cg_library *lib);
 void cg_library_release(cg_library *lib);

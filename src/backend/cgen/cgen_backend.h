@@ -20,6 +20,12 @@ typedef struct korch_cgen_stats {
     int from_database;    /* answered from the profile database */
     int unsupported;
     int trials;           /* schedules timed */
+    int cut;              /* of which stopped early, clearly slower than the best (racing) */
+    int tuned;            /* kernels whose search finished */
+    int interrupted;      /* kernels whose search the time budget stopped */
+    int quick;            /* kernels timed with their default schedule only (quick mode) */
+    int kept_start;       /* tuned kernels whose winner, timed again, lost to the start point */
+    double fork_join_us;  /* quick mode: an empty parallel region (median), the busy-machine test */
     int compiled;         /* kernel functions compiled */
     int compiler_runs;
     double compile_s, time_s, total_s;

@@ -5,6 +5,7 @@
  * goes to a log whose start is quoted in the error message. Objects are
  * written under a temporary name and renamed into place, so concurrent korch
  * processes sharing a cache never load a half-written file. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend/cgen/cgen.h"
@@ -28,15 +30,48 @@ static bool is_clang(void) { return strstr(cg_compiler(), "clang") != NULL; }
 
 /* -fno-math-errno lets calls to maths functions vectorise (see the prelude);
  * no -ffast-math, so NaN and inf keep their meaning. With clang, OpenMP must
- * be libgomp, the runtime oneDNN and korch itself use. */
-static const char *const gcc_flags[] = {"-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math",
+ * be libgomp, the runtime oneDNN and korch itself use. The optimisation
+ * level is -O3 unless KORCH_CC_OPT says -O1 or -O2 (for measurements; the
+ * level is part of the flags, hence of the machine fingerprint and the
+ * object cache key). */
+static const char *const gcc_flags[] = {"-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math",
                                         "-fPIC", "-shared", "-w", NULL};
-static const char *const clang_flags[] = {"-O3", "-march=native", "-fopenmp=libgomp", "-fno-math-errno",
+static const char *const clang_flags[] = {"-march=native", "-fopenmp=libgomp", "-fno-math-errno",
                                           "-fno-trapping-math", "-fPIC", "-shared", "-w", NULL};
 
+/* The optimisation flags: KORCH_CC_OPT (words starting with -O or -f, at
+ * most 8, for experiments), else -O3. */
+static const char *opt_level(void) {
+    const char *v = getenv("KORCH_CC_OPT");
+    if (!v || !*v || strlen(v) > 200) return "-O3";
+    int words = 0;
+    for (const char *p = v; *p;) {
+        while (*p == ' ') p++;
+        if (!*p) break;
+        if (p[0] != '-' || (p[1] != 'O' && p[1] != 'f') || ++words > 8) return "-O3";
+        while (*p && *p != ' ') {
+            if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '=' || *p == '_')) return "-O3";
+            p++;
+        }
+    }
+    return words ? v : "-O3";
+}
+
+/* Splits the optimisation flags into argv. */
+static int opt_argv(const char **argv, char *buf, size_t size) {
+    snprintf(buf, size, "%s", opt_level());
+    int n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, " ", &save); tok && n < 8; tok = strtok_r(NULL, " ", &save)) argv[n++] = tok;
+    return n;
+}
+
 const char *cg_compiler_flags(void) {
-    return is_clang() ? "-O3 -march=native -fopenmp=libgomp -fno-math-errno -fno-trapping-math -fPIC -shared"
-                      : "-O3 -march=native -fopenmp -fno-math-errno -fno-trapping-math -fPIC -shared";
+    static char buf[256];
+    snprintf(buf, sizeof buf, "%s %s", opt_level(),
+             is_clang() ? "-march=native -fopenmp=libgomp -fno-math-errno -fno-trapping-math -fPIC -shared"
+                        : "-march=native -fopenmp -fno-math-errno -fno-trapping-math -fPIC -shared");
+    return buf;
 }
 
 static korch_status mkdirs(const char *path) {
@@ -77,20 +112,26 @@ static korch_status write_file(const char *path, const char *data, size_t len) {
     return KORCH_OK;
 }
 
-/* Runs argv with stdout+stderr into `log`; returns the exit status, or -1 with
- * errno when the program could not be started. */
-static int run(const char *const *argv, const char *log) {
+/* Starts argv with stdout+stderr into `log`; returns 0, or -1 with errno. */
+static int spawn(const char *const *argv, const char *log, pid_t *pid) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+    int rc = posix_spawnp(pid, argv[0], &fa, NULL, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) {
         errno = rc;
         return -1;
     }
+    return 0;
+}
+
+/* Runs argv with stdout+stderr into `log`; returns the exit status, or -1 with
+ * errno when the program could not be started. */
+static int run(const char *const *argv, const char *log) {
+    pid_t pid;
+    if (spawn(argv, log, &pid) != 0) return -1;
     int status = 0;
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) return -1;
@@ -120,67 +161,152 @@ static void read_head(const char *path, char *buf, size_t size) {
 
 korch_status cg_library_open(const char *path, cg_library **out); /* loader.c */
 
-korch_status cg_compile(const char *source, size_t len, const char *cache_dir, const char *what, cg_library **out) {
-    *out = NULL;
-    char dir[4096];
-    KORCH_TRY(cg_cache_dir(cache_dir, dir, sizeof dir));
-    /* key: source + compiler + flags */
-    size_t klen = len + 1024;
-    char *keytext = malloc(klen);
-    if (!keytext) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
-    memcpy(keytext, source, len);
-    int extra = snprintf(keytext + len, 1024, "\n/* %s %s */", cg_compiler(), cg_compiler_flags());
-    char key[33];
-    cg_hash_hex(keytext, len + (size_t)(extra > 0 ? extra : 0), key);
-    free(keytext);
+/* Compilers run at once: KORCH_CC_JOBS, default one per online CPU (at most 4). */
+int cg_compile_jobs(void) {
+    const char *v = getenv("KORCH_CC_JOBS");
+    if (v && *v) {
+        int j = atoi(v);
+        if (j >= 1) return j < 16 ? j : 16;
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
+}
+
+/* One unit in flight: its file names and the compiler's pid. */
+typedef struct pending {
+    int unit;
+    pid_t pid;
     char so[4200], tmp_c[4200], tmp_so[4200], log[4200];
-    snprintf(so, sizeof so, "%s/%s.so", dir, key);
-    if (access(so, R_OK) == 0) {
-        if (cg_library_open(so, out) == KORCH_OK) return KORCH_OK;
-        unlink(so); /* a damaged cache entry: rebuild it */
+} pending;
+
+static void unit_fail(cg_unit *u, korch_status st) {
+    u->status = st;
+    snprintf(u->error, sizeof u->error, "%s", korch_last_error());
+}
+
+/* Key, cache lookup, source file and compiler start. Returns false when the
+ * unit is finished already (cached, or failed). */
+static bool unit_start(cg_unit *u, int index, const char *dir, pending *p) {
+    u->lib = NULL;
+    u->status = KORCH_OK;
+    u->error[0] = '\0';
+    /* key: source + compiler + flags */
+    size_t klen = u->len + 1024;
+    char *keytext = malloc(klen);
+    if (!keytext) {
+        unit_fail(u, korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory"));
+        return false;
+    }
+    memcpy(keytext, u->source, u->len);
+    int extra = snprintf(keytext + u->len, 1024, "\n/* %s %s */", cg_compiler(), cg_compiler_flags());
+    char key[33];
+    cg_hash_hex(keytext, u->len + (size_t)(extra > 0 ? extra : 0), key);
+    free(keytext);
+    p->unit = index;
+    snprintf(p->so, sizeof p->so, "%s/%s.so", dir, key);
+    if (access(p->so, R_OK) == 0) {
+        if (cg_library_open(p->so, &u->lib) == KORCH_OK) return false;
+        unlink(p->so); /* a damaged cache entry: rebuild it */
     }
     /* unique per process and per call: sessions created on different threads
      * of one process may compile the same source at the same time */
     static unsigned long calls;
     int pid = (int)getpid();
     unsigned long call = __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
-    snprintf(tmp_c, sizeof tmp_c, "%s/%s-%d-%lu.c", dir, key, pid, call);
-    snprintf(tmp_so, sizeof tmp_so, "%s/%s-%d-%lu.so.tmp", dir, key, pid, call);
-    snprintf(log, sizeof log, "%s/%s-%d-%lu.log", dir, key, pid, call);
-    KORCH_TRY(write_file(tmp_c, source, len));
+    snprintf(p->tmp_c, sizeof p->tmp_c, "%s/%s-%d-%lu.c", dir, key, pid, call);
+    snprintf(p->tmp_so, sizeof p->tmp_so, "%s/%s-%d-%lu.so.tmp", dir, key, pid, call);
+    snprintf(p->log, sizeof p->log, "%s/%s-%d-%lu.log", dir, key, pid, call);
+    korch_status st = write_file(p->tmp_c, u->source, u->len);
+    if (st != KORCH_OK) {
+        unit_fail(u, st);
+        return false;
+    }
     const char *argv[32];
     int a = 0;
     argv[a++] = cg_compiler();
+    char opt_buf[256];
+    a += opt_argv(argv + a, opt_buf, sizeof opt_buf);
     for (const char *const *f = is_clang() ? clang_flags : gcc_flags; *f; f++) argv[a++] = *f;
     argv[a++] = "-o";
-    argv[a++] = tmp_so;
-    argv[a++] = tmp_c;
+    argv[a++] = p->tmp_so;
+    argv[a++] = p->tmp_c;
     argv[a++] = "-lm";
     argv[a] = NULL;
-    int rc = run(argv, log);
+    if (spawn(argv, p->log, &p->pid) != 0) {
+        int err = errno;
+        unlink(p->tmp_c);
+        unlink(p->log);
+        unit_fail(u, korch_error(KORCH_ERR_RUNTIME,
+                                 "cannot run the C compiler \"%s\" (%s; set KORCH_CC) to build kernel(s) %.200s%s",
+                                 cg_compiler(), strerror(err), u->what, strlen(u->what) > 200 ? "..." : ""));
+        return false;
+    }
+    return true;
+}
+
+/* The compiler of p exited with rc: load the object or record the failure. */
+static void unit_finish(cg_unit *u, pending *p, int rc) {
     if (rc != 0) {
         char head[1200];
-        read_head(log, head, sizeof head);
-        unlink(tmp_so);
-        if (rc < 0) {
-            unlink(tmp_c);
-            unlink(log);
-            return korch_error(KORCH_ERR_RUNTIME,
-                               "cannot run the C compiler \"%s\" (%s; set KORCH_CC) to build kernel(s) %.200s%s",
-                               cg_compiler(), strerror(errno), what, strlen(what) > 200 ? "..." : "");
+        read_head(p->log, head, sizeof head);
+        unlink(p->tmp_so);
+        unit_fail(u, korch_error(KORCH_ERR_RUNTIME,
+                                 "C compiler \"%s\" failed (exit %d) on kernel(s) %.200s%s: %s (source kept at %s)",
+                                 cg_compiler(), rc, u->what, strlen(u->what) > 200 ? "..." : "", head, p->tmp_c));
+        return;
+    }
+    unlink(p->tmp_c);
+    unlink(p->log);
+    if (rename(p->tmp_so, p->so) != 0) {
+        unit_fail(u, korch_error(KORCH_ERR_IO, "cannot move compiled kernel(s) %.200s into %s: %s", u->what, p->so,
+                                 strerror(errno)));
+        unlink(p->tmp_so);
+        return;
+    }
+    korch_status st = cg_library_open(p->so, &u->lib);
+    if (st != KORCH_OK) unit_fail(u, st);
+}
+
+korch_status cg_compile_units(cg_unit *units, int n, const char *cache_dir, int jobs) {
+    char dir[4096];
+    KORCH_TRY(cg_cache_dir(cache_dir, dir, sizeof dir));
+    if (jobs < 1) jobs = 1;
+    if (jobs > 16) jobs = 16;
+    pending run_[16];
+    int running = 0, next = 0;
+    while (next < n || running > 0) {
+        while (running < jobs && next < n) {
+            if (unit_start(&units[next], next, dir, &run_[running])) running++;
+            next++;
         }
-        return korch_error(KORCH_ERR_RUNTIME, "C compiler \"%s\" failed (exit %d) on kernel(s) %.200s%s: %s (source kept at %s)",
-                           cg_compiler(), rc, what, strlen(what) > 200 ? "..." : "", head, tmp_c);
+        if (running == 0) continue;
+        /* reap whichever compiler finishes first; they run for a while, so
+         * polling every millisecond costs nothing */
+        int done = -1, rc = 0;
+        while (done < 0) {
+            for (int r = 0; r < running && done < 0; r++) {
+                int status = 0;
+                pid_t w = waitpid(run_[r].pid, &status, WNOHANG);
+                if (w == 0) continue;
+                if (w < 0 && errno == EINTR) continue;
+                rc = w < 0 ? 127 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+                done = r;
+            }
+            if (done < 0) nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+        }
+        unit_finish(&units[run_[done].unit], &run_[done], rc);
+        run_[done] = run_[--running];
     }
-    unlink(tmp_c);
-    unlink(log);
-    if (rename(tmp_so, so) != 0) {
-        korch_status st = korch_error(KORCH_ERR_IO, "cannot move compiled kernel(s) %s into %s: %s", what, so,
-                                      strerror(errno));
-        unlink(tmp_so);
-        return st;
-    }
-    return cg_library_open(so, out);
+    return KORCH_OK;
+}
+
+korch_status cg_compile(const char *source, size_t len, const char *cache_dir, const char *what, cg_library **out) {
+    cg_unit u = {.source = source, .len = len, .what = what};
+    *out = NULL;
+    KORCH_TRY(cg_compile_units(&u, 1, cache_dir, 1));
+    if (u.status != KORCH_OK) return korch_error(u.status, "%s", u.error);
+    *out = u.lib;
+    return KORCH_OK;
 }
 
 /* First line of `cc --version` (cached per compiler), or NULL. */

@@ -60,6 +60,18 @@ cg_schedule cg_schedule_default(const cg_kernel *k) {
     return s;
 }
 
+/* The schedules quick profiling (phase 1) may time: the default and, when
+ * the default runs in parallel, its serial twin. Whether waking the threads
+ * pays depends on the kernel and on how busy the machine is (a parallel
+ * region waits until every thread is scheduled); cgen_profile.c picks one. */
+int cg_schedule_quick(const cg_kernel *k, cg_schedule out[CG_QUICK_MAX]) {
+    out[0] = cg_schedule_default(k);
+    if (out[0].par == 0) return 1;
+    out[1] = out[0];
+    out[1].par = 0;
+    return 2;
+}
+
 void cg_schedule_format(const cg_schedule *s, char *buf, size_t size) {
     snprintf(buf, size, "p%d.g%d.v%d.u%d.t%d.o%d.r%d", s->par, s->grain, s->vec, s->unroll, s->tile, s->order, s->red);
 }
