@@ -66,8 +66,10 @@ static int opt_argv(const char **argv, char *buf, size_t size) {
     return n;
 }
 
+/* Per thread: sessions are created concurrently, and KORCH_CC_OPT is read each
+ * call. */
 const char *cg_compiler_flags(void) {
-    static char buf[256];
+    static _Thread_local char buf[256];
     snprintf(buf, sizeof buf, "%s %s", opt_level(),
              is_clang() ? "-march=native -fopenmp=libgomp -fno-math-errno -fno-trapping-math -fPIC -shared"
                         : "-march=native -fopenmp -fno-math-errno -fno-trapping-math -fPIC -shared");
