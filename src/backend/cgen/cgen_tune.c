@@ -179,7 +179,8 @@ static korch_status compile_items(cg_session *S, item *items, int n) {
         for (int q = 0; q < m && st == KORCH_OK; q++) {
             item *it = &items[which[q]];
             if (singles[q].status == KORCH_OK) it->lib = singles[q].lib;
-            else snprintf(S->jobs[it->job].failure, sizeof S->jobs[it->job].failure, "%s", singles[q].error);
+            else snprintf(S->jobs[it->job].failure, sizeof S->jobs[it->job].failure, "%.*s",
+                          (int)sizeof S->jobs[it->job].failure - 1, singles[q].error);
         }
         for (int q = 0; q < m && st != KORCH_OK; q++) cg_library_release(singles[q].lib);
         for (int q = 0; q < n_single && one; q++) cg_buf_free(&one[q]);
