@@ -22,6 +22,7 @@ import argparse
 import datetime
 import gc
 import json
+import math
 import os
 import platform
 import re
@@ -345,19 +346,40 @@ BENCH_LINE = re.compile(r"median_ms=([0-9.eE+-]+)\s+min_ms=([0-9.eE+-]+)\s+"
                         r"max_ms=([0-9.eE+-]+)\s+runs=(\d+)")
 
 
+OPT_PLAN = re.compile(r"plan: \w+ strategy, (\d+) kernels \((\d+) fused\) for (\d+) primitives, "
+                      r"predicted ([0-9.]+) ms")
+OPT_CANDS = re.compile(r"^\s*total: (\d+) sets, (\d+) candidates, (\d+) kept", re.M)
+
+
+def parse_optimize(text):
+    """Kernel and candidate counts and the predicted latency from `korch optimize`'s log."""
+    out = {}
+    m = OPT_PLAN.search(text)
+    if m:
+        out.update(kernels=int(m.group(1)), fused=int(m.group(2)), primitives=int(m.group(3)),
+                   predicted_ms=float(m.group(4)))
+    m = OPT_CANDS.search(text)
+    if m:
+        out["candidates"] = int(m.group(2))
+    return out
+
+
 class KorchContender(Contender):
     """korch CLI: optional `korch optimize`, then `korch run --bench K` per round."""
     kind = "proc"
 
     def __init__(self, korch, strategy, model_path, meta, models_dir, threads, work,
-                 bench_k, db=None, budget=None, timeout=900, max_run_s=30.0):
+                 bench_k, db=None, budget=None, timeout=1800, max_run_s=30.0, cold=False):
         self.korch, self.strategy = korch, strategy
+        self.cold = cold
         self.model_path, self.meta, self.models_dir = model_path, meta, models_dir
         self.threads, self.work, self.bench_k = threads, work, bench_k
         self.db, self.budget, self.timeout = db, budget, timeout
         self.max_run_s = max_run_s
         self.name = f"korch-{strategy}" if strategy != "onnx" else "korch (no plan)"
         self.optimize_s = None
+        self.warm_optimize_s = None
+        self.opt_stats = {}  # parsed from `korch optimize`: candidates, kernels, predicted_ms
         self.inner = []  # per-round (median, min, max, runs) as printed by korch
 
     def _run(self, args, timeout=None):
@@ -391,9 +413,25 @@ class KorchContender(Contender):
                 args += ["--db", self.db]
             if self.budget is not None:
                 args += ["--budget", str(self.budget)]
+            if self.cold:
+                # a cold start: an empty profile database and kernel cache for
+                # this model (they then serve the other strategies warm)
+                cache = self.db + ".kernels"
+                for f in (self.db, self.db + "-wal", self.db + "-shm"):
+                    if os.path.exists(f):
+                        os.unlink(f)
+                shutil.rmtree(cache, ignore_errors=True)
+                args += ["--cache-dir", cache]
+            elif self.db and os.path.isdir(self.db + ".kernels"):
+                args += ["--cache-dir", self.db + ".kernels"]
             t0 = time.perf_counter()
-            self._run(args)
+            p = self._run(args)
             self.optimize_s = time.perf_counter() - t0
+            self.opt_stats = parse_optimize(p.stdout + p.stderr)
+            if self.cold:
+                t0 = time.perf_counter()
+                self._run(args[:-2])  # same database and cache, now warm
+                self.warm_optimize_s = time.perf_counter() - t0
         for f in os.listdir(self.out_dir):
             os.unlink(os.path.join(self.out_dir, f))
         t0 = time.perf_counter()
@@ -439,10 +477,20 @@ def bench_model(name, args, probes):
     if "torch" in args.contenders:
         cons.append(TorchContender(name, x, args.threads))
     if "korch" in args.contenders:
-        for s in args.korch_strategies:
+        db = args.korch_db
+        if args.korch_cold:
+            db = os.path.join(args.work, f"{name}.profile.db")
+        # optimal first: with --korch-cold it is the cold run, and the other
+        # strategies then reuse its profiles
+        strategies = sorted(args.korch_strategies, key=lambda s: s != "optimal")
+        first = True
+        for s in strategies:
+            cold = args.korch_cold and first and s != "onnx"
+            first = first and not cold
             cons.append(KorchContender(args.korch, s, path, meta, models_dir, args.threads,
-                                       args.work, args.korch_bench_k, args.korch_db,
-                                       args.korch_budget, max_run_s=args.korch_max_run_s))
+                                       args.work, args.korch_bench_k, db,
+                                       args.korch_budget, max_run_s=args.korch_max_run_s,
+                                       cold=cold))
 
     res = {"model": name, "gflops": meta.get("gflops"), "param_bytes": meta.get("param_bytes"),
            "opset": meta.get("opset"), "contenders": {}}
@@ -466,9 +514,13 @@ def bench_model(name, args, probes):
             r["check_ok"] = err is None and rel is not None and rel <= RTOL
             if err:
                 r["check_error"] = err
-            for k in ("load_s", "optimize_s"):
+            for k in ("load_s", "optimize_s", "warm_optimize_s"):
                 if getattr(c, k, None) is not None:
                     r[k] = round(getattr(c, k), 3)
+            if getattr(c, "opt_stats", None):
+                r.update(c.opt_stats)
+            if getattr(c, "cold", False):
+                r["cold"] = True
             log(f"{name}: {c.name} ready; max_abs={a} max_rel={rel} "
                 f"{'ok' if r['check_ok'] else 'MISMATCH ' + (err or '')}")
         except Exception as e:  # noqa: BLE001
@@ -550,6 +602,8 @@ def bench_model(name, args, probes):
     for r in res["contenders"].values():
         if ort and "median_ms" in r:
             r["ratio_vs_ort"] = r["median_ms"] / ort
+        if "median_ms" in r and r.get("predicted_ms"):
+            r["measured_vs_predicted"] = r["median_ms"] / r["predicted_ms"]
     # roofline-style floor from the probes: compute-bound and weight-streaming
     try:
         peak = probes[f"fma_{args.threads}t"]["best"]
@@ -577,6 +631,62 @@ def contender_order(results):
             if n not in names:
                 names.append(n)
     return names
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def korch_summary(results):
+    """korch's optimiser per model: candidates, optimise times, kernels,
+    measured/predicted, optimal vs greedy and vs ORT, with geomeans."""
+    strategies = [s for s in ("none", "greedy", "optimal")
+                  if any(f"korch-{s}" in r["contenders"] for r in results)]
+    if not strategies:
+        return []
+    L = ["korch's optimiser (candidates and optimise times of the optimal strategy; "
+         "kernels and measured/predicted latency per strategy none / greedy / optimal; "
+         "greedy/optimal and ORT/optimal are speed-ups, higher is better):", ""]
+    L.append("| model | candidates | optimise cold s | optimise warm s | kernels | "
+             "measured/predicted | greedy/optimal | ORT/optimal |")
+    L.append("|---|---:|---:|---:|---|---|---:|---:|")
+    gv, ov, mp_all = [], [], []
+    for r in results:
+        cs = {s: r["contenders"].get(f"korch-{s}", {}) for s in strategies}
+        opt = cs.get("optimal", {})
+        kern = " / ".join(str(cs[s].get("kernels", "-")) for s in strategies)
+        mps = []
+        for s in strategies:
+            v = cs[s].get("measured_vs_predicted")
+            mps.append(f"{v:.2f}" if v else "-")
+            if v:
+                mp_all.append(v)
+        g = cs.get("greedy", {}).get("median_ms")
+        o = opt.get("median_ms")
+        ort = r["contenders"].get("ORT", {}).get("median_ms")
+        gs = g / o if g and o else None
+        os_ = ort / o if ort and o else None
+        if gs:
+            gv.append(gs)
+        if os_:
+            ov.append(os_)
+        cold = f"{opt['optimize_s']:.0f}" if "optimize_s" in opt else "-"
+        if not opt.get("cold") and "optimize_s" in opt:
+            cold += " (db not empty)"
+        warm = f"{opt['warm_optimize_s']:.1f}" if "warm_optimize_s" in opt else "-"
+        L.append(f"| {r['model']} | {opt.get('candidates', '-')} | {cold} | {warm} | {kern} | "
+                 f"{' / '.join(mps)} | {f'{gs:.2f}' if gs else '-'} | "
+                 f"{f'{os_:.2f}' if os_ else '-'} |")
+    gg, go = geomean(gv), geomean(ov)
+    L.append("")
+    L.append(f"Geomean speed-up of korch-optimal over korch-greedy: "
+             f"{f'{gg:.2f}x' if gg else 'n/a'} ({len(gv)} models); over ORT: "
+             f"{f'{go:.2f}x' if go else 'n/a'} ({len(ov)} models). "
+             f"measured/predicted over all plans: "
+             + (f"{min(mp_all):.2f} to {max(mp_all):.2f}" if mp_all else "n/a") + ".")
+    L.append("")
+    return L
 
 
 def markdown(results, probes, vers, args, started, elapsed):
@@ -640,6 +750,7 @@ def markdown(results, probes, vers, args, started, elapsed):
         L.append(f"| {r['model']} | {r.get('gflops', 0):.2f} | {fmt_ms(r.get('floor_ms'))} | "
                  + " | ".join(cells) + f" | {load} |")
     L.append("")
+    L.extend(korch_summary(results))
     for r in results:
         L.append(f"### {r['model']}")
         L.append("")
@@ -671,7 +782,20 @@ def markdown(results, probes, vers, args, started, elapsed):
                 chk = f"**MISMATCH** {c['check_error']}"
             notes = []
             if "optimize_s" in c:
-                notes.append(f"optimise {c['optimize_s']:.1f} s")
+                if c.get("cold"):
+                    notes.append(f"optimise {c['optimize_s']:.1f} s cold, "
+                                 f"{c.get('warm_optimize_s', float('nan')):.1f} s warm")
+                else:
+                    notes.append(f"optimise {c['optimize_s']:.1f} s")
+            if "kernels" in c:
+                notes.append(f"{c['kernels']} kernels ({c['fused']} fused) for "
+                             f"{c['primitives']} primitives")
+            if "candidates" in c:
+                notes.append(f"{c['candidates']} candidates")
+            if "predicted_ms" in c:
+                mp = c.get("measured_vs_predicted")
+                notes.append(f"predicted {fmt_ms(c['predicted_ms'])} ms"
+                             + (f" (measured/predicted {mp:.2f})" if mp else ""))
             if c.get("note"):
                 notes.append(c["note"])
             elif c.get("kind") == "proc":
@@ -781,6 +905,10 @@ def parse_args(argv):
                          "the model file directly")
     ap.add_argument("--korch-bench-k", type=int, default=5)
     ap.add_argument("--korch-db", default=os.path.join(ROOT, "build", "bench", "profile.db"))
+    ap.add_argument("--korch-cold", action="store_true",
+                    help="optimise each model from an empty profile database and kernel "
+                         "cache of its own (build/bench/MODEL.profile.db), time it, then "
+                         "time a warm re-run; the other strategies reuse that database")
     ap.add_argument("--korch-budget", type=float, default=None,
                     help="--budget seconds passed to korch optimize")
     ap.add_argument("--torch-blas",
