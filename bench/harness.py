@@ -427,6 +427,8 @@ class KorchContender(Contender):
             t0 = time.perf_counter()
             p = self._run(args)
             self.optimize_s = time.perf_counter() - t0
+            with open(self.target + ".log", "w") as fh:  # for diagnosis: what optimize said
+                fh.write(p.stdout + p.stderr)
             self.opt_stats = parse_optimize(p.stdout + p.stderr)
             if self.cold:
                 t0 = time.perf_counter()
