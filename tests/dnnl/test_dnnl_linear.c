@@ -5,6 +5,7 @@
  * batch dimensions on either side, constant or run-time weights). Every
  * layout variant of every case runs. */
 #include "dnnl_check.h"
+#include "backend/dnnl/dnnl_internal.h"
 
 static int conv_case(bool transpose, int spatial, bool channels_last, bool verbose_name) {
     korch_pgraph *pg = dc_graph();
@@ -102,7 +103,40 @@ static int matmul_case(void) {
     return checked;
 }
 
+/* A batched matmul with one weight matrix folds its batch into rows
+ * (dnnl_analyze.c, fold_batch_into_rows) unless an operand depends on the
+ * batch but not on the row; checked by the description and against the
+ * interpreter. */
+static void fold_case(const int64_t *a, const int64_t *operand, int operand_rank, bool want_fold, const char *what) {
+    korch_pgraph *pg = dc_graph();
+    int64_t w[2] = {a[2], 16}, bias[1] = {16};
+    korch_prim_linear p = {.op = KORCH_LINEAR_MATMUL};
+    int y = korch_pgraph_linear(pg, &p, dc_input(pg, 3, a), dc_constant(pg, 2, w, -0.3, 0.3));
+    y = dc_ew2(pg, KORCH_EW_ADD, y, dc_constant(pg, 1, bias, -1, 1));
+    if (operand) y = dc_ew2(pg, KORCH_EW_ADD, y, dc_input(pg, operand_rank, operand));
+    dc_output(pg, y);
+    korch_kernel_spec spec;
+    dc_spec_all(pg, &spec);
+    dn_desc d;
+    char reason[256];
+    CHECK_MSG(dn_analyze(&spec, &d, reason, sizeof reason), "%s: %s", what, reason);
+    CHECK_MSG((d.dst.ndims == 2) == want_fold, "%s: %s (dst rank %d)", what, d.text, d.dst.ndims);
+    CHECK_MSG((strstr(d.text, "batch") == NULL) == want_fold, "%s: %s", what, d.text);
+    dc_spec_free(&spec);
+    CHECK_MSG(dc_check(pg, -1, 1, what) > 0, "%s: not checked", what);
+    korch_pgraph_free(pg);
+}
+
+static void fold_cases(void) {
+    fold_case((int64_t[]){5, 1, 20}, NULL, 0, true, "[5,1,20]x[20,16]+bias (M = 1, ViT's attention projection)");
+    fold_case((int64_t[]){2, 3, 20}, (int64_t[]){2, 3, 16}, 3, true, "[2,3,20]x[20,16]+bias+full operand");
+    fold_case((int64_t[]){2, 3, 20}, (int64_t[]){1, 1, 16}, 3, true, "[2,3,20]x[20,16]+bias+row operand");
+    fold_case((int64_t[]){2, 3, 20}, (int64_t[]){2, 1, 16}, 3, false, "[2,3,20]x[20,16]+bias+per-batch operand");
+    fold_case((int64_t[]){2, 3, 20}, (int64_t[]){2, 3, 1}, 3, true, "[2,3,20]x[20,16]+bias+per-row operand");
+}
+
 int main(void) {
+    fold_cases();
     int runs = 0;
     for (int i = 0; i < 60; i++) runs += conv_case(false, 2, false, false);
     for (int i = 0; i < 60; i++) runs += conv_case(false, 2, true, false);

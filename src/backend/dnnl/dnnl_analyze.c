@@ -291,6 +291,64 @@ static void finish(actx *c) {
 #undef APPEND
 }
 
+/* Are dims [0, upto] of t laid out densely (each stride the product of the
+ * dims and stride after it)? */
+static bool dense_prefix(const dn_tensor *t, int upto) {
+    for (int i = 0; i < upto; i++)
+        if (t->dims[i] != 1 && t->strides[i] != t->strides[i + 1] * t->dims[i + 1]) return false;
+    return true;
+}
+
+/* Collapses dims [0, r-2] of t to one: full (equal to dst's) or all 1. */
+static bool collapse_rows(dn_tensor *t, const dn_tensor *dst) {
+    int r = dst->ndims;
+    bool full = true, ones = true;
+    for (int i = 0; i < r - 1; i++) {
+        full = full && t->dims[i] == dst->dims[i];
+        ones = ones && t->dims[i] == 1;
+    }
+    if (!ones && !(full && dense_prefix(t, r - 2))) return false;
+    int64_t rows = 1;
+    for (int i = 0; i < r - 1; i++) rows *= t->dims[i];
+    dn_tensor c = {.ndims = 2, .dims = {rows, t->dims[r - 1]}, .strides = {t->strides[r - 2], t->strides[r - 1]}};
+    *t = c;
+    return true;
+}
+
+/* A batched matmul whose weights are the same matrix for every batch
+ * ([B..., M, K] x [K, N]) is one [B*M, K] x [K, N] product: oneDNN then runs
+ * one GEMM instead of B small ones. With M = 1 (ViT's [197, 1, 768] x
+ * [768, 2304] after PyTorch's attention transposes) the batched form is 197
+ * matrix-vector products that each stream the whole weight matrix: 5x
+ * slower. Applied only when every tensor of the kernel collapses densely. */
+static void fold_batch_into_rows(dn_desc *d) {
+    int r = d->dst.ndims;
+    if (d->op != KORCH_LINEAR_MATMUL || r <= 2) return;
+    for (int i = 0; i < r - 2; i++)
+        if (d->wei.dims[i] != 1) return;
+    dn_tensor src = d->src, dst = d->dst, bias = d->bias, ops[DN_MAX_POST];
+    /* src rows must be dst's rows (a broadcast src batch does not fold) */
+    for (int i = 0; i < r - 1; i++)
+        if (src.dims[i] != dst.dims[i]) return;
+    if (!dense_prefix(&src, r - 2) || !dense_prefix(&dst, r - 2)) return;
+    if (!collapse_rows(&src, &d->dst)) return;
+    if (bias.ndims && !collapse_rows(&bias, &d->dst)) return;
+    for (int i = 0; i < d->n_post; i++) {
+        ops[i] = d->post[i].operand;
+        if (d->post[i].kind == DN_POST_BINARY && !collapse_rows(&ops[i], &d->dst)) return;
+    }
+    if (!collapse_rows(&dst, &d->dst)) return;
+    dn_tensor wei = {.ndims = 2,
+                     .dims = {d->wei.dims[r - 2], d->wei.dims[r - 1]},
+                     .strides = {d->wei.strides[r - 2], d->wei.strides[r - 1]}};
+    d->src = src;
+    d->dst = dst;
+    d->wei = wei;
+    if (bias.ndims) d->bias = bias;
+    for (int i = 0; i < d->n_post; i++)
+        if (d->post[i].kind == DN_POST_BINARY) d->post[i].operand = ops[i];
+}
+
 /* Does `node`'s output reach `target` through spec nodes? */
 static bool feeds(const actx *c, int node, int target, int depth) {
     if (depth > 64) return false;
@@ -369,6 +427,7 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
     if (spec->n_outputs != 1 || spec->outputs[0] != v)
         return an_fail(&c, "the kernel has %d outputs; oneDNN writes only the final value of the post-op chain",
                     spec->n_outputs);
+    fold_batch_into_rows(d);
     finish(&c);
     return true;
 }
