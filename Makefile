@@ -5,7 +5,8 @@
 #                 the libFuzzer targets (clang) for a bounded time
 #   make demo     korch's main job on the bundled example model
 #   make models   export the model zoo to build/models (PyTorch -> ONNX)
-#   make bench    peer benchmark (korch vs ONNX Runtime vs PyTorch) -> bench/RESULTS.md
+#   make bench    peer benchmark (korch none/greedy/optimal, cold and warm optimise,
+#                 vs ONNX Runtime and PyTorch) -> bench/RESULTS.md; BENCH_ARGS=... adds options
 #   make install  install library, header, CLI and pkg-config file (PREFIX, DESTDIR)
 
 MAKEFLAGS += --no-print-directory
@@ -38,7 +39,7 @@ models:
 	@scripts/build-models.sh
 
 bench: build
-	@scripts/bench.sh
+	@scripts/bench.sh --korch-cold $(BENCH_ARGS)
 
 install: build
 	@DESTDIR=$(DESTDIR) $(CMAKE) --install $(BUILD) >/dev/null

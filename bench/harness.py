@@ -902,7 +902,7 @@ def parse_args(argv):
     ap.add_argument("--korch-max-round-s", type=float, default=10.0,
                     help="a korch contender whose `run --bench K` process takes longer is "
                          "not interleaved; its warm-up process's numbers are reported")
-    ap.add_argument("--korch-strategies", default="onnx,none,greedy,optimal",
+    ap.add_argument("--korch-strategies", default="none,greedy,optimal",
                     help="plans to build with `korch optimize --strategy S`; 'onnx' runs "
                          "the model file directly")
     ap.add_argument("--korch-bench-k", type=int, default=5)
