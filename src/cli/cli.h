@@ -62,4 +62,10 @@ korch_status korch_cli_plan_run(korch_cli_plan *p, const korch_graph *g, const k
                                 korch_tensor *outputs);
 void korch_cli_plan_close(korch_cli_plan *p);
 
+/* The arguments of a command that takes one MODEL and --input-shape options
+ * (info, check). Returns 0, a usage exit status (shapes freed), or -1 when
+ * --help was printed (the command then exits 0). */
+int korch_cli_model_args(int argc, char **argv, const char *command, void (*help)(void), const char **model,
+                         korch_cli_shapes *shapes);
+
 #endif

@@ -72,3 +72,27 @@ double korch_cli_now_ms(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
+
+int korch_cli_model_args(int argc, char **argv, const char *command, void (*help)(void), const char **model,
+                         korch_cli_shapes *shapes) {
+    int rc = 0;
+    for (int i = 1; i < argc && rc == 0; i++) {
+        if (korch_cli_is_help(argv[i])) {
+            help();
+            korch_cli_shapes_free(shapes);
+            return -1;
+        } else if (strcmp(argv[i], "--input-shape") == 0) {
+            const char *v = korch_cli_value(argc, argv, &i, command);
+            rc = v ? korch_cli_shapes_add(shapes, v, command) : 2;
+        } else if (argv[i][0] == '-') {
+            rc = korch_cli_usage_error(command, "unknown option %s", argv[i]);
+        } else if (!*model) {
+            *model = argv[i];
+        } else {
+            rc = korch_cli_usage_error(command, "more than one model given");
+        }
+    }
+    if (rc == 0 && !*model) rc = korch_cli_usage_error(command, "no model given");
+    if (rc) korch_cli_shapes_free(shapes);
+    return rc;
+}

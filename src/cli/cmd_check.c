@@ -14,28 +14,8 @@ static void help(void) {
 int korch_cmd_check(int argc, char **argv) {
     const char *model = NULL;
     korch_cli_shapes shapes = {0};
-    int rc = 0;
-    for (int i = 1; i < argc && rc == 0; i++) {
-        if (korch_cli_is_help(argv[i])) {
-            help();
-            korch_cli_shapes_free(&shapes);
-            return 0;
-        } else if (strcmp(argv[i], "--input-shape") == 0) {
-            const char *v = korch_cli_value(argc, argv, &i, "check");
-            rc = v ? korch_cli_shapes_add(&shapes, v, "check") : 2;
-        } else if (argv[i][0] == '-') {
-            rc = korch_cli_usage_error("check", "unknown option %s", argv[i]);
-        } else if (!model) {
-            model = argv[i];
-        } else {
-            rc = korch_cli_usage_error("check", "more than one model given");
-        }
-    }
-    if (rc == 0 && !model) rc = korch_cli_usage_error("check", "no model given");
-    if (rc) {
-        korch_cli_shapes_free(&shapes);
-        return rc;
-    }
+    int rc = korch_cli_model_args(argc, argv, "check", help, &model, &shapes);
+    if (rc != 0) return rc < 0 ? 0 : rc;
     korch_graph *g = NULL;
     korch_status st = korch_frontend_load(model, shapes.items, shapes.count, &g);
     korch_cli_shapes_free(&shapes);

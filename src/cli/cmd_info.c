@@ -57,28 +57,8 @@ static int64_t node_flops(const korch_graph *g, const korch_node *n) {
 int korch_cmd_info(int argc, char **argv) {
     const char *model = NULL;
     korch_cli_shapes shapes = {0};
-    int rc = 0;
-    for (int i = 1; i < argc && rc == 0; i++) {
-        if (korch_cli_is_help(argv[i])) {
-            help();
-            korch_cli_shapes_free(&shapes);
-            return 0;
-        } else if (strcmp(argv[i], "--input-shape") == 0) {
-            const char *v = korch_cli_value(argc, argv, &i, "info");
-            rc = v ? korch_cli_shapes_add(&shapes, v, "info") : 2;
-        } else if (argv[i][0] == '-') {
-            rc = korch_cli_usage_error("info", "unknown option %s", argv[i]);
-        } else if (!model) {
-            model = argv[i];
-        } else {
-            rc = korch_cli_usage_error("info", "more than one model given");
-        }
-    }
-    if (rc == 0 && !model) rc = korch_cli_usage_error("info", "no model given");
-    if (rc) {
-        korch_cli_shapes_free(&shapes);
-        return rc;
-    }
+    int rc = korch_cli_model_args(argc, argv, "info", help, &model, &shapes);
+    if (rc != 0) return rc < 0 ? 0 : rc;
     /* parameter bytes come from the file's initializers, before folding */
     korch_graph *raw = NULL;
     if (korch_onnx_load_file(model, &raw) != KORCH_OK) {

@@ -13,36 +13,6 @@
 #include "fission/rules.h"
 #include "ops/resize.h"
 
-/* The reference leaves an axis alone when its scale is 1 (to 1e-9) and its
- * length and roi are unchanged (mirrors resize_kernel.c). */
-static bool axis_is_identity(const resize_plan *p, int d) {
-    bool roi_full = p->coord != COORD_TF_CROP_AND_RESIZE ||
-                    (fabs(p->roi_start[d]) <= 1e-9 && fabs(p->roi_end[d] - 1.0) <= 1e-9);
-    return fabs(p->scale[d] - 1.0) <= 1e-9 && p->out_dims[d] == p->in_dims[d] && roi_full;
-}
-
-static int64_t clamp_index(double x, int64_t len) {
-    if (!(x > 0.0)) return 0;
-    if (x > (double)(len - 1)) return len - 1;
-    return (int64_t)x;
-}
-
-static int64_t nearest_index(const resize_plan *p, int d, int64_t o) {
-    bool outside;
-    double x = korch_resize_source_coord(p, d, o, &outside);
-    if (outside) return -1;
-    double f = floor(x), r = x - f, pick;
-    switch (p->rounding) {
-    case ROUND_PREFER_FLOOR: pick = r <= 0.5 ? f : f + 1.0; break;
-    case ROUND_PREFER_CEIL: pick = r < 0.5 ? f : f + 1.0; break;
-    case ROUND_FLOOR: pick = f; break;
-    case ROUND_CEIL: pick = ceil(x); break;
-    case ROUND_LEGACY: pick = p->scale[d] < 1.0 ? ceil(x) : f; break;
-    default: pick = f; break;
-    }
-    return clamp_index(pick, p->in_dims[d]);
-}
-
 static korch_status read_plan(korch_fission_ctx *ctx, resize_plan *plan) {
     korch_tensor store[4];
     korch_tensor *ins[4] = {0};
@@ -61,13 +31,13 @@ static korch_status nearest(korch_fission_ctx *ctx, const resize_plan *p) {
     int64_t *tables[KORCH_MAX_RANK] = {0};
     bool any = false;
     for (int d = 0; d < p->rank; d++) {
-        if (axis_is_identity(p, d)) continue;
+        if (korch_resize_axis_is_identity(p, d)) continue;
         tables[d] = malloc((size_t)(p->out_dims[d] + 1) * sizeof(int64_t));
         if (!tables[d]) {
             for (int k = 0; k < d; k++) free(tables[k]);
             return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
         }
-        for (int64_t o = 0; o < p->out_dims[d]; o++) tables[d][o] = nearest_index(p, d, o);
+        for (int64_t o = 0; o < p->out_dims[d]; o++) tables[d][o] = korch_resize_nearest_index(p, d, o);
         any = true;
     }
     int x = fission_in(ctx, 0);
@@ -106,7 +76,7 @@ static int take(korch_fission_ctx *ctx, int x, int d, int64_t *table, int64_t n,
 static korch_status linear(korch_fission_ctx *ctx, const resize_plan *p) {
     int y = fission_in(ctx, 0);
     for (int d = 0; d < p->rank && y >= 0; d++) {
-        if (axis_is_identity(p, d)) continue;
+        if (korch_resize_axis_is_identity(p, d)) continue;
         int64_t n = p->out_dims[d], in_len = fission_shape(ctx, y)->dims[d];
         int64_t *lo = malloc((size_t)(n + 1) * sizeof *lo), *hi = malloc((size_t)(n + 1) * sizeof *hi);
         double *w0 = malloc((size_t)(n + 1) * sizeof *w0), *w1 = malloc((size_t)(n + 1) * sizeof *w1);
@@ -126,8 +96,8 @@ static korch_status linear(korch_fission_ctx *ctx, const resize_plan *p) {
             double f = floor(x);
             w1[j] = x - f;
             w0[j] = 1.0 - w1[j];
-            lo[j] = clamp_index(f, in_len);
-            hi[j] = clamp_index(f + 1.0, in_len);
+            lo[j] = korch_resize_clamp_index(f, in_len);
+            hi[j] = korch_resize_clamp_index(f + 1.0, in_len);
         }
         int a = take(ctx, y, d, lo, n, p->extrapolation);
         int b = take(ctx, y, d, hi, n, p->extrapolation);

@@ -265,3 +265,34 @@ const korch_op_def korch_op_def_Upsample = {
     .min_inputs = 1, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
     .infer = infer_resize, .run = run_resize, .flops = resize_flops,
 };
+
+/* The ONNX reference leaves an axis alone when its scale is 1 (to within
+ * 1e-9) and its length and roi are unchanged, whatever the coordinate mode
+ * would say (tf_half_pixel_for_nearest would otherwise shift by half a pixel). */
+bool korch_resize_axis_is_identity(const resize_plan *p, int d) {
+    bool roi_full = p->coord != COORD_TF_CROP_AND_RESIZE ||
+                    (fabs(p->roi_start[d]) <= 1e-9 && fabs(p->roi_end[d] - 1.0) <= 1e-9);
+    return fabs(p->scale[d] - 1.0) <= 1e-9 && p->out_dims[d] == p->in_dims[d] && roi_full;
+}
+
+int64_t korch_resize_clamp_index(double x, int64_t len) {
+    if (!(x > 0.0)) return 0; /* also NaN */
+    if (x > (double)(len - 1)) return len - 1;
+    return (int64_t)x;
+}
+
+int64_t korch_resize_nearest_index(const resize_plan *p, int d, int64_t o) {
+    bool outside;
+    double x = korch_resize_source_coord(p, d, o, &outside);
+    if (outside) return -1;
+    double f = floor(x), r = x - f, pick;
+    switch (p->rounding) {
+    case ROUND_PREFER_FLOOR: pick = r <= 0.5 ? f : f + 1.0; break;
+    case ROUND_PREFER_CEIL: pick = r < 0.5 ? f : f + 1.0; break;
+    case ROUND_FLOOR: pick = f; break;
+    case ROUND_CEIL: pick = ceil(x); break;
+    case ROUND_LEGACY: pick = p->scale[d] < 1.0 ? ceil(x) : f; break;
+    default: pick = f; break;
+    }
+    return korch_resize_clamp_index(pick, p->in_dims[d]);
+}

@@ -48,6 +48,12 @@ korch_status korch_resize_plan(const korch_op_ctx *ctx, resize_plan *plan);
 /* Source coordinate of output index o along axis d. Sets *outside for
  * tf_crop_and_resize coordinates outside the input (extrapolated). */
 double korch_resize_source_coord(const resize_plan *plan, int d, int64_t o, bool *outside);
+/* Shared by the reference kernel and the fission rule, so both pick the same
+ * source elements: the ONNX reference's identity axes, index clamping and
+ * nearest rounding. */
+bool korch_resize_axis_is_identity(const resize_plan *plan, int d);
+int64_t korch_resize_clamp_index(double x, int64_t len);
+int64_t korch_resize_nearest_index(const resize_plan *plan, int d, int64_t o);
 
 korch_status korch_resize_run_nearest(const korch_op_ctx *ctx, const resize_plan *plan);
 korch_status korch_resize_run_linear(const korch_op_ctx *ctx, const resize_plan *plan);

@@ -8,37 +8,6 @@
 
 #include "ops/resize.h"
 
-/* The ONNX reference leaves an axis alone when its scale is 1 (to within
- * 1e-9) and its length and roi are unchanged, whatever the coordinate mode
- * would say (tf_half_pixel_for_nearest would otherwise shift by half a pixel). */
-static bool axis_is_identity(const resize_plan *p, int d) {
-    bool roi_full = p->coord != COORD_TF_CROP_AND_RESIZE ||
-                    (fabs(p->roi_start[d]) <= 1e-9 && fabs(p->roi_end[d] - 1.0) <= 1e-9);
-    return fabs(p->scale[d] - 1.0) <= 1e-9 && p->out_dims[d] == p->in_dims[d] && roi_full;
-}
-
-static int64_t clamp_index(double x, int64_t len) {
-    if (!(x > 0.0)) return 0; /* also NaN */
-    if (x > (double)(len - 1)) return len - 1;
-    return (int64_t)x;
-}
-
-static int64_t nearest_index(const resize_plan *p, int d, int64_t o) {
-    bool outside;
-    double x = korch_resize_source_coord(p, d, o, &outside);
-    if (outside) return -1;
-    double f = floor(x), r = x - f, pick;
-    switch (p->rounding) {
-    case ROUND_PREFER_FLOOR: pick = r <= 0.5 ? f : f + 1.0; break;
-    case ROUND_PREFER_CEIL: pick = r < 0.5 ? f : f + 1.0; break;
-    case ROUND_FLOOR: pick = f; break;
-    case ROUND_CEIL: pick = ceil(x); break;
-    case ROUND_LEGACY: pick = p->scale[d] < 1.0 ? ceil(x) : f; break;
-    default: pick = f; break;
-    }
-    return clamp_index(pick, p->in_dims[d]);
-}
-
 /* The extrapolation value as one element of dtype t (tf_crop_and_resize). */
 static void encode_fill(korch_dtype t, float v, char *out) {
     memset(out, 0, 16);
@@ -59,8 +28,8 @@ korch_status korch_resize_run_nearest(const korch_op_ctx *ctx, const resize_plan
     int64_t *maps[KORCH_MAX_RANK], *at = store;
     for (int d = 0; d < p->rank; d++) {
         maps[d] = at;
-        bool identity = axis_is_identity(p, d);
-        for (int64_t o = 0; o < p->out_dims[d]; o++) at[o] = identity ? o : nearest_index(p, d, o);
+        bool identity = korch_resize_axis_is_identity(p, d);
+        for (int64_t o = 0; o < p->out_dims[d]; o++) at[o] = identity ? o : korch_resize_nearest_index(p, d, o);
         at += p->out_dims[d];
     }
     char fill[16];
@@ -95,8 +64,8 @@ static korch_status linear_pass(const korch_op_ctx *ctx, const resize_plan *p, i
         }
         double f = floor(x);
         w[j] = (float)(x - f);
-        lo[j] = clamp_index(f, in_len);
-        hi[j] = clamp_index(f + 1.0, in_len);
+        lo[j] = korch_resize_clamp_index(f, in_len);
+        hi[j] = korch_resize_clamp_index(f + 1.0, in_len);
     }
     float e = p->extrapolation;
     if (inner == 1) {
@@ -136,7 +105,7 @@ korch_status korch_resize_run_linear(const korch_op_ctx *ctx, const resize_plan 
     if (korch_tensor_numel(y) == 0) return KORCH_OK;
     int last = -1;
     for (int d = 0; d < p->rank; d++)
-        if (!axis_is_identity(p, d)) last = d;
+        if (!korch_resize_axis_is_identity(p, d)) last = d;
     if (last < 0) {
         memcpy(y->data, x->data, korch_tensor_bytes(y));
         return KORCH_OK;
@@ -147,7 +116,7 @@ korch_status korch_resize_run_linear(const korch_op_ctx *ctx, const resize_plan 
     float *owned = NULL;
     korch_status st = KORCH_OK;
     for (int d = 0; d <= last && st == KORCH_OK; d++) {
-        if (axis_is_identity(p, d)) continue;
+        if (korch_resize_axis_is_identity(p, d)) continue;
         /* dims: the source of this pass; the destination differs on axis d */
         float *next = y->data;
         if (d != last) {
