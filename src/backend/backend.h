@@ -44,6 +44,10 @@ typedef struct korch_kernel {
     char impl[160]; /* human-readable implementation, e.g. "cgen k3f2a1 tile=64 par=0"
                        or "dnnl brg:avx512_core" */
     void *state;
+    /* bit j: input j is a constant the kernel copied when it was built (oneDNN's
+     * reordered weights) and never reads at run time, so its data may be
+     * released (korch_executor_release_constants) */
+    uint64_t inputs_copied;
     korch_status (*run)(struct korch_kernel *k, void *const *inputs, void *const *outputs);
     void (*destroy)(struct korch_kernel *k);
 } korch_kernel;

@@ -57,7 +57,7 @@ int korch_cli_plan_open(const char *plan_path, korch_cli_plan **out, const char 
 int korch_cli_plan_threads(const korch_cli_plan *p);
 /* bytes of the executor's arena (after prepare) */
 size_t korch_cli_plan_arena_bytes(const korch_cli_plan *p);
-int korch_cli_plan_prepare(korch_cli_plan *p, const korch_graph *g, int threads);
+int korch_cli_plan_prepare(korch_cli_plan *p, korch_graph *g, int threads);
 korch_status korch_cli_plan_run(korch_cli_plan *p, const korch_graph *g, const korch_tensor *inputs,
                                 korch_tensor *outputs);
 void korch_cli_plan_close(korch_cli_plan *p);

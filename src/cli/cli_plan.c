@@ -84,7 +84,7 @@ int korch_cli_plan_threads(const korch_cli_plan *p) { return p->plan->threads; }
 
 size_t korch_cli_plan_arena_bytes(const korch_cli_plan *p) { return p->ex ? korch_executor_arena_bytes(p->ex) : 0; }
 
-int korch_cli_plan_prepare(korch_cli_plan *p, const korch_graph *g, int threads) {
+int korch_cli_plan_prepare(korch_cli_plan *p, korch_graph *g, int threads) {
     if (korch_plan_lower(g, &p->pg) != KORCH_OK) return korch_cli_fail();
     if (korch_pgraph_hash(p->pg) != p->plan->pgraph_hash) {
         korch_error(KORCH_ERR_INVALID_MODEL,
@@ -94,7 +94,8 @@ int korch_cli_plan_prepare(korch_cli_plan *p, const korch_graph *g, int threads)
         return korch_cli_fail();
     }
     korch_profile_options options = {.threads = threads};
-    if (korch_executor_create(p->plan, p->pg, &options, &p->ex) != KORCH_OK) return korch_cli_fail();
+    /* p->pg and g are the command's own */
+    if (korch_executor_create_owned(p->plan, p->pg, g, &options, &p->ex) != KORCH_OK) return korch_cli_fail();
     return 0;
 }
 

@@ -20,7 +20,99 @@ struct korch_executor {
     void **value_ptr; /* per pgraph value: where it lives (inputs/outputs rebound per run) */
     void **scratch; /* pointer tables for one kernel call */
     int scratch_cap;
+    /* releasing constants while kernels are built (korch_executor_create_owned) */
+    korch_pgraph *own_pg;
+    korch_graph *own_graph;
+    int *rep;          /* per value: the first constant value with the same data, or -1 */
+    int *refs;         /* per representative: kernel input references */
+    int *copied_refs;  /* per representative: references whose kernel copied the data */
+    bool *pinned;      /* per representative: read outside kernels (graph output, opaque node) */
+    size_t released;
 };
+
+static void release_setup(korch_executor *ex) {
+    const korch_pgraph *pg = ex->pg;
+    size_t n = (size_t)pg->n_values + 1;
+    ex->rep = malloc(n * sizeof *ex->rep);
+    ex->refs = calloc(n, sizeof *ex->refs);
+    ex->copied_refs = calloc(n, sizeof *ex->copied_refs);
+    ex->pinned = calloc(n, sizeof *ex->pinned);
+    if (!ex->rep || !ex->refs || !ex->copied_refs || !ex->pinned) {
+        ex->own_pg = NULL; /* no release: correct, only more memory */
+        return;
+    }
+    for (int v = 0; v < pg->n_values; v++) {
+        ex->rep[v] = -1;
+        const void *d = pg->values[v].is_constant ? pg->values[v].constant.data : NULL;
+        for (int w = 0; w <= v && d; w++)
+            if (pg->values[w].is_constant && pg->values[w].constant.data == d) {
+                ex->rep[v] = w;
+                break;
+            }
+    }
+    for (int i = 0; i < ex->plan->n_kernels; i++)
+        for (int j = 0; j < ex->plan->kernels[i].n_inputs; j++) {
+            int r = ex->rep[ex->plan->kernels[i].inputs[j]];
+            if (r >= 0) ex->refs[r]++;
+        }
+    for (int v = 0; v < pg->n_values; v++)
+        if (pg->values[v].graph_output >= 0 && ex->rep[v] >= 0) ex->pinned[ex->rep[v]] = true;
+    /* opaque primitives run op-graph nodes, which may read the graph's
+     * constants directly */
+    const korch_graph *g = ex->own_graph;
+    for (int n = 0; n < pg->n_nodes && g; n++) {
+        const korch_pnode *p = &pg->nodes[n];
+        if (p->dead || p->kind != KORCH_PRIM_OPAQUE) continue;
+        const korch_node *src = &g->nodes[p->u.opaque.source_node];
+        for (int j = 0; j < src->n_inputs; j++) {
+            const void *d = src->inputs[j] >= 0 ? g->values[src->inputs[j]].constant.data : NULL;
+            for (int v = 0; v < pg->n_values && d; v++)
+                if (ex->rep[v] >= 0 && pg->values[v].constant.data == d) ex->pinned[ex->rep[v]] = true;
+        }
+    }
+}
+
+/* Frees constant r's data once every kernel reading it holds its own copy. */
+static void release_if_copied(korch_executor *ex, int r) {
+    if (ex->pinned[r] || ex->copied_refs[r] < ex->refs[r]) return;
+    korch_pgraph *pg = ex->own_pg;
+    void *data = pg->values[r].constant.data;
+    if (!data) return;
+    size_t bytes = korch_tensor_bytes(&pg->values[r].constant);
+    bool freed = false;
+    for (int v = 0; v < pg->n_values && !freed; v++)
+        if (ex->rep[v] == r && pg->values[v].constant.owns_data) {
+            free(data);
+            freed = true;
+        }
+    korch_graph *g = ex->own_graph;
+    for (int v = 0; g && v < g->n_values && !freed; v++)
+        if (g->values[v].constant.data == data && g->values[v].constant.owns_data) {
+            free(data);
+            g->values[v].constant.data = NULL;
+            g->values[v].constant.owns_data = false;
+            freed = true;
+        }
+    if (!freed) return; /* not ours to free */
+    ex->released += bytes;
+    for (int v = 0; v < pg->n_values; v++)
+        if (ex->rep[v] == r) {
+            pg->values[v].constant.data = NULL;
+            pg->values[v].constant.owns_data = false;
+            ex->value_ptr[v] = NULL;
+        }
+}
+
+static void release_after_build(korch_executor *ex, int kernel) {
+    const korch_plan_kernel *k = &ex->plan->kernels[kernel];
+    uint64_t bits = ex->kernels[kernel] ? ex->kernels[kernel]->inputs_copied : 0;
+    for (int j = 0; j < k->n_inputs && j < 64; j++) {
+        int r = ex->rep[k->inputs[j]];
+        if (r < 0 || !((bits >> j) & 1u)) continue;
+        ex->copied_refs[r]++;
+        release_if_copied(ex, r);
+    }
+}
 
 static korch_status build_kernels(korch_executor *ex, const korch_profile_options *options) {
     const korch_plan *plan = ex->plan;
@@ -41,6 +133,21 @@ static korch_status build_kernels(korch_executor *ex, const korch_profile_option
             which[n++] = i;
         }
         if (n == 0) continue;
+        if (ex->own_pg && kind == KORCH_BACKEND_DNNL) {
+            /* one at a time, so that weights are released as soon as their
+             * reordered copies exist: the peak then holds about one copy */
+            for (int j = 0; j < n && st == KORCH_OK; j++) {
+                st = korch_backend_build((korch_backend_kind)kind, &specs[j], &schedules[j], 1, options, &built[j]);
+                if (st != KORCH_OK) break;
+                ex->kernels[which[j]] = built[j];
+                release_after_build(ex, which[j]);
+            }
+            if (st != KORCH_OK) {
+                korch_error_prefix(st, "building a %s kernel", korch_backend_name((korch_backend_kind)kind));
+                break;
+            }
+            continue;
+        }
         st = korch_backend_build((korch_backend_kind)kind, specs, schedules, n, options, built);
         if (st != KORCH_OK) {
             korch_error_prefix(st, "building %d %s kernels", n, korch_backend_name((korch_backend_kind)kind));
@@ -55,8 +162,21 @@ static korch_status build_kernels(korch_executor *ex, const korch_profile_option
     return st;
 }
 
+static korch_status create(const korch_plan *plan, const korch_pgraph *pg, korch_pgraph *own_pg, korch_graph *own_graph,
+                           const korch_profile_options *options, korch_executor **out);
+
 korch_status korch_executor_create(const korch_plan *plan, const korch_pgraph *pg, const korch_profile_options *options,
                                    korch_executor **out) {
+    return create(plan, pg, NULL, NULL, options, out);
+}
+
+korch_status korch_executor_create_owned(const korch_plan *plan, korch_pgraph *pg, korch_graph *graph,
+                                         const korch_profile_options *options, korch_executor **out) {
+    return create(plan, pg, pg, graph, options, out);
+}
+
+static korch_status create(const korch_plan *plan, const korch_pgraph *pg, korch_pgraph *own_pg, korch_graph *own_graph,
+                           const korch_profile_options *options, korch_executor **out) {
     *out = NULL;
     KORCH_TRY(korch_plan_validate(plan, pg));
     korch_executor *ex = calloc(1, sizeof *ex);
@@ -93,6 +213,11 @@ korch_status korch_executor_create(const korch_plan *plan, const korch_pgraph *p
         if (st == KORCH_OK && !ex->scratch) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "executor: out of memory");
     }
     korch_memory_plan_free(&mp);
+    if (st == KORCH_OK && own_pg) {
+        ex->own_pg = own_pg;
+        ex->own_graph = own_graph;
+        release_setup(ex);
+    }
     if (st == KORCH_OK) st = build_kernels(ex, options);
     if (st != KORCH_OK) {
         korch_executor_destroy(ex);
@@ -108,6 +233,10 @@ void korch_executor_destroy(korch_executor *ex) {
     free(ex->kernels);
     free(ex->arena);
     free(ex->value_ptr);
+    free(ex->rep);
+    free(ex->refs);
+    free(ex->copied_refs);
+    free(ex->pinned);
     free(ex->scratch);
     free(ex);
 }
@@ -153,3 +282,5 @@ korch_status korch_executor_run(korch_executor *ex, const korch_tensor *inputs, 
     }
     return KORCH_OK;
 }
+
+size_t korch_executor_released_bytes(const korch_executor *ex) { return ex ? ex->released : 0; }

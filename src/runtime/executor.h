@@ -40,4 +40,17 @@ korch_status korch_executor_run(korch_executor *ex, const korch_tensor *inputs, 
 
 size_t korch_executor_arena_bytes(const korch_executor *ex);
 
+/* Like korch_executor_create, for a caller that owns pg and graph (the op
+ * graph pg borrows initializers from) alone: a C API session's private
+ * copies, the CLI's. While kernels are built it frees the data of every
+ * constant that all its reading kernels copied (oneDNN's reordered weights)
+ * and that nothing else reads (graph outputs, opaque nodes); those constants'
+ * data pointers in pg and graph become NULL. Without it a plan holds two
+ * copies of such weights. */
+korch_status korch_executor_create_owned(const korch_plan *plan, korch_pgraph *pg, korch_graph *graph,
+                                         const korch_profile_options *options, korch_executor **out);
+
+/* Constant bytes freed by korch_executor_create_owned. */
+size_t korch_executor_released_bytes(const korch_executor *ex);
+
 #endif

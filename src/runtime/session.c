@@ -133,7 +133,8 @@ korch_status korch_session_create(const korch_model *model, const korch_session_
                              "korch optimize",
                              model->plan->fission_version, korch_plan_fission_version);
         korch_profile_options popts = {.threads = options->threads > 0 ? options->threads : model->plan->threads};
-        if (st == KORCH_OK) st = korch_executor_create(model->plan, s->pg, &popts, &s->exec);
+        /* the session's graph and primitive graph are its own */
+        if (st == KORCH_OK) st = korch_executor_create_owned(model->plan, s->pg, s->graph, &popts, &s->exec);
     }
     if (st == KORCH_OK) {
         s->threads = options->threads;

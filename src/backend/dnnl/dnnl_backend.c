@@ -88,6 +88,8 @@ korch_status korch_dnnl_build(const korch_kernel_spec *specs, const char *const 
         k->backend = KORCH_BACKEND_DNNL;
         snprintf(k->impl, sizeof k->impl, "dnnl %.110s %.36s", impl, fmt);
         k->state = dk;
+        int copied = dn_kernel_copied_weights(dk);
+        if (copied >= 0 && copied < 64) k->inputs_copied = 1ull << copied;
         k->run = kernel_run;
         k->destroy = kernel_destroy;
         kernels[i] = k;

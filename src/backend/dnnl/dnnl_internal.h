@@ -96,6 +96,9 @@ typedef struct dn_kernel dn_kernel;
 korch_status dn_kernel_create(const dn_desc *d, const dn_variant *v, int threads, dn_kernel **out, char *impl,
                               size_t impl_size);
 korch_status dn_kernel_run(dn_kernel *k, void *const *inputs, void *const *outputs);
+/* The spec input of constant weights the kernel reordered into its own
+ * buffer at creation (never read at run time), or -1. */
+int dn_kernel_copied_weights(const dn_kernel *k);
 void dn_kernel_free(dn_kernel *k);
 const char *dn_version(void); /* "oneDNN 2.6.3 (cpu_runtime omp)" */
 bool dn_impl_is_reference(const char *impl);

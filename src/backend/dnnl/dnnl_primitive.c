@@ -26,6 +26,7 @@ struct dn_kernel {
     void *wei_buf, *src_buf, *dst_buf; /* owned: reordered weights, blocked src/dst */
     int threads;
     int src_slot, wei_slot, bias_slot; /* spec inputs bound per run (-1: owned) */
+    int wei_copied_slot;               /* spec input of the weights copied at creation, or -1 */
     int n_post;
     int post_slot[DN_MAX_POST];        /* -1 for eltwise post-ops */
     int n_args;
@@ -310,6 +311,7 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
         DN_CHECK(dnnl_primitive_execute(wei_reorder, k->stream, 2, args), "weights reorder");
         DN_CHECK(dnnl_stream_wait(k->stream), "weights reorder");
         k->wei_slot = -1;
+        k->wei_copied_slot = d->wei_slot;
     } else {
         DN_CHECK(dnnl_memory_create(&k->wei, wei_pd, engine, DNNL_MEMORY_NONE), "weights memory");
     }
@@ -350,6 +352,7 @@ korch_status dn_kernel_create(const dn_desc *d, const dn_variant *v, int threads
     k->threads = threads > 0 ? threads : omp_get_max_threads();
     if (v->threads > 0 && v->threads < k->threads) k->threads = v->threads;
     k->src_slot = d->src_slot;
+    k->wei_copied_slot = -1;
     korch_status st = KORCH_OK;
     dnnl_status_t s = dnnl_stream_create(&k->stream, engine, dnnl_stream_default_flags);
     if (s != dnnl_success) st = dnnl_fail(s, "stream creation", d);
@@ -391,3 +394,5 @@ done:
     if (saved != k->threads) omp_set_num_threads(saved);
     return st;
 }
+
+int dn_kernel_copied_weights(const dn_kernel *k) { return k ? k->wei_copied_slot : -1; }
