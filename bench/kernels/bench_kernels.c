@@ -63,16 +63,10 @@ static double stream_gbs(int kind, korch_timing *t) {
 
 static int input(korch_pgraph *pg, int rank, const int64_t *dims) {
     korch_shape s = korch_shape_make(rank, dims);
-    int v = korch_pgraph_add_value(pg, KORCH_DTYPE_FLOAT32, &s);
-    pg->inputs = realloc(pg->inputs, (size_t)(pg->n_inputs + 1) * sizeof(int));
-    pg->values[v].graph_input = pg->n_inputs;
-    pg->inputs[pg->n_inputs++] = v;
-    return v;
+    return korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &s);
 }
 static void output(korch_pgraph *pg, int v) {
-    pg->outputs = realloc(pg->outputs, (size_t)(pg->n_outputs + 1) * sizeof(int));
-    pg->values[v].graph_output = pg->n_outputs;
-    pg->outputs[pg->n_outputs++] = v;
+    korch_pgraph_add_output(pg, v);
 }
 static int weight(korch_pgraph *pg, int64_t n) {
     korch_tensor t;

@@ -82,6 +82,29 @@ int korch_pgraph_add_value(korch_pgraph *pg, korch_dtype dtype, const korch_shap
     return v;
 }
 
+int korch_pgraph_add_input(korch_pgraph *pg, korch_dtype dtype, const korch_shape *shape) {
+    int v = korch_pgraph_add_value(pg, dtype, shape);
+    if (v < 0) return -1;
+    int *grown = realloc(pg->inputs, (size_t)(pg->n_inputs + 1) * sizeof *grown);
+    if (!grown) {
+        korch_error(KORCH_ERR_OUT_OF_MEMORY, "primitive graph: out of memory");
+        return -1;
+    }
+    pg->inputs = grown;
+    pg->values[v].graph_input = pg->n_inputs;
+    pg->inputs[pg->n_inputs++] = v;
+    return v;
+}
+
+korch_status korch_pgraph_add_output(korch_pgraph *pg, int v) {
+    int *grown = realloc(pg->outputs, (size_t)(pg->n_outputs + 1) * sizeof *grown);
+    if (!grown) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "primitive graph: out of memory");
+    pg->outputs = grown;
+    pg->values[v].graph_output = pg->n_outputs;
+    pg->outputs[pg->n_outputs++] = v;
+    return KORCH_OK;
+}
+
 int korch_pgraph_add_constant(korch_pgraph *pg, korch_tensor *t) {
     int v = korch_pgraph_add_value(pg, t->dtype, &t->shape);
     if (v < 0) return -1;

@@ -263,6 +263,10 @@ void korch_pgraph_free(korch_pgraph *pg);
 
 /* Adds a non-constant value (its producer is set by the node constructors). */
 int korch_pgraph_add_value(korch_pgraph *pg, korch_dtype dtype, const korch_shape *shape);
+/* A new graph input (appended to pg->inputs), or -1. */
+int korch_pgraph_add_input(korch_pgraph *pg, korch_dtype dtype, const korch_shape *shape);
+/* Appends value v to the graph outputs. */
+korch_status korch_pgraph_add_output(korch_pgraph *pg, int v);
 /* Adds a constant; takes ownership of t's data. */
 int korch_pgraph_add_constant(korch_pgraph *pg, korch_tensor *t);
 int korch_pgraph_add_scalar(korch_pgraph *pg, float v);

@@ -219,6 +219,15 @@ static korch_status create(const korch_plan *plan, const korch_pgraph *pg, korch
         release_setup(ex);
     }
     if (st == KORCH_OK) st = build_kernels(ex, options);
+    /* the release bookkeeping is needed only while kernels are built */
+    free(ex->rep);
+    free(ex->refs);
+    free(ex->copied_refs);
+    free(ex->pinned);
+    ex->rep = ex->refs = ex->copied_refs = NULL;
+    ex->pinned = NULL;
+    ex->own_pg = NULL;
+    ex->own_graph = NULL;
     if (st != KORCH_OK) {
         korch_executor_destroy(ex);
         return st;
@@ -233,10 +242,6 @@ void korch_executor_destroy(korch_executor *ex) {
     free(ex->kernels);
     free(ex->arena);
     free(ex->value_ptr);
-    free(ex->rep);
-    free(ex->refs);
-    free(ex->copied_refs);
-    free(ex->pinned);
     free(ex->scratch);
     free(ex);
 }

@@ -32,17 +32,11 @@ static inline int cc_int(int lo, int hi) { return lo + (int)(cc_next() % (uint64
 
 static inline int cc_input(korch_pgraph *pg, korch_dtype dt, int rank, const int64_t *dims) {
     korch_shape s = korch_shape_make(rank, dims);
-    int v = korch_pgraph_add_value(pg, dt, &s);
-    pg->inputs = realloc(pg->inputs, (size_t)(pg->n_inputs + 1) * sizeof(int));
-    pg->values[v].graph_input = pg->n_inputs;
-    pg->inputs[pg->n_inputs++] = v;
-    return v;
+    return korch_pgraph_add_input(pg, dt, &s);
 }
 
 static inline void cc_output(korch_pgraph *pg, int v) {
-    pg->outputs = realloc(pg->outputs, (size_t)(pg->n_outputs + 1) * sizeof(int));
-    pg->values[v].graph_output = pg->n_outputs;
-    pg->outputs[pg->n_outputs++] = v;
+    korch_pgraph_add_output(pg, v);
 }
 
 /* A constant tensor with random contents (a "weight"). */

@@ -108,11 +108,7 @@ static void test_random_graphs(void) {
 
 static int add_input(korch_pgraph *pg, int rank, const int64_t *dims) {
     korch_shape s = korch_shape_make(rank, dims);
-    int v = korch_pgraph_add_value(pg, KORCH_DTYPE_FLOAT32, &s);
-    pg->inputs = realloc(pg->inputs, (size_t)(pg->n_inputs + 1) * sizeof(int));
-    pg->values[v].graph_input = pg->n_inputs;
-    pg->inputs[pg->n_inputs++] = v;
-    return v;
+    return korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &s);
 }
 
 static int add_weights(korch_pgraph *pg, int rank, const int64_t *dims, gen_rng *r) {

@@ -11,11 +11,7 @@ static korch_pgraph *new_graph(void) {
 }
 
 static int input(korch_pgraph *pg, const korch_shape *s) {
-    int v = korch_pgraph_add_value(pg, KORCH_DTYPE_FLOAT32, s);
-    pg->inputs = realloc(pg->inputs, sizeof(int) * (size_t)(pg->n_inputs + 1));
-    pg->values[v].graph_input = pg->n_inputs;
-    pg->inputs[pg->n_inputs++] = v;
-    return v;
+    return korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, s);
 }
 
 /* Interprets a one-output pgraph on x = 0, 1, 2, ... and returns the output. */

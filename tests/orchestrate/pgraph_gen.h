@@ -25,17 +25,11 @@ static inline double gen_unit(gen_rng *r) { return (double)gen_next(r) / 4294967
 static inline int gen_input(korch_pgraph *pg, int rows, int cols) {
     int64_t dims[2] = {rows, cols};
     korch_shape s = korch_shape_make(2, dims);
-    int v = korch_pgraph_add_value(pg, KORCH_DTYPE_FLOAT32, &s);
-    pg->inputs = realloc(pg->inputs, (size_t)(pg->n_inputs + 1) * sizeof(int));
-    pg->values[v].graph_input = pg->n_inputs;
-    pg->inputs[pg->n_inputs++] = v;
-    return v;
+    return korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &s);
 }
 
 static inline void gen_output(korch_pgraph *pg, int v) {
-    pg->outputs = realloc(pg->outputs, (size_t)(pg->n_outputs + 1) * sizeof(int));
-    pg->values[v].graph_output = pg->n_outputs;
-    pg->outputs[pg->n_outputs++] = v;
+    korch_pgraph_add_output(pg, v);
 }
 
 static inline int gen_constant(korch_pgraph *pg, gen_rng *r) {
