@@ -170,6 +170,46 @@ static void test_layouts(void) {
         korch_shape o = {2, {3, 11}};
         check_layout(KORCH_LAYOUT_CONCAT, 3, ins, pg, &o, m, 0, "concat");
     }
+    /* Guards hoisted above the load's loop (whole rows of a pad or a
+     * concat) with a short inner loop: gcc 12.2 -O3 -march=native
+     * miscompiled the masked loads it made of these (rows read as 0 or from
+     * the wrong input) when the generator emitted them as guarded loads;
+     * they now load at the clamped address and select. Both shapes are the
+     * property test's finds, under the schedules that failed. */
+    static const char *const row_guard_schedules[] = {"p0.g0.v0.u2.t0.o0.r0", "p1.g0.v0.u2.t16.o0.r0", ""};
+    { /* pad rows of [6, 2] by 2 before and 2 after -> [10, 2] */
+        korch_pgraph *pg = new_graph();
+        int64_t d[2] = {6, 2};
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
+        korch_index_map m = cc_map(2);
+        m.terms[0].coef[0] = 1, m.terms[0].offset = -2;
+        m.terms[1].coef[1] = 1;
+        m.may_be_out_of_bounds = true;
+        korch_shape o = {2, {10, 2}};
+        int y = korch_pgraph_layout(pg, KORCH_LAYOUT_PAD, 1, &x, &o, &m, 0.0126);
+        cc_output(pg, y);
+        cc_check(pg, row_guard_schedules, 3, -2, 2, "row pad");
+        korch_pgraph_free(pg);
+    }
+    { /* concat of two [4, 6, 6] on axis 1 -> [4, 12, 6], then max(|x|, x) */
+        korch_pgraph *pg = new_graph();
+        int64_t d[3] = {4, 6, 6};
+        int ins[2] = {cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d), cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d)};
+        korch_index_map m[2] = {cc_map(3), cc_map(3)};
+        for (int p = 0; p < 2; p++) {
+            m[p].terms[0].coef[0] = 1;
+            m[p].terms[1].coef[1] = 1, m[p].terms[1].offset = -6 * p;
+            m[p].terms[2].coef[2] = 1;
+            m[p].may_be_out_of_bounds = true;
+        }
+        korch_shape o = {3, {4, 12, 6}};
+        int y = korch_pgraph_layout(pg, KORCH_LAYOUT_CONCAT, 2, ins, &o, m, 0);
+        int a = korch_pgraph_elementwise(pg, KORCH_EW_ABS, 1, &y, 0, 0, KORCH_DTYPE_UNDEFINED);
+        int ay[2] = {a, y};
+        cc_output(pg, korch_pgraph_elementwise(pg, KORCH_EW_MAX, 2, ay, 0, 0, KORCH_DTYPE_UNDEFINED));
+        cc_check(pg, row_guard_schedules, 3, -2, 2, "row concat");
+        korch_pgraph_free(pg);
+    }
     { /* expand [1, 5] -> [4, 3, 5] */
         korch_pgraph *pg = new_graph();
         int64_t d[2] = {1, 5};

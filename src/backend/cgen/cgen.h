@@ -24,7 +24,7 @@
 
 /* Bumped whenever generated code changes meaning or speed: it is part of the
  * signature, so profile database entries of older generators are not reused. */
-#define CG_GENERATOR_VERSION "cg5"
+#define CG_GENERATOR_VERSION "cg6"
 
 /* ---- growable string ---------------------------------------------------- */
 
@@ -90,9 +90,10 @@ typedef struct cg_schedule {
     int red;    /* reduction strategy bits: 1 = keep a reduction's input row in a thread-local
                  * buffer for later passes; 2 = short reduced suffixes (windows) accumulate per
                  * element of the last kept axis, which becomes the vector loop */
+    int stream; /* 1: non-temporal stores for outputs larger than the last-level cache */
 } cg_schedule;
 
-#define CG_KNOBS 7
+#define CG_KNOBS 8
 /* The values each knob may take, in order (the tuner steps through them). */
 int cg_schedule_domain(int knob, const int **values);
 int *cg_schedule_knob(cg_schedule *s, int knob);

@@ -68,11 +68,13 @@ static int opt_argv(const char **argv, char *buf, size_t size) {
 
 /* Per thread: sessions are created concurrently, and KORCH_CC_OPT is read each
  * call. */
+/* Derived from the argv arrays, so that a changed flag changes the object
+ * cache key and the machine fingerprint (a hand-kept copy once did not). */
 const char *cg_compiler_flags(void) {
-    static _Thread_local char buf[256];
-    snprintf(buf, sizeof buf, "%s %s", opt_level(),
-             is_clang() ? "-march=native -fopenmp=libgomp -fno-math-errno -fno-trapping-math -fPIC -shared"
-                        : "-march=native -fopenmp -fno-math-errno -fno-trapping-math -fPIC -shared");
+    static _Thread_local char buf[512];
+    int n = snprintf(buf, sizeof buf, "%s", opt_level());
+    for (const char *const *f = is_clang() ? clang_flags : gcc_flags; *f && n > 0 && (size_t)n < sizeof buf; f++)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, " %s", *f);
     return buf;
 }
 

@@ -102,13 +102,27 @@ typedef struct cg_loop_opts {
     const char *clause;      /* extra clause of the parallel loop (a reduction) */
     bool simd;               /* the innermost loop may get simd (vec knob) */
     const char *simd_clause;
+    bool in_region;          /* the parallel loop is an "omp for" inside an open cg_region_open() */
+    bool simd_always;        /* simd on the innermost loop even when the vec knob leaves it to the compiler */
 } cg_loop_opts;
 
 void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o);
 void cg_nest_close(cg_emit *e, cg_nest *ns);
+/* closes the innermost open loop (for passes that put statements between the
+ * loops of a nest; decrement the nest's `opened` to match) */
+void cg_loop_close(cg_emit *e);
+/* an explicit "omp parallel" block (a level without a loop variable) */
+void cg_region_open(cg_emit *e);
+void cg_region_close(cg_emit *e);
 void cg_emit_output_pass(cg_emit *e, int value, int slot);
 void cg_emit_reduce_pass(cg_emit *e, int node);
 /* Whether a reduction of x over `axes` uses the kept-inner strategy. */
+/* Non-temporal stores for outputs too large to stay in cache (emit_stream.c):
+ * the size threshold, whether `value`'s output pass at fused depth P
+ * qualifies, and the pass itself. */
+int64_t cg_stream_min_bytes(void);
+bool cg_stream_applies(const cg_emit *e, int value, int P);
+void cg_emit_stream_pass(cg_emit *e, int value, int slot);
 bool cg_kept_inner(const cg_schedule *s, const cg_value *x, uint32_t axes);
 
 /* values (emit_value.c): the C name of value v at coordinates c, emitted as

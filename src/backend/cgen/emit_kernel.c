@@ -31,7 +31,7 @@ static void open_loop(cg_emit *e, const char *pragma, const char *header) {
     e->head[e->depth++] = h;
 }
 
-static void close_loop(cg_emit *e) {
+void cg_loop_close(cg_emit *e) {
     if (e->depth == 0) return;
     int level = e->depth - 1;
     cg_buf *outer = &e->lv[level], *body = &e->lv[level + 1];
@@ -48,10 +48,19 @@ static void close_loop(cg_emit *e) {
 
 static void simd_pragma(cg_emit *e, const cg_loop_opts *o, char *buf, size_t size) {
     buf[0] = '\0';
-    if (!o->simd || e->s->vec == 0) return;
+    if (!o->simd || (e->s->vec == 0 && !o->simd_always)) return;
     const char *len = e->s->vec == 2 ? " simdlen(8)" : e->s->vec == 3 ? " simdlen(16)" : "";
     snprintf(buf, size, " simd%s%s", len, o->simd_clause ? o->simd_clause : "");
 }
+
+void cg_region_open(cg_emit *e) {
+    char pragma[96], header[48];
+    snprintf(pragma, sizeof pragma, "%*s#pragma omp parallel num_threads(nthreads)\n", 4 * (e->depth + 1), "");
+    snprintf(header, sizeof header, "%*s", 4 * (e->depth + 1) - 1, "");
+    open_loop(e, pragma, header);
+}
+
+void cg_region_close(cg_emit *e) { cg_loop_close(e); }
 
 void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o) {
     int order[KORCH_MAX_RANK];
@@ -99,8 +108,11 @@ void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o) {
             if (e->s->grain) snprintf(sched, sizeof sched, "schedule(static, %d)", e->s->grain);
             char coll[24] = "";
             if (c > 1) snprintf(coll, sizeof coll, " collapse(%d)", c);
-            snprintf(pragma, sizeof pragma, "%*s#pragma omp parallel for%s%s %s num_threads(nthreads)%s\n",
-                     4 * (base + 1), "", inner_collapsed ? simd : "", coll, sched,
+            snprintf(pragma, sizeof pragma, "%*s#pragma omp %s%s%s %s%s%s\n", 4 * (base + 1), "",
+                     o->in_region ? "for" : "parallel for", inner_collapsed ? simd : "", coll, sched,
+                     /* in a region, the fence before its closing barrier
+                      * replaces the loop's own barrier */
+                     o->in_region ? " nowait" : " num_threads(nthreads)",
                      o->clause && !(inner_collapsed && simd[0]) ? o->clause : "");
         } else if (inner && simd[0] && !inner_collapsed) {
             snprintf(pragma, sizeof pragma, "%*s#pragma omp%s\n", 4 * (base + li + 1), "", simd);
@@ -134,7 +146,7 @@ void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o) {
 }
 
 void cg_nest_close(cg_emit *e, cg_nest *ns) {
-    for (int i = 0; i < ns->opened; i++) close_loop(e);
+    for (int i = 0; i < ns->opened; i++) cg_loop_close(e);
     ns->opened = 0;
 }
 
@@ -145,6 +157,10 @@ static void coords_of(const cg_nest *ns, int first, int P, const int *outer, int
 }
 
 void cg_emit_output_pass(cg_emit *e, int value, int slot) {
+    if (cg_stream_applies(e, value, e->P)) {
+        cg_emit_stream_pass(e, value, slot);
+        return;
+    }
     const cg_value *w = &e->k->values[value];
     cg_nest ns = {.n = w->shape.rank - e->P};
     for (int d = 0; d < ns.n; d++) ns.ext[d] = w->shape.dims[e->P + d];
@@ -340,12 +356,22 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
     }
     cg_nest suf = {.n = R - K};
     for (int d = K; d < R; d++) suf.ext[d - K] = x->shape.dims[d];
-    char acc[24] = "";
+    char acc[24] = "", nan_seen[24] = "";
     if (K < R) {
         snprintf(acc, sizeof acc, "a%d", e->n_tmp++);
         cg_stmt(e, e->depth - 1, "%s %s = %s;", at, acc, init);
-        char clause[48];
-        snprintf(clause, sizeof clause, " reduction(%s:%s)", rop, acc);
+        char clause[96];
+        if (!additive) {
+            /* max/min into one accumulator: a plain compare-select (one
+             * vmaxps-like op on the loop-carried chain) plus a separate OR
+             * of "saw a NaN", instead of the NaN-sticky select of combine(),
+             * whose three-op chain made softmax's max pass latency-bound */
+            snprintf(nan_seen, sizeof nan_seen, "n%d", e->n_tmp++);
+            cg_stmt(e, e->depth - 1, "int %s = 0;", nan_seen);
+            snprintf(clause, sizeof clause, " reduction(%s:%s) reduction(|:%s)", rop, acc, nan_seen);
+        } else {
+            snprintf(clause, sizeof clause, " reduction(%s:%s)", rop, acc);
+        }
         bool full = P == 0 && K == 0 && e->s->par > 0;
         cg_loop_opts so = {.par = full ? 1 : 0, .clause = clause, .simd = true, .simd_clause = clause};
         cg_nest_open(e, &suf, &so);
@@ -367,8 +393,11 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
     cg_aff_str(&ylin, s, sizeof s);
     if (K < R) {
         if (additive) cg_stmt(e, e->depth - 1, "%s += %s;", acc, v);
-        else combine(e, r->op == KORCH_REDUCE_MAX, acc, v);
+        else
+            cg_stmt(e, e->depth - 1, "%s = %s %s %s ? %s : %s; %s |= %s != %s;", acc, v,
+                    r->op == KORCH_REDUCE_MAX ? ">" : "<", acc, v, acc, nan_seen, v, v);
         cg_nest_close(e, &suf);
+        if (nan_seen[0]) cg_stmt(e, e->depth - 1, "if (%s) %s = NAN;", nan_seen, acc);
         if (mixed) {
             if (additive) cg_stmt(e, e->depth - 1, "%s[%s] += %s;", dst, s, acc);
             else

@@ -143,7 +143,7 @@ static const char *elementwise_at(cg_emit *e, const cg_node *n, const char *key,
     bool dbl = !is_floatish(y->dtype);
     for (int i = 0; i < n->n_in; i++) dbl |= !is_floatish(e->k->values[n->in[i]].dtype);
     char ops[3][64] = {"0", "0", "0"};
-    int lvl = -1;
+    int lvl = -1, op_level[3] = {-1, -1, -1};
     for (int i = 0; i < n->n_in; i++) {
         const cg_value *u = &e->k->values[n->in[i]];
         cg_aff cu[KORCH_MAX_RANK];
@@ -153,10 +153,26 @@ static const char *elementwise_at(cg_emit *e, const cg_node *n, const char *key,
         int l;
         const char *name = cg_value_at(e, n->in[i], cu, &l);
         if (l > lvl) lvl = l;
+        op_level[i] = l;
         snprintf(ops[i], sizeof ops[i], "(%s)%s", dbl ? "double" : "float", name);
     }
     char expr[1024];
-    ew_expr(&n->pn->u.ew, ops, dbl, expr, sizeof expr);
+    bool all_f32 = y->dtype == KORCH_DTYPE_FLOAT32;
+    for (int i = 0; i < n->n_in; i++) all_f32 &= e->k->values[n->in[i]].dtype == KORCH_DTYPE_FLOAT32;
+    if (n->pn->u.ew.op == KORCH_EW_DIV && all_f32 && op_level[1] < lvl) {
+        /* A divisor hoisted out of the loop the dividend varies in (softmax's
+         * sum, a mean's count) becomes one reciprocal there and a multiply
+         * per element: vdivps costs 5-10x a vmulps, and x * (1/s) is within
+         * 1.5 ulp of x / s (docs/codegen.md). */
+        char key2[96], rexpr[96];
+        snprintf(key2, sizeof key2, "rcp %s", ops[1]);
+        const cg_memo *m = cg_memo_find(e, key2);
+        snprintf(rexpr, sizeof rexpr, "(0x1p+0f) / %s", ops[1]);
+        const char *rn = m ? m->name : named(e, key2, KORCH_DTYPE_FLOAT32, rexpr, op_level[1]);
+        snprintf(expr, sizeof expr, "%s * %s", ops[0], rn);
+    } else {
+        ew_expr(&n->pn->u.ew, ops, dbl, expr, sizeof expr);
+    }
     *level = lvl;
     return named(e, key, y->dtype, expr, lvl);
 }
@@ -256,9 +272,19 @@ static const char *layout_at(cg_emit *e, const cg_node *n, const char *key, cons
         if (e->st != KORCH_OK) break;
         int vl;
         int u = n->in[p];
-        if (cond[0] && e->loc[u] != CG_LOC_COMPUTE && e->loc[u] != CG_LOC_SCALAR) {
-            /* a guarded load at the unclamped address: stays affine, so it
-             * vectorises as a masked contiguous load instead of a gather */
+        int raw_level = -1;
+        for (int k = 0; k < e->k->values[u].shape.rank; k++) {
+            int l = cg_aff_level(e, &raw[k]);
+            if (l > raw_level) raw_level = l;
+        }
+        if (cond[0] && cl >= raw_level && e->loc[u] != CG_LOC_COMPUTE && e->loc[u] != CG_LOC_SCALAR) {
+            /* a guarded load at the unclamped address where the guard varies
+             * in the load's own loop: stays affine, so it vectorises as a
+             * masked contiguous load instead of a gather. A guard hoisted
+             * above the load's loop (a row of a pad or a concat) reads at
+             * the clamped address instead, unconditionally, then selects:
+             * still affine in the loop, and gcc 12.2 -O3 miscompiles the
+             * masked loads it makes of such guards (docs/codegen.md). */
             buffer_ref(e, u, raw, names[used], sizeof names[used], &vl);
         } else {
             const char *v = cg_value_at(e, u, in, &vl);

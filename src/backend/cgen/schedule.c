@@ -1,4 +1,4 @@
-/* The schedule space of generated kernels: seven knobs, each over a short
+/* The schedule space of generated kernels: eight knobs, each over a short
  * ordered list of values, so that "one step along a knob" (the tuner's
  * coordinate descent) is well defined. Schedules travel as text in plans and
  * in the profile database; the parser accepts exactly what the formatter
@@ -15,8 +15,9 @@ static const int unroll_values[] = {1, 2, 4, 8};
 static const int tile_values[] = {0, 8, 16, 32, 64};
 static const int order_values[] = {0, 1};
 static const int red_values[] = {0, 1, 2, 3};
+static const int stream_values[] = {0, 1};
 
-static const char knob_letter[CG_KNOBS] = {'p', 'g', 'v', 'u', 't', 'o', 'r'};
+static const char knob_letter[CG_KNOBS] = {'p', 'g', 'v', 'u', 't', 'o', 'r', 's'};
 
 int cg_schedule_domain(int knob, const int **values) {
 #define DOMAIN(arr)                                                                                \
@@ -32,6 +33,7 @@ int cg_schedule_domain(int knob, const int **values) {
     case 4: DOMAIN(tile_values);
     case 5: DOMAIN(order_values);
     case 6: DOMAIN(red_values);
+    case 7: DOMAIN(stream_values);
     default: *values = NULL; return 0;
     }
 #undef DOMAIN
@@ -46,17 +48,22 @@ int *cg_schedule_knob(cg_schedule *s, int knob) {
     case 4: return &s->tile;
     case 5: return &s->order;
     case 6: return &s->red;
+    case 7: return &s->stream;
     default: return NULL;
     }
 }
 
 /* Parallel only when there is enough work to amortise waking the threads
- * (a few microseconds); everything else vectorised, no tiling. */
+ * (a few microseconds); everything else vectorised, no tiling; streaming
+ * stores on (they only apply to outputs larger than the last-level cache,
+ * and the tuner turns them off where they lose: kernels that compute slowly
+ * per element, such as erf-GELU). */
 cg_schedule cg_schedule_default(const cg_kernel *k) {
     int64_t work = 0;
     for (int i = 0; i < k->n_values; i++)
         if (k->values[i].producer >= 0) work += korch_shape_numel(&k->values[i].shape);
-    cg_schedule s = {.par = work >= 32768 ? 2 : 0, .grain = 0, .vec = 1, .unroll = 1, .tile = 0, .order = 0, .red = 3};
+    cg_schedule s = {.par = work >= 32768 ? 2 : 0, .grain = 0, .vec = 1, .unroll = 1, .tile = 0, .order = 0, .red = 3,
+                      .stream = 1};
     return s;
 }
 
@@ -72,8 +79,11 @@ int cg_schedule_quick(const cg_kernel *k, cg_schedule out[CG_QUICK_MAX]) {
     return 2;
 }
 
+/* The stream knob came last (generator cg6) and is written only when on, so
+ * schedules of older plans read unchanged as stream 0. */
 void cg_schedule_format(const cg_schedule *s, char *buf, size_t size) {
-    snprintf(buf, size, "p%d.g%d.v%d.u%d.t%d.o%d.r%d", s->par, s->grain, s->vec, s->unroll, s->tile, s->order, s->red);
+    snprintf(buf, size, "p%d.g%d.v%d.u%d.t%d.o%d.r%d%s", s->par, s->grain, s->vec, s->unroll, s->tile, s->order, s->red,
+             s->stream ? ".s1" : "");
 }
 
 static bool in_domain(int knob, int v) {
@@ -98,6 +108,8 @@ bool cg_schedule_parse(const char *text, cg_schedule *s) {
         }
         if (!in_domain(knob, v)) return false;
         *cg_schedule_knob(&r, knob) = v;
+        if (knob == CG_KNOBS - 1 && v == 0) return false; /* ".s0" is never written */
+        if (knob == CG_KNOBS - 2 && *p == '\0') break;     /* no stream field: 0 */
         if (knob + 1 < CG_KNOBS && *p++ != '.') return false;
     }
     if (*p != '\0') return false;

@@ -1,0 +1,167 @@
+/* Streaming (non-temporal) stores and the stream knob: kernels whose outputs
+ * are written with _mm512_stream_ps agree with the interpreter, on aligned
+ * and unaligned output buffers, fused (softmax rows) and unfused, 1-D and
+ * N-D, one and several outputs; the knob's text form is strict. The size
+ * threshold is lowered with KORCH_CG_STREAM_MIN_BYTES so small tensors take
+ * the streaming path; the generated source is checked to really contain it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cgen/cgen.h"
+#include "cgen_check.h"
+
+static korch_pgraph *new_graph(void) {
+    korch_pgraph *pg = NULL;
+    CHECK_OK(korch_pgraph_create(NULL, &pg));
+    return pg;
+}
+static int ew1(korch_pgraph *pg, korch_ew_op op, int a) {
+    return korch_pgraph_elementwise(pg, op, 1, &a, 0, 0, KORCH_DTYPE_UNDEFINED);
+}
+static int ew2(korch_pgraph *pg, korch_ew_op op, int a, int b) {
+    int in[2] = {a, b};
+    return korch_pgraph_elementwise(pg, op, 2, in, 0, 0, KORCH_DTYPE_UNDEFINED);
+}
+
+static const char *const stream_schedules[] = {
+    "p0.g0.v0.u1.t0.o0.r0.s1", /* serial: no parallel region, fence at the end */
+    "p1.g0.v1.u1.t0.o0.r1.s1",
+    "p2.g4.v3.u1.t0.o0.r3.s1", /* chunked worksharing */
+    "p3.g0.v2.u2.t0.o0.r0.s1", /* deep collapse, capped below the lane loop */
+    "p1.g0.v1.u1.t8.o1.r1.s1", /* tiled: streaming does not apply, plain stores */
+};
+#define N_STREAM ((int)(sizeof stream_schedules / sizeof stream_schedules[0]))
+
+static bool source_streams(const korch_pgraph *pg, const char *sched) {
+    korch_kernel_spec spec;
+    cc_spec_all(pg, &spec);
+    char *src = NULL;
+    CHECK_OK(korch_cgen_source(&spec, sched, &src));
+    bool yes = src && strstr(src, "cg_stream16(&out") && strstr(src, "cg_stream_fence();");
+    free(src);
+    cc_spec_free(&spec);
+    return yes;
+}
+
+/* relu(x * 1.5 - 0.25) * 0.5 + 2 */
+static int chain(korch_pgraph *pg, int x) {
+    int y = ew2(pg, KORCH_EW_SUB, ew2(pg, KORCH_EW_MUL, x, korch_pgraph_add_scalar(pg, 1.5f)),
+                korch_pgraph_add_scalar(pg, 0.25f));
+    return ew2(pg, KORCH_EW_ADD, ew2(pg, KORCH_EW_MUL, ew1(pg, KORCH_EW_RELU, y), korch_pgraph_add_scalar(pg, 0.5f)),
+               korch_pgraph_add_scalar(pg, 2.0f));
+}
+
+static void test_shapes(void) {
+    struct {
+        int rank;
+        int64_t d[4];
+        bool streams; /* last dim a multiple of 16 */
+    } cases[] = {{1, {4096}, true}, {1, {4100}, false}, {3, {3, 5, 64}, true}, {2, {7, 48}, true}, {4, {2, 3, 4, 32}, true}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        korch_pgraph *pg = new_graph();
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, cases[c].rank, cases[c].d);
+        cc_output(pg, chain(pg, x));
+        char what[64];
+        snprintf(what, sizeof what, "chain case %zu", c);
+        cc_check(pg, stream_schedules, N_STREAM, -2, 2, what);
+        CHECK_MSG(source_streams(pg, "p1.g0.v1.u1.t0.o0.r1.s1") == cases[c].streams, "%s: streaming %s", what,
+                  cases[c].streams ? "missing" : "unexpected");
+        CHECK_MSG(!source_streams(pg, "p1.g0.v1.u1.t0.o0.r1"), "%s: streams with the knob off", what);
+        CHECK_MSG(!source_streams(pg, "p1.g0.v1.u1.t8.o1.r1.s1"), "%s: streams under a tiled schedule", what);
+        korch_pgraph_free(pg);
+    }
+}
+
+static void test_fused(void) {
+    /* softmax rows: max, exp, sum passes, streamed output pass, row prefetch */
+    int64_t d[2] = {9, 256};
+    korch_pgraph *pg = new_graph();
+    int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
+    int m = korch_pgraph_reduce(pg, KORCH_REDUCE_MAX, x, 2u, true);
+    int e = ew1(pg, KORCH_EW_EXP, ew2(pg, KORCH_EW_SUB, x, m));
+    int s = korch_pgraph_reduce(pg, KORCH_REDUCE_SUM, e, 2u, true);
+    cc_output(pg, ew2(pg, KORCH_EW_DIV, e, s));
+    cc_check(pg, stream_schedules, N_STREAM, -6, 6, "softmax rows");
+    CHECK(source_streams(pg, "p1.g0.v1.u1.t0.o0.r1.s1"));
+    korch_pgraph_free(pg);
+
+    /* two outputs of one kernel: x - mean (streamed) and the mean itself */
+    int64_t d3[3] = {4, 6, 32};
+    pg = new_graph();
+    x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d3);
+    int mean = korch_pgraph_reduce(pg, KORCH_REDUCE_MEAN, x, 4u, true);
+    cc_output(pg, ew2(pg, KORCH_EW_SUB, x, mean));
+    cc_output(pg, ew1(pg, KORCH_EW_EXP, x));
+    cc_output(pg, mean);
+    cc_check(pg, stream_schedules, N_STREAM, -3, 3, "centred rows, two streamed outputs");
+    korch_pgraph_free(pg);
+}
+
+/* cc_check's outputs come from calloc; here the buffer is 64-byte aligned
+ * (the _mm512_stream_ps path) and then off by 4 bytes (the fallback). */
+static void test_alignment(void) {
+    int64_t n = 8192;
+    korch_pgraph *pg = new_graph();
+    int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 1, &n);
+    cc_output(pg, chain(pg, x));
+    korch_tensor in = {0}, want = {0};
+    korch_tensor_alloc(&in, KORCH_DTYPE_FLOAT32, &pg->values[pg->inputs[0]].shape);
+    cc_fill(&in, -2, 2);
+    CHECK_OK(korch_pgraph_interpret(pg, &in, &want));
+    korch_kernel_spec spec;
+    cc_spec_all(pg, &spec);
+    const char *sched = "p1.g0.v1.u1.t0.o0.r0.s1";
+    korch_kernel *k = NULL;
+    korch_profile_options opt = {.threads = 2};
+    CHECK_OK(korch_backend_build(KORCH_BACKEND_CGEN, &spec, &sched, 1, &opt, &k));
+    float *buf = aligned_alloc(64, (size_t)(n + 16) * sizeof(float));
+    for (int shift = 0; shift < 2 && k && buf; shift++) {
+        memset(buf, 0xA5, (size_t)(n + 16) * sizeof(float));
+        void *inptr[1] = {in.data}, *outptr[1] = {buf + shift};
+        CHECK_OK(k->run(k, inptr, outptr));
+        CHECK_MSG(cc_compare(&want, buf + shift, shift ? "unaligned output" : "aligned output") == 0,
+                  "streamed chain, output shifted by %d floats", shift);
+    }
+    free(buf);
+    korch_kernel_destroy(k);
+    cc_spec_free(&spec);
+    korch_tensor_free(&in);
+    korch_tensor_free(&want);
+    korch_pgraph_free(pg);
+}
+
+static void test_knob_text(void) {
+    cg_schedule s;
+    char buf[64];
+    CHECK(cg_schedule_parse("p1.g0.v1.u1.t0.o0.r1.s1", &s) && s.stream == 1);
+    cg_schedule_format(&s, buf, sizeof buf);
+    CHECK(strcmp(buf, "p1.g0.v1.u1.t0.o0.r1.s1") == 0);
+    /* schedules written before the knob existed read as stream 0, unchanged */
+    CHECK(cg_schedule_parse("p1.g0.v1.u1.t0.o0.r1", &s) && s.stream == 0);
+    cg_schedule_format(&s, buf, sizeof buf);
+    CHECK(strcmp(buf, "p1.g0.v1.u1.t0.o0.r1") == 0);
+    CHECK(!cg_schedule_parse("p1.g0.v1.u1.t0.o0.r1.s0", &s)); /* never written */
+    CHECK(!cg_schedule_parse("p1.g0.v1.u1.t0.o0.r1.s2", &s));
+    CHECK(!cg_schedule_parse("p1.g0.v1.u1.t0.o0.r1.", &s));
+    CHECK(!cg_schedule_parse("p1.g0.v1.u1.t0.o0.r1.s1.", &s));
+    CHECK(!cg_schedule_parse("p1.g0.v1.u1.t0.o0.r1s1", &s));
+}
+
+int main(void) {
+    test_knob_text();
+    /* the default threshold is the last-level cache: nothing this small streams */
+    unsetenv("KORCH_CG_STREAM_MIN_BYTES");
+    {
+        int64_t n = 4096;
+        korch_pgraph *pg = new_graph();
+        cc_output(pg, chain(pg, cc_input(pg, KORCH_DTYPE_FLOAT32, 1, &n)));
+        CHECK(!source_streams(pg, "p1.g0.v1.u1.t0.o0.r1.s1"));
+        korch_pgraph_free(pg);
+    }
+    setenv("KORCH_CG_STREAM_MIN_BYTES", "64", 1);
+    test_shapes();
+    test_fused();
+    test_alignment();
+    printf("largest relative error: %.3g\n", cc_max_err);
+    TEST_MAIN_END();
+}
