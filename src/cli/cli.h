@@ -7,7 +7,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <stdio.h>
+
 #include "frontend/frontend.h"
+#include "runtime/plan.h"
 
 #define KORCH_CLI_MAX_SHAPES 64
 
@@ -61,6 +64,24 @@ int korch_cli_plan_prepare(korch_cli_plan *p, korch_graph *g, int threads);
 korch_status korch_cli_plan_run(korch_cli_plan *p, const korch_graph *g, const korch_tensor *inputs,
                                 korch_tensor *outputs);
 void korch_cli_plan_close(korch_cli_plan *p);
+/* the loaded plan (after open) */
+const korch_plan *korch_cli_plan_get(const korch_cli_plan *p);
+/* per-kernel timing of every run after this call into kernel_ms (one slot per
+ * plan kernel), NULL to stop; after prepare */
+void korch_cli_plan_time_kernels(korch_cli_plan *p, double *kernel_ms);
+
+/* `korch run PLAN --profile` (cli_profile.c): collects each run's per-kernel
+ * times and reports medians against the plan's profiled latencies. */
+typedef struct korch_cli_profile korch_cli_profile;
+korch_cli_profile *korch_cli_profile_create(int n_kernels, long runs);
+void korch_cli_profile_free(korch_cli_profile *p);
+/* where the executor writes the current run's times */
+double *korch_cli_profile_slots(korch_cli_profile *p);
+/* keeps the current run's times (call after each timed run) */
+void korch_cli_profile_record(korch_cli_profile *p);
+void korch_cli_profile_report(const korch_cli_profile *p, const korch_plan *plan, double wall_median_ms, int top,
+                              FILE *f);
+korch_status korch_cli_profile_write_csv(const korch_cli_profile *p, const korch_plan *plan, const char *path);
 
 /* The arguments of a command that takes one MODEL and --input-shape options
  * (info, check). Returns 0, a usage exit status (shapes freed), or -1 when

@@ -109,6 +109,12 @@ korch_status korch_cli_plan_run(korch_cli_plan *p, const korch_graph *g, const k
     return korch_executor_run(p->ex, inputs, outputs);
 }
 
+const korch_plan *korch_cli_plan_get(const korch_cli_plan *p) { return p->plan; }
+
+void korch_cli_plan_time_kernels(korch_cli_plan *p, double *kernel_ms) {
+    if (p->ex) korch_executor_time_kernels(p->ex, kernel_ms);
+}
+
 void korch_cli_plan_close(korch_cli_plan *p) {
     if (!p) return;
     korch_executor_destroy(p->ex);

@@ -16,7 +16,7 @@
 
 static void help(void) {
     printf("usage: korch run MODEL|PLAN --input NAME=FILE... [--output-dir DIR] [--threads N]\n"
-           "                 [--bench N] [--input-shape NAME=DIMS]...\n\n"
+           "                 [--bench N [--profile] [--profile-csv FILE]] [--input-shape NAME=DIMS]...\n\n"
            "Runs MODEL (an .onnx file, with the reference executor) or PLAN (made by\n"
            "'korch optimize'; its model must be unchanged) on the given inputs and\n"
            "writes one .npy file per graph output into DIR, named after the output\n"
@@ -29,6 +29,12 @@ static void help(void) {
            "                          printed is 'median_ms=X min_ms=Y max_ms=Z runs=N';\n"
            "                          for a plan it is preceded by 'peak_arena_bytes=B'.\n"
            "                          Inputs not given are filled with seeded random data.\n"
+           "  --profile               (a plan, with --bench) time every kernel inside the\n"
+           "                          plan and print the medians against the latencies it\n"
+           "                          was profiled at in isolation: per backend, the time\n"
+           "                          between kernels, the 20 largest differences\n"
+           "  --profile-csv FILE      (a plan, with --bench) every kernel's in-plan median\n"
+           "                          and minimum and its profiled latency, as CSV\n"
            "  --input-shape NAME=DIMS fix a symbolic input dimension\n");
 }
 
@@ -94,8 +100,9 @@ static korch_status run_once(korch_cli_plan *plan, const korch_graph *g, const k
 }
 
 int korch_cmd_run(int argc, char **argv) {
-    const char *model = NULL, *out_dir = NULL;
+    const char *model = NULL, *out_dir = NULL, *profile_csv = NULL;
     long threads = 0, bench = 0;
+    bool profile = false;
     korch_cli_shapes shapes = {0};
     run_input inputs[256];
     int n_inputs = 0, rc = 0;
@@ -126,6 +133,10 @@ int korch_cmd_run(int argc, char **argv) {
             if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
             else if (!korch_cli_parse_int(v, 1, 1000000, &bench))
                 rc = korch_cli_usage_error("run", "--bench expects a positive number of runs");
+        } else if (strcmp(a, "--profile") == 0) {
+            profile = true;
+        } else if (strcmp(a, "--profile-csv") == 0) {
+            if (!(profile_csv = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
         } else if (strcmp(a, "--input-shape") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
             else rc = korch_cli_shapes_add(&shapes, v, "run");
@@ -138,12 +149,17 @@ int korch_cmd_run(int argc, char **argv) {
         }
     }
     if (rc == 0 && !model) rc = korch_cli_usage_error("run", "no model given");
+    if (rc == 0 && (profile || profile_csv) && !bench)
+        rc = korch_cli_usage_error("run", "--profile and --profile-csv time the runs of --bench N; give --bench");
     /* a plan file: run its model with the plan's kernels and input shapes */
     korch_cli_plan *plan = NULL;
     if (rc == 0 && korch_plan_file_is_plan(model)) {
         rc = korch_cli_plan_open(model, &plan, &model, &shapes);
         if (rc == 0 && threads == 0) threads = korch_cli_plan_threads(plan);
     }
+    if (rc == 0 && (profile || profile_csv) && !plan)
+        rc = korch_cli_usage_error("run", "--profile and --profile-csv time a plan's kernels; %s is a model, not a plan",
+                                   model);
     if (rc) {
         korch_cli_shapes_free(&shapes);
         return rc;
@@ -289,7 +305,15 @@ int korch_cmd_run(int argc, char **argv) {
     }
     if (bench) {
         double *times = calloc((size_t)bench, sizeof *times);
-        if (!times) {
+        korch_cli_profile *prof = NULL;
+        if (times && (profile || profile_csv)) {
+            prof = korch_cli_profile_create(korch_cli_plan_get(plan)->n_kernels, bench);
+            if (prof) korch_cli_plan_time_kernels(plan, korch_cli_profile_slots(prof));
+        }
+        if (!times || ((profile || profile_csv) && !prof)) {
+            fprintf(stderr, "korch: error: out of memory for --bench %ld\n", bench);
+            free(times);
+            korch_cli_profile_free(prof);
             rc = 1;
             goto done;
         }
@@ -303,14 +327,20 @@ int korch_cmd_run(int argc, char **argv) {
             double t0 = korch_cli_now_ms();
             if (run_once(plan, g, bound, outputs) != KORCH_OK) rc = korch_cli_fail();
             times[r] = korch_cli_now_ms() - t0;
+            if (prof) korch_cli_profile_record(prof);
         }
         if (rc == 0) {
             qsort(times, (size_t)bench, sizeof *times, cmp_double);
             double median = bench % 2 ? times[bench / 2] : 0.5 * (times[bench / 2 - 1] + times[bench / 2]);
             /* the memory plan's arena (intermediate values), before the contract's last line */
+            if (prof && profile) korch_cli_profile_report(prof, korch_cli_plan_get(plan), median, 20, stdout);
+            if (prof && profile_csv && korch_cli_profile_write_csv(prof, korch_cli_plan_get(plan), profile_csv) != KORCH_OK)
+                rc = korch_cli_fail();
             if (plan) printf("peak_arena_bytes=%zu\n", korch_cli_plan_arena_bytes(plan));
             printf("median_ms=%.4f min_ms=%.4f max_ms=%.4f runs=%ld\n", median, times[0], times[bench - 1], bench);
         }
+        if (prof) korch_cli_plan_time_kernels(plan, NULL);
+        korch_cli_profile_free(prof);
         free(times);
     }
 done:

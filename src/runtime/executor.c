@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -28,7 +29,14 @@ struct korch_executor {
     int *copied_refs;  /* per representative: references whose kernel copied the data */
     bool *pinned;      /* per representative: read outside kernels (graph output, opaque node) */
     size_t released;
+    double *kernel_ms; /* korch_executor_time_kernels: each kernel's time in the last run */
 };
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
 
 static void release_setup(korch_executor *ex) {
     const korch_pgraph *pg = ex->pg;
@@ -275,7 +283,9 @@ korch_status korch_executor_run(korch_executor *ex, const korch_tensor *inputs, 
         for (int j = 0; j < k->n_inputs; j++) ex->scratch[j] = ex->value_ptr[k->inputs[j]];
         for (int j = 0; j < k->n_outputs; j++) ex->scratch[k->n_inputs + j] = ex->value_ptr[k->outputs[j]];
         korch_kernel *kernel = ex->kernels[i];
+        double t0 = ex->kernel_ms ? now_ms() : 0;
         korch_status st = kernel->run(kernel, ex->scratch, ex->scratch + k->n_inputs);
+        if (ex->kernel_ms) ex->kernel_ms[i] = now_ms() - t0;
         if (st != KORCH_OK)
             return korch_error_prefix(st, "kernel %d (%s, %s)", i, korch_backend_name(k->backend), kernel->impl);
     }
@@ -289,3 +299,5 @@ korch_status korch_executor_run(korch_executor *ex, const korch_tensor *inputs, 
 }
 
 size_t korch_executor_released_bytes(const korch_executor *ex) { return ex ? ex->released : 0; }
+
+void korch_executor_time_kernels(korch_executor *ex, double *kernel_ms) { ex->kernel_ms = kernel_ms; }

@@ -53,4 +53,10 @@ korch_status korch_executor_create_owned(const korch_plan *plan, korch_pgraph *p
 /* Constant bytes freed by korch_executor_create_owned. */
 size_t korch_executor_released_bytes(const korch_executor *ex);
 
+/* With kernel_ms non-NULL (one double per plan kernel, owned by the caller),
+ * every run stores each kernel's wall time in milliseconds there: the kernel
+ * as it runs inside the plan, after its neighbours, against the isolated
+ * profile the plan was chosen with. NULL turns it off. */
+void korch_executor_time_kernels(korch_executor *ex, double *kernel_ms);
+
 #endif

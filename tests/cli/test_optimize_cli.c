@@ -97,6 +97,21 @@ static void test_layer_norm(void) {
     snprintf(log, sizeof log, "%s/bench.log", tmp);
     CHECK(run("%s run %s/optimal.plan --bench 3 > %s 2>/dev/null", korch, tmp, log) == 0);
     CHECK(file_contains(log, "median_ms=") && file_contains(log, "runs=3"));
+    /* --profile: per-kernel table and CSV, one row per plan kernel */
+    char csv[1024];
+    snprintf(csv, sizeof csv, "%s/profile.csv", tmp);
+    CHECK(run("%s run %s/optimal.plan --bench 3 --profile --profile-csv %s > %s 2>/dev/null", korch, tmp, csv, log) ==
+          0);
+    CHECK(file_contains(log, "kernel profile:") && file_contains(log, "all kernels") &&
+          file_contains(log, "between kernels") && file_contains(log, "runs=3"));
+    CHECK(run("test $(grep -c '^kernel [0-9]*:' %s/explain.log) -ge 1 && "
+              "test $(($(wc -l < %s) - 1)) -eq $(grep -c '^kernel [0-9]*:' %s/explain.log)",
+              tmp, csv, tmp) == 0);
+    CHECK(run("head -1 %s | grep -q '^kernel,backend,in_plan_median_ms,in_plan_min_ms,profile_ms,primitives$'", csv) ==
+          0);
+    /* it needs --bench, and a plan */
+    CHECK(run("%s run %s/optimal.plan --profile > /dev/null 2>&1", korch, tmp) == 2);
+    CHECK(run("%s run %s/ln.onnx --bench 1 --profile > /dev/null 2>&1", korch, tmp) == 2);
     /* korch bench: warm database, three strategies, machine-readable last line */
     snprintf(log, sizeof log, "%s/korch_bench.log", tmp);
     CHECK(run("%s bench %s/ln.onnx --runs 3 --check --db %s/db --cache-dir %s/cache --threads 2 --budget 5 > %s 2>&1",
