@@ -60,6 +60,9 @@ korch_status korch_machine_fingerprint(int threads, const char *compiler, char h
     cpu_info(model, sizeof model, isa, sizeof isa);
     int n = snprintf(text, size, "cpu=%s;isa=%s;threads=%d;compiler=%s", model, isa, threads,
                      compiler ? compiler : "none");
+    /* scrubbed timings measure another cache state: never mixed with plain ones */
+    if (n > 0 && (size_t)n < size && korch_profile_scrub_mib() > 0)
+        n += snprintf(text + n, size - (size_t)n, ";scrub=%zuMiB", korch_profile_scrub_mib());
     if (n < 0 || (size_t)n >= size) return korch_error(KORCH_ERR_INTERNAL, "machine fingerprint too long");
     digest(text, (size_t)n, hash);
     return KORCH_OK;

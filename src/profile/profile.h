@@ -45,6 +45,8 @@ typedef korch_status (*korch_timed_fn)(void *ctx, int iteration);
 korch_timer_options korch_timer_defaults(void);
 korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_options *o, korch_timing *out);
 double korch_now_s(void); /* monotonic seconds */
+/* MiB each core sweeps before every timed run (KORCH_PROFILE_SCRUB_MB; 0: off) */
+size_t korch_profile_scrub_mib(void);
 
 /* ---- fingerprint.c ----------------------------------------------------------
  * What makes a latency measured on one machine valid on another: CPU model,

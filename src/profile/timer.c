@@ -2,7 +2,11 @@
  * repeated runs, with the spread reported. The median resists the occasional
  * preempted run on a shared machine; the spread tells how noisy it was. */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "profile/profile.h"
 
@@ -15,6 +19,54 @@ double korch_now_s(void) {
 korch_timer_options korch_timer_defaults(void) {
     return (korch_timer_options){.warmup_runs = 2, .warmup_ms = 5, .min_repeats = 7, .max_repeats = 200,
                                  .target_ms = 30};
+}
+
+/* Cache scrub (KORCH_PROFILE_SCRUB_MB, docs/profiling.md "Cache state"):
+ * before each timed run, every core writes its own slice of a buffer of that
+ * many MiB, untimed. A kernel repeated back to back finds its weights, its
+ * code's data and its page translations warm; inside a plan the other
+ * kernels ran in between. Off by default: it slows profiling down (4x for
+ * 24 MiB on EfficientViT). Read once per process; part of the machine
+ * fingerprint, so scrubbed and unscrubbed latencies never mix. */
+static size_t scrub_mib(void) {
+    static int cached = -1;
+    if (cached < 0) {
+        const char *e = getenv("KORCH_PROFILE_SCRUB_MB");
+        char *end = NULL;
+        long v = e && *e ? strtol(e, &end, 10) : 0;
+        cached = e && *e && end && *end == '\0' && v > 0 && v <= 4096 ? (int)v : 0;
+    }
+    return (size_t)cached;
+}
+
+size_t korch_profile_scrub_mib(void) { return scrub_mib(); }
+
+static void scrub(void) {
+    static char *buf;
+    static size_t per;
+    static int workers;
+    if (scrub_mib() == 0) return;
+    if (!buf) {
+#ifdef _OPENMP
+        workers = omp_get_num_procs();
+#else
+        workers = 1;
+#endif
+        per = scrub_mib() << 20;
+        buf = aligned_alloc(64, per * (size_t)workers);
+        if (!buf) return; /* no scrub rather than no profile */
+        memset(buf, 1, per * (size_t)workers);
+    }
+#pragma omp parallel num_threads(workers)
+    {
+#ifdef _OPENMP
+        size_t t = (size_t)omp_get_thread_num();
+#else
+        size_t t = 0;
+#endif
+        volatile char *b = buf + t * per;
+        for (size_t i = 0; i < per; i += 64) b[i]++;
+    }
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -38,6 +90,7 @@ korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_
     double spent = 0;
     bool cut = false;
     while (n < d.max_repeats && (n < d.min_repeats || spent < d.target_ms)) {
+        scrub();
         double a = korch_now_s();
         korch_status st = fn(ctx, it++);
         double ms = (korch_now_s() - a) * 1e3;
