@@ -117,7 +117,13 @@ static void test_alignment(void) {
     float *buf = aligned_alloc(64, (size_t)(n + 16) * sizeof(float));
     for (int shift = 0; shift < 2 && k && buf; shift++) {
         memset(buf, 0xA5, (size_t)(n + 16) * sizeof(float));
-        void *inptr[1] = {in.data}, *outptr[1] = {buf + shift};
+        /* the spec's inputs: the graph input, then the chain's scalar constants */
+        void *inptr[16], *outptr[1] = {buf + shift};
+        for (int i = 0; i < spec.n_inputs && i < 16; i++) {
+            const korch_pvalue *v = &pg->values[spec.inputs[i]];
+            inptr[i] = v->is_constant ? v->constant.data : in.data;
+        }
+        CHECK(spec.n_inputs <= 16);
         CHECK_OK(k->run(k, inptr, outptr));
         CHECK_MSG(cc_compare(&want, buf + shift, shift ? "unaligned output" : "aligned output") == 0,
                   "streamed chain, output shifted by %d floats", shift);
