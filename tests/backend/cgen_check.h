@@ -35,6 +35,21 @@ static inline int cc_input(korch_pgraph *pg, korch_dtype dt, int rank, const int
     return korch_pgraph_add_input(pg, dt, &s);
 }
 
+static inline korch_pgraph *cc_graph(void) {
+    korch_pgraph *pg = NULL;
+    CHECK_OK(korch_pgraph_create(NULL, &pg));
+    return pg;
+}
+
+static inline int cc_ew1(korch_pgraph *pg, korch_ew_op op, int a) {
+    return korch_pgraph_elementwise(pg, op, 1, &a, 0, 0, KORCH_DTYPE_UNDEFINED);
+}
+
+static inline int cc_ew2(korch_pgraph *pg, korch_ew_op op, int a, int b) {
+    int in[2] = {a, b};
+    return korch_pgraph_elementwise(pg, op, 2, in, 0, 0, KORCH_DTYPE_UNDEFINED);
+}
+
 static inline void cc_output(korch_pgraph *pg, int v) {
     korch_pgraph_add_output(pg, v);
 }

@@ -8,32 +8,18 @@
 
 #include "cgen_check.h"
 
-static korch_pgraph *new_graph(void) {
-    korch_pgraph *pg = NULL;
-    CHECK_OK(korch_pgraph_create(NULL, &pg));
-    return pg;
-}
-
-static int ew1(korch_pgraph *pg, korch_ew_op op, int a) {
-    return korch_pgraph_elementwise(pg, op, 1, &a, 0, 0, KORCH_DTYPE_UNDEFINED);
-}
-static int ew2(korch_pgraph *pg, korch_ew_op op, int a, int b) {
-    int in[2] = {a, b};
-    return korch_pgraph_elementwise(pg, op, 2, in, 0, 0, KORCH_DTYPE_UNDEFINED);
-}
-
 /* softmax over the last axis: max, sub, exp, sum, div */
 static int softmax(korch_pgraph *pg, int x, int axis) {
     int m = korch_pgraph_reduce(pg, KORCH_REDUCE_MAX, x, 1u << axis, true);
-    int e = ew1(pg, KORCH_EW_EXP, ew2(pg, KORCH_EW_SUB, x, m));
+    int e = cc_ew1(pg, KORCH_EW_EXP, cc_ew2(pg, KORCH_EW_SUB, x, m));
     int s = korch_pgraph_reduce(pg, KORCH_REDUCE_SUM, e, 1u << axis, true);
-    return ew2(pg, KORCH_EW_DIV, e, s);
+    return cc_ew2(pg, KORCH_EW_DIV, e, s);
 }
 
 static void test_softmax(void) {
     int64_t d[3] = {4, 7, 129};
     for (int axis = 0; axis < 3; axis++) {
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d);
         cc_output(pg, softmax(pg, x, axis));
         char what[64];
@@ -66,15 +52,15 @@ static void test_softmax(void) {
  * epsilon scalar constant (inlined). */
 static void test_layernorm(void) {
     int64_t d[2] = {6, 200}, w[1] = {200};
-    korch_pgraph *pg = new_graph();
+    korch_pgraph *pg = cc_graph();
     int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
     int gamma = cc_constant(pg, 1, w, 0.5, 1.5), beta = cc_constant(pg, 1, w, -1, 1);
     int eps = korch_pgraph_add_scalar(pg, 1e-5f);
     int mean = korch_pgraph_reduce(pg, KORCH_REDUCE_MEAN, x, 2u, true);
-    int c = ew2(pg, KORCH_EW_SUB, x, mean);
-    int var = korch_pgraph_reduce(pg, KORCH_REDUCE_MEAN, ew2(pg, KORCH_EW_MUL, c, c), 2u, true);
-    int inv = ew1(pg, KORCH_EW_RSQRT, ew2(pg, KORCH_EW_ADD, var, eps));
-    int y = ew2(pg, KORCH_EW_ADD, ew2(pg, KORCH_EW_MUL, ew2(pg, KORCH_EW_MUL, c, inv), gamma), beta);
+    int c = cc_ew2(pg, KORCH_EW_SUB, x, mean);
+    int var = korch_pgraph_reduce(pg, KORCH_REDUCE_MEAN, cc_ew2(pg, KORCH_EW_MUL, c, c), 2u, true);
+    int inv = cc_ew1(pg, KORCH_EW_RSQRT, cc_ew2(pg, KORCH_EW_ADD, var, eps));
+    int y = cc_ew2(pg, KORCH_EW_ADD, cc_ew2(pg, KORCH_EW_MUL, cc_ew2(pg, KORCH_EW_MUL, c, inv), gamma), beta);
     cc_output(pg, y);
     cc_check(pg, cc_schedules, CC_N_SCHED, -3, 3, "layernorm");
     korch_pgraph_free(pg);
@@ -84,12 +70,12 @@ static void test_layernorm(void) {
  * the per-channel mean (multi-output, a reduction written to an output). */
 static void test_instancenorm(void) {
     int64_t d[4] = {1, 3, 9, 11};
-    korch_pgraph *pg = new_graph();
+    korch_pgraph *pg = cc_graph();
     int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 4, d);
     int mean = korch_pgraph_reduce(pg, KORCH_REDUCE_MEAN, x, 12u, true);
-    int c = ew2(pg, KORCH_EW_SUB, x, mean);
-    int var = korch_pgraph_reduce(pg, KORCH_REDUCE_MEAN, ew2(pg, KORCH_EW_MUL, c, c), 12u, true);
-    int y = ew1(pg, KORCH_EW_RELU, ew2(pg, KORCH_EW_MUL, c, ew1(pg, KORCH_EW_RSQRT, var)));
+    int c = cc_ew2(pg, KORCH_EW_SUB, x, mean);
+    int var = korch_pgraph_reduce(pg, KORCH_REDUCE_MEAN, cc_ew2(pg, KORCH_EW_MUL, c, c), 12u, true);
+    int y = cc_ew1(pg, KORCH_EW_RELU, cc_ew2(pg, KORCH_EW_MUL, c, cc_ew1(pg, KORCH_EW_RSQRT, var)));
     cc_output(pg, y);
     cc_output(pg, mean);
     cc_check(pg, cc_schedules, CC_N_SCHED, -3, 3, "instancenorm + relu, two outputs");
@@ -99,7 +85,7 @@ static void test_instancenorm(void) {
 /* Average pooling 3x3 stride 1 pad 1 (count includes pads): window, sum, /9. */
 static void test_avgpool(void) {
     int64_t d[3] = {2, 8, 10};
-    korch_pgraph *pg = new_graph();
+    korch_pgraph *pg = cc_graph();
     int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d);
     korch_index_map m = cc_map(3);
     m.terms[0].coef[0] = 1;
@@ -109,7 +95,7 @@ static void test_avgpool(void) {
     int w = korch_pgraph_layout(pg, KORCH_LAYOUT_WINDOW, 1, &x, &o, &m, 0.0);
     int s = korch_pgraph_reduce(pg, KORCH_REDUCE_SUM, w, (1u << 3) | (1u << 4), false);
     int nine = korch_pgraph_add_scalar(pg, 9.0f);
-    cc_output(pg, ew2(pg, KORCH_EW_DIV, s, nine));
+    cc_output(pg, cc_ew2(pg, KORCH_EW_DIV, s, nine));
     cc_check(pg, cc_schedules, CC_N_SCHED, -2, 2, "avg pool");
     korch_pgraph_free(pg);
 }
@@ -118,15 +104,15 @@ static void test_avgpool(void) {
  * broadcast back -> multiply; plus the transposed exp as a second output. */
 static void test_cross_axis(void) {
     int64_t d[2] = {9, 20};
-    korch_pgraph *pg = new_graph();
+    korch_pgraph *pg = cc_graph();
     int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
     korch_index_map m = cc_map(2);
     m.terms[0].coef[1] = 1, m.terms[1].coef[0] = 1;
     korch_shape o = {2, {20, 9}};
     int t = korch_pgraph_layout(pg, KORCH_LAYOUT_TRANSPOSE, 1, &x, &o, &m, 0);
-    int e = ew1(pg, KORCH_EW_EXP, t);
+    int e = cc_ew1(pg, KORCH_EW_EXP, t);
     int s = korch_pgraph_reduce(pg, KORCH_REDUCE_SUM, e, 1u, false); /* [9] */
-    int y = ew2(pg, KORCH_EW_MUL, e, s);                             /* [20, 9] * [9] */
+    int y = cc_ew2(pg, KORCH_EW_MUL, e, s);                             /* [20, 9] * [9] */
     int r = korch_pgraph_reduce(pg, KORCH_REDUCE_MAX, y, 3u, false); /* full reduction to a scalar */
     cc_output(pg, y);
     cc_output(pg, e);
@@ -139,7 +125,7 @@ static void test_cross_axis(void) {
  * over D: the attention-head split, one kernel. */
 static void test_heads(void) {
     int64_t d[3] = {2, 5, 24};
-    korch_pgraph *pg = new_graph();
+    korch_pgraph *pg = cc_graph();
     int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d);
     korch_index_map m = cc_map(3);
     /* output (b, h, s, dd): in = (b, s, h*6 + dd) */
@@ -157,11 +143,11 @@ static void test_heads(void) {
 static void test_scalar_signature(void) {
     char sig[2][33];
     for (int i = 0; i < 2; i++) {
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int64_t d[1] = {16};
         int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 1, d);
         int c = korch_pgraph_add_scalar(pg, i ? 2.0f : 3.0f);
-        cc_output(pg, ew2(pg, KORCH_EW_MUL, x, c));
+        cc_output(pg, cc_ew2(pg, KORCH_EW_MUL, x, c));
         korch_kernel_spec spec;
         cc_spec_all(pg, &spec);
         char *src = NULL;
@@ -177,7 +163,7 @@ static void test_scalar_signature(void) {
 
 /* Specs that are not memory-bound kernels are refused with a reason. */
 static void test_unsupported(void) {
-    korch_pgraph *pg = new_graph();
+    korch_pgraph *pg = cc_graph();
     int64_t a[2] = {4, 4};
     int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, a), w = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, a);
     korch_prim_linear mm = {.op = KORCH_LINEAR_MATMUL};
@@ -192,9 +178,9 @@ static void test_unsupported(void) {
     cc_spec_free(&spec);
     korch_pgraph_free(pg);
     /* a bad schedule string is an error, not a crash */
-    pg = new_graph();
+    pg = cc_graph();
     x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, a);
-    cc_output(pg, ew1(pg, KORCH_EW_EXP, x));
+    cc_output(pg, cc_ew1(pg, KORCH_EW_EXP, x));
     cc_spec_all(pg, &spec);
     CHECK(korch_backend_build(KORCH_BACKEND_CGEN, &spec, &bad, 1, NULL, &k) == KORCH_ERR_INVALID_ARGUMENT);
     CHECK(k == NULL);

@@ -3,17 +3,11 @@
  * and without keepdims, and every kind of layout map. */
 #include "cgen_check.h"
 
-static korch_pgraph *new_graph(void) {
-    korch_pgraph *pg = NULL;
-    CHECK_OK(korch_pgraph_create(NULL, &pg));
-    return pg;
-}
-
 static bool is_boolean_op(korch_ew_op op) { return op == KORCH_EW_NOT || op == KORCH_EW_AND || op == KORCH_EW_OR; }
 
 static void test_elementwise(void) {
     for (int op = 0; op < KORCH_EW_COUNT; op++) {
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int arity = korch_ew_arity((korch_ew_op)op);
         korch_dtype dt = is_boolean_op((korch_ew_op)op) ? KORCH_DTYPE_BOOL : KORCH_DTYPE_FLOAT32;
         int64_t a[3] = {3, 1, 37}, b[2] = {4, 37}, c[1] = {37};
@@ -36,7 +30,7 @@ static void test_elementwise(void) {
         korch_pgraph_free(pg);
     }
     /* cast to bool and to float from int */
-    korch_pgraph *pg = new_graph();
+    korch_pgraph *pg = cc_graph();
     int64_t d[2] = {7, 9};
     int x = cc_input(pg, KORCH_DTYPE_INT64, 2, d);
     int f = korch_pgraph_elementwise(pg, KORCH_EW_CAST, 1, &x, 0, 0, KORCH_DTYPE_FLOAT32);
@@ -53,7 +47,7 @@ static void test_reduce(void) {
         for (uint32_t axes = 1; axes < 16; axes++)
             for (int keep = 0; keep < 2; keep++) {
                 if ((axes * 7 + (uint32_t)op + (uint32_t)keep) % 3 != 0 && axes != 8 && axes != 12) continue;
-                korch_pgraph *pg = new_graph();
+                korch_pgraph *pg = cc_graph();
                 int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 4, dims);
                 int y = korch_pgraph_reduce(pg, (korch_reduce_op)op, x, axes, keep);
                 cc_output(pg, y);
@@ -77,7 +71,7 @@ static void check_layout(korch_layout_tag tag, int n, const int *ins, korch_pgra
 
 static void test_layouts(void) {
     { /* transpose [4,6,5] -> [5,4,6] */
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int64_t d[3] = {4, 6, 5};
         int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d);
         korch_index_map m = cc_map(3);
@@ -86,7 +80,7 @@ static void test_layouts(void) {
         check_layout(KORCH_LAYOUT_TRANSPOSE, 1, &x, pg, &o, &m, 0, "transpose");
     }
     { /* big 2-D transpose (tiles) [67, 130] -> [130, 67] */
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int64_t d[2] = {67, 130};
         int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
         korch_index_map m = cc_map(2);
@@ -95,7 +89,7 @@ static void test_layouts(void) {
         check_layout(KORCH_LAYOUT_TRANSPOSE, 1, &x, pg, &o, &m, 0, "transpose 2d");
     }
     { /* reshape [6, 10] -> [4, 15] via flat index div/mod (not aligned) */
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int64_t d[2] = {6, 10};
         int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
         korch_index_map m = cc_map(2);
@@ -105,7 +99,7 @@ static void test_layouts(void) {
         check_layout(KORCH_LAYOUT_RESHAPE, 1, &x, pg, &o, &m, 0, "reshape divmod");
     }
     { /* reshape split [6, 12] -> [6, 3, 4] (aligned: div/mod simplify away) */
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int64_t d[2] = {6, 12};
         int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
         korch_index_map m = cc_map(2);
@@ -115,7 +109,7 @@ static void test_layouts(void) {
         check_layout(KORCH_LAYOUT_RESHAPE, 1, &x, pg, &o, &m, 0, "reshape split");
     }
     { /* slice with steps: x[1:10:3, ::-2] of [11, 9] -> [3, 5] */
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int64_t d[2] = {11, 9};
         int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
         korch_index_map m = cc_map(2);
@@ -125,7 +119,7 @@ static void test_layouts(void) {
         check_layout(KORCH_LAYOUT_SLICE, 1, &x, pg, &o, &m, 0, "slice steps");
     }
     { /* constant pad [5, 7] by (2, 1) before and (1, 3) after, value 0.5 */
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int64_t d[2] = {5, 7};
         int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
         korch_index_map m = cc_map(2);
@@ -136,7 +130,7 @@ static void test_layouts(void) {
         check_layout(KORCH_LAYOUT_PAD, 1, &x, pg, &o, &m, 0.5, "constant pad");
     }
     for (int mode = 0; mode < 2; mode++) { /* reflect / edge pad of [6] by 3 each side: tables */
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int64_t d[2] = {2, 6};
         int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
         korch_index_map m = cc_map(2);
@@ -154,7 +148,7 @@ static void test_layouts(void) {
         check_layout(KORCH_LAYOUT_PAD, 1, &x, pg, &o, &m, 0, mode ? "edge pad" : "reflect pad");
     }
     { /* concat of [3,4] and [3,2] and [3,5] on axis 1 */
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int64_t a[2] = {3, 4}, b[2] = {3, 2}, c[2] = {3, 5};
         int ins[3] = {cc_input(pg, KORCH_DTYPE_FLOAT32, 2, a), cc_input(pg, KORCH_DTYPE_FLOAT32, 2, b),
                       cc_input(pg, KORCH_DTYPE_FLOAT32, 2, c)};
@@ -178,7 +172,7 @@ static void test_layouts(void) {
      * property test's finds, under the schedules that failed. */
     static const char *const row_guard_schedules[] = {"p0.g0.v0.u2.t0.o0.r0", "p1.g0.v0.u2.t16.o0.r0", ""};
     { /* pad rows of [6, 2] by 2 before and 2 after -> [10, 2] */
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int64_t d[2] = {6, 2};
         int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
         korch_index_map m = cc_map(2);
@@ -192,7 +186,7 @@ static void test_layouts(void) {
         korch_pgraph_free(pg);
     }
     { /* concat of two [4, 6, 6] on axis 1 -> [4, 12, 6], then max(|x|, x) */
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int64_t d[3] = {4, 6, 6};
         int ins[2] = {cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d), cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d)};
         korch_index_map m[2] = {cc_map(3), cc_map(3)};
@@ -211,7 +205,7 @@ static void test_layouts(void) {
         korch_pgraph_free(pg);
     }
     { /* expand [1, 5] -> [4, 3, 5] */
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int64_t d[2] = {1, 5};
         int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
         korch_index_map m = cc_map(2);
@@ -220,7 +214,7 @@ static void test_layouts(void) {
         check_layout(KORCH_LAYOUT_EXPAND, 1, &x, pg, &o, &m, 0, "expand");
     }
     { /* gather rows [2, 0, 3, 3, -1(out of bounds), 1] of [4, 6] */
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int64_t d[2] = {4, 6};
         int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
         korch_index_map m = cc_map(2);
@@ -235,7 +229,7 @@ static void test_layouts(void) {
         check_layout(KORCH_LAYOUT_GATHER, 1, &x, pg, &o, &m, -7, "gather");
     }
     { /* nearest resize x2.5 of [3, 16, 16] -> [3, 40, 40]: tables longer than one emitted line */
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int64_t d[3] = {3, 16, 16};
         int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d);
         korch_index_map m = cc_map(3);
@@ -250,7 +244,7 @@ static void test_layouts(void) {
         check_layout(KORCH_LAYOUT_RESIZE_NEAREST, 1, &x, pg, &o, &m, 0, "resize nearest, long tables");
     }
     { /* nearest resize x2.5 of [3, 4, 4] -> [3, 10, 10] via tables */
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int64_t d[3] = {3, 4, 4};
         int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d);
         korch_index_map m = cc_map(3);
@@ -265,7 +259,7 @@ static void test_layouts(void) {
         check_layout(KORCH_LAYOUT_RESIZE_NEAREST, 1, &x, pg, &o, &m, 0, "resize nearest");
     }
     { /* pooling window 3x3 stride 2 pad 1 over [2, 9, 9] -> [2, 5, 5, 3, 3], then max */
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int64_t d[3] = {2, 9, 9};
         int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d);
         korch_index_map m = cc_map(3);

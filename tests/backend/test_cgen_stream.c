@@ -10,19 +10,6 @@
 #include "backend/cgen/cgen.h"
 #include "cgen_check.h"
 
-static korch_pgraph *new_graph(void) {
-    korch_pgraph *pg = NULL;
-    CHECK_OK(korch_pgraph_create(NULL, &pg));
-    return pg;
-}
-static int ew1(korch_pgraph *pg, korch_ew_op op, int a) {
-    return korch_pgraph_elementwise(pg, op, 1, &a, 0, 0, KORCH_DTYPE_UNDEFINED);
-}
-static int ew2(korch_pgraph *pg, korch_ew_op op, int a, int b) {
-    int in[2] = {a, b};
-    return korch_pgraph_elementwise(pg, op, 2, in, 0, 0, KORCH_DTYPE_UNDEFINED);
-}
-
 static const char *const stream_schedules[] = {
     "p0.g0.v0.u1.t0.o0.r0.s1", /* serial: no parallel region, fence at the end */
     "p1.g0.v1.u1.t0.o0.r1.s1",
@@ -45,9 +32,9 @@ static bool source_streams(const korch_pgraph *pg, const char *sched) {
 
 /* relu(x * 1.5 - 0.25) * 0.5 + 2 */
 static int chain(korch_pgraph *pg, int x) {
-    int y = ew2(pg, KORCH_EW_SUB, ew2(pg, KORCH_EW_MUL, x, korch_pgraph_add_scalar(pg, 1.5f)),
+    int y = cc_ew2(pg, KORCH_EW_SUB, cc_ew2(pg, KORCH_EW_MUL, x, korch_pgraph_add_scalar(pg, 1.5f)),
                 korch_pgraph_add_scalar(pg, 0.25f));
-    return ew2(pg, KORCH_EW_ADD, ew2(pg, KORCH_EW_MUL, ew1(pg, KORCH_EW_RELU, y), korch_pgraph_add_scalar(pg, 0.5f)),
+    return cc_ew2(pg, KORCH_EW_ADD, cc_ew2(pg, KORCH_EW_MUL, cc_ew1(pg, KORCH_EW_RELU, y), korch_pgraph_add_scalar(pg, 0.5f)),
                korch_pgraph_add_scalar(pg, 2.0f));
 }
 
@@ -58,7 +45,7 @@ static void test_shapes(void) {
         bool streams; /* last dim a multiple of 16 */
     } cases[] = {{1, {4096}, true}, {1, {4100}, false}, {3, {3, 5, 64}, true}, {2, {7, 48}, true}, {4, {2, 3, 4, 32}, true}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         int x = cc_input(pg, KORCH_DTYPE_FLOAT32, cases[c].rank, cases[c].d);
         cc_output(pg, chain(pg, x));
         char what[64];
@@ -75,23 +62,23 @@ static void test_shapes(void) {
 static void test_fused(void) {
     /* softmax rows: max, exp, sum passes, streamed output pass, row prefetch */
     int64_t d[2] = {9, 256};
-    korch_pgraph *pg = new_graph();
+    korch_pgraph *pg = cc_graph();
     int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
     int m = korch_pgraph_reduce(pg, KORCH_REDUCE_MAX, x, 2u, true);
-    int e = ew1(pg, KORCH_EW_EXP, ew2(pg, KORCH_EW_SUB, x, m));
+    int e = cc_ew1(pg, KORCH_EW_EXP, cc_ew2(pg, KORCH_EW_SUB, x, m));
     int s = korch_pgraph_reduce(pg, KORCH_REDUCE_SUM, e, 2u, true);
-    cc_output(pg, ew2(pg, KORCH_EW_DIV, e, s));
+    cc_output(pg, cc_ew2(pg, KORCH_EW_DIV, e, s));
     cc_check(pg, stream_schedules, N_STREAM, -6, 6, "softmax rows");
     CHECK(source_streams(pg, "p1.g0.v1.u1.t0.o0.r1.s1"));
     korch_pgraph_free(pg);
 
     /* two outputs of one kernel: x - mean (streamed) and the mean itself */
     int64_t d3[3] = {4, 6, 32};
-    pg = new_graph();
+    pg = cc_graph();
     x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d3);
     int mean = korch_pgraph_reduce(pg, KORCH_REDUCE_MEAN, x, 4u, true);
-    cc_output(pg, ew2(pg, KORCH_EW_SUB, x, mean));
-    cc_output(pg, ew1(pg, KORCH_EW_EXP, x));
+    cc_output(pg, cc_ew2(pg, KORCH_EW_SUB, x, mean));
+    cc_output(pg, cc_ew1(pg, KORCH_EW_EXP, x));
     cc_output(pg, mean);
     cc_check(pg, stream_schedules, N_STREAM, -3, 3, "centred rows, two streamed outputs");
     korch_pgraph_free(pg);
@@ -101,7 +88,7 @@ static void test_fused(void) {
  * (the _mm512_stream_ps path) and then off by 4 bytes (the fallback). */
 static void test_alignment(void) {
     int64_t n = 8192;
-    korch_pgraph *pg = new_graph();
+    korch_pgraph *pg = cc_graph();
     int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 1, &n);
     cc_output(pg, chain(pg, x));
     korch_tensor in = {0}, want = {0};
@@ -159,7 +146,7 @@ int main(void) {
     unsetenv("KORCH_CG_STREAM_MIN_BYTES");
     {
         int64_t n = 4096;
-        korch_pgraph *pg = new_graph();
+        korch_pgraph *pg = cc_graph();
         cc_output(pg, chain(pg, cc_input(pg, KORCH_DTYPE_FLOAT32, 1, &n)));
         CHECK(!source_streams(pg, "p1.g0.v1.u1.t0.o0.r1.s1"));
         korch_pgraph_free(pg);
