@@ -2,6 +2,7 @@
  * then one call to korch_memory_place. */
 #include "runtime/arena.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,57 @@ static int ends_here(void *ctx, int v) {
     return lt->first[v] >= 0 && lt->first[v] < lt->kernel && lt->last[v] == lt->kernel;
 }
 
+/* Staggering (arena.h). */
+#define STAGGER_MIN KORCH_ARENA_STAGGER_MIN
+#define STAGGER_SLOTS 64
+#define STAGGER_PAD KORCH_ARENA_STAGGER_PAD
+_Static_assert(STAGGER_PAD == (size_t)(STAGGER_SLOTS - 1) * KORCH_ARENA_ALIGNMENT, "one pad spans every slot");
+
+/* Greedy colouring: requests in order of first use; each takes the first
+ * slot, from a rotating start, that no request sharing a kernel with it has
+ * taken. A kernel has far fewer than STAGGER_SLOTS operands in practice; if
+ * one ever had more, slots repeat (slower, never wrong). */
+static korch_status stagger(const korch_plan *plan, const korch_pgraph *pg, const int *parent, const int *req_of,
+                            const korch_buffer_request *req, int n_req, int *slot) {
+    int *order = malloc(((size_t)n_req + 1) * sizeof *order);
+    if (!order) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "memory plan: out of memory");
+    for (int r = 0; r < n_req; r++) slot[r] = req[r].bytes >= STAGGER_MIN ? -1 : 0;
+    int n = 0;
+    for (int r = 0; r < n_req; r++)
+        if (slot[r] < 0) order[n++] = r;
+    /* requests come in value order; first use is what the greedy wants */
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && req[order[b]].first < req[order[b - 1]].first; b--) {
+            int t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+    for (int a = 0; a < n; a++) {
+        int r = order[a];
+        uint64_t used = 0;
+        for (int i = req[r].first; i <= req[r].last; i++) {
+            const korch_plan_kernel *k = &plan->kernels[i];
+            bool touches = false;
+            for (int j = 0; j < k->n_inputs + k->n_outputs && !touches; j++) {
+                int v = j < k->n_inputs ? k->inputs[j] : k->outputs[j - k->n_inputs];
+                touches = v >= 0 && v < pg->n_values && req_of[parent[v]] == r;
+            }
+            if (!touches) continue;
+            for (int j = 0; j < k->n_inputs + k->n_outputs; j++) {
+                int v = j < k->n_inputs ? k->inputs[j] : k->outputs[j - k->n_inputs];
+                if (v < 0 || v >= pg->n_values) continue;
+                int q = req_of[parent[v]];
+                if (q >= 0 && q != r && slot[q] >= 0 && req[q].bytes >= STAGGER_MIN) used |= (uint64_t)1 << slot[q];
+            }
+        }
+        int pick = (a * 37) % STAGGER_SLOTS;
+        for (int t = 0; t < STAGGER_SLOTS && (used >> pick & 1); t++) pick = (pick + 1) % STAGGER_SLOTS;
+        slot[r] = pick;
+    }
+    free(order);
+    return KORCH_OK;
+}
+
 static int find(int *parent, int v) {
     while (parent[v] != v) v = parent[v] = parent[parent[v]];
     return v;
@@ -66,6 +118,7 @@ korch_status korch_memory_plan_build(const korch_plan *plan, const korch_pgraph 
     korch_buffer_request *req = malloc(nv * sizeof *req);
     size_t *offsets = malloc(nv * sizeof *offsets);
     int64_t *live = calloc((size_t)plan->n_kernels + 1, sizeof *live);
+    int *slot = NULL;
     korch_status st = KORCH_OK;
     if (!out->offset || !out->in_place_of || !lt.first || !lt.last || !parent || !req_of || !req || !offsets || !live) {
         st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "memory plan: out of memory");
@@ -113,7 +166,7 @@ korch_status korch_memory_plan_build(const korch_plan *plan, const korch_pgraph 
         if (lt.first[v] < 0 || pg->values[v].graph_output >= 0) continue;
         size_t bytes = value_bytes(pg, v);
         size_t rounded = (bytes + KORCH_ARENA_ALIGNMENT - 1) & ~(size_t)(KORCH_ARENA_ALIGNMENT - 1);
-        out->unshared_bytes += rounded;
+        out->unshared_bytes += rounded + (bytes >= STAGGER_MIN ? STAGGER_PAD : 0);
         out->n_buffers++;
         int r = find(parent, v);
         if (req_of[r] < 0) {
@@ -133,11 +186,23 @@ korch_status korch_memory_plan_build(const korch_plan *plan, const korch_pgraph 
     }
     for (int i = 0; i < plan->n_kernels; i++)
         if ((size_t)live[i] > out->peak_live_bytes) out->peak_live_bytes = (size_t)live[i];
+    /* parent[] flattened so stagger() can look groups up without find() */
+    for (int v = 0; v < pg->n_values; v++) parent[v] = find(parent, v);
+    slot = malloc(((size_t)n_req + 1) * sizeof *slot);
+    if (!slot) {
+        st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "memory plan: out of memory");
+        goto done;
+    }
+    st = stagger(plan, pg, parent, req_of, req, n_req, slot);
+    if (st != KORCH_OK) goto done;
+    for (int r = 0; r < n_req; r++)
+        if (req[r].bytes >= STAGGER_MIN) req[r].bytes += STAGGER_PAD;
     st = korch_memory_place(req, n_req, KORCH_ARENA_ALIGNMENT, offsets, &out->arena_bytes);
     if (st != KORCH_OK) goto done;
     for (int v = 0; v < pg->n_values; v++) {
         if (lt.first[v] < 0 || pg->values[v].graph_output >= 0) continue;
-        out->offset[v] = (int64_t)offsets[req_of[find(parent, v)]];
+        int r = req_of[parent[v]];
+        out->offset[v] = (int64_t)(offsets[r] + (size_t)slot[r] * KORCH_ARENA_ALIGNMENT);
     }
 done:
     free(lt.first);
@@ -147,6 +212,7 @@ done:
     free(req);
     free(offsets);
     free(live);
+    free(slot);
     if (st != KORCH_OK) korch_memory_plan_free(out);
     return st;
 }

@@ -23,12 +23,23 @@
 
 #define KORCH_ARENA_ALIGNMENT 64
 
+/* Staggering: buffers of at least KORCH_ARENA_STAGGER_MIN bytes start at one
+ * of 64 cache-line offsets within a 4 KiB page (each is padded by
+ * KORCH_ARENA_STAGGER_PAD bytes to make room), chosen so that the operands of
+ * one kernel differ modulo 4 KiB. Tensors whose sizes are multiples of 4 KiB
+ * would otherwise all start at the same page offset, and a kernel reading
+ * several of them with a large stride (a transpose feeding a concat) maps
+ * them onto the same cache sets: measured 2.5x slower on SegFormer's
+ * decoder kernel (docs/export.md, "Memory planning"). */
+#define KORCH_ARENA_STAGGER_MIN ((size_t)16 << 10)
+#define KORCH_ARENA_STAGGER_PAD ((size_t)63 * KORCH_ARENA_ALIGNMENT)
+
 typedef struct korch_memory_plan {
     int n_values;      /* pg->n_values */
     int64_t *offset;   /* per pgraph value: byte offset in the arena, -1 when not in it */
     int *in_place_of;  /* per value: the input it overwrites in place (same offset), or -1 */
     size_t arena_bytes;
-    size_t unshared_bytes; /* what one slot per value would need (aligned) */
+    size_t unshared_bytes; /* what one slot per value would need (aligned, staggering pads included) */
     size_t peak_live_bytes; /* most bytes live at one kernel: a lower bound on any placement */
     int n_buffers;     /* intermediate values in the arena */
     int n_in_place;    /* kernels that write an output over an input */

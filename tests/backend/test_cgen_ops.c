@@ -276,10 +276,53 @@ static void test_layouts(void) {
     }
 }
 
+/* Whether the kernel of pg (one kernel of the whole graph) is emitted with
+ * tile loops of 16 under schedule sched. */
+static bool tiled_by_16(const korch_pgraph *pg, const char *sched) {
+    korch_kernel_spec spec;
+    cc_spec_all(pg, &spec);
+    char *src = NULL;
+    korch_status st = korch_cgen_source(&spec, sched, &src);
+    CHECK_MSG(st == KORCH_OK, "source [%s]: %s", sched, korch_last_error());
+    bool tiled = src && strstr(src, " += 16)") != NULL;
+    free(src);
+    cc_spec_free(&spec);
+    return tiled;
+}
+
+/* A transpose whose output's innermost dimension strides its input by a page
+ * or more is always tiled (docs/codegen.md, "Page-striding layouts"), also
+ * under t0; one with a short stride is not. */
+static void test_page_stride_tiling(void) {
+    static const struct {
+        int64_t c, h, w;
+        bool pages;
+    } cases[] = {{64, 32, 32, true}, {64, 16, 32, false}};
+    for (int i = 0; i < 2; i++) {
+        korch_pgraph *pg = cc_graph();
+        int64_t d[4] = {1, cases[i].c, cases[i].h, cases[i].w};
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 4, d);
+        korch_index_map m = cc_map(4); /* NCHW -> NHWC */
+        m.terms[0].coef[0] = 1, m.terms[1].coef[3] = 1, m.terms[2].coef[1] = 1, m.terms[3].coef[2] = 1;
+        korch_shape o = {4, {1, cases[i].h, cases[i].w, cases[i].c}};
+        int y = korch_pgraph_layout(pg, KORCH_LAYOUT_TRANSPOSE, 1, &x, &o, &m, 0);
+        CHECK_MSG(y >= 0, "page stride: %s", korch_last_error());
+        cc_output(pg, cc_ew1(pg, KORCH_EW_NEG, y));
+        const char *what = cases[i].pages ? "NCHW->NHWC, page stride" : "NCHW->NHWC, short stride";
+        CHECK_MSG(tiled_by_16(pg, "p2.g0.v1.u1.t16.o0.r3"), "%s: t16 does not tile", what);
+        CHECK_MSG(tiled_by_16(pg, "") == cases[i].pages, "%s: default schedule tiled=%d", what, !cases[i].pages);
+        CHECK_MSG(tiled_by_16(pg, "p2.g0.v1.u1.t0.o0.r3") == cases[i].pages, "%s: t0 tiled=%d", what,
+                  !cases[i].pages);
+        cc_check(pg, cc_schedules, CC_N_SCHED, -2, 2, what);
+        korch_pgraph_free(pg);
+    }
+}
+
 int main(void) {
     test_elementwise();
     test_reduce();
     test_layouts();
+    test_page_stride_tiling();
     printf("largest relative error: %.3g\n", cc_max_err);
     TEST_MAIN_END();
 }

@@ -130,6 +130,25 @@ static void check_memory_plan(const korch_pgraph *pg, const korch_plan *plan, co
         }
     }
     CHECK_MSG(bad == 0, "memory plan: %d conflicts", bad);
+    /* staggering: a kernel's large arena operands in different buffers
+     * differ modulo 4 KiB */
+    int aliased = 0;
+    for (int i = 0; i < plan->n_kernels; i++) {
+        const korch_plan_kernel *k = &plan->kernels[i];
+        int n = k->n_inputs + k->n_outputs;
+        for (int x = 0; x < n; x++)
+            for (int y = x + 1; y < n; y++) {
+                int a = x < k->n_inputs ? k->inputs[x] : k->outputs[x - k->n_inputs];
+                int b = y < k->n_inputs ? k->inputs[y] : k->outputs[y - k->n_inputs];
+                if (a == b || mp->offset[a] < 0 || mp->offset[b] < 0 || mp->offset[a] == mp->offset[b]) continue;
+                korch_tensor ta = {.dtype = pg->values[a].dtype, .shape = pg->values[a].shape};
+                korch_tensor tb = {.dtype = pg->values[b].dtype, .shape = pg->values[b].shape};
+                if (korch_tensor_bytes(&ta) < KORCH_ARENA_STAGGER_MIN || korch_tensor_bytes(&tb) < KORCH_ARENA_STAGGER_MIN)
+                    continue;
+                aliased += mp->offset[a] % 4096 == mp->offset[b] % 4096;
+            }
+    }
+    CHECK_MSG(aliased == 0, "memory plan: %d pairs of large operands of one kernel alias modulo 4 KiB", aliased);
     CHECK(arena_values == mp->n_buffers);
     CHECK(mp->arena_bytes >= mp->peak_live_bytes && mp->arena_bytes <= mp->unshared_bytes);
     free(first);
@@ -237,8 +256,9 @@ static void test_chain_in_place(void) {
     korch_memory_plan mp;
     CHECK_OK(korch_memory_plan_build(plan, pg, &mp));
     CHECK(mp.n_in_place == 2);
-    CHECK(mp.arena_bytes == 64 * 64 * 4);
-    CHECK(mp.unshared_bytes == 3 * 64 * 64 * 4);
+    /* 16 KiB buffers are staggered: each carries the pad */
+    CHECK(mp.arena_bytes == 64 * 64 * 4 + KORCH_ARENA_STAGGER_PAD);
+    CHECK(mp.unshared_bytes == 3 * (64 * 64 * 4 + KORCH_ARENA_STAGGER_PAD));
     check_memory_plan(pg, plan, &mp);
     korch_memory_plan_free(&mp);
     run_against_interpreter(pg, plan, NULL, "chain (ref)");
@@ -290,11 +310,37 @@ static void test_not_in_place(void) {
     korch_pgraph_free(pg);
 }
 
+/* Large operands of one kernel: x -> relu, exp, neg, then add(relu, exp)
+ * and mul(add, neg): every kernel reads two or three large buffers, and
+ * check_memory_plan requires them to differ modulo 4 KiB. Values of 4112
+ * floats (16448 bytes) padded by KORCH_ARENA_STAGGER_PAD take exactly five
+ * pages, so without the slots every buffer would start on a page boundary. */
+static void test_stagger(void) {
+    korch_pgraph *pg = NULL;
+    korch_pgraph_create(NULL, &pg);
+    int x = gen_input(pg, 16, 257);
+    int a = gen_unary(pg, KORCH_EW_RELU, x), b = gen_unary(pg, KORCH_EW_EXP, x), c = gen_unary(pg, KORCH_EW_NEG, x);
+    int d = gen_binary(pg, KORCH_EW_ADD, a, b);
+    gen_output(pg, gen_unary(pg, KORCH_EW_SIGMOID, gen_binary(pg, KORCH_EW_MUL, d, c)));
+    korch_plan *plan = one_kernel_per_node(pg, KORCH_BACKEND_REF);
+    korch_memory_plan mp;
+    CHECK_OK(korch_memory_plan_build(plan, pg, &mp));
+    check_memory_plan(pg, plan, &mp);
+    int staggered = 0;
+    for (int v = 0; v < pg->n_values; v++) staggered += mp.offset[v] >= 0 && mp.offset[v] % 4096 != 0;
+    CHECK_MSG(staggered >= 2, "%d values off a page boundary", staggered);
+    korch_memory_plan_free(&mp);
+    run_against_interpreter(pg, plan, NULL, "staggered");
+    korch_plan_free(plan);
+    korch_pgraph_free(pg);
+}
+
 int main(void) {
     test_place_hand();
     test_place_random();
     test_random_plans();
     test_chain_in_place();
     test_not_in_place();
+    test_stagger();
     TEST_MAIN_END();
 }

@@ -24,7 +24,7 @@
 
 /* Bumped whenever generated code changes meaning or speed: it is part of the
  * signature, so profile database entries of older generators are not reused. */
-#define CG_GENERATOR_VERSION "cg6"
+#define CG_GENERATOR_VERSION "cg7"
 
 /* ---- growable string ---------------------------------------------------- */
 
@@ -94,6 +94,11 @@ typedef struct cg_schedule {
 } cg_schedule;
 
 #define CG_KNOBS 8
+/* Whether a layout primitive of k reads its input with a stride of a page or
+ * more along its output's innermost dimension (schedule.c). Such kernels are
+ * always tiled: the tile knob's 0 means CG_PAGE_STRIDE_TILE for them. */
+bool cg_kernel_strides_pages(const cg_kernel *k);
+#define CG_PAGE_STRIDE_TILE 16
 /* The values each knob may take, in order (the tuner steps through them). */
 int cg_schedule_domain(int knob, const int **values);
 int *cg_schedule_knob(cg_schedule *s, int knob);

@@ -198,7 +198,11 @@ korch_status cg_emit_kernel(const cg_kernel *k, const cg_schedule *s, const char
     }
     reason[0] = '\0';
     plan *pl = calloc(1, sizeof *pl);
-    cg_emit e = {.k = k, .s = s, .fname = name, .reason = reason, .size = size};
+    /* page-striding kernels are always tiled (schedule.c): t0 emits as the
+     * default tile, and the tuner sees the two as the same code */
+    cg_schedule tiled = *s;
+    if (tiled.tile == 0 && cg_kernel_strides_pages(k)) tiled.tile = CG_PAGE_STRIDE_TILE;
+    cg_emit e = {.k = k, .s = &tiled, .fname = name, .reason = reason, .size = size};
     e.loc = calloc((size_t)k->n_values, sizeof *e.loc);
     e.rc_has = calloc((size_t)k->n_values, sizeof *e.rc_has);
     cg_buf file = {0}, fn = {0};

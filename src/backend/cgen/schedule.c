@@ -53,6 +53,44 @@ int *cg_schedule_knob(cg_schedule *s, int knob) {
     }
 }
 
+/* A layout primitive whose output's innermost dimension walks its input with
+ * a stride of a page or more (the NCHW -> NHWC transpose before SegFormer's
+ * fuse convolution, 16384 floats) makes an untiled loop touch a new page and
+ * cache set on every element. Such a kernel's speed then depends on where
+ * its tensors happen to sit, virtually and physically: SegFormer's decoder
+ * kernel measured 12.5 ms profiled and 16 to 43 ms inside the plan across
+ * runs of the same plan; tiled (t8) it measured 13.6 ms. Terms with a
+ * division, modulus or table are not analysed (treated as short strides). */
+#define PAGE_STRIDE_ELEMENTS 1024
+#define PAGE_STRIDE_MIN_EXTENT 64
+
+bool cg_kernel_strides_pages(const cg_kernel *k) {
+    for (int i = 0; i < k->n_nodes; i++) {
+        const cg_node *n = &k->nodes[i];
+        if (n->pn->kind != KORCH_PRIM_LAYOUT) continue;
+        const korch_shape *out = &k->values[n->out].shape;
+        int last = out->rank - 1;
+        if (last < 0 || out->dims[last] < PAGE_STRIDE_MIN_EXTENT) continue;
+        const korch_prim_layout *l = &n->pn->u.layout;
+        for (int p = 0; p < l->n_maps && p < n->n_in; p++) {
+            const korch_index_map *m = &l->maps[p];
+            const korch_shape *in = &k->values[n->in[p]].shape;
+            int64_t stride = 1, step = 0;
+            bool simple = true;
+            if (m->input_rank > in->rank) continue;
+            for (int t = m->input_rank - 1; t >= 0; t--) {
+                const korch_index_term *term = &m->terms[t];
+                int64_t c = term->coef[last];
+                if (c != 0 && (term->div > 1 || term->mod > 0 || term->table)) simple = false;
+                step += c * stride;
+                stride *= in->dims[t] > 0 ? in->dims[t] : 1;
+            }
+            if (simple && (step >= PAGE_STRIDE_ELEMENTS || step <= -PAGE_STRIDE_ELEMENTS)) return true;
+        }
+    }
+    return false;
+}
+
 /* Parallel only when there is enough work to amortise waking the threads
  * (a few microseconds); everything else vectorised, no tiling; streaming
  * stores on (they only apply to outputs larger than the last-level cache,
@@ -64,6 +102,7 @@ cg_schedule cg_schedule_default(const cg_kernel *k) {
         if (k->values[i].producer >= 0) work += korch_shape_numel(&k->values[i].shape);
     cg_schedule s = {.par = work >= 32768 ? 2 : 0, .grain = 0, .vec = 1, .unroll = 1, .tile = 0, .order = 0, .red = 3,
                       .stream = 1};
+    if (cg_kernel_strides_pages(k)) s.tile = CG_PAGE_STRIDE_TILE;
     return s;
 }
 
