@@ -69,6 +69,22 @@ static void check_layout(korch_layout_tag tag, int n, const int *ins, korch_pgra
     korch_pgraph_free(pg);
 }
 
+/* Whether the kernel of pg (one kernel of the whole graph) is emitted, under
+ * schedule sched, with text `needle` in its source. */
+static bool source_has(const korch_pgraph *pg, const char *sched, const char *needle) {
+    korch_kernel_spec spec;
+    cc_spec_all(pg, &spec);
+    char *src = NULL;
+    korch_status st = korch_cgen_source(&spec, sched, &src);
+    CHECK_MSG(st == KORCH_OK, "source [%s]: %s", sched, korch_last_error());
+    bool has = src && strstr(src, needle) != NULL;
+    if (getenv("KORCH_TEST_DUMP") && src) fputs(src, stderr);
+    free(src);
+    cc_spec_free(&spec);
+    return has;
+}
+static bool tiled_by_16(const korch_pgraph *pg, const char *sched) { return source_has(pg, sched, " += 16)"); }
+
 static void test_layouts(void) {
     { /* transpose [4,6,5] -> [5,4,6] */
         korch_pgraph *pg = cc_graph();
@@ -202,6 +218,8 @@ static void test_layouts(void) {
         int ay[2] = {a, y};
         cc_output(pg, korch_pgraph_elementwise(pg, KORCH_EW_MAX, 2, ay, 0, 0, KORCH_DTYPE_UNDEFINED));
         cc_check(pg, row_guard_schedules, 3, -2, 2, "row concat");
+        /* the row guard is invariant in the column loop: one pointer per row */
+        CHECK_MSG(source_has(pg, "p0.g0.v0.u2.t0.o0.r0", "*restrict p"), "row concat: no pointer select");
         korch_pgraph_free(pg);
     }
     { /* expand [1, 5] -> [4, 3, 5] */
@@ -276,19 +294,6 @@ static void test_layouts(void) {
     }
 }
 
-/* Whether the kernel of pg (one kernel of the whole graph) is emitted with
- * tile loops of 16 under schedule sched. */
-static bool tiled_by_16(const korch_pgraph *pg, const char *sched) {
-    korch_kernel_spec spec;
-    cc_spec_all(pg, &spec);
-    char *src = NULL;
-    korch_status st = korch_cgen_source(&spec, sched, &src);
-    CHECK_MSG(st == KORCH_OK, "source [%s]: %s", sched, korch_last_error());
-    bool tiled = src && strstr(src, " += 16)") != NULL;
-    free(src);
-    cc_spec_free(&spec);
-    return tiled;
-}
 
 /* A transpose whose output's innermost dimension strides its input by a page
  * or more is always tiled (docs/codegen.md, "Page-striding layouts"), also
@@ -313,6 +318,11 @@ static void test_page_stride_tiling(void) {
         CHECK_MSG(tiled_by_16(pg, "") == cases[i].pages, "%s: default schedule tiled=%d", what, !cases[i].pages);
         CHECK_MSG(tiled_by_16(pg, "p2.g0.v1.u1.t0.o0.r3") == cases[i].pages, "%s: t0 tiled=%d", what,
                   !cases[i].pages);
+        /* o1 runs the point loops down the columns: staged through a tile buffer */
+        CHECK_MSG(source_has(pg, "p2.g0.v1.u1.t16.o1.r3", "tb"), "%s: t16.o1 not staged", what);
+        CHECK_MSG(!source_has(pg, "p2.g0.v1.u1.t16.o0.r3", "tb"), "%s: t16.o0 staged", what);
+        static const char *const staged[] = {"p2.g0.v1.u1.t16.o1.r3", "p0.g0.v0.u1.t8.o1.r0", "p3.g1.v3.u1.t32.o1.r3"};
+        cc_check(pg, staged, 3, -2, 2, what);
         cc_check(pg, cc_schedules, CC_N_SCHED, -2, 2, what);
         korch_pgraph_free(pg);
     }

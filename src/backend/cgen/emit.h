@@ -59,6 +59,7 @@ typedef struct cg_emit {
     int P;
     int outer[KORCH_MAX_RANK];
     bool fusion_broken;             /* a read would cross outer iterations */
+    struct cg_stage *stage;         /* output passes store into tile buffers (emit_stage.c) */
     korch_status st;
     char *reason;
     size_t size;
@@ -94,6 +95,10 @@ typedef struct cg_nest {
     int64_t ext[KORCH_MAX_RANK];
     int sym[KORCH_MAX_RANK]; /* filled by cg_nest_open, per dimension */
     int opened;
+    /* filled by cg_nest_open: the last two dimensions are tiled, the order
+     * knob swapped them, and the tile loops' variables (per dimension) */
+    bool tiled, swapped;
+    char tile_var[KORCH_MAX_RANK][16];
 } cg_nest;
 
 typedef struct cg_loop_opts {
@@ -111,10 +116,31 @@ void cg_nest_close(cg_emit *e, cg_nest *ns);
 /* closes the innermost open loop (for passes that put statements between the
  * loops of a nest; decrement the nest's `opened` to match) */
 void cg_loop_close(cg_emit *e);
+/* opens a loop from its pragma lines and header text (no symbol) */
+void cg_loop_open_raw(cg_emit *e, const char *pragma, const char *header);
 /* an explicit "omp parallel" block (a level without a loop variable) */
 void cg_region_open(cg_emit *e);
 void cg_region_close(cg_emit *e);
 void cg_emit_output_pass(cg_emit *e, int value, int slot);
+
+/* Staged tiles (emit_stage.c). A nest tiled with its last two loops swapped
+ * (t>0, o1) runs its point loops down the output's columns; its outputs are
+ * stored into per-tile buffers, then copied out row by row. */
+#define CG_STAGE_MAX 8
+typedef struct cg_stage {
+    cg_nest *nest; /* tiled and swapped, open */
+    int n;
+    int value[CG_STAGE_MAX], slot[CG_STAGE_MAX];
+    char buf[CG_STAGE_MAX][16];
+} cg_stage;
+/* Whether the tile of a nest with ns->tiled && ns->swapped can be staged for
+ * n outputs (fails: too many outputs). */
+bool cg_stage_fits(int n_outputs);
+/* The store of value v (its C expression `expr`) into its tile buffer. */
+void cg_stage_store(cg_emit *e, cg_stage *g, int value, int slot, const char *expr);
+/* Closes the two point loops of g->nest (its `opened` drops by 2) and copies
+ * every staged tile out; the caller closes the rest of the nest. */
+void cg_stage_copy_out(cg_emit *e, cg_stage *g);
 void cg_emit_reduce_pass(cg_emit *e, int node);
 /* Whether a reduction of x over `axes` uses the kept-inner strategy. */
 /* Non-temporal stores for outputs too large to stay in cache (emit_stream.c):

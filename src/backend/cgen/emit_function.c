@@ -100,7 +100,9 @@ static void prefetch_next_slab(cg_emit *e, const cg_nest *common) {
 static void attempt(cg_emit *e, const plan *pl, int P) {
     reset(e);
     e->P = P;
+    e->stage = NULL;
     cg_nest common = {.n = P};
+    cg_stage stage = {.nest = &common};
     /* streamed outputs in fused passes: one fence per thread after the loop */
     bool stream = false, region = false;
     for (int i = 0; i < pl->n && P > 0; i++) stream |= pl->node[i] < 0 && cg_stream_applies(e, pl->value[i], P);
@@ -116,10 +118,16 @@ static void attempt(cg_emit *e, const plan *pl, int P) {
         bool reduces = false;
         for (int i = 0; i < pl->n; i++) reduces |= pl->node[i] >= 0;
         if (!flat && reduces) prefetch_next_slab(e, &common);
+        /* a flat nest of output passes, tiled and swapped: staged tiles */
+        if (flat && !reduces && !stream && common.tiled && common.swapped && cg_stage_fits(pl->n)) e->stage = &stage;
     }
     for (int i = 0; i < pl->n && e->st == KORCH_OK; i++) {
         if (pl->node[i] >= 0) cg_emit_reduce_pass(e, pl->node[i]);
         else cg_emit_output_pass(e, pl->value[i], pl->slot[i]);
+    }
+    if (e->stage) {
+        cg_stage_copy_out(e, e->stage);
+        e->stage = NULL;
     }
     cg_nest_close(e, &common);
     if (stream) cg_stmt(e, e->depth - 1, "cg_stream_fence();");

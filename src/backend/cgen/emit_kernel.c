@@ -16,7 +16,7 @@
 
 #include "backend/cgen/emit.h"
 
-static void open_loop(cg_emit *e, const char *pragma, const char *header) {
+void cg_loop_open_raw(cg_emit *e, const char *pragma, const char *header) {
     if (e->depth >= CG_MAX_LEVELS) {
         cg_fail(e, KORCH_ERR_UNSUPPORTED, "loop nest deeper than %d", CG_MAX_LEVELS);
         return;
@@ -57,7 +57,7 @@ void cg_region_open(cg_emit *e) {
     char pragma[96], header[48];
     snprintf(pragma, sizeof pragma, "%*s#pragma omp parallel num_threads(nthreads)\n", 4 * (e->depth + 1), "");
     snprintf(header, sizeof header, "%*s", 4 * (e->depth + 1) - 1, "");
-    open_loop(e, pragma, header);
+    cg_loop_open_raw(e, pragma, header);
 }
 
 void cg_region_close(cg_emit *e) { cg_loop_close(e); }
@@ -91,7 +91,9 @@ void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o) {
      * gcc does not vectorise a collapsed iteration space */
     if (o->simd && e->s->vec && nl > 1 && c == nl) c = nl - 1;
     int base = e->depth;
-    char tile_var[KORCH_MAX_RANK][16];
+    ns->tiled = tiled;
+    ns->swapped = o->reorder && ns->n >= 2 && e->s->order;
+    char(*tile_var)[16] = ns->tile_var;
     /* Loops 1..c-1 are collapsed into loop 0: no pragma may sit between
      * them, so when the innermost loop is among them its simd goes on the
      * combined construct. gcc accepts no GCC unroll next to an omp simd, so
@@ -140,7 +142,7 @@ void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o) {
                 snprintf(header, sizeof header, "%*sfor (int64_t x%d = 0; x%d < %lld; x%d++)", 4 * (base + li + 1), "",
                          s, s, (long long)ext, s);
         }
-        open_loop(e, pragma, header);
+        cg_loop_open_raw(e, pragma, header);
     }
     ns->opened = nl;
 }
@@ -170,6 +172,16 @@ void cg_emit_output_pass(cg_emit *e, int value, int slot) {
     coords_of(&ns, e->P, e->P, e->outer, w->shape.rank, c);
     int lvl;
     const char *v = cg_value_at(e, value, c, &lvl);
+    if (e->stage || (ns.tiled && ns.swapped)) {
+        cg_stage st = {.nest = &ns, .n = 0};
+        cg_stage *g = e->stage ? e->stage : &st;
+        cg_stage_store(e, g, value, slot, v);
+        if (g == &st) {
+            cg_stage_copy_out(e, &st);
+            cg_nest_close(e, &ns);
+        }
+        return;
+    }
     cg_aff lin = cg_linear(e, &w->shape, c);
     char s[400];
     cg_aff_str(&lin, s, sizeof s);

@@ -255,7 +255,86 @@ static void map_coords(cg_emit *e, const cg_node *n, int p, const cg_aff *c, cg_
     }
 }
 
+/* A concat (or any select of input loads) whose guards are all invariant in
+ * the innermost loop, and whose loads differ only in the invariant part of
+ * their address: the input is chosen once per row, as a pointer, and the
+ * loop reads through it (contiguous, no select per element). gcc does not
+ * unswitch the select chain by itself, and reading every input at a clamped
+ * address and selecting costs one load per input per element (staged
+ * NCHW -> NHWC concat: docs/codegen.md, "Page-striding layouts"). A pad
+ * branch (no guard true) reads a zero row when the pad is 0; other pads keep
+ * the select chain. */
+#define ZERO_ROW_MAX 8192
+static const char *pointer_select(cg_emit *e, const cg_node *n, const char *key, const cg_aff *c, int *level) {
+    const korch_prim_layout *l = &n->pn->u.layout;
+    const cg_value *y = &e->k->values[n->out];
+    int inner = e->depth - 1;
+    if (inner < 0 || l->n_maps < 2 || l->n_maps > KORCH_MAX_RANK) return NULL;
+    char base[KORCH_MAX_RANK][480], conds[KORCH_MAX_RANK][520];
+    cg_aff var = cg_aff_const(0);
+    int used = 0, lvl = -1;
+    bool total = false;
+    for (int p = 0; p < l->n_maps && !total; p++) {
+        int u = n->in[p];
+        const cg_value *uv = &e->k->values[u];
+        if (e->loc[u] != CG_LOC_INPUT || uv->dtype != y->dtype) return NULL;
+        cg_aff in[KORCH_MAX_RANK], raw[KORCH_MAX_RANK];
+        char cond[512];
+        int cl;
+        map_coords(e, n, p, c, in, raw, cond, sizeof cond, &cl);
+        if (e->st != KORCH_OK || (cond[0] && cl >= inner)) return NULL;
+        /* split the (clamped) offset into its innermost-loop part and the rest */
+        cg_aff lin = cg_linear(e, &uv->shape, in), inv = cg_aff_const(lin.off), v = cg_aff_const(0);
+        for (int t = 0; t < lin.n; t++) {
+            cg_aff term = cg_aff_sym(lin.sym[t]);
+            cg_aff_add(e, e->syms[lin.sym[t]].level >= inner ? &v : &inv, &term, lin.coef[t]);
+        }
+        if (v.n == 0) return NULL; /* nothing varies in the loop: the select is cheap */
+        if (used == 0) var = v;
+        else if (v.n != var.n || memcmp(v.sym, var.sym, (size_t)v.n * sizeof *v.sym) ||
+                 memcmp(v.coef, var.coef, (size_t)v.n * sizeof *v.coef))
+            return NULL;
+        char is[400];
+        cg_aff_str(&inv, is, sizeof is);
+        snprintf(base[used], sizeof base[used], "in%d + (%s)", uv->input_slot, is);
+        int il = cg_aff_level(e, &inv);
+        if (il > lvl) lvl = il;
+        if (cond[0] == '\0') total = true;
+        else if (cl > lvl) lvl = cl;
+        snprintf(conds[used], sizeof conds[used], "(%s)", cond);
+        used++;
+    }
+    const char *ct = cg_ctype(y->dtype);
+    char fallback[64] = "";
+    if (!total) {
+        int64_t lo, hi;
+        cg_aff_range(e, &var, &lo, &hi);
+        if (l->pad_value != 0.0 || lo < 0 || hi >= ZERO_ROW_MAX) return NULL;
+        snprintf(fallback, sizeof fallback, "cg_zero_%s", ct);
+        char decl[96];
+        snprintf(decl, sizeof decl, "static const %s %s[%d];\n", ct, fallback, ZERO_ROW_MAX);
+        if (!e->file->data || !strstr(e->file->data, decl)) cg_buf_printf(e->file, "%s", decl);
+    }
+    char expr[4096];
+    snprintf(expr, sizeof expr, "%s", total ? base[used - 1] : fallback);
+    for (int p = used - (total ? 2 : 1); p >= 0; p--) {
+        char next[4200];
+        int w = snprintf(next, sizeof next, "%s ? %s : (%s)", conds[p], base[p], expr);
+        if (w < 0 || w >= (int)sizeof expr) return NULL;
+        memcpy(expr, next, (size_t)w + 1);
+    }
+    char pname[24], vs[400], ref[480];
+    snprintf(pname, sizeof pname, "p%d", e->n_tmp++);
+    cg_stmt(e, lvl, "const %s *restrict %s = %s;", ct, pname, expr);
+    cg_aff_str(&var, vs, sizeof vs);
+    snprintf(ref, sizeof ref, "%s[%s]", pname, vs);
+    *level = cg_aff_level(e, &var);
+    return named(e, key, y->dtype, ref, *level);
+}
+
 static const char *layout_at(cg_emit *e, const cg_node *n, const char *key, const cg_aff *c, int *level) {
+    const char *selected = pointer_select(e, n, key, c, level);
+    if (selected) return selected;
     const korch_prim_layout *l = &n->pn->u.layout;
     const cg_value *y = &e->k->values[n->out];
     char pad[64];

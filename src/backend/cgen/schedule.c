@@ -102,7 +102,9 @@ cg_schedule cg_schedule_default(const cg_kernel *k) {
         if (k->values[i].producer >= 0) work += korch_shape_numel(&k->values[i].shape);
     cg_schedule s = {.par = work >= 32768 ? 2 : 0, .grain = 0, .vec = 1, .unroll = 1, .tile = 0, .order = 0, .red = 3,
                       .stream = 1};
-    if (cg_kernel_strides_pages(k)) s.tile = CG_PAGE_STRIDE_TILE;
+    /* tiled, and the point loops run along the input's rows, the output
+     * staged through the tile (emit_stage.c) */
+    if (cg_kernel_strides_pages(k)) s.tile = CG_PAGE_STRIDE_TILE, s.order = 1;
     return s;
 }
 
