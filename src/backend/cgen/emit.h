@@ -60,6 +60,7 @@ typedef struct cg_emit {
     int outer[KORCH_MAX_RANK];
     bool fusion_broken;             /* a read would cross outer iterations */
     struct cg_stage *stage;         /* output passes store into tile buffers (emit_stage.c) */
+    uint32_t zero_rows;             /* per dtype: cg_zero_<type> declared in `file` (emit_value.c) */
     korch_status st;
     char *reason;
     size_t size;
@@ -118,6 +119,8 @@ void cg_nest_close(cg_emit *e, cg_nest *ns);
 void cg_loop_close(cg_emit *e);
 /* opens a loop from its pragma lines and header text (no symbol) */
 void cg_loop_open_raw(cg_emit *e, const char *pragma, const char *header);
+/* "for (x<sym> = <tile_var>; ...)": a point loop over one tile of extent ext */
+void cg_point_loop_header(char *buf, size_t size, int indent, int sym, const char *tile_var, int tile, int64_t ext);
 /* an explicit "omp parallel" block (a level without a loop variable) */
 void cg_region_open(cg_emit *e);
 void cg_region_close(cg_emit *e);
@@ -133,9 +136,6 @@ typedef struct cg_stage {
     int value[CG_STAGE_MAX], slot[CG_STAGE_MAX];
     char buf[CG_STAGE_MAX][16];
 } cg_stage;
-/* Whether the tile of a nest with ns->tiled && ns->swapped can be staged for
- * n outputs (fails: too many outputs). */
-bool cg_stage_fits(int n_outputs);
 /* The store of value v (its C expression `expr`) into its tile buffer. */
 void cg_stage_store(cg_emit *e, cg_stage *g, int value, int slot, const char *expr);
 /* Closes the two point loops of g->nest (its `opened` drops by 2) and copies

@@ -119,7 +119,7 @@ static void attempt(cg_emit *e, const plan *pl, int P) {
         for (int i = 0; i < pl->n; i++) reduces |= pl->node[i] >= 0;
         if (!flat && reduces) prefetch_next_slab(e, &common);
         /* a flat nest of output passes, tiled and swapped: staged tiles */
-        if (flat && !reduces && !stream && common.tiled && common.swapped && cg_stage_fits(pl->n)) e->stage = &stage;
+        if (flat && !reduces && !stream && common.tiled && common.swapped && pl->n <= CG_STAGE_MAX) e->stage = &stage;
     }
     for (int i = 0; i < pl->n && e->st == KORCH_OK; i++) {
         if (pl->node[i] >= 0) cg_emit_reduce_pass(e, pl->node[i]);

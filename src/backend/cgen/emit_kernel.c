@@ -16,6 +16,11 @@
 
 #include "backend/cgen/emit.h"
 
+void cg_point_loop_header(char *buf, size_t size, int indent, int sym, const char *tile_var, int tile, int64_t ext) {
+    snprintf(buf, size, "%*sfor (int64_t x%d = %s; x%d < (%s + %d < %lld ? %s + %d : %lld); x%d++)", indent, "", sym,
+             tile_var, sym, tile_var, tile, (long long)ext, tile_var, tile, (long long)ext, sym);
+}
+
 void cg_loop_open_raw(cg_emit *e, const char *pragma, const char *header) {
     if (e->depth >= CG_MAX_LEVELS) {
         cg_fail(e, KORCH_ERR_UNSUPPORTED, "loop nest deeper than %d", CG_MAX_LEVELS);
@@ -134,10 +139,7 @@ void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o) {
             int s = cg_new_sym(e, 0, ext - 1, level);
             ns->sym[d] = s;
             if (kind[li] == 2)
-                snprintf(header, sizeof header,
-                         "%*sfor (int64_t x%d = %s; x%d < (%s + %d < %lld ? %s + %d : %lld); x%d++)",
-                         4 * (base + li + 1), "", s, tile_var[d], s, tile_var[d], e->s->tile, (long long)ext,
-                         tile_var[d], e->s->tile, (long long)ext, s);
+                cg_point_loop_header(header, sizeof header, 4 * (base + li + 1), s, tile_var[d], e->s->tile, ext);
             else
                 snprintf(header, sizeof header, "%*sfor (int64_t x%d = 0; x%d < %lld; x%d++)", 4 * (base + li + 1), "",
                          s, s, (long long)ext, s);
@@ -172,14 +174,16 @@ void cg_emit_output_pass(cg_emit *e, int value, int slot) {
     coords_of(&ns, e->P, e->P, e->outer, w->shape.rank, c);
     int lvl;
     const char *v = cg_value_at(e, value, c, &lvl);
-    if (e->stage || (ns.tiled && ns.swapped)) {
-        cg_stage st = {.nest = &ns, .n = 0};
-        cg_stage *g = e->stage ? e->stage : &st;
-        cg_stage_store(e, g, value, slot, v);
-        if (g == &st) {
-            cg_stage_copy_out(e, &st);
-            cg_nest_close(e, &ns);
-        }
+    if (e->stage) { /* the fused nest is staged: copied out after every pass */
+        cg_stage_store(e, e->stage, value, slot, v);
+        cg_nest_close(e, &ns);
+        return;
+    }
+    if (ns.tiled && ns.swapped) { /* this pass's own nest is staged */
+        cg_stage own = {.nest = &ns};
+        cg_stage_store(e, &own, value, slot, v);
+        cg_stage_copy_out(e, &own);
+        cg_nest_close(e, &ns);
         return;
     }
     cg_aff lin = cg_linear(e, &w->shape, c);

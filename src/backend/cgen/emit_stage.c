@@ -4,15 +4,13 @@
  * down the output's columns, so reads that walk an input's rows (NCHW to
  * NHWC) are contiguous, and the output would be written one element per
  * row. Each output is therefore computed into a tile buffer in that order
- * and then copied out row by row. On SegFormer's decoder kernel (four NCHW
- * inputs concatenated into one NHWC tensor, 64 MiB each way) the unstaged
- * t16 kernel measured 21 ms (strided gathers) and a staged one 8.6-9.3 ms
+ * and then copied out row by row. With the concat's pointer select
+ * (emit_value.c) this took SegFormer's decoder kernel (four NCHW inputs
+ * concatenated into one NHWC tensor, 64 MiB each way) from 20.7 to 14.8 ms
  * (docs/codegen.md, "Page-striding layouts"). */
 #include <stdio.h>
 
 #include "backend/cgen/emit.h"
-
-bool cg_stage_fits(int n_outputs) { return n_outputs <= CG_STAGE_MAX; }
 
 /* Loops of a tiled nest, innermost last: ..., tile, tile, point, point. The
  * point loop of dimension d runs from its tile variable for at most T. */
@@ -44,13 +42,10 @@ void cg_stage_copy_out(cg_emit *e, cg_stage *g) {
         int xs[2];
         for (int i = 0; i < 2; i++) {
             int d = i == 0 ? r : col;
-            long long ext = (long long)ns->ext[d];
-            xs[i] = cg_new_sym(e, 0, ext - 1, e->depth);
+            xs[i] = cg_new_sym(e, 0, ns->ext[d] - 1, e->depth);
             char pragma[64] = "", header[256];
             if (i == 1 && e->s->vec) snprintf(pragma, sizeof pragma, "%*s#pragma omp simd\n", 4 * (e->depth + 1), "");
-            snprintf(header, sizeof header, "%*sfor (int64_t x%d = %s; x%d < (%s + %d < %lld ? %s + %d : %lld); x%d++)",
-                     4 * (e->depth + 1), "", xs[i], ns->tile_var[d], xs[i], ns->tile_var[d], T, ext,
-                     ns->tile_var[d], T, ext, xs[i]);
+            cg_point_loop_header(header, sizeof header, 4 * (e->depth + 1), xs[i], ns->tile_var[d], T, ns->ext[d]);
             cg_loop_open_raw(e, pragma, header);
         }
         const korch_shape *shape = &e->k->values[g->value[o]].shape;

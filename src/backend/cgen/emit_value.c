@@ -311,9 +311,10 @@ static const char *pointer_select(cg_emit *e, const cg_node *n, const char *key,
         cg_aff_range(e, &var, &lo, &hi);
         if (l->pad_value != 0.0 || lo < 0 || hi >= ZERO_ROW_MAX) return NULL;
         snprintf(fallback, sizeof fallback, "cg_zero_%s", ct);
-        char decl[96];
-        snprintf(decl, sizeof decl, "static const %s %s[%d];\n", ct, fallback, ZERO_ROW_MAX);
-        if (!e->file->data || !strstr(e->file->data, decl)) cg_buf_printf(e->file, "%s", decl);
+        /* a tentative definition: legal again in the next kernel of the same file */
+        uint32_t bit = (uint32_t)1 << ((unsigned)y->dtype % 32u);
+        if (!(e->zero_rows & bit)) cg_buf_printf(e->file, "static const %s %s[%d];\n", ct, fallback, ZERO_ROW_MAX);
+        e->zero_rows |= bit;
     }
     char expr[4096];
     snprintf(expr, sizeof expr, "%s", total ? base[used - 1] : fallback);
