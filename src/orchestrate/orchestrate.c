@@ -61,6 +61,7 @@ korch_orchestrate_options korch_orchestrate_options_default(int threads) {
         .solve_time_limit_s = 60,
         .max_cut_rounds = 50,
         .pairwise_cuts = true,
+        .drop_dominated = true,
         .progress = false,
         .log = NULL,
         .tune_greedy = true,
@@ -223,6 +224,7 @@ static korch_status order_choice(korch_orchestrator *o, int p, int *chosen, int 
 static void add_stats(korch_blp_stats *sum, const korch_blp_stats *s) {
     sum->variables += s->variables;
     sum->rows += s->rows;
+    sum->dominated += s->dominated;
     sum->rounds += s->rounds;
     sum->cuts += s->cuts;
     sum->pair_cuts += s->pair_cuts;
@@ -407,9 +409,9 @@ korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy stra
             add_stats(&o->blp, stats);
             if (o->options.log)
                 fprintf(o->options.log,
-                        "  partition %3d: %5d vars %5d rows, objective %.4f ms, bound %.4f ms, gap %.2f%%, "
+                        "  partition %3d: %5d vars (%d dominated) %5d rows, objective %.4f ms, bound %.4f ms, gap %.2f%%, "
                         "%.3f s, %d round%s, %d cuts, %d pair cuts%s%s\n",
-                        p, stats->variables, stats->rows, stats->objective, stats->bound, 100.0 * stats->gap,
+                        p, stats->variables, stats->dominated, stats->rows, stats->objective, stats->bound, 100.0 * stats->gap,
                         stats->seconds, stats->rounds, stats->rounds == 1 ? "" : "s", stats->cuts, stats->pair_cuts,
                         stats->time_limit ? ", time limit" : "", stats->fell_back ? ", kept greedy" : "");
         }
@@ -433,9 +435,9 @@ korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy stra
         b->seconds = o->solve_seconds;
         if (o->options.log)
             fprintf(o->options.log,
-                    "binary program: %d variables, %d rows, objective %.4f ms, bound %.4f ms, gap %.3f%%, %.2f s, "
+                    "binary program: %d variables (%d candidates dominated by their splits), %d rows, objective %.4f ms, bound %.4f ms, gap %.3f%%, %.2f s, "
                     "%d rounds, %d deadlock cuts, %d pair cuts%s\n",
-                    b->variables, b->rows, b->objective, b->bound, 100.0 * b->gap, b->seconds, b->rounds, b->cuts,
+                    b->variables, b->dominated, b->rows, b->objective, b->bound, 100.0 * b->gap, b->seconds, b->rounds, b->cuts,
                     b->pair_cuts,
                     b->optimal      ? ", optimal"
                     : b->time_limit ? ", time limit hit"

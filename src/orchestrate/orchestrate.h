@@ -62,6 +62,7 @@ typedef struct korch_orchestrate_options {
     double solve_time_limit_s; /* wall clock for all binary programs together */
     int max_cut_rounds; /* per partition */
     bool pairwise_cuts; /* pre-add the 2-cycle exclusions */
+    bool drop_dominated; /* leave out candidates whose split costs no more (solve.c) */
     bool progress; /* progress bar on stderr (only on a terminal) */
     FILE *log; /* statistics; NULL: quiet */
     /* Tuning (phase 2): the optimal strategy tunes the kernels of the greedy
@@ -77,6 +78,7 @@ korch_orchestrate_options korch_orchestrate_options_default(int threads);
 
 typedef struct korch_blp_stats {
     int variables, rows;
+    int dominated; /* candidates left out: their split costs no more (split.c) */
     int rounds, cuts, pair_cuts;
     double objective, bound, gap; /* gap = (objective - bound) / objective */
     double seconds;
@@ -117,6 +119,26 @@ korch_candidate_set *korch_orchestrator_candidates(korch_orchestrator *o);
  * nodes, and accepted by their backend. */
 korch_status korch_greedy_groups(const korch_pgraph *pg, const korch_pgraph_uses *uses, korch_supports_fn supports,
                                  void *supports_user, int max_nodes, int force_backend, int *group_of);
+
+/* split(C) (split.c): the cheapest known way to run the nodes of a convex
+ * set as two or more smaller kernels, under `cost` (INFINITY: the candidate
+ * is not usable), memoised. The memo assumes the costs it has seen do not
+ * change while it lives. */
+typedef double (*korch_split_cost_fn)(void *user, const korch_candidate *c);
+typedef struct korch_split_memo {
+    const korch_candidate_set *set;
+    korch_split_cost_fn cost;
+    void *user;
+    uint64_t *keys; /* mask; 0 empty */
+    int *parts;
+    double *values;
+    size_t cap, count;
+} korch_split_memo;
+
+void korch_split_init(korch_split_memo *m, const korch_candidate_set *set, korch_split_cost_fn cost, void *user);
+void korch_split_free(korch_split_memo *m);
+/* INFINITY when no split is known (or the set has one node) */
+double korch_split_cost(korch_split_memo *m, int p, korch_nodemask mask);
 
 /* Profiling rounds by candidate size (profile.c): phase 1, default schedules. */
 korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kernel_oracle *oracle,

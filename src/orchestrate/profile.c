@@ -18,127 +18,6 @@
 #include "orchestrate/orchestrate.h"
 #include "orchestrate/progress.h"
 
-/* memo of best(partition, mask): the cheapest known way to run a node set */
-typedef struct memo {
-    uint64_t *keys; /* mask; 0 empty */
-    int *parts;
-    double *values;
-    size_t cap, count;
-} memo;
-
-static uint64_t mix(uint64_t h, int p) {
-    h ^= (uint64_t)(unsigned)p * 0x9E3779B97F4A7C15ull;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    return h;
-}
-
-static bool memo_get(const memo *m, int p, korch_nodemask mask, double *out) {
-    if (!m->cap) return false;
-    size_t h = mix(mask, p) & (m->cap - 1);
-    while (m->keys[h]) {
-        if (m->keys[h] == mask && m->parts[h] == p) {
-            *out = m->values[h];
-            return true;
-        }
-        h = (h + 1) & (m->cap - 1);
-    }
-    return false;
-}
-
-static bool memo_put(memo *m, int p, korch_nodemask mask, double value) {
-    if ((m->count + 1) * 2 > m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 4096;
-        uint64_t *keys = calloc(cap, sizeof *keys);
-        int *parts = calloc(cap, sizeof *parts);
-        double *values = calloc(cap, sizeof *values);
-        if (!keys || !parts || !values) {
-            free(keys);
-            free(parts);
-            free(values);
-            return false;
-        }
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->keys[i]) continue;
-            size_t h = mix(m->keys[i], m->parts[i]) & (cap - 1);
-            while (keys[h]) h = (h + 1) & (cap - 1);
-            keys[h] = m->keys[i];
-            parts[h] = m->parts[i];
-            values[h] = m->values[i];
-        }
-        free(m->keys);
-        free(m->parts);
-        free(m->values);
-        m->keys = keys;
-        m->parts = parts;
-        m->values = values;
-        m->cap = cap;
-    }
-    size_t h = mix(mask, p) & (m->cap - 1);
-    while (m->keys[h] && !(m->keys[h] == mask && m->parts[h] == p)) h = (h + 1) & (m->cap - 1);
-    if (!m->keys[h]) m->count++;
-    m->keys[h] = mask;
-    m->parts[h] = p;
-    m->values[h] = value;
-    return true;
-}
-
-static double best_of(const korch_candidate_set *set, memo *m, int p, korch_nodemask mask);
-
-/* The cheapest known split of a convex set into smaller kernels (not the set
- * itself): peel one source or sink, or split a disconnected set into its
- * components. INFINITY when nothing is known. */
-static double split_of(const korch_candidate_set *set, memo *m, int p, korch_nodemask mask) {
-    const korch_partition *part = &set->partitions[p];
-    if (__builtin_popcountll(mask) < 2) return INFINITY;
-    if (!korch_mask_is_connected(part, mask)) {
-        double sum = 0;
-        korch_nodemask rest = mask;
-        while (rest) {
-            /* the component of the lowest node */
-            korch_nodemask comp = rest & (~rest + 1), frontier = comp;
-            while (frontier) {
-                korch_nodemask next = 0;
-                for (korch_nodemask f = frontier; f; f &= f - 1) {
-                    int i = __builtin_ctzll(f);
-                    next |= (part->pred[i] | part->succ[i]) & rest;
-                }
-                frontier = next & ~comp;
-                comp |= next;
-            }
-            sum += best_of(set, m, p, comp);
-            rest &= ~comp;
-        }
-        return sum;
-    }
-    double best = INFINITY;
-    for (korch_nodemask f = mask; f; f &= f - 1) {
-        int i = __builtin_ctzll(f);
-        korch_nodemask bit = (korch_nodemask)1 << i;
-        bool source = (part->pred[i] & mask) == 0, sink = (part->succ[i] & mask) == 0;
-        if (!source && !sink) continue;
-        double cost = best_of(set, m, p, bit) + best_of(set, m, p, mask & ~bit);
-        if (cost < best) best = cost;
-    }
-    return best;
-}
-
-static double best_of(const korch_candidate_set *set, memo *m, int p, korch_nodemask mask) {
-    double cached;
-    if (memo_get(m, p, mask, &cached)) return cached;
-    double best = INFINITY;
-    int ci = korch_candidate_find(set, p, mask);
-    if (ci >= 0) {
-        const korch_candidate *c = &set->candidates[ci];
-        if (c->profiled && !c->rejected) best = c->latency_ms;
-    }
-    double split = split_of(set, m, p, mask);
-    if (split < best) best = split;
-    memo_put(m, p, mask, best);
-    return best;
-}
-
 /* signature -> representative candidate (within one round and backend) */
 typedef struct sig_map {
     uint64_t *keys;
@@ -165,6 +44,13 @@ void korch_candidate_apply_result(korch_candidate *c, const korch_profile_result
     snprintf(c->impl, sizeof c->impl, "%s", r->impl);
 }
 
+/* Rounds go by size, so every candidate smaller than the one asked about has
+ * its final phase-1 answer when the memo first sees it. */
+static double measured_cost(void *user, const korch_candidate *c) {
+    (void)user;
+    return c->profiled && !c->rejected ? c->latency_ms : INFINITY;
+}
+
 korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kernel_oracle *oracle,
                                       const korch_orchestrate_options *options) {
     korch_status st = KORCH_OK;
@@ -176,7 +62,8 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
         remaining += !c->profiled && !c->rejected;
     }
     int chunk = options->profile_chunk > 0 ? options->profile_chunk : 48;
-    memo m = {0};
+    korch_split_memo m;
+    korch_split_init(&m, set, measured_cost, NULL);
     int *batch = malloc(((size_t)n + 1) * sizeof *batch);
     int *rep_of = malloc(((size_t)n + 1) * sizeof *rep_of);
     int *reps = malloc(((size_t)n + 1) * sizeof *reps);
@@ -203,7 +90,7 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
                 if (c->n_nodes != size || c->profiled || c->rejected || (int)c->backend != kind) continue;
                 c->lower_bound_ms = korch_candidate_lower_bound_ms(set, c, &options->machine);
                 if (options->prune_by_bound && size > 1 && !c->forced) {
-                    double split = split_of(set, &m, c->partition, c->mask);
+                    double split = korch_split_cost(&m, c->partition, c->mask);
                     if (c->lower_bound_ms >= split) {
                         c->rejected = true;
                         c->reject_reason = KORCH_REJECT_BOUND;
@@ -295,9 +182,7 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
                 "(default schedules; the kernels plans use are tuned next)\n",
                 timed, from_db, done_count, (korch_now_ms() - start_ms) / 1e3);
 done:
-    free(m.keys);
-    free(m.parts);
-    free(m.values);
+    korch_split_free(&m);
     free(batch);
     free(rep_of);
     free(reps);

@@ -18,11 +18,55 @@
  * exist and each round removes one, so the loop ends, and the first
  * schedulable optimum of the relaxed program is optimal for the real one.
  * (docs/orchestration.md has the full argument.) */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "orchestrate/orchestrate.h"
 #include "orchestrate/progress.h"
+
+/* the cost a candidate has in the program of one partition */
+typedef struct cost_ctx {
+    int p;
+    double untuned_scale;
+} cost_ctx;
+
+static double program_cost(void *user, const korch_candidate *c) {
+    const cost_ctx *ctx = user;
+    if (c->partition != ctx->p || !c->profiled || c->rejected) return INFINITY;
+    return c->latency_ms * (c->untuned && !c->tune_tried ? ctx->untuned_scale : 1.0);
+}
+
+/* Marks the candidates of partition p that cannot beat their own split under
+ * the program's costs (split.c). Leaving them out keeps the optimum: in any
+ * choice that uses such a C, the kernels of its split (recursively, down to
+ * candidates that are variables) run C's nodes in a schedulable order, make
+ * every value C makes, and cost no more. Single primitives, forced (greedy)
+ * candidates and the MIP start are kept, so the start stays a solution. */
+static korch_status mark_dominated(const korch_candidate_set *set, int p, double untuned_scale, const int *start,
+                                   int n_start, bool *dominated, int *count) {
+    *count = 0;
+    bool *keep = calloc((size_t)set->n_candidates + 1, sizeof *keep);
+    if (!keep) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
+    for (int i = 0; i < n_start; i++) keep[start[i]] = true;
+    cost_ctx ctx = {p, untuned_scale};
+    korch_split_memo m;
+    korch_split_init(&m, set, program_cost, &ctx);
+    for (int i = 0; i < set->n_candidates; i++) {
+        const korch_candidate *c = &set->candidates[i];
+        dominated[i] = false;
+        if (c->partition != p || c->n_nodes < 2 || c->forced || keep[i]) continue;
+        double cost = program_cost(&ctx, c);
+        if (cost == INFINITY) continue;
+        if (korch_split_cost(&m, p, c->mask) <= cost) {
+            dominated[i] = true;
+            (*count)++;
+        }
+    }
+    korch_split_free(&m);
+    free(keep);
+    return KORCH_OK;
+}
 
 typedef struct pair {
     int value, var;
@@ -296,17 +340,23 @@ korch_status korch_solve_partition(korch_candidate_set *set, int p, const int *s
     pr.cand = malloc(((size_t)n_cand + 1) * sizeof *pr.cand);
     double *cost = malloc(((size_t)n_cand + 1) * sizeof *cost);
     int *required = malloc(64 * 8 * sizeof *required);
+    bool *dominated = malloc(((size_t)n_cand + 1) * sizeof *dominated);
     korch_blp b = {0};
     bool *x = NULL, *ran = NULL;
     int *order = NULL, *sel = NULL, *start_vars = NULL;
-    if (!var_of || !pr.cand || !cost || !required) {
+    if (!var_of || !pr.cand || !cost || !required || !dominated) {
         st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
         goto done;
     }
+    if (options->drop_dominated)
+        st = mark_dominated(set, p, untuned_scale, start, n_start, dominated, &stats->dominated);
+    else
+        memset(dominated, 0, (size_t)n_cand * sizeof *dominated);
+    if (st != KORCH_OK) goto done;
     for (int i = 0; i < n_cand; i++) {
         var_of[i] = -1;
         const korch_candidate *c = &set->candidates[i];
-        if (c->partition != p || !c->profiled || c->rejected) continue;
+        if (c->partition != p || !c->profiled || c->rejected || dominated[i]) continue;
         var_of[i] = pr.n_vars;
         cost[pr.n_vars] = c->latency_ms * (c->untuned && !c->tune_tried ? untuned_scale : 1.0);
         pr.cand[pr.n_vars++] = i;
@@ -411,6 +461,7 @@ done:
     free(pr.cand);
     free(cost);
     free(required);
+    free(dominated);
     free(pr.k);
     free(pr.prod);
     free(pr.cols);
