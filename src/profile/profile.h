@@ -38,6 +38,9 @@ typedef struct korch_timer_options {
     double steady_spread;
     double cutoff_ms;   /* racing stop (see above) */
     int cutoff_runs;
+    /* untimed, before every timed run (NULL: nothing): e.g. evicting the
+     * kernel's constants from the caches (korch_cache_evict) */
+    void (*before_run)(void *ctx);
 } korch_timer_options;
 
 typedef korch_status (*korch_timed_fn)(void *ctx, int iteration);
@@ -45,6 +48,9 @@ typedef korch_status (*korch_timed_fn)(void *ctx, int iteration);
 korch_timer_options korch_timer_defaults(void);
 korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_options *o, korch_timing *out);
 double korch_now_s(void); /* monotonic seconds */
+/* Writes back and evicts [p, p + bytes) from every cache level (clflush on
+ * x86; elsewhere nothing). */
+void korch_cache_evict(const void *p, size_t bytes);
 /* MiB each core sweeps before every timed run (KORCH_PROFILE_SCRUB_MB; 0: off) */
 size_t korch_profile_scrub_mib(void);
 

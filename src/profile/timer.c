@@ -1,11 +1,15 @@
 /* Timing methodology (docs/profiling.md): warm-up, then the median of
  * repeated runs, with the spread reported. The median resists the occasional
  * preempted run on a shared machine; the spread tells how noisy it was. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #ifdef _OPENMP
 #include <omp.h>
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
 #endif
 
 #include "profile/profile.h"
@@ -69,6 +73,18 @@ static void scrub(void) {
     }
 }
 
+void korch_cache_evict(const void *p, size_t bytes) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (!p || bytes == 0) return;
+    const char *c = (const char *)((uintptr_t)p & ~(uintptr_t)63), *end = (const char *)p + bytes;
+    for (; c < end; c += 64) _mm_clflush(c);
+    _mm_mfence();
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -91,6 +107,7 @@ korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_
     bool cut = false;
     while (n < d.max_repeats && (n < d.min_repeats || spent < d.target_ms)) {
         scrub();
+        if (d.before_run) d.before_run(ctx);
         double a = korch_now_s();
         korch_status st = fn(ctx, it++);
         double ms = (korch_now_s() - a) * 1e3;

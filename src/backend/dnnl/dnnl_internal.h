@@ -99,6 +99,8 @@ korch_status dn_kernel_run(dn_kernel *k, void *const *inputs, void *const *outpu
 /* The spec input of constant weights the kernel reordered into its own
  * buffer at creation (never read at run time), or -1. */
 int dn_kernel_copied_weights(const dn_kernel *k);
+/* Evicts the weights the kernel reordered into its own buffer from the caches. */
+void dn_kernel_evict_owned_weights(const dn_kernel *k);
 void dn_kernel_free(dn_kernel *k);
 const char *dn_version(void); /* "oneDNN 2.6.3 (cpu_runtime omp)" */
 bool dn_impl_is_reference(const char *impl);

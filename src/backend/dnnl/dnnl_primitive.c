@@ -17,6 +17,7 @@
 #include <dnnl_debug.h>
 
 #include "backend/dnnl/dnnl_internal.h"
+#include "profile/profile.h"
 
 struct dn_kernel {
     dnnl_stream_t stream;
@@ -24,6 +25,7 @@ struct dn_kernel {
     dnnl_memory_t src_user, src, wei, bias, dst, dst_user;
     dnnl_memory_t post[DN_MAX_POST];
     void *wei_buf, *src_buf, *dst_buf; /* owned: reordered weights, blocked src/dst */
+    size_t wei_bytes;
     int threads;
     int src_slot, wei_slot, bias_slot; /* spec inputs bound per run (-1: owned) */
     int wei_copied_slot;               /* spec input of the weights copied at creation, or -1 */
@@ -299,6 +301,7 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     k->wei_slot = d->wei_slot;
     if (d->wei_constant && !dnnl_memory_desc_equal(wei_pd, &wei_user_md)) {
         k->wei_buf = alloc_for(wei_pd);
+        k->wei_bytes = dnnl_memory_desc_get_size(wei_pd);
         if (!k->wei_buf) {
             st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory for weights");
             goto done;
@@ -396,3 +399,7 @@ done:
 }
 
 int dn_kernel_copied_weights(const dn_kernel *k) { return k ? k->wei_copied_slot : -1; }
+
+void dn_kernel_evict_owned_weights(const dn_kernel *k) {
+    if (k && k->wei_buf) korch_cache_evict(k->wei_buf, k->wei_bytes);
+}
