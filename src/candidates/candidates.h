@@ -205,6 +205,9 @@ korch_status korch_enumerate_partition(korch_candidate_set *set, int p, const ko
 /* true when the mask is convex inside partition p */
 bool korch_mask_is_convex(const korch_partition *part, korch_nodemask mask);
 bool korch_mask_is_connected(const korch_partition *part, korch_nodemask mask);
+/* The connected component (edges in either direction, inside mask) of the
+ * lowest node of mask; 0 for an empty mask. */
+korch_nodemask korch_mask_component(const korch_partition *part, korch_nodemask mask);
 
 /* ---- bounds and signatures (bound.c, signature.c) ---------------------- */
 

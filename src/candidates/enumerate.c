@@ -28,8 +28,7 @@ bool korch_mask_is_convex(const korch_partition *part, korch_nodemask mask) {
     return (anc & desc & ~mask) == 0;
 }
 
-bool korch_mask_is_connected(const korch_partition *part, korch_nodemask mask) {
-    if (!mask) return false;
+korch_nodemask korch_mask_component(const korch_partition *part, korch_nodemask mask) {
     korch_nodemask reached = mask & (~mask + 1), frontier = reached;
     while (frontier) {
         korch_nodemask next = 0;
@@ -40,7 +39,11 @@ bool korch_mask_is_connected(const korch_partition *part, korch_nodemask mask) {
         frontier = next & ~reached;
         reached |= next;
     }
-    return reached == mask;
+    return reached;
+}
+
+bool korch_mask_is_connected(const korch_partition *part, korch_nodemask mask) {
+    return mask && korch_mask_component(part, mask) == mask;
 }
 
 /* A set of masks (open addressing; 0 marks an empty slot, masks are never 0). */

@@ -106,17 +106,7 @@ double korch_split_cost(korch_split_memo *m, int p, korch_nodemask mask) {
         double sum = 0;
         korch_nodemask rest = mask;
         while (rest) {
-            /* the component of the lowest node */
-            korch_nodemask comp = rest & (~rest + 1), frontier = comp;
-            while (frontier) {
-                korch_nodemask next = 0;
-                for (korch_nodemask f = frontier; f; f &= f - 1) {
-                    int i = __builtin_ctzll(f);
-                    next |= (part->pred[i] | part->succ[i]) & rest;
-                }
-                frontier = next & ~comp;
-                comp |= next;
-            }
+            korch_nodemask comp = korch_mask_component(part, rest);
             sum += best_of(m, p, comp);
             rest &= ~comp;
         }
