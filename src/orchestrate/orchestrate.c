@@ -409,9 +409,10 @@ korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy stra
             add_stats(&o->blp, stats);
             if (o->options.log)
                 fprintf(o->options.log,
-                        "  partition %3d: %5d vars (%d dominated) %5d rows, objective %.4f ms, bound %.4f ms, gap %.2f%%, "
-                        "%.3f s, %d round%s, %d cuts, %d pair cuts%s%s\n",
-                        p, stats->variables, stats->dominated, stats->rows, stats->objective, stats->bound, 100.0 * stats->gap,
+                        "  partition %3d: %5d vars (%d dominated) %5d rows, objective %.4f ms, bound %.4f ms, "
+                        "gap %.2f%%, %.3f s, %d round%s, %d cuts, %d pair cuts%s%s\n",
+                        p, stats->variables, stats->dominated, stats->rows, stats->objective, stats->bound,
+                        100.0 * stats->gap,
                         stats->seconds, stats->rounds, stats->rounds == 1 ? "" : "s", stats->cuts, stats->pair_cuts,
                         stats->time_limit ? ", time limit" : "", stats->fell_back ? ", kept greedy" : "");
         }
@@ -435,10 +436,11 @@ korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy stra
         b->seconds = o->solve_seconds;
         if (o->options.log)
             fprintf(o->options.log,
-                    "binary program: %d variables (%d candidates dominated by their splits), %d rows, objective %.4f ms, bound %.4f ms, gap %.3f%%, %.2f s, "
-                    "%d rounds, %d deadlock cuts, %d pair cuts%s\n",
-                    b->variables, b->dominated, b->rows, b->objective, b->bound, 100.0 * b->gap, b->seconds, b->rounds, b->cuts,
-                    b->pair_cuts,
+                    "binary program: %d variables (%d candidates dominated by their splits), %d rows, "
+                    "objective %.4f ms, bound %.4f ms, gap %.3f%%, %.2f s, %d rounds, %d deadlock cuts, "
+                    "%d pair cuts%s\n",
+                    b->variables, b->dominated, b->rows, b->objective, b->bound, 100.0 * b->gap, b->seconds,
+                    b->rounds, b->cuts, b->pair_cuts,
                     b->optimal      ? ", optimal"
                     : b->time_limit ? ", time limit hit"
                                     : "");

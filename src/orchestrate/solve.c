@@ -43,22 +43,21 @@ static double program_cost(void *user, const korch_candidate *c) {
  * candidates that are variables) run C's nodes in a schedulable order, make
  * every value C makes, and cost no more. Single primitives, forced (greedy)
  * candidates and the MIP start are kept, so the start stays a solution. */
-static korch_status mark_dominated(const korch_candidate_set *set, int p, double untuned_scale, const int *start,
-                                   int n_start, bool *dominated, int *count) {
+static korch_status mark_dominated(const korch_candidate_set *set, cost_ctx *ctx, const int *start, int n_start,
+                                   bool *dominated, int *count) {
     *count = 0;
     bool *keep = calloc((size_t)set->n_candidates + 1, sizeof *keep);
     if (!keep) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
     for (int i = 0; i < n_start; i++) keep[start[i]] = true;
-    cost_ctx ctx = {p, untuned_scale};
     korch_split_memo m;
-    korch_split_init(&m, set, program_cost, &ctx);
+    korch_split_init(&m, set, program_cost, ctx);
     for (int i = 0; i < set->n_candidates; i++) {
         const korch_candidate *c = &set->candidates[i];
         dominated[i] = false;
-        if (c->partition != p || c->n_nodes < 2 || c->forced || keep[i]) continue;
-        double cost = program_cost(&ctx, c);
+        if (c->partition != ctx->p || c->n_nodes < 2 || c->forced || keep[i]) continue;
+        double cost = program_cost(ctx, c);
         if (cost == INFINITY) continue;
-        if (korch_split_cost(&m, p, c->mask) <= cost) {
+        if (korch_split_cost(&m, ctx->p, c->mask) <= cost) {
             dominated[i] = true;
             (*count)++;
         }
@@ -348,17 +347,18 @@ korch_status korch_solve_partition(korch_candidate_set *set, int p, const int *s
         st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
         goto done;
     }
+    cost_ctx ctx = {p, untuned_scale};
     if (options->drop_dominated)
-        st = mark_dominated(set, p, untuned_scale, start, n_start, dominated, &stats->dominated);
+        st = mark_dominated(set, &ctx, start, n_start, dominated, &stats->dominated);
     else
         memset(dominated, 0, (size_t)n_cand * sizeof *dominated);
     if (st != KORCH_OK) goto done;
     for (int i = 0; i < n_cand; i++) {
         var_of[i] = -1;
-        const korch_candidate *c = &set->candidates[i];
-        if (c->partition != p || !c->profiled || c->rejected || dominated[i]) continue;
+        double c_cost = program_cost(&ctx, &set->candidates[i]);
+        if (c_cost == INFINITY || dominated[i]) continue;
         var_of[i] = pr.n_vars;
-        cost[pr.n_vars] = c->latency_ms * (c->untuned && !c->tune_tried ? untuned_scale : 1.0);
+        cost[pr.n_vars] = c_cost;
         pr.cand[pr.n_vars++] = i;
     }
     int total_out = 0, max_row = 8;
