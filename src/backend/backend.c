@@ -52,3 +52,12 @@ void korch_kernel_destroy(korch_kernel *k) {
     if (k->destroy) k->destroy(k);
     free(k);
 }
+
+const char *korch_backend_identity(korch_backend_kind kind) {
+    switch (kind) {
+    case KORCH_BACKEND_CGEN: return korch_cgen_identity();
+    case KORCH_BACKEND_DNNL: return korch_dnnl_identity();
+    case KORCH_BACKEND_REF: return "interpreter";
+    default: return "?";
+    }
+}

@@ -69,6 +69,8 @@ typedef struct korch_profile_result {
     double spread_ms;     /* max - min of the timed repeats */
     char schedule[256];   /* opaque to callers; rebuilds the same kernel */
     char impl[160];
+    char key[48];         /* the backend's signature of the kernel, its profile database key
+                             (with the schedule: the key of stored verdicts, src/verify) */
     bool from_database;   /* nothing was compiled or timed */
     bool default_only;    /* only the default schedule was timed (quick mode): tuning can
                              lower latency_ms; false when tuned or nothing to tune */
@@ -90,5 +92,11 @@ korch_status korch_backend_build(korch_backend_kind kind, const korch_kernel_spe
                                  int n, const korch_profile_options *options, korch_kernel **kernels);
 
 void korch_kernel_destroy(korch_kernel *k);
+
+/* What a backend's kernels depend on besides their signature and schedule:
+ * generator version, compiler and flags, library version. Stored verdicts
+ * (src/verify) are keyed by it, so a new compiler or oneDNN is checked
+ * again. */
+const char *korch_backend_identity(korch_backend_kind kind);
 
 #endif

@@ -15,6 +15,7 @@ const char *korch_reject_reason_name(korch_reject_reason r) {
         [KORCH_REJECT_SET_CAP] = "enumeration budget",
         [KORCH_REJECT_BOUND] = "pruned by bound",
         [KORCH_REJECT_PROFILE] = "profiling failed",
+        [KORCH_REJECT_WRONG] = "wrong results",
     };
     _Static_assert(sizeof names / sizeof names[0] == KORCH_REJECT_COUNT, "reject reason names out of step");
     return (unsigned)r < KORCH_REJECT_COUNT ? names[r] : "?";

@@ -69,6 +69,7 @@ typedef enum korch_reject_reason {
     KORCH_REJECT_SET_CAP, /* the partition's enumeration budget ran out */
     KORCH_REJECT_BOUND, /* cannot beat its own split (lower bound) */
     KORCH_REJECT_PROFILE, /* the backend failed to build or time it */
+    KORCH_REJECT_WRONG, /* its outputs differ from the interpreter's (src/verify) */
     KORCH_REJECT_COUNT
 } korch_reject_reason;
 
@@ -103,6 +104,10 @@ typedef struct korch_candidate {
     bool tune_tried; /* tuning was asked for (whatever came of it) */
     char schedule[256];
     char impl[160];
+    char key[48]; /* the backend's profile database key (korch_profile_result.key) */
+    /* verification (src/verify): the verdict of (key, schedule) */
+    int verdict; /* korch_verdict */
+    double verify_ratio; /* worst error / tolerance */
 } korch_candidate;
 
 typedef struct korch_partition_stats {

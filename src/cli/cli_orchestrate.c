@@ -1,5 +1,7 @@
 #include "cli/cli_orchestrate.h"
 
+#include "io/npy.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@ void korch_cli_orchestrate_args_init(korch_cli_orchestrate_args *a) {
     a->time_limit_s = 120;
     a->max_kernel_nodes = korch_candidate_options_default().max_kernel_nodes;
     a->max_partition_nodes = korch_candidate_options_default().max_partition_nodes;
+    a->verify_seed = 20241125;
 }
 
 void korch_cli_orchestrate_args_free(korch_cli_orchestrate_args *a) { korch_cli_shapes_free(&a->shapes); }
@@ -54,6 +57,16 @@ int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char *
     } else if (strcmp(opt, "--input-shape") == 0) {
         if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
         return korch_cli_shapes_add(&a->shapes, v, command);
+    } else if (strcmp(opt, "--no-verify") == 0) {
+        a->no_verify = true;
+    } else if (strcmp(opt, "--verify-seed") == 0) {
+        if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
+        if (!korch_cli_parse_int(v, 0, 2147483647L, &a->verify_seed))
+            return korch_cli_usage_error(command, "--verify-seed expects a number from 0 to 2147483647");
+    } else if (strcmp(opt, "--input") == 0 || strcmp(opt, "-i") == 0) {
+        if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
+        if (a->n_verify_inputs >= 64) return korch_cli_usage_error(command, "too many --input files");
+        a->verify_inputs[a->n_verify_inputs++] = v;
     } else if (strcmp(opt, "--no-prune") == 0) {
         a->no_prune = true;
     } else if (strcmp(opt, "--estimate") == 0) {
@@ -74,6 +87,12 @@ void korch_cli_orchestrate_help(void) {
            "  --max-kernel-nodes N     size cap of enumerated candidate kernels (default %d)\n"
            "  --max-partition-nodes N  primitives per partition, at most %d (default %d)\n"
            "  --no-prune               profile candidates that cannot beat their own split\n"
+           "  --input NAME=FILE        check the plan on this input too (.npy or .pb; repeat per input;\n"
+           "                           every graph input needs one)\n"
+           "  --verify-seed N          seed of the random inputs kernels and plans are checked on\n"
+           "                           (default 20241125)\n"
+           "  --no-verify              do not check kernels and plans against the reference\n"
+           "                           (the plan is marked unverified; for studying korch itself)\n"
            "  --dry-run                build the candidates, print their counts, stop\n"
            "  --estimate               latencies from a roofline model instead of measurements\n"
            "                           (quick; predictions are rough, kernels use default schedules)\n"
@@ -81,6 +100,65 @@ void korch_cli_orchestrate_help(void) {
            "  -q, --quiet              no statistics\n",
            korch_candidate_options_default().max_kernel_nodes, KORCH_PARTITION_MAX_NODES,
            korch_candidate_options_default().max_partition_nodes);
+}
+
+/* --input NAME=FILE (or FILE, for the next unbound input): every graph
+ * input needs one, with the model's dtype and shape. */
+static int load_verify_inputs(const korch_cli_orchestrate_args *a, korch_cli_session *s) {
+    const korch_graph *g = s->model.graph;
+    if (a->n_verify_inputs == 0) return 0;
+    char vbuf[200];
+    s->verify_inputs = calloc((size_t)g->n_inputs + 1, sizeof *s->verify_inputs);
+    if (!s->verify_inputs) return korch_cli_fail();
+    bool *bound = calloc((size_t)g->n_inputs + 1, sizeof *bound);
+    int rc = bound ? 0 : 1;
+    for (int k = 0; k < a->n_verify_inputs && rc == 0; k++) {
+        const char *spec = a->verify_inputs[k], *eq = strchr(spec, '=');
+        const char *path = eq ? eq + 1 : spec;
+        int slot = -1;
+        for (int i = 0; i < g->n_inputs && slot < 0; i++) {
+            const char *vn = g->values[g->inputs[i]].name;
+            if (eq ? (strlen(vn) == (size_t)(eq - spec) && strncmp(vn, spec, (size_t)(eq - spec)) == 0) : !bound[i])
+                slot = i;
+        }
+        if (slot < 0) {
+            fprintf(stderr, "korch: error: --input %s: %s\n", korch_printable(spec, vbuf, sizeof vbuf),
+                    eq ? "the model has no input of that name" : "more --input files than model inputs");
+            rc = 2;
+            break;
+        }
+        if (bound[slot]) {
+            fprintf(stderr, "korch: error: --input %s: input \"%s\" is given twice\n",
+                    korch_printable(spec, vbuf, sizeof vbuf), g->values[g->inputs[slot]].name);
+            rc = 2;
+            break;
+        }
+        char *name = NULL;
+        if (korch_tensor_file_read(path, &s->verify_inputs[slot], &name) != KORCH_OK) {
+            rc = korch_cli_fail();
+            break;
+        }
+        free(name);
+        bound[slot] = true;
+        const korch_value *v = &g->values[g->inputs[slot]];
+        const korch_tensor *t = &s->verify_inputs[slot];
+        if (t->dtype != v->dtype || !korch_shape_equal(&t->shape, &v->shape)) {
+            char want[96], got[96];
+            fprintf(stderr, "korch: error: --input %s: the file holds %s %s; input \"%s\" is %s %s\n",
+                    korch_printable(spec, vbuf, sizeof vbuf), korch_dtype_name(t->dtype),
+                    korch_shape_format(&t->shape, got, sizeof got), v->name, korch_dtype_name(v->dtype),
+                    korch_shape_format(&v->shape, want, sizeof want));
+            rc = 2;
+        }
+    }
+    for (int i = 0; i < g->n_inputs && rc == 0; i++)
+        if (!bound[i]) {
+            fprintf(stderr, "korch: error: --input given for some inputs but not for \"%s\"\n",
+                    korch_printable(g->values[g->inputs[i]].name, vbuf, sizeof vbuf));
+            rc = 2;
+        }
+    free(bound);
+    return rc;
 }
 
 int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strategy most, korch_cli_session *s) {
@@ -116,6 +194,13 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
     s->options.solve_time_limit_s = a->time_limit_s;
     s->options.progress = true;
     s->options.log = log;
+    if (!a->no_verify && !a->dry_run) {
+        if (load_verify_inputs(a, s) != 0) return 1;
+        korch_verify_options vo = {.seed = (uint64_t)a->verify_seed, .inputs = s->verify_inputs, .build = &s->profile};
+        if (korch_verifier_create(s->model.pg, &vo, &s->verifier) != KORCH_OK) return korch_cli_fail();
+        s->options.verifier = korch_verifier_hook(s->verifier);
+        s->plan_verify = (korch_plan_verify_options){.verify = vo, .graph = s->model.graph, .log = log};
+    }
     if (korch_orchestrator_create(s->model.pg, &s->oracle, &s->options, most, &s->orch) != KORCH_OK)
         return korch_cli_fail();
     if (a->dry_run) {
@@ -124,6 +209,25 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
     }
     if (korch_orchestrator_profile(s->orch) != KORCH_OK) return korch_cli_fail();
     return 0;
+}
+
+korch_status korch_cli_orchestrate_solve(const korch_cli_orchestrate_args *a, korch_cli_session *s,
+                                         korch_strategy strategy, korch_plan **out) {
+    if (a->no_verify || !s->verifier) return korch_orchestrator_solve(s->orch, strategy, out);
+    KORCH_TRY(korch_orchestrator_solve_verified(s->orch, strategy, &s->plan_verify, out));
+    FILE *log = s->options.log;
+    if (log) {
+        const korch_verifier_stats *vs = korch_verifier_get_stats(s->verifier);
+        const korch_verify_log *vl = korch_orchestrator_verify_log(s->orch);
+        fprintf(log,
+                "verification: %ld kernels checked against the interpreter (%.1f s), %ld verdicts from the "
+                "database, %d candidate kernel%s excluded as wrong\n",
+                vs->checked, vs->seconds, vs->from_database, vl->n_excluded, vl->n_excluded == 1 ? "" : "s");
+        for (int i = 0; i < vl->n_excluded && i < 20; i++)
+            fprintf(log, "  excluded: %s: %s\n", vl->excluded[i].impl, vl->excluded[i].detail);
+        if (vl->n_excluded > 20) fprintf(log, "  ... and %d more\n", vl->n_excluded - 20);
+    }
+    return KORCH_OK;
 }
 
 korch_status korch_cli_orchestrate_finish_plan(const korch_cli_orchestrate_args *a, const korch_cli_session *s,
@@ -135,6 +239,10 @@ korch_status korch_cli_orchestrate_finish_plan(const korch_cli_orchestrate_args 
 
 void korch_cli_orchestrate_end(korch_cli_session *s) {
     korch_orchestrator_free(s->orch);
+    korch_verifier_free(s->verifier);
+    for (int i = 0; s->verify_inputs && s->model.graph && i < s->model.graph->n_inputs; i++)
+        korch_tensor_free(&s->verify_inputs[i]);
+    free(s->verify_inputs);
     korch_plan_model_close(&s->model);
     memset(s, 0, sizeof *s);
 }

@@ -19,6 +19,10 @@ typedef struct korch_cli_orchestrate_args {
     bool quiet;
     bool dry_run; /* candidates only: no profiling */
     bool estimate; /* latencies from the roofline model, nothing compiled or timed */
+    bool no_verify; /* --no-verify: kernels and plans are not checked (for studying korch itself) */
+    long verify_seed;
+    int n_verify_inputs; /* --input NAME=FILE: verification also runs on these */
+    const char *verify_inputs[64];
     korch_cli_shapes shapes;
 } korch_cli_orchestrate_args;
 
@@ -29,6 +33,9 @@ typedef struct korch_cli_session {
     korch_machine_model typical; /* for --estimate */
     korch_orchestrate_options options;
     korch_orchestrator *orch;
+    korch_verifier *verifier; /* NULL with --no-verify */
+    korch_tensor *verify_inputs; /* the --input files bound to the graph inputs, or NULL */
+    korch_plan_verify_options plan_verify;
     int threads;
 } korch_cli_session;
 
@@ -44,6 +51,10 @@ void korch_cli_orchestrate_help(void);
  * ones) needs, and profiles them. Returns 0 or an exit code; end() must be
  * called either way. */
 int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strategy most, korch_cli_session *s);
+/* A strategy's plan: verified (korch_orchestrator_solve_verified) unless
+ * --no-verify. */
+korch_status korch_cli_orchestrate_solve(const korch_cli_orchestrate_args *a, korch_cli_session *s,
+                                         korch_strategy strategy, korch_plan **out);
 /* Records the model, shapes and threads in a freshly solved plan. */
 korch_status korch_cli_orchestrate_finish_plan(const korch_cli_orchestrate_args *a, const korch_cli_session *s,
                                                korch_plan *plan);

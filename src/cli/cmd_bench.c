@@ -123,7 +123,7 @@ int korch_cmd_bench(int argc, char **argv) {
     for (int strat = 0; strat < KORCH_STRATEGY_COUNT && rc == 0; strat++) {
         korch_plan *plan = NULL;
         korch_executor *ex = NULL;
-        if (korch_orchestrator_solve(s.orch, (korch_strategy)strat, &plan) != KORCH_OK ||
+        if (korch_cli_orchestrate_solve(&args, &s, (korch_strategy)strat, &plan) != KORCH_OK ||
             korch_cli_orchestrate_finish_plan(&args, &s, plan) != KORCH_OK ||
             korch_executor_create(plan, pg, &s.profile, &ex) != KORCH_OK) {
             rc = korch_cli_fail();

@@ -70,7 +70,7 @@ int korch_cmd_optimize(int argc, char **argv) {
         korch_cli_orchestrate_args_free(&args);
         return 0;
     }
-    if (rc == 0 && korch_orchestrator_solve(session.orch, strategy, &plan) != KORCH_OK) rc = korch_cli_fail();
+    if (rc == 0 && korch_cli_orchestrate_solve(&args, &session, strategy, &plan) != KORCH_OK) rc = korch_cli_fail();
     if (rc == 0 && korch_cli_orchestrate_finish_plan(&args, &session, plan) != KORCH_OK) rc = korch_cli_fail();
     if (rc == 0 && korch_plan_save(plan, output) != KORCH_OK) rc = korch_cli_fail();
     if (rc == 0 && !args.quiet) {

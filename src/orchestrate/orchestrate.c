@@ -33,6 +33,7 @@ struct korch_orchestrator {
     bool *dirty;
     double solve_seconds; /* all binary programs, every round */
     int tune_rounds;
+    korch_verify_log vlog;
 };
 
 const char *korch_strategy_name(korch_strategy s) {
@@ -66,6 +67,8 @@ korch_orchestrate_options korch_orchestrate_options_default(int threads) {
         .log = NULL,
         .tune_greedy = true,
         .tune_margin = 1.0,
+        .verifier = {0},
+        .max_verify_rounds = 50,
     };
     return o;
 }
@@ -115,6 +118,7 @@ void korch_orchestrator_free(korch_orchestrator *o) {
     free(o->part_stats);
     free(o->dirty);
     korch_tune_state_free(&o->tune);
+    korch_verify_log_free(&o->vlog);
     korch_candidates_free(o->set);
     free(o->group_of);
     free(o);
@@ -124,6 +128,14 @@ korch_candidate_set *korch_orchestrator_candidates(korch_orchestrator *o) { retu
 const korch_blp_stats *korch_orchestrator_blp_stats(const korch_orchestrator *o) { return &o->blp; }
 const korch_tune_state *korch_orchestrator_tuning(const korch_orchestrator *o) { return &o->tune; }
 int korch_orchestrator_tune_rounds(const korch_orchestrator *o) { return o->tune_rounds; }
+const korch_verify_log *korch_orchestrator_verify_log(const korch_orchestrator *o) { return &o->vlog; }
+
+korch_status korch_orchestrator_exclude(korch_orchestrator *o, const korch_plan_kernel *k,
+                                        const korch_verify_result *r) {
+    if (!o->dirty) return korch_error(KORCH_ERR_INVALID_ARGUMENT, "orchestrate: exclude before profile");
+    o->vlog.rounds++;
+    return korch_orchestrator_exclude_kernel(o->set, &o->oracle, &o->options.verifier, k, r, o->dirty, &o->vlog);
+}
 
 korch_status korch_orchestrator_profile(korch_orchestrator *o) {
     if (o->tune.start_ms == 0) {
@@ -141,6 +153,7 @@ korch_status korch_orchestrator_profile(korch_orchestrator *o) {
     }
     for (int p = 0; p < np; p++) o->dirty[p] = true;
     KORCH_TRY(korch_profile_candidates(o->set, &o->oracle, &o->options));
+    KORCH_TRY(korch_verify_stored(o->set, &o->oracle, &o->options.verifier, &o->vlog));
     if (o->options.log) korch_candidates_report(o->set, o->options.log);
     return KORCH_OK;
 }
@@ -258,8 +271,10 @@ static korch_status solve_dirty(korch_orchestrator *o, double untuned_scale, boo
         /* MIP start: the cheaper of greedy and the last choice (both schedulable) */
         int n_start = 0;
         if (rule_choice(o, p, KORCH_STRATEGY_GREEDY, start, &n_start) != KORCH_OK) n_start = 0;
-        if (o->solution[p] && (n_start == 0 || choice_cost(set, o->solution[p], o->n_solution[p], untuned_scale) <
-                                                   choice_cost(set, start, n_start, untuned_scale))) {
+        bool last_usable = o->solution[p] != NULL; /* verification may have rejected part of it */
+        for (int i = 0; last_usable && i < o->n_solution[p]; i++) last_usable = usable(&set->candidates[o->solution[p][i]]);
+        if (last_usable && (n_start == 0 || choice_cost(set, o->solution[p], o->n_solution[p], untuned_scale) <
+                                                choice_cost(set, start, n_start, untuned_scale))) {
             memcpy(start, o->solution[p], (size_t)o->n_solution[p] * sizeof *start);
             n_start = o->n_solution[p];
         }
@@ -332,6 +347,26 @@ static korch_status optimal_choice(korch_orchestrator *o, bool *available, int *
     return st;
 }
 
+/* Checks the kernels of the current choice (every partition); wrong ones
+ * are rejected and their partitions marked dirty (verify_choice.c). */
+static korch_status verify_choice(korch_orchestrator *o, korch_strategy strategy, int *chosen, int *n_wrong) {
+    korch_candidate_set *set = o->set;
+    *n_wrong = 0;
+    if (!o->options.verifier.check) return KORCH_OK;
+    int n_all = 0;
+    for (int p = 0; p < set->n_partitions; p++) {
+        if (strategy == KORCH_STRATEGY_OPTIMAL) {
+            memcpy(chosen + n_all, o->solution[p], (size_t)o->n_solution[p] * sizeof *chosen);
+            n_all += o->n_solution[p];
+        } else {
+            int n = 0;
+            KORCH_TRY(rule_choice(o, p, strategy, chosen + n_all, &n));
+            n_all += n;
+        }
+    }
+    return korch_verify_chosen(set, &o->oracle, &o->options.verifier, chosen, n_all, o->dirty, &o->vlog, n_wrong);
+}
+
 /* The none or greedy choice, its kernels tuned. */
 static korch_status rule_tune(korch_orchestrator *o, korch_strategy strategy, int *chosen) {
     korch_candidate_set *set = o->set;
@@ -391,8 +426,21 @@ korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy stra
                           ? KORCH_OK
                           : korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
     for (int v = 0; available && v < pg->n_values; v++) available[v] = true;
-    if (st == KORCH_OK && strategy == KORCH_STRATEGY_OPTIMAL) st = optimal_choice(o, available, chosen, start);
-    else if (st == KORCH_OK) st = rule_tune(o, strategy, chosen);
+    for (int round = 0; st == KORCH_OK; round++) {
+        if (strategy == KORCH_STRATEGY_OPTIMAL) st = optimal_choice(o, available, chosen, start);
+        else st = rule_tune(o, strategy, chosen);
+        int n_wrong = 0;
+        if (st == KORCH_OK) st = verify_choice(o, strategy, chosen, &n_wrong);
+        if (st != KORCH_OK || n_wrong == 0) break;
+        o->vlog.rounds++;
+        if (o->options.log)
+            fprintf(o->options.log, "verification: %d chosen kernel%s from the interpreter; choosing again\n",
+                    n_wrong, n_wrong == 1 ? " differs" : "s differ");
+        if (round + 1 >= o->options.max_verify_rounds)
+            st = korch_error(KORCH_ERR_RUNTIME,
+                             "verification: still choosing wrong kernels after %d rounds (%d excluded so far)",
+                             round + 1, o->vlog.n_excluded);
+    }
     if (strategy == KORCH_STRATEGY_OPTIMAL) {
         memset(&o->blp, 0, sizeof o->blp);
         o->blp.optimal = true;
@@ -425,6 +473,9 @@ korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy stra
             }
             k->backend = c->backend;
             k->latency_ms = c->latency_ms;
+            k->verify_ratio = c->backend == KORCH_BACKEND_REF                 ? 0.0
+                              : c->verdict == KORCH_VERDICT_VERIFIED ? c->verify_ratio
+                                                                      : -1.0;
             snprintf(k->schedule, sizeof k->schedule, "%s", c->schedule);
             snprintf(k->impl, sizeof k->impl, "%s", c->impl);
             plan->predicted_ms += c->latency_ms;

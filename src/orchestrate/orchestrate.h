@@ -21,6 +21,7 @@
 
 #include "candidates/candidates.h"
 #include "runtime/plan.h"
+#include "verify/verify.h"
 
 typedef enum korch_strategy {
     KORCH_STRATEGY_NONE,
@@ -72,6 +73,12 @@ typedef struct korch_orchestrate_options {
      * default latency (what tuning might make of it), so kernels that could
      * win once tuned are tuned too; 1: only the chosen ones */
     double tune_margin;
+    /* Verification (src/verify, verify_choice.c): every kernel a strategy
+     * chooses is checked before the plan is final; wrong ones are excluded
+     * and the strategy chooses again, at most max_verify_rounds times.
+     * verifier.check NULL: nothing is checked (tests of the program). */
+    korch_kernel_verifier verifier;
+    int max_verify_rounds;
 } korch_orchestrate_options;
 
 korch_orchestrate_options korch_orchestrate_options_default(int threads);
@@ -107,6 +114,50 @@ korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy stra
 /* What tuning did so far (phase 2), and in how many rounds. */
 const struct korch_tune_state *korch_orchestrator_tuning(const korch_orchestrator *o);
 int korch_orchestrator_tune_rounds(const korch_orchestrator *o);
+
+/* Kernels verification excluded (their outputs differed from the
+ * interpreter's), and how many kernels were checked. */
+typedef struct korch_excluded_kernel {
+    int candidate;
+    korch_backend_kind backend;
+    double worst_ratio;
+    char impl[160];
+    char detail[256];
+} korch_excluded_kernel;
+
+typedef struct korch_verify_log {
+    long checked; /* kernels handed to the verifier (stored verdicts included) */
+    int rounds; /* times a strategy chose again because a chosen kernel was wrong */
+    int n_excluded, cap_excluded;
+    korch_excluded_kernel *excluded;
+} korch_verify_log;
+
+void korch_verify_log_free(korch_verify_log *log);
+const korch_verify_log *korch_orchestrator_verify_log(const korch_orchestrator *o);
+
+/* Marks the candidate a plan kernel came from wrong (a plan check found it,
+ * korch_verify_plan), records the verdict, rejects it and every candidate
+ * of the same kernel; the next solve chooses without it. */
+korch_status korch_orchestrator_exclude(korch_orchestrator *o, const korch_plan_kernel *k,
+                                        const korch_verify_result *r);
+
+/* A strategy's plan, checked whole before it is returned (verified_plan.c):
+ * solve, run the plan against the reference executor (korch_verify_plan on
+ * the seeded inputs and, when given, the caller's), and while a kernel is
+ * at fault exclude it and solve again, at most max_rounds times. A plan
+ * that cannot be made to pass is an error naming the fault (fission, the
+ * executor, or a kernel that keeps failing); never a returned plan. The
+ * plan's verification fields are filled. check (optional) receives the last
+ * check's per-output numbers. */
+typedef struct korch_plan_verify_options {
+    korch_verify_options verify; /* seed, build options; verify.inputs: the caller's inputs or NULL */
+    const korch_graph *graph;    /* the inferred op graph pg was lowered from */
+    int max_rounds;              /* <= 0: 8 */
+    FILE *log;                   /* what was checked and excluded; NULL: quiet */
+} korch_plan_verify_options;
+
+korch_status korch_orchestrator_solve_verified(korch_orchestrator *o, korch_strategy strategy,
+                                               const korch_plan_verify_options *options, korch_plan **out);
 
 /* Statistics of the last optimal solve, summed over partitions. */
 const korch_blp_stats *korch_orchestrator_blp_stats(const korch_orchestrator *o);
@@ -182,6 +233,22 @@ korch_status korch_tune_candidates(korch_candidate_set *set, const korch_kernel_
 korch_status korch_solve_partition(korch_candidate_set *set, int p, const int *start, int n_start, double time_limit_s,
                                    double untuned_scale, const korch_orchestrate_options *options, bool *available,
                                    int *chosen, int *n_chosen, korch_blp_stats *stats);
+
+/* Verification (verify_choice.c). Stored verdicts for every usable
+ * candidate, nothing run: the known-wrong are rejected. */
+korch_status korch_verify_stored(korch_candidate_set *set, const korch_kernel_oracle *oracle,
+                                 const korch_kernel_verifier *vf, korch_verify_log *log);
+/* Checks candidates cands[0..n) whose verdict is unknown; a wrong one is
+ * rejected with every candidate of the same kernel and schedule (a single
+ * primitive moves to REF), its partition marked dirty; *n_wrong counts them. */
+korch_status korch_verify_chosen(korch_candidate_set *set, const korch_kernel_oracle *oracle,
+                                 const korch_kernel_verifier *vf, const int *cands, int n, bool *dirty,
+                                 korch_verify_log *log, int *n_wrong);
+
+/* The candidate a plan kernel came from, rejected as wrong (and recorded). */
+korch_status korch_orchestrator_exclude_kernel(korch_candidate_set *set, const korch_kernel_oracle *oracle,
+                                               const korch_kernel_verifier *vf, const korch_plan_kernel *k,
+                                               const korch_verify_result *r, bool *dirty, korch_verify_log *log);
 
 /* ---- the binary program (blp.c) ----------------------------------------- */
 

@@ -42,6 +42,7 @@ void korch_candidate_apply_result(korch_candidate *c, const korch_profile_result
     c->untuned = r->default_only;
     snprintf(c->schedule, sizeof c->schedule, "%s", r->schedule);
     snprintf(c->impl, sizeof c->impl, "%s", r->impl);
+    snprintf(c->key, sizeof c->key, "%s", r->key);
 }
 
 /* Rounds go by size, so every candidate smaller than the one asked about has
@@ -160,6 +161,7 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
                     c->untuned = r->untuned;
                     memcpy(c->schedule, r->schedule, sizeof c->schedule);
                     memcpy(c->impl, r->impl, sizeof c->impl);
+                    memcpy(c->key, r->key, sizeof c->key);
                 } else {
                     c->rejected = true;
                     c->reject_reason = KORCH_REJECT_PROFILE;

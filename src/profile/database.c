@@ -6,6 +6,10 @@
  *   best(backend, sig, machine)             -> schedule, latency, spread,
  *                                              default latency, trials
  *   machines(machine)                       -> readable fingerprint
+ *   verdicts(backend, sig, schedule, machine) -> verified / wrong, worst
+ *                                              error, detail (src/verify;
+ *                                              machine: the verification
+ *                                              fingerprint)
  *
  * WAL mode and a busy timeout let several korch processes share one file.
  * Failure policy: a file that is not a database or is corrupt is moved aside
@@ -39,6 +43,8 @@ static const char *const schema =
     " spread_ms REAL, created INTEGER, PRIMARY KEY(backend, sig, schedule, machine));"
     "CREATE TABLE IF NOT EXISTS best(backend TEXT, sig TEXT, machine TEXT, schedule TEXT, latency_ms REAL,"
     " spread_ms REAL, default_ms REAL, trials INTEGER, created INTEGER, PRIMARY KEY(backend, sig, machine));"
+    "CREATE TABLE IF NOT EXISTS verdicts(backend TEXT, sig TEXT, schedule TEXT, machine TEXT, verdict TEXT,"
+    " worst REAL, max_abs REAL, detail TEXT, created INTEGER, PRIMARY KEY(backend, sig, schedule, machine));"
     "INSERT OR IGNORE INTO meta VALUES('schema_version', '" SCHEMA_VERSION "');";
 
 static korch_status default_path(char *buf, size_t size) {
@@ -246,4 +252,46 @@ korch_status korch_profile_db_put_machine(korch_profile_db *db, const char *mach
     if (db->readonly) return KORCH_OK;
     const char *t[2] = {machine, text};
     return run(db, "INSERT OR REPLACE INTO machines VALUES(?1, ?2);", 2, t, 0, NULL, NULL);
+}
+
+korch_status korch_profile_db_get_verdict(korch_profile_db *db, const char *backend, const char *sig,
+                                          const char *schedule, const char *machine, korch_verdict_record *rec,
+                                          bool *found) {
+    const char *t[4] = {backend, sig, schedule, machine};
+    sqlite3_stmt *row = NULL;
+    *found = false;
+    KORCH_TRY(run(db,
+                  "SELECT verdict, worst, max_abs, detail FROM verdicts"
+                  " WHERE backend=?1 AND sig=?2 AND schedule=?3 AND machine=?4;",
+                  4, t, 0, NULL, &row));
+    if (!row) return KORCH_OK;
+    const unsigned char *v = sqlite3_column_text(row, 0), *d = sqlite3_column_text(row, 3);
+    snprintf(rec->verdict, sizeof rec->verdict, "%s", v ? (const char *)v : "");
+    rec->worst_ratio = sqlite3_column_double(row, 1);
+    rec->max_abs = sqlite3_column_double(row, 2);
+    snprintf(rec->detail, sizeof rec->detail, "%s", d ? (const char *)d : "");
+    sqlite3_finalize(row);
+    /* anything but the two known words is damage: check again */
+    *found = strcmp(rec->verdict, "verified") == 0 || strcmp(rec->verdict, "wrong") == 0;
+    return KORCH_OK;
+}
+
+korch_status korch_profile_db_put_verdict(korch_profile_db *db, const char *backend, const char *sig,
+                                          const char *schedule, const char *machine, const korch_verdict_record *rec) {
+    if (db->readonly) return KORCH_OK;
+    const char *t[6] = {backend, sig, schedule, machine, rec->verdict, rec->detail};
+    /* SQLite stores an infinite REAL as Inf; NaN would become NULL */
+    double worst = rec->worst_ratio == rec->worst_ratio ? rec->worst_ratio : 1e308;
+    double d[3] = {worst, rec->max_abs == rec->max_abs ? rec->max_abs : 1e308, (double)time(NULL)};
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db->db,
+                           "INSERT OR REPLACE INTO verdicts(backend, sig, schedule, machine, verdict, detail, worst,"
+                           " max_abs, created) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9);",
+                           -1, &st, NULL) != SQLITE_OK)
+        return sql_error(db, "prepare");
+    for (int i = 0; i < 6; i++) sqlite3_bind_text(st, i + 1, t[i], -1, SQLITE_TRANSIENT);
+    for (int i = 0; i < 3; i++) sqlite3_bind_double(st, 7 + i, d[i]);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? KORCH_OK : sql_error(db, "storing a verdict");
 }

@@ -88,6 +88,19 @@ korch_status korch_profile_db_get_trial(korch_profile_db *db, const char *backen
 korch_status korch_profile_db_put_trial(korch_profile_db *db, const char *backend, const char *sig, const char *schedule,
                                         const char *machine, double latency_ms, double spread_ms);
 korch_status korch_profile_db_put_machine(korch_profile_db *db, const char *machine, const char *text);
+/* Verdicts of kernel verification (src/verify): "verified" or "wrong". */
+typedef struct korch_verdict_record {
+    char verdict[16];
+    double worst_ratio; /* worst error / tolerance */
+    double max_abs;
+    char detail[256];
+} korch_verdict_record;
+
+korch_status korch_profile_db_get_verdict(korch_profile_db *db, const char *backend, const char *sig,
+                                          const char *schedule, const char *machine, korch_verdict_record *rec,
+                                          bool *found);
+korch_status korch_profile_db_put_verdict(korch_profile_db *db, const char *backend, const char *sig,
+                                          const char *schedule, const char *machine, const korch_verdict_record *rec);
 /* Batch writes in one transaction (much faster than one per row). */
 korch_status korch_profile_db_begin(korch_profile_db *db);
 korch_status korch_profile_db_commit(korch_profile_db *db);

@@ -25,6 +25,8 @@ void korch_plan_free(korch_plan *plan) {
     free(plan->kernels);
     for (int i = 0; i < plan->n_input_shapes; i++) free(plan->input_shapes[i].name);
     free(plan->input_shapes);
+    for (int i = 0; i < plan->n_output_checks; i++) free(plan->output_checks[i].name);
+    free(plan->output_checks);
     free(plan->model_path);
     free(plan);
 }
@@ -45,6 +47,7 @@ korch_plan_kernel *korch_plan_add_kernel(korch_plan *plan, const korch_pgraph *p
     plan->kernels = grown;
     korch_plan_kernel *k = &plan->kernels[plan->n_kernels++];
     memset(k, 0, sizeof *k);
+    k->verify_ratio = -1; /* not checked */
     k->nodes = buf;
     k->n_nodes = n_nodes;
     memcpy(k->nodes, nodes, (size_t)n_nodes * sizeof *nodes);

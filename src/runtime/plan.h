@@ -15,7 +15,8 @@
 #include "frontend/frontend.h"
 
 #define KORCH_PLAN_MAGIC "korch-plan"
-#define KORCH_PLAN_VERSION 1
+/* 2: verification records (verification, checked lines; kernel verified=) */
+#define KORCH_PLAN_VERSION 2
 
 typedef struct korch_plan_kernel {
     int n_nodes;
@@ -30,7 +31,19 @@ typedef struct korch_plan_kernel {
     double latency_ms; /* profiled */
     char *primitives; /* informative: "ew.ADD ew.RELU" */
     char *onnx_nodes; /* informative: names of the ONNX nodes covered, '\n'-separated */
+    /* verification (src/verify): the worst error / tolerance of this kernel
+     * against the interpreter (0 for REF, the interpreter itself); < 0: not
+     * checked */
+    double verify_ratio;
 } korch_plan_kernel;
+
+/* The check of the whole plan against the reference executor before it was
+ * written (src/verify/plan_check.c), per graph output. */
+typedef struct korch_plan_output_check {
+    char *name;
+    double worst_ratio; /* worst error / tolerance (<= 1: within) */
+    double max_abs;     /* largest |plan - reference| */
+} korch_plan_output_check;
 
 typedef struct korch_plan_shape {
     char *name;
@@ -51,6 +64,14 @@ typedef struct korch_plan {
     double predicted_ms; /* sum of kernel latencies */
     int n_kernels;
     korch_plan_kernel *kernels;
+    /* verification of the whole plan; verified false: never checked (a plan
+     * of an older korch, or made with --no-verify) */
+    bool verified;
+    uint64_t verify_seed;   /* the seed of the random inputs */
+    int verify_given;       /* inputs the user gave (checked as well), 0: seeded only */
+    int n_output_checks;
+    korch_plan_output_check *output_checks;
+    int excluded;           /* candidate kernels verification excluded while choosing */
 } korch_plan;
 
 korch_plan *korch_plan_new(void);

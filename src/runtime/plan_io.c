@@ -68,6 +68,16 @@ korch_status korch_plan_save(const korch_plan *plan, const char *path) {
     fprintf(f, "strategy name=");
     put_escaped(f, plan->strategy);
     fprintf(f, " threads=%d predicted-ms=%.9g\n", plan->threads, plan->predicted_ms);
+    if (plan->verified) {
+        fprintf(f, "verification seed=%" PRIu64 " given=%d excluded=%d\n", plan->verify_seed, plan->verify_given,
+                plan->excluded);
+        for (int i = 0; i < plan->n_output_checks; i++) {
+            const korch_plan_output_check *c = &plan->output_checks[i];
+            fprintf(f, "checked name=");
+            put_escaped(f, c->name);
+            fprintf(f, " worst=%.6g max-abs=%.6g\n", c->worst_ratio, c->max_abs);
+        }
+    }
     for (int i = 0; i < plan->n_kernels; i++) {
         const korch_plan_kernel *k = &plan->kernels[i];
         fprintf(f, "kernel backend=%s latency-ms=%.9g nodes=", backend_token(k->backend), k->latency_ms);
@@ -84,6 +94,7 @@ korch_status korch_plan_save(const korch_plan *plan, const char *path) {
         put_escaped(f, k->primitives);
         fprintf(f, " onnx=");
         put_escaped(f, k->onnx_nodes);
+        if (k->verify_ratio >= 0) fprintf(f, " verified=%.6g", k->verify_ratio);
         fputc('\n', f);
     }
     fprintf(f, "end kernels=%d\n", plan->n_kernels);
@@ -271,6 +282,9 @@ static korch_status parse_kernel(parser *p, korch_plan *plan, field *fields, int
     free(schedule);
     free(impl);
     if (!ok) return perr(p, "bad schedule=, impl=, primitives= or onnx= field", NULL);
+    k->verify_ratio = -1;
+    const char *verified = get(fields, nf, "verified");
+    if (verified && !parse_double(verified, &k->verify_ratio)) return perr(p, "bad verified=", NULL);
     return KORCH_OK;
 }
 
@@ -332,6 +346,34 @@ static korch_status parse_line(parser *p, korch_plan *plan, char *line, bool *en
         plan->threads = (int)threads;
         if (!parse_double(get(fields, nf, "predicted-ms"), &plan->predicted_ms))
             return perr(p, "bad predicted-ms", NULL);
+    } else if (strcmp(keyword, "verification") == 0 && plan->version >= 2) {
+        const char *seed = get(fields, nf, "seed");
+        long given = 0, excluded = 0;
+        char *end = NULL;
+        if (!seed || !*seed || !isdigit((unsigned char)seed[0])) return perr(p, "bad verification seed", NULL);
+        errno = 0;
+        plan->verify_seed = strtoull(seed, &end, 10);
+        if (errno || *end) return perr(p, "bad verification seed", NULL);
+        if (!parse_long(get(fields, nf, "given"), 0, 1000000L, &given) ||
+            !parse_long(get(fields, nf, "excluded"), 0, 100000000L, &excluded))
+            return perr(p, "bad verification given= or excluded=", NULL);
+        plan->verify_given = (int)given;
+        plan->excluded = (int)excluded;
+        plan->verified = true;
+    } else if (strcmp(keyword, "checked") == 0 && plan->version >= 2) {
+        if (plan->n_output_checks >= 4096) return perr(p, "too many checked outputs", NULL);
+        korch_plan_output_check *grown =
+            realloc(plan->output_checks, ((size_t)plan->n_output_checks + 1) * sizeof *grown);
+        if (!grown) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "plan: out of memory");
+        plan->output_checks = grown;
+        korch_plan_output_check *c = &plan->output_checks[plan->n_output_checks];
+        memset(c, 0, sizeof *c);
+        bool ok = true;
+        c->name = dup_unescaped(get(fields, nf, "name"), &ok);
+        plan->n_output_checks++;
+        if (!ok || !parse_double(get(fields, nf, "worst"), &c->worst_ratio) ||
+            !parse_double(get(fields, nf, "max-abs"), &c->max_abs))
+            return perr(p, "bad checked line", NULL);
     } else if (strcmp(keyword, "kernel") == 0) {
         if (plan->n_kernels >= 10000000) return perr(p, "too many kernels", NULL);
         return parse_kernel(p, plan, fields, nf);
@@ -371,9 +413,11 @@ korch_status korch_plan_load(const char *path, korch_plan **out) {
         size_t magic = strlen(KORCH_PLAN_MAGIC);
         if (!line || strncmp(line, KORCH_PLAN_MAGIC, magic) != 0 || line[magic] != ' ')
             st = korch_error(KORCH_ERR_PARSE, "\"%s\" is not a korch plan (no \"%s\" header)", path, KORCH_PLAN_MAGIC);
-        else if ((version = atoi(line + magic + 1)) != KORCH_PLAN_VERSION)
-            st = korch_error(KORCH_ERR_UNSUPPORTED, "plan \"%s\" has format version %d; this korch reads version %d",
-                             path, version, KORCH_PLAN_VERSION);
+        else if ((version = atoi(line + magic + 1)) < 1 || version > KORCH_PLAN_VERSION)
+            st = korch_error(KORCH_ERR_UNSUPPORTED,
+                             "plan \"%s\" has format version %d; this korch reads versions 1 to %d", path, version,
+                             KORCH_PLAN_VERSION);
+        plan->version = version;
     }
     bool ended = false;
     /* strtok_r skips empty lines, so count line breaks by position instead

@@ -34,4 +34,7 @@ typedef struct korch_cgen_stats {
 
 korch_cgen_stats korch_cgen_last_stats(void);
 
+/* The compiler, its version and flags (korch_backend_identity). */
+const char *korch_cgen_identity(void);
+
 #endif

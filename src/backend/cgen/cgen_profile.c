@@ -44,6 +44,7 @@ static void set_result(korch_profile_result *r, const cg_kernel *k, const char *
     r->default_only = default_only;
     snprintf(r->schedule, sizeof r->schedule, "%s", schedule);
     snprintf(r->impl, sizeof r->impl, "cgen k%.16s %.100s", k->sig, schedule);
+    snprintf(r->key, sizeof r->key, "%s", k->sig);
 }
 
 /* One schedule of quick mode. */

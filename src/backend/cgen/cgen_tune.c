@@ -332,6 +332,7 @@ void cg_tune_finish(cg_session *S, cg_job *j, korch_profile_result *r) {
             r->from_database = true;
             snprintf(r->schedule, sizeof r->schedule, "%s", text);
             snprintf(r->impl, sizeof r->impl, "cgen k%.16s %s", j->k.sig, text);
+            snprintf(r->key, sizeof r->key, "%s", j->k.sig);
         }
         S->stats->interrupted++;
         return;
@@ -372,6 +373,7 @@ void cg_tune_finish(cg_session *S, cg_job *j, korch_profile_result *r) {
     r->spread_ms = t.spread_ms;
     snprintf(r->schedule, sizeof r->schedule, "%s", text);
     snprintf(r->impl, sizeof r->impl, "cgen k%.16s %s", j->k.sig, text);
+            snprintf(r->key, sizeof r->key, "%s", j->k.sig);
     r->from_database = false;
     r->default_only = false;
     /* only a finished search is "the best": an interrupted one resumes next

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "backend/cgen/cgen.h"
+#include "backend/cgen/cgen_backend.h"
 
 extern char **environ;
 
@@ -335,4 +336,11 @@ const char *cg_compiler_version(void) {
     snprintf(version, sizeof version, "%s", head);
     snprintf(cached_for, sizeof cached_for, "%s", cc);
     return version;
+}
+
+const char *korch_cgen_identity(void) {
+    static _Thread_local char buf[1024];
+    const char *v = cg_compiler_version();
+    snprintf(buf, sizeof buf, "%s; %s; %s", CG_GENERATOR_VERSION, v ? v : cg_compiler(), cg_compiler_flags());
+    return buf;
 }

@@ -42,4 +42,7 @@ typedef struct korch_dnnl_stats {
 
 korch_dnnl_stats korch_dnnl_last_stats(void);
 
+/* The oneDNN version (korch_backend_identity). */
+const char *korch_dnnl_identity(void);
+
 #endif

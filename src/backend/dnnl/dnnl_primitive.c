@@ -62,6 +62,8 @@ const char *dn_version(void) {
     return text;
 }
 
+const char *korch_dnnl_identity(void) { return dn_version(); }
+
 bool dn_impl_is_reference(const char *impl) { return impl && strncmp(impl, "ref", 3) == 0; }
 
 /* ---- variants ---------------------------------------------------------------- */

@@ -209,6 +209,7 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
     r->spread_ms = tm.spread_ms;
     snprintf(r->schedule, sizeof r->schedule, "%s impl=%s%s", sched, impl, reference ? " REFERENCE" : "");
     snprintf(r->impl, sizeof r->impl, "dnnl %.100s %.36s%s", impl, sched, reference ? " REFERENCE (slow)" : "");
+    snprintf(r->key, sizeof r->key, "%s", d->sig);
     if (reference)
         fprintf(stderr,
                 "korch dnnl: warning: %s: oneDNN offers only its reference implementation (%s), %.3f ms; profiled "
@@ -267,6 +268,7 @@ korch_status korch_dnnl_profile(const korch_kernel_spec *specs, int n, const kor
             char fmt[40];
             dn_variant_format(&v, fmt, sizeof fmt);
             snprintf(r->impl, sizeof r->impl, "dnnl %.100s %s", impl ? impl + 5 : "?", fmt);
+            snprintf(r->key, sizeof r->key, "%s", descs[i].sig);
             last_stats.from_database++;
             continue;
         }

@@ -1,0 +1,147 @@
+/* The tolerance rules (docs/verification.md): how far a kernel's or a plan's
+ * result may be from the reference before it is called wrong.
+ *
+ * Why these terms:
+ * - rtol |want|: float32 kernels that use other (correct) formulas or
+ *   vectorised maths libraries than the interpreter differ by a few ulps
+ *   relative to each element;
+ * - atol rms(want) sqrt(max(16, reduction)): a sum of K float32 terms
+ *   carries a rounding error that grows like sqrt(K) times the magnitude of
+ *   the sum, and kernels sum in other orders than the interpreter;
+ * - sensitivity |want - perturbed|: where the reference itself moves when
+ *   its inputs move by a few ulps (a difference of nearly equal values, a
+ *   division by a small one), the kernel may move as much.
+ * The constants leave a wide margin over the rounding noise measured on the
+ * zoo and are far below the errors of real faults (a repeated post-op, a
+ * missed tail, a wrong index are errors of the order of the values). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "verify/verify.h"
+
+korch_verify_tolerance korch_verify_tolerance_for(int64_t reduction) {
+    return (korch_verify_tolerance){.rtol = 1e-4, .atol = 1e-5, .reduction = reduction < 1 ? 1 : reduction,
+                                    .sensitivity = 8.0};
+}
+
+static bool is_float(korch_dtype d) {
+    return d == KORCH_DTYPE_FLOAT32 || d == KORCH_DTYPE_FLOAT64 || d == KORCH_DTYPE_FLOAT16;
+}
+
+/* NaN, +Inf, -Inf or finite, as one small number. */
+static int fclass(double x) {
+    if (isnan(x)) return 1;
+    if (isinf(x)) return x > 0 ? 2 : 3;
+    return 0;
+}
+
+static void note_worst(korch_verify_diff *d, int64_t i, double got, double want, double tol, double ratio) {
+    if (d->worst_index < 0 || ratio > d->worst_ratio) {
+        d->worst_index = i;
+        d->worst_got = got;
+        d->worst_want = want;
+        d->worst_tol = tol;
+        d->worst_ratio = ratio;
+    }
+}
+
+bool korch_verify_compare(const korch_tensor *got, const korch_tensor *want, const korch_tensor *perturbed,
+                          const korch_verify_tolerance *tol, korch_verify_diff *d, char *why, size_t why_size) {
+    memset(d, 0, sizeof *d);
+    d->worst_index = -1;
+    if (why && why_size) why[0] = '\0';
+    char a[96], b[96];
+    if (got->dtype != want->dtype || !korch_shape_equal(&got->shape, &want->shape)) {
+        if (why)
+            snprintf(why, why_size, "got %s %s, the reference is %s %s", korch_dtype_name(got->dtype),
+                     korch_shape_format(&got->shape, a, sizeof a), korch_dtype_name(want->dtype),
+                     korch_shape_format(&want->shape, b, sizeof b));
+        d->worst_ratio = INFINITY;
+        return false;
+    }
+    if (perturbed && (perturbed->dtype != want->dtype || !korch_shape_equal(&perturbed->shape, &want->shape)))
+        perturbed = NULL;
+    int64_t n = korch_tensor_numel(want);
+    d->elements = n;
+    bool fl = is_float(want->dtype);
+    double sum2 = 0;
+    int64_t finite = 0;
+    for (int64_t i = 0; fl && i < n; i++) {
+        double w = korch_tensor_get_f64(want, i);
+        if (isfinite(w)) {
+            sum2 += w * w;
+            finite++;
+        }
+    }
+    d->rms = finite ? sqrt(sum2 / (double)finite) : 0;
+    double k = (double)(tol->reduction > 16 ? tol->reduction : 16);
+    double abs_floor = tol->atol * d->rms * sqrt(k);
+    for (int64_t i = 0; i < n; i++) {
+        double g = korch_tensor_get_f64(got, i), w = korch_tensor_get_f64(want, i);
+        double p = perturbed ? korch_tensor_get_f64(perturbed, i) : w;
+        if (!fl) {
+            if (g == w) continue;
+            if (p != w) {
+                d->exempt++;
+                continue;
+            }
+            d->mismatches++;
+            note_worst(d, i, g, w, 0, INFINITY);
+            continue;
+        }
+        int cw = fclass(w), cg = fclass(g);
+        if (cw != 0 || fclass(p) != 0) {
+            if (cw != fclass(p)) { /* the reference's class is unstable here */
+                d->exempt++;
+                continue;
+            }
+            if (cg == cw) continue; /* same NaN or the same infinity */
+            d->mismatches++;
+            note_worst(d, i, g, w, 0, INFINITY);
+            continue;
+        }
+        if (cg != 0) {
+            d->mismatches++;
+            note_worst(d, i, g, w, 0, INFINITY);
+            continue;
+        }
+        double err = fabs(g - w);
+        double t = tol->rtol * fabs(w) + abs_floor + tol->sensitivity * fabs(w - p);
+        if (err > d->max_abs) d->max_abs = err;
+        /* an all-zero reference has no scale: float32 noise of its own size */
+        if (t <= 0) t = 1e-30;
+        double ratio = err / t;
+        if (ratio > 1) d->mismatches++;
+        note_worst(d, i, g, w, t, ratio);
+    }
+    if (d->mismatches && why) {
+        snprintf(why, why_size, "%lld of %lld elements differ", (long long)d->mismatches, (long long)n);
+    }
+    return d->mismatches == 0;
+}
+
+void korch_verify_diff_format(const korch_verify_diff *d, const korch_shape *shape, char *out, size_t size) {
+    char at[96] = "";
+    if (d->worst_index >= 0 && shape) {
+        /* the worst element's coordinates, e.g. [0,3,17,5] */
+        int64_t rem = d->worst_index, c[KORCH_MAX_RANK];
+        for (int k = shape->rank - 1; k >= 0; k--) {
+            int64_t dim = shape->dims[k] > 0 ? shape->dims[k] : 1;
+            c[k] = rem % dim;
+            rem /= dim;
+        }
+        size_t len = 0;
+        len += (size_t)snprintf(at + len, sizeof at - len, "[");
+        for (int k = 0; k < shape->rank && len < sizeof at; k++)
+            len += (size_t)snprintf(at + len, sizeof at - len, "%s%lld", k ? "," : "", (long long)c[k]);
+        if (len < sizeof at) snprintf(at + len, sizeof at - len, "]");
+    }
+    if (d->mismatches == 0) {
+        snprintf(out, size, "%lld elements within tolerance (worst error/tolerance %.3g, max |diff| %.3g)",
+                 (long long)d->elements, d->worst_index >= 0 ? d->worst_ratio : 0.0, d->max_abs);
+        return;
+    }
+    snprintf(out, size, "%lld of %lld elements differ; worst %s: %.9g, reference %.9g (tolerance %.3g)",
+             (long long)d->mismatches, (long long)d->elements, at, d->worst_got, d->worst_want, d->worst_tol);
+}

@@ -1,0 +1,204 @@
+/* A whole plan against the reference executor, before it is written.
+ *
+ * The plan runs through the executor exactly as `korch run` runs it (arena,
+ * in-place kernels), on seeded inputs and on the caller's; the reference
+ * executor runs the ONNX graph on the same inputs, and once more on
+ * perturbed inputs for the sensitivity term. Every graph output is compared.
+ *
+ * On a mismatch the fault is localised, cheapest explanation first:
+ *  1. a plan kernel whose outputs differ from the interpreter's on the same
+ *     inputs (korch_verify_kernels over the plan's kernels): that kernel;
+ *  2. otherwise, if the primitive graph itself disagrees with the reference
+ *     executor: fission (no kernel choice can fix it);
+ *  3. otherwise the executor's memory plan or the accumulation of in-
+ *     tolerance differences: reported as such. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/executor.h"
+#include "runtime/reference.h"
+#include "verify/verify.h"
+
+/* Inputs of the graph: the caller's, or seeded. */
+static korch_status make_inputs(const korch_graph *g, const korch_verify_options *o, korch_tensor *in) {
+    for (int i = 0; i < g->n_inputs; i++) {
+        const korch_value *v = &g->values[g->inputs[i]];
+        if (o->inputs) {
+            if (o->inputs[i].dtype != v->dtype || !korch_shape_equal(&o->inputs[i].shape, &v->shape))
+                return korch_error(KORCH_ERR_SHAPE, "verify: input \"%s\" does not have the model's dtype and shape",
+                                   v->name);
+            KORCH_TRY(korch_tensor_clone(&o->inputs[i], &in[i]));
+        } else {
+            KORCH_TRY(korch_tensor_alloc(&in[i], v->dtype, &v->shape));
+            korch_verify_fill(&in[i], o->seed + (uint64_t)i);
+        }
+    }
+    return KORCH_OK;
+}
+
+static void free_tensors(korch_tensor *t, int n) {
+    for (int i = 0; t && i < n; i++) korch_tensor_free(&t[i]);
+    free(t);
+}
+
+static int64_t plan_reduction(const korch_plan *plan, const korch_pgraph *pg) {
+    int64_t r = 1;
+    for (int k = 0; k < plan->n_kernels; k++) {
+        korch_kernel_spec s = korch_plan_kernel_spec(pg, &plan->kernels[k]);
+        int64_t m = korch_verify_reduction_length(&s);
+        if (m > r) r = m;
+    }
+    return r;
+}
+
+korch_verify_tolerance korch_verify_plan_tolerance(const korch_plan *plan, const korch_pgraph *pg) {
+    /* a plan is many kernels deep: each adds its rounding to its inputs' */
+    korch_verify_tolerance t = korch_verify_tolerance_for(plan_reduction(plan, pg));
+    t.rtol *= 10;
+    t.atol *= 10;
+    return t;
+}
+
+/* Step 1 of localising: each plan kernel alone against the interpreter. */
+static korch_status localise_kernels(const korch_plan *plan, const korch_pgraph *pg, const korch_verify_options *o,
+                                     korch_plan_check *out) {
+    int n = plan->n_kernels;
+    korch_verify_item *items = calloc((size_t)n + 1, sizeof *items);
+    korch_verify_result *res = calloc((size_t)n + 1, sizeof *res);
+    korch_status st = items && res ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "verify: out of memory");
+    for (int k = 0; k < n && st == KORCH_OK; k++)
+        items[k] = (korch_verify_item){.spec = korch_plan_kernel_spec(pg, &plan->kernels[k]),
+                                       .backend = plan->kernels[k].backend,
+                                       .schedule = plan->kernels[k].schedule};
+    if (st == KORCH_OK) st = korch_verify_kernels(pg, items, n, o, res);
+    for (int k = 0; k < n && st == KORCH_OK; k++) {
+        if (res[k].verdict != KORCH_VERDICT_WRONG) continue;
+        out->bad_kernel = k;
+        out->bad_result = res[k];
+        break;
+    }
+    free(items);
+    free(res);
+    return st;
+}
+
+/* Step 2: the primitive graph against the reference executor. */
+static korch_status localise_fission(const korch_pgraph *pg, const korch_tensor *in, const korch_tensor *want,
+                                     const korch_tensor *pert, const korch_verify_tolerance *tol, int n_out,
+                                     const korch_graph *g, korch_plan_check *out) {
+    korch_tensor *got = calloc((size_t)n_out + 1, sizeof *got);
+    if (!got) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "verify: out of memory");
+    korch_status st = korch_pgraph_interpret(pg, in, got);
+    for (int i = 0; i < n_out && st == KORCH_OK; i++) {
+        korch_verify_diff d;
+        if (korch_verify_compare(&got[i], &want[i], &pert[i], tol, &d, NULL, 0)) continue;
+        char text[220];
+        korch_verify_diff_format(&d, &want[i].shape, text, sizeof text);
+        out->fission_wrong = true;
+        snprintf(out->detail, sizeof out->detail,
+                 "the primitive graph (fission) disagrees with the reference executor at output \"%s\": %s",
+                 g->values[g->outputs[i]].name, text);
+        break;
+    }
+    for (int i = 0; i < n_out; i++) korch_tensor_free(&got[i]);
+    free(got);
+    return st;
+}
+
+void korch_plan_check_free(korch_plan_check *c) {
+    for (int i = 0; c->outputs && i < c->n_outputs; i++) free(c->outputs[i].name);
+    free(c->outputs);
+    memset(c, 0, sizeof *c);
+}
+
+korch_status korch_verify_plan(const korch_plan *plan, const korch_graph *g, const korch_pgraph *pg,
+                               const korch_verify_options *o, korch_plan_check *out) {
+    memset(out, 0, sizeof *out);
+    out->bad_kernel = -1;
+    int ni = g->n_inputs, no = g->n_outputs;
+    if (ni != pg->n_inputs || no != pg->n_outputs)
+        return korch_error(KORCH_ERR_INTERNAL, "verify: the primitive graph's inputs or outputs differ from the model's");
+    korch_tensor *in = calloc((size_t)ni + 1, sizeof *in), *pin = calloc((size_t)ni + 1, sizeof *pin);
+    korch_tensor *want = calloc((size_t)no + 1, sizeof *want), *pert = calloc((size_t)no + 1, sizeof *pert);
+    korch_tensor *got = calloc((size_t)no + 1, sizeof *got);
+    out->outputs = calloc((size_t)no + 1, sizeof *out->outputs);
+    out->n_outputs = no;
+    korch_executor *ex = NULL;
+    korch_status st = in && pin && want && pert && got && out->outputs
+                          ? KORCH_OK
+                          : korch_error(KORCH_ERR_OUT_OF_MEMORY, "verify: out of memory");
+    if (st == KORCH_OK) st = make_inputs(g, o, in);
+    for (int i = 0; i < ni && st == KORCH_OK; i++) {
+        st = korch_tensor_clone(&in[i], &pin[i]);
+        if (st == KORCH_OK) korch_verify_perturb(&pin[i], o->seed + 0x1000u + (uint64_t)i);
+    }
+    if (st == KORCH_OK) {
+        st = korch_reference_run(g, in, want);
+        if (st != KORCH_OK)
+            st = korch_error_prefix(st, "verify: the reference executor cannot run the model on %s inputs",
+                                    o->inputs ? "the given" : "seeded random");
+    }
+    if (st == KORCH_OK && korch_reference_run(g, pin, pert) != KORCH_OK) {
+        /* no sensitivity term: compare with the reference itself */
+        korch_error_clear();
+        for (int i = 0; i < no && st == KORCH_OK; i++) {
+            korch_tensor_free(&pert[i]);
+            st = korch_tensor_clone(&want[i], &pert[i]);
+        }
+    }
+    for (int i = 0; i < no && st == KORCH_OK; i++) {
+        const korch_value *v = &g->values[g->outputs[i]];
+        st = korch_tensor_alloc(&got[i], v->dtype, &v->shape);
+        out->outputs[i].name = strdup(v->name ? v->name : "");
+        if (st == KORCH_OK && !out->outputs[i].name) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "verify: out of memory");
+    }
+    if (st == KORCH_OK) {
+        korch_status es = korch_executor_create(plan, pg, o->build, &ex);
+        if (es == KORCH_OK) es = korch_executor_run(ex, in, got);
+        if (es != KORCH_OK) {
+            out->ok = false;
+            snprintf(out->detail, sizeof out->detail, "the plan failed to run: %.400s", korch_last_error());
+            korch_error_clear();
+            st = localise_kernels(plan, pg, o, out);
+            goto done;
+        }
+    }
+    korch_verify_tolerance tol = korch_verify_plan_tolerance(plan, pg);
+    out->ok = st == KORCH_OK;
+    for (int i = 0; i < no && st == KORCH_OK; i++) {
+        korch_verify_diff d;
+        char why[160];
+        bool ok = korch_verify_compare(&got[i], &want[i], &pert[i], &tol, &d, why, sizeof why);
+        out->outputs[i].worst_ratio = d.worst_index >= 0 ? d.worst_ratio : 0;
+        out->outputs[i].max_abs = d.max_abs;
+        if (!ok && out->ok) {
+            char text[220];
+            if (d.elements) korch_verify_diff_format(&d, &want[i].shape, text, sizeof text);
+            else snprintf(text, sizeof text, "%s", why);
+            snprintf(out->detail, sizeof out->detail, "output \"%s\": %s", out->outputs[i].name, text);
+            out->ok = false;
+        }
+    }
+    if (st == KORCH_OK && !out->ok) {
+        char first[sizeof out->detail];
+        memcpy(first, out->detail, sizeof first);
+        st = localise_kernels(plan, pg, o, out);
+        if (st == KORCH_OK && out->bad_kernel < 0) st = localise_fission(pg, in, want, pert, &tol, no, g, out);
+        if (st == KORCH_OK && out->bad_kernel < 0 && !out->fission_wrong)
+            snprintf(out->detail, sizeof out->detail,
+                     "%.300s; every kernel matches the interpreter alone and the primitive graph matches the "
+                     "reference, so the fault is in how the plan runs them (memory plan, in-place kernels) or "
+                     "in accumulated rounding",
+                     first);
+    }
+done:
+    korch_executor_destroy(ex);
+    free_tensors(in, ni);
+    free_tensors(pin, ni);
+    free_tensors(want, no);
+    free_tensors(pert, no);
+    free_tensors(got, no);
+    return st;
+}
