@@ -7,6 +7,8 @@
 
 #include "fission/pgraph.h"
 #include "ops/broadcast.h"
+#include "ops/conv_kernel.h"
+#include "ops/gemm_kernel.h"
 #include "ops/op.h"
 
 static double load(const korch_tensor *t, int64_t i) { return korch_tensor_get_f64(t, i); }
@@ -204,6 +206,10 @@ static korch_status run_layout(const korch_pnode *n, korch_tensor **in, korch_te
     return KORCH_OK;
 }
 
+/* Linear primitives go through the reference executor's kernels (SGEMM,
+ * im2col / col2im), so the interpreter is fast enough to check whole models
+ * (src/verify) and computes a convolution exactly as the reference executor
+ * does. */
 static korch_status run_matmul(const korch_tensor *a, const korch_tensor *b, korch_tensor *y) {
     int ra = a->shape.rank, rb = b->shape.rank, ry = y->shape.rank;
     int64_t M = a->shape.dims[ra - 2], K = a->shape.dims[ra - 1], N = b->shape.dims[rb - 1];
@@ -217,93 +223,46 @@ static korch_status run_matmul(const korch_tensor *a, const korch_tensor *b, kor
     int64_t nb = korch_shape_numel(&batch);
     const float *pa = a->data, *pb = b->data;
     float *py = y->data;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t bi = 0; bi < nb; bi++)
-        for (int64_t m = 0; m < M; m++) {
-            int64_t rem = bi, oa = 0, ob = 0;
-            for (int k = batch.rank - 1; k >= 0; k--) {
-                int64_t c = rem % batch.dims[k];
-                rem /= batch.dims[k];
-                oa += c * sa[k];
-                ob += c * sb[k];
-            }
-            const float *arow = pa + (oa * M + m) * K;
-            const float *bmat = pb + ob * K * N;
-            float *yrow = py + (bi * M + m) * N;
-            for (int64_t j = 0; j < N; j++) {
-                double acc = 0;
-                for (int64_t k = 0; k < K; k++) acc += (double)arow[k] * bmat[k * N + j];
-                yrow[j] = (float)acc;
-            }
+    for (int64_t bi = 0; bi < nb; bi++) {
+        int64_t rem = bi, oa = 0, ob = 0;
+        for (int k = batch.rank - 1; k >= 0; k--) {
+            int64_t c = rem % batch.dims[k];
+            rem /= batch.dims[k];
+            oa += c * sa[k];
+            ob += c * sb[k];
         }
+        KORCH_TRY(korch_sgemm(false, false, M, N, K, 1.0f, pa + oa * M * K, K, pb + ob * K * N, N, 0.0f,
+                              py + bi * M * N, N));
+    }
     return KORCH_OK;
 }
 
-/* Direct convolution (and its transpose) over 1-3 spatial dims. */
+/* Convolution and its transpose over 1-3 spatial dims, NCHW. */
 static korch_status run_conv(const korch_prim_linear *p, const korch_tensor *x, const korch_tensor *w, korch_tensor *y) {
     int s = p->spatial;
     bool transpose = p->op == KORCH_LINEAR_CONV_TRANSPOSE;
-    int64_t N = x->shape.dims[0], C = x->shape.dims[1], M = y->shape.dims[1], G = p->group;
-    int64_t Cg = C / G, Mg = M / G;
-    int64_t in_sp[3] = {1, 1, 1}, out_sp[3] = {1, 1, 1}, k_sp[3] = {1, 1, 1};
-    int64_t st[3] = {1, 1, 1}, dl[3] = {1, 1, 1}, pb[3] = {0, 0, 0};
+    korch_conv_geometry g = {.batch = x->shape.dims[0], .channels = x->shape.dims[1], .groups = p->group,
+                             .out_channels = y->shape.dims[1]};
+    g.channels_per_group = g.channels / g.groups;
+    g.out_per_group = g.out_channels / g.groups;
+    korch_window *win = &g.w;
+    win->spatial = s;
+    for (int j = 0; j < 3; j++) {
+        win->in[j] = win->kernel[j] = win->stride[j] = win->dilation[j] = win->out[j] = 1;
+        win->pad_begin[j] = win->pad_end[j] = 0;
+    }
     for (int d = 0; d < s; d++) {
-        in_sp[d] = x->shape.dims[2 + d];
-        out_sp[d] = y->shape.dims[2 + d];
-        k_sp[d] = w->shape.dims[2 + d];
-        st[d] = p->strides[d];
-        dl[d] = p->dilations[d];
-        pb[d] = p->pads_begin[d];
+        int j = 3 - s + d;
+        win->in[j] = x->shape.dims[2 + d];
+        win->out[j] = y->shape.dims[2 + d];
+        win->kernel[j] = w->shape.dims[2 + d];
+        win->stride[j] = p->strides[d];
+        win->dilation[j] = p->dilations[d];
+        win->pad_begin[j] = p->pads_begin[d];
+        win->pad_end[j] = p->pads_end[d];
     }
-    int64_t in_size = in_sp[0] * in_sp[1] * in_sp[2], out_size = out_sp[0] * out_sp[1] * out_sp[2];
-    int64_t k_size = k_sp[0] * k_sp[1] * k_sp[2];
-    const float *px = x->data, *pw = w->data;
-    float *py = y->data;
-    memset(py, 0, korch_tensor_bytes(y));
-    if (!transpose) {
-#pragma omp parallel for collapse(2) schedule(static)
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t m = 0; m < M; m++) {
-                int64_t g = m / Mg;
-                for (int64_t o = 0; o < out_size; o++) {
-                    int64_t o0 = o / (out_sp[1] * out_sp[2]), o1 = (o / out_sp[2]) % out_sp[1], o2 = o % out_sp[2];
-                    double acc = 0;
-                    for (int64_t c = 0; c < Cg; c++)
-                        for (int64_t k = 0; k < k_size; k++) {
-                            int64_t k0 = k / (k_sp[1] * k_sp[2]), k1 = (k / k_sp[2]) % k_sp[1], k2 = k % k_sp[2];
-                            int64_t i0 = o0 * st[0] + k0 * dl[0] - pb[0];
-                            int64_t i1 = o1 * st[1] + k1 * dl[1] - pb[1];
-                            int64_t i2 = o2 * st[2] + k2 * dl[2] - pb[2];
-                            if (i0 < 0 || i0 >= in_sp[0] || i1 < 0 || i1 >= in_sp[1] || i2 < 0 || i2 >= in_sp[2]) continue;
-                            acc += (double)px[((n * C + g * Cg + c) * in_sp[0] + i0) * in_sp[1] * in_sp[2] + i1 * in_sp[2] + i2] *
-                                   pw[(m * Cg + c) * k_size + k];
-                        }
-                    py[(n * M + m) * out_size + o] = (float)acc;
-                }
-            }
-    } else {
-        /* scatter form: each input element adds into the outputs it touches */
-#pragma omp parallel for collapse(2) schedule(static)
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t m = 0; m < M; m++) {
-                int64_t g = m / Mg, mm = m % Mg;
-                float *out = py + (n * M + m) * out_size;
-                for (int64_t c = 0; c < Cg; c++)
-                    for (int64_t i = 0; i < in_size; i++) {
-                        int64_t i0 = i / (in_sp[1] * in_sp[2]), i1 = (i / in_sp[2]) % in_sp[1], i2 = i % in_sp[2];
-                        float v = px[(n * C + g * Cg + c) * in_size + i];
-                        for (int64_t k = 0; k < k_size; k++) {
-                            int64_t k0 = k / (k_sp[1] * k_sp[2]), k1 = (k / k_sp[2]) % k_sp[1], k2 = k % k_sp[2];
-                            int64_t o0 = i0 * st[0] + k0 * dl[0] - pb[0];
-                            int64_t o1 = i1 * st[1] + k1 * dl[1] - pb[1];
-                            int64_t o2 = i2 * st[2] + k2 * dl[2] - pb[2];
-                            if (o0 < 0 || o0 >= out_sp[0] || o1 < 0 || o1 >= out_sp[1] || o2 < 0 || o2 >= out_sp[2]) continue;
-                            out[(o0 * out_sp[1] + o1) * out_sp[2] + o2] += v * pw[((g * Cg + c) * Mg + mm) * k_size + k];
-                        }
-                    }
-            }
-    }
-    return KORCH_OK;
+    return transpose ? korch_conv_transpose_run(&g, x->data, w->data, NULL, y->data)
+                     : korch_conv_run(&g, x->data, w->data, NULL, y->data);
 }
 
 /* Moves the channel axis: to_last false reads an N,spatial...,C tensor into

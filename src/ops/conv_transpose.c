@@ -1,25 +1,16 @@
-/* ConvTranspose: the adjoint of a grouped, strided, dilated convolution.
- *
- * Per (image, group) the kernel computes col = W_g^T * X_g, a
- * (M/group * kernel) x (input positions) matrix holding every tap's
- * contribution, then col2im scatter-adds each entry to output position
- * i * stride + tap * dilation - pad_begin. Input positions are processed in
- * chunks so the scratch matrix stays a few megabytes. */
+/* ConvTranspose: the adjoint of a grouped, strided, dilated convolution:
+ * the attributes (auto_pad, output_shape, output_padding) read and checked
+ * here, the arithmetic in conv_kernel.c (shared with the primitive
+ * interpreter). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/conv_kernel.h"
 #include "ops/flop_count.h"
-#include "ops/gemm_kernel.h"
 #include "ops/op.h"
 #include "ops/window.h"
 
-#define COL_CHUNK_FLOATS ((int64_t)1 << 21)
-
-typedef struct deconv_geometry {
-    korch_window w; /* in = X's spatial dims, out = Y's */
-    int64_t batch, channels, groups, out_channels;
-    int64_t channels_per_group, out_per_group;
-} deconv_geometry;
+typedef korch_conv_geometry deconv_geometry; /* w.in = X's spatial dims, w.out = Y's */
 
 /* Output size and padding of spatial dimension i (3-D slot j). When the
  * padding is derived (auto_pad SAME_*, or output_shape given), the split of
@@ -161,75 +152,12 @@ static korch_status infer_conv_transpose(korch_op_ctx *ctx) {
     return KORCH_OK;
 }
 
-/* y[m] += the taps in col rows [m * taps, (m+1) * taps), for input columns
- * [col_begin, col_begin + count). */
-static void col2im(const korch_window *w, const float *col, int64_t out_channels, int64_t col_begin, int64_t count,
-                   float *y) {
-    int64_t taps = korch_window_kernel_size(w), out_size = korch_window_out_size(w);
-#pragma omp parallel for schedule(static)
-    for (int64_t m = 0; m < out_channels; m++) {
-        float *ym = y + m * out_size;
-        for (int64_t t = 0; t < taps; t++) {
-            int64_t kw = t % w->kernel[2], kh = (t / w->kernel[2]) % w->kernel[1];
-            int64_t kd = t / (w->kernel[2] * w->kernel[1]);
-            int64_t off_d = kd * w->dilation[0] - w->pad_begin[0], off_h = kh * w->dilation[1] - w->pad_begin[1];
-            int64_t off_w = kw * w->dilation[2] - w->pad_begin[2];
-            int64_t w_lo, w_hi; /* input columns iw whose output iw * stride + off_w is inside */
-            korch_window_valid_range(off_w, w->stride[2], w->out[2], w->in[2], &w_lo, &w_hi);
-            const float *src = col + (m * taps + t) * count;
-            for (int64_t pos = col_begin, end = col_begin + count; pos < end;) {
-                int64_t iw0 = pos % w->in[2], row = pos / w->in[2];
-                int64_t ih = row % w->in[1], id = row / w->in[1];
-                int64_t iw1 = w->in[2] - iw0 < end - pos ? w->in[2] : iw0 + (end - pos);
-                int64_t od = id * w->stride[0] + off_d, oh = ih * w->stride[1] + off_h;
-                if (od >= 0 && od < w->out[0] && oh >= 0 && oh < w->out[1]) {
-                    float *yr = ym + (od * w->out[1] + oh) * w->out[2];
-                    const float *s = src + (pos - col_begin); /* s[iw - iw0] is column (row, iw) */
-                    int64_t lo = w_lo > iw0 ? w_lo : iw0, hi = w_hi < iw1 ? w_hi : iw1;
-                    for (int64_t iw = lo; iw < hi; iw++) yr[iw * w->stride[2] + off_w] += s[iw - iw0];
-                }
-                pos += iw1 - iw0;
-            }
-        }
-    }
-}
-
 static korch_status run_conv_transpose(korch_op_ctx *ctx) {
     deconv_geometry g;
     KORCH_TRY(deconv_geometry_read(ctx, &g));
-    const korch_window *w = &g.w;
-    const float *x = ctx->inputs[0]->data, *wt = ctx->inputs[1]->data;
     const float *bias = korch_op_has_input(ctx, 2) ? ctx->inputs[2]->data : NULL;
-    float *y = ctx->outputs[0]->data;
-    int64_t taps = korch_window_kernel_size(w), in_size = korch_window_in_size(w), out_size = korch_window_out_size(w);
-    int64_t rows = g.out_per_group * taps;
-#pragma omp parallel for schedule(static)
-    for (int64_t nm = 0; nm < g.batch * g.out_channels; nm++) {
-        float v = bias ? bias[nm % g.out_channels] : 0.0f;
-        for (int64_t i = 0; i < out_size; i++) y[nm * out_size + i] = v;
-    }
-    int64_t chunk = COL_CHUNK_FLOATS / rows;
-    if (chunk < 256) chunk = 256;
-    if (chunk > in_size) chunk = in_size;
-    float *col = malloc((size_t)(rows * chunk) * sizeof *col);
-    if (!col)
-        return korch_op_error(ctx, KORCH_ERR_OUT_OF_MEMORY, "cannot allocate the %lldx%lld column buffer",
-                              (long long)rows, (long long)chunk);
-    korch_status st = KORCH_OK;
-    for (int64_t n = 0; n < g.batch && st == KORCH_OK; n++)
-        for (int64_t grp = 0; grp < g.groups && st == KORCH_OK; grp++) {
-            const float *xg = x + (n * g.channels + grp * g.channels_per_group) * in_size;
-            const float *wg = wt + grp * g.channels_per_group * rows;
-            float *yg = y + (n * g.out_channels + grp * g.out_per_group) * out_size;
-            for (int64_t c0 = 0; c0 < in_size && st == KORCH_OK; c0 += chunk) {
-                int64_t count = in_size - c0 < chunk ? in_size - c0 : chunk;
-                /* W_g is channels_per_group x rows; col = W_g^T * X_g[:, c0:c0+count] */
-                st = korch_sgemm(true, false, rows, count, g.channels_per_group, 1.0f, wg, rows, xg + c0, in_size, 0.0f,
-                                 col, count);
-                if (st == KORCH_OK) col2im(w, col, g.out_per_group, c0, count, yg);
-            }
-        }
-    free(col);
+    korch_status st =
+        korch_conv_transpose_run(&g, ctx->inputs[0]->data, ctx->inputs[1]->data, bias, ctx->outputs[0]->data);
     if (st != KORCH_OK) return korch_op_error(ctx, st, "%s", korch_last_error());
     return KORCH_OK;
 }

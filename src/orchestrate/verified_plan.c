@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "orchestrate/orchestrate.h"
+#include "orchestrate/progress.h"
 
 /* Moves a check's per-output numbers into the plan, keeping the worst of
  * several checks (seeded inputs, then the caller's). */
@@ -35,6 +36,7 @@ korch_status korch_orchestrator_solve_verified(korch_orchestrator *o, korch_stra
         KORCH_TRY(korch_orchestrator_solve(o, strategy, &plan));
         korch_plan_check c;
         korch_status st = KORCH_OK;
+        double t0 = korch_now_ms();
         bool ok = true;
         /* seeded inputs always; the caller's as well when given */
         for (int pass = 0; pass < (options->verify.inputs ? 2 : 1) && ok && st == KORCH_OK; pass++) {
@@ -63,10 +65,10 @@ korch_status korch_orchestrator_solve_verified(korch_orchestrator *o, korch_stra
                     if (plan->output_checks[i].worst_ratio > worst) worst = plan->output_checks[i].worst_ratio;
                 fprintf(log,
                         "verification: the %s plan matches the reference executor (%d output%s, worst "
-                        "error/tolerance %.3g, inputs: seed %llu%s)\n",
+                        "error/tolerance %.3g, inputs: seed %llu%s; %.1f s)\n",
                         korch_strategy_name(strategy), plan->n_output_checks, plan->n_output_checks == 1 ? "" : "s",
                         worst, (unsigned long long)options->verify.seed,
-                        options->verify.inputs ? " and the given inputs" : "");
+                        options->verify.inputs ? " and the given inputs" : "", (korch_now_ms() - t0) / 1e3);
             }
             *out = plan;
             return KORCH_OK;

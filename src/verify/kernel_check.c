@@ -127,22 +127,28 @@ static korch_status run_check(const korch_verify_item *item, korch_kernel *kerne
             set_wrong(r, "the kernel failed to run: %.200s", korch_last_error());
             korch_error_clear();
         } else {
-            perturbed_reference(spec, vals, seed, pert);
+            /* the sensitivity term only widens the tolerance: it is
+             * computed (the nodes interpreted again) only when needed */
             korch_verify_tolerance tol = korch_verify_tolerance_for(korch_verify_reduction_length(spec));
-            r->verdict = KORCH_VERDICT_VERIFIED;
-            for (int o = 0; o < no; o++) {
-                korch_verify_diff d;
-                char why[160];
-                const korch_tensor *p = pert[o].data ? &pert[o] : NULL;
-                bool ok = korch_verify_compare(&got[o], &vals[spec->outputs[o]], p, &tol, &d, why, sizeof why);
-                if (d.worst_ratio > r->worst_ratio || isnan(d.worst_ratio)) r->worst_ratio = d.worst_ratio;
-                if (d.max_abs > r->max_abs) r->max_abs = d.max_abs;
-                if (!ok && r->verdict == KORCH_VERDICT_VERIFIED) {
-                    char text[200];
-                    korch_verify_diff_format(&d, &vals[spec->outputs[o]].shape, text, sizeof text);
-                    r->verdict = KORCH_VERDICT_WRONG;
-                    snprintf(r->detail, sizeof r->detail, "output %d (value %d): %s", o, spec->outputs[o], text);
+            for (int pass = 0; pass < 2; pass++) {
+                if (pass == 1) perturbed_reference(spec, vals, seed, pert);
+                r->verdict = KORCH_VERDICT_VERIFIED;
+                r->worst_ratio = r->max_abs = 0;
+                for (int o = 0; o < no; o++) {
+                    korch_verify_diff d;
+                    char why[160];
+                    const korch_tensor *p = pert[o].data ? &pert[o] : NULL;
+                    bool ok = korch_verify_compare(&got[o], &vals[spec->outputs[o]], p, &tol, &d, why, sizeof why);
+                    if (d.worst_ratio > r->worst_ratio || isnan(d.worst_ratio)) r->worst_ratio = d.worst_ratio;
+                    if (d.max_abs > r->max_abs) r->max_abs = d.max_abs;
+                    if (!ok && r->verdict == KORCH_VERDICT_VERIFIED) {
+                        char text[200];
+                        korch_verify_diff_format(&d, &vals[spec->outputs[o]].shape, text, sizeof text);
+                        r->verdict = KORCH_VERDICT_WRONG;
+                        snprintf(r->detail, sizeof r->detail, "output %d (value %d): %s", o, spec->outputs[o], text);
+                    }
                 }
+                if (r->verdict == KORCH_VERDICT_VERIFIED) break;
             }
         }
     }

@@ -15,7 +15,7 @@
 #endif
 
 /* bump when the interpreter's speed changes enough to invalidate timings */
-#define KORCH_REF_VERSION 1
+#define KORCH_REF_VERSION 2 /* 2: linear primitives through the reference SGEMM */
 
 typedef struct ref_state {
     korch_pgraph *sub;
