@@ -36,15 +36,95 @@ korch_status korch_backend_profile(korch_backend_kind kind, const korch_kernel_s
     return unknown(kind);
 }
 
+/* ---- fault injection (tests) ---------------------------------------------- */
+
+static korch_fault_fn fault_fn;
+static void *fault_user;
+
+void korch_backend_set_fault(korch_fault_fn fn, void *user) {
+    fault_fn = fn;
+    fault_user = user;
+}
+
+typedef struct faulty {
+    korch_kernel *inner;
+    korch_fault fault;
+    int n_outputs;
+    int64_t elements; /* of output 0, float32 */
+    float *scratch;   /* ACCUMULATE: the true result, added to the buffer */
+} faulty;
+
+static korch_status faulty_run(korch_kernel *k, void *const *inputs, void *const *outputs) {
+    faulty *f = k->state;
+    if (f->fault == KORCH_FAULT_ACCUMULATE && f->scratch) {
+        void *outs[64];
+        for (int i = 1; i < f->n_outputs; i++) outs[i] = outputs[i];
+        outs[0] = f->scratch;
+        KORCH_TRY(f->inner->run(f->inner, inputs, outs));
+        float *y = outputs[0];
+        for (int64_t i = 0; i < f->elements; i++) y[i] += f->scratch[i];
+        return KORCH_OK;
+    }
+    KORCH_TRY(f->inner->run(f->inner, inputs, outputs));
+    float *y = outputs[0];
+    if (f->fault == KORCH_FAULT_SCALE)
+        for (int64_t i = 0; i < f->elements; i++) y[i] = 1.5f * y[i] + 0.25f;
+    else if (f->elements > 0)
+        y[f->elements / 2] += 1.0f; /* one element off */
+    return KORCH_OK;
+}
+
+static void faulty_destroy(korch_kernel *k) {
+    faulty *f = k->state;
+    if (!f) return;
+    korch_kernel_destroy(f->inner);
+    free(f->scratch);
+    free(f);
+    k->state = NULL;
+}
+
+/* Wraps kernels the fault hook picks so that one element of their first
+ * output comes out wrong. */
+static korch_status inject_faults(korch_backend_kind kind, const korch_kernel_spec *specs, int n,
+                                  korch_kernel **kernels) {
+    for (int i = 0; i < n; i++) {
+        korch_fault fault = kernels[i] ? fault_fn(fault_user, kind, &specs[i]) : KORCH_FAULT_NONE;
+        if (fault == KORCH_FAULT_NONE || specs[i].n_outputs > 64) continue;
+        const korch_pvalue *out = &specs[i].pg->values[specs[i].outputs[0]];
+        korch_kernel *w = calloc(1, sizeof *w);
+        faulty *f = calloc(1, sizeof *f);
+        if (!w || !f) {
+            free(w);
+            free(f);
+            return korch_error(KORCH_ERR_OUT_OF_MEMORY, "fault injection: out of memory");
+        }
+        f->inner = kernels[i];
+        f->fault = fault;
+        f->n_outputs = specs[i].n_outputs;
+        f->elements = out->dtype == KORCH_DTYPE_FLOAT32 ? korch_shape_numel(&out->shape) : 0;
+        if (fault == KORCH_FAULT_ACCUMULATE && f->elements > 0) f->scratch = calloc((size_t)f->elements, sizeof(float));
+        *w = *kernels[i];
+        snprintf(w->impl, sizeof w->impl, "%.140s (FAULTY)", kernels[i]->impl);
+        w->state = f;
+        w->run = faulty_run;
+        w->destroy = faulty_destroy;
+        kernels[i] = w;
+    }
+    return KORCH_OK;
+}
+
 korch_status korch_backend_build(korch_backend_kind kind, const korch_kernel_spec *specs, const char *const *schedules,
                                  int n, const korch_profile_options *options, korch_kernel **kernels) {
     if (n < 0 || (n > 0 && (!specs || !kernels)))
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "korch_backend_build: bad arguments");
     for (int i = 0; i < n; i++) kernels[i] = NULL;
-    if (kind == KORCH_BACKEND_CGEN) return korch_cgen_build(specs, schedules, n, options, kernels);
-    if (kind == KORCH_BACKEND_REF) return korch_ref_build(specs, schedules, n, options, kernels);
-    if (kind == KORCH_BACKEND_DNNL) return korch_dnnl_build(specs, schedules, n, options, kernels);
-    return unknown(kind);
+    korch_status st;
+    if (kind == KORCH_BACKEND_CGEN) st = korch_cgen_build(specs, schedules, n, options, kernels);
+    else if (kind == KORCH_BACKEND_REF) st = korch_ref_build(specs, schedules, n, options, kernels);
+    else if (kind == KORCH_BACKEND_DNNL) st = korch_dnnl_build(specs, schedules, n, options, kernels);
+    else return unknown(kind);
+    if (st == KORCH_OK && fault_fn) st = inject_faults(kind, specs, n, kernels);
+    return st;
 }
 
 void korch_kernel_destroy(korch_kernel *k) {

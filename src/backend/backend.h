@@ -93,6 +93,19 @@ korch_status korch_backend_build(korch_backend_kind kind, const korch_kernel_spe
 
 void korch_kernel_destroy(korch_kernel *k);
 
+/* Fault injection, for tests of the verification (src/verify): while a
+ * hook is set, every kernel korch_backend_build builds gets the fault the
+ * hook returns for it. Never set outside tests. NULL removes it. Not
+ * thread-safe: set it before building. */
+typedef enum korch_fault {
+    KORCH_FAULT_NONE,
+    KORCH_FAULT_ELEMENT,    /* one element of the first output is off by +1 */
+    KORCH_FAULT_SCALE,      /* every element of the first output becomes 1.5 x + 0.25 */
+    KORCH_FAULT_ACCUMULATE, /* the first output is added to what its buffer held (right on zeroed memory only) */
+} korch_fault;
+typedef korch_fault (*korch_fault_fn)(void *user, korch_backend_kind kind, const korch_kernel_spec *spec);
+void korch_backend_set_fault(korch_fault_fn fn, void *user);
+
 /* What a backend's kernels depend on besides their signature and schedule:
  * generator version, compiler and flags, library version. Stored verdicts
  * (src/verify) are keyed by it, so a new compiler or oneDNN is checked

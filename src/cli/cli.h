@@ -61,6 +61,11 @@ int korch_cli_plan_threads(const korch_cli_plan *p);
 /* bytes of the executor's arena (after prepare) */
 size_t korch_cli_plan_arena_bytes(const korch_cli_plan *p);
 int korch_cli_plan_prepare(korch_cli_plan *p, korch_graph *g, int threads);
+/* `korch run PLAN --verify`: the plan against the reference executor on the
+ * given inputs (NULL: seeded, with the plan's recorded seed); prints the
+ * result. Call before korch_cli_plan_prepare (which may release constants
+ * the reference needs). Returns 0 when it matches. */
+int korch_cli_plan_verify(korch_cli_plan *p, korch_graph *g, const korch_tensor *inputs, int threads);
 korch_status korch_cli_plan_run(korch_cli_plan *p, const korch_graph *g, const korch_tensor *inputs,
                                 korch_tensor *outputs);
 void korch_cli_plan_close(korch_cli_plan *p);

@@ -8,6 +8,7 @@
 #include "frontend/onnx_load.h"
 #include "runtime/executor.h"
 #include "runtime/plan.h"
+#include "verify/verify.h"
 
 struct korch_cli_plan {
     char *plan_path;
@@ -84,7 +85,9 @@ int korch_cli_plan_threads(const korch_cli_plan *p) { return p->plan->threads; }
 
 size_t korch_cli_plan_arena_bytes(const korch_cli_plan *p) { return p->ex ? korch_executor_arena_bytes(p->ex) : 0; }
 
-int korch_cli_plan_prepare(korch_cli_plan *p, korch_graph *g, int threads) {
+/* The primitive graph of g, checked against the plan's. */
+static int lower(korch_cli_plan *p, korch_graph *g) {
+    if (p->pg) return 0;
     if (korch_plan_lower(g, &p->pg) != KORCH_OK) return korch_cli_fail();
     if (korch_pgraph_hash(p->pg) != p->plan->pgraph_hash) {
         korch_error(KORCH_ERR_INVALID_MODEL,
@@ -93,6 +96,39 @@ int korch_cli_plan_prepare(korch_cli_plan *p, korch_graph *g, int threads) {
                     p->plan_path, p->plan->fission_version, korch_plan_fission_version);
         return korch_cli_fail();
     }
+    return 0;
+}
+
+int korch_cli_plan_verify(korch_cli_plan *p, korch_graph *g, const korch_tensor *inputs, int threads) {
+    int rc = lower(p, g);
+    if (rc) return rc;
+    korch_profile_options build = {.threads = threads};
+    uint64_t seed = p->plan->verified ? p->plan->verify_seed : 20241125;
+    korch_verify_options vo = {.seed = seed, .inputs = inputs, .build = &build};
+    korch_plan_check c;
+    if (korch_verify_plan(p->plan, g, p->pg, &vo, &c) != KORCH_OK) return korch_cli_fail();
+    char seed_text[64];
+    snprintf(seed_text, sizeof seed_text, "seeded inputs (seed %llu)", (unsigned long long)seed);
+    if (c.ok) {
+        printf("verification: the plan matches the reference executor on %s\n", inputs ? "the given inputs" : seed_text);
+        for (int i = 0; i < c.n_outputs; i++)
+            printf("  output %s: worst error/tolerance %.3g, max |plan - reference| %.3g\n", c.outputs[i].name,
+                   c.outputs[i].worst_ratio, c.outputs[i].max_abs);
+    } else {
+        fprintf(stderr, "korch: error: verification: the plan differs from the reference executor on %s: %s\n",
+                inputs ? "the given inputs" : seed_text, c.detail);
+        if (c.bad_kernel >= 0)
+            fprintf(stderr, "korch: error: kernel %d (%s) is at fault: %s\n", c.bad_kernel,
+                    p->plan->kernels[c.bad_kernel].impl, c.bad_result.detail);
+        rc = 1;
+    }
+    korch_plan_check_free(&c);
+    return rc;
+}
+
+int korch_cli_plan_prepare(korch_cli_plan *p, korch_graph *g, int threads) {
+    int rc = lower(p, g);
+    if (rc) return rc;
     korch_profile_options options = {.threads = threads};
     /* p->pg and g are the command's own */
     if (korch_executor_create_owned(p->plan, p->pg, g, &options, &p->ex) != KORCH_OK) return korch_cli_fail();

@@ -99,7 +99,24 @@ int korch_cmd_explain(int argc, char **argv) {
                korch_shape_format(&plan->input_shapes[i].shape, dims, sizeof dims));
     printf("strategy: %s, %d threads, lowered by %s (%d primitives)\n", plan->strategy, plan->threads,
            plan->fission_version, plan->pgraph_nodes);
-    printf("predicted: %.4f ms in %d kernels\n\n", total, plan->n_kernels);
+    printf("predicted: %.4f ms in %d kernels\n", total, plan->n_kernels);
+    if (!plan->verified) {
+        printf("verification: none recorded (a plan of format 1, or made with --no-verify); check it with 'korch run "
+               "PLAN --verify'\n");
+    } else {
+        printf("verification: matched the reference executor on seeded inputs (seed %llu)%s\n",
+               (unsigned long long)plan->verify_seed, plan->verify_given ? " and on the inputs given to optimize" : "");
+        for (int i = 0; i < plan->n_output_checks; i++)
+            printf("  output %s: worst error/tolerance %.3g, max |plan - reference| %.3g\n",
+                   korch_printable(plan->output_checks[i].name, buf, sizeof buf), plan->output_checks[i].worst_ratio,
+                   plan->output_checks[i].max_abs);
+        printf("  %d candidate kernel%s excluded while choosing: %s\n", plan->excluded, plan->excluded == 1 ? " was" : "s were",
+               plan->excluded == 1 ? "its outputs differed from the interpreter's" : plan->excluded ? "their outputs differed from the interpreter's" : "none");
+        for (int i = 0; i < plan->n_excluded_kernels; i++)
+            printf("  excluded: %s: %s\n", korch_printable(plan->excluded_kernels[i].impl, buf, sizeof buf),
+                   plan->excluded_kernels[i].detail);
+    }
+    printf("\n");
     for (int i = 0; i < plan->n_kernels; i++) {
         const korch_plan_kernel *k = &plan->kernels[i];
         printf("kernel %d: %s, %.4f ms (%.1f%%), %d primitive%s, %d input%s, %d output%s\n", i,
@@ -111,6 +128,10 @@ int korch_cmd_explain(int argc, char **argv) {
         printf("  onnx: ");
         print_onnx(k->onnx_nodes);
         printf("\n  implementation: %s\n", korch_printable(*k->impl ? k->impl : "-", buf, sizeof buf));
+        if (k->verify_ratio >= 0)
+            printf("  verified: %s (worst error/tolerance %.3g)\n",
+                   k->backend == KORCH_BACKEND_REF ? "the interpreter itself" : "against the interpreter",
+                   k->verify_ratio);
     }
     printf("\nper backend:\n");
     for (int b = 0; b < KORCH_BACKEND_COUNT; b++) {

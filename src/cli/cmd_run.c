@@ -35,6 +35,9 @@ static void help(void) {
            "                          between kernels, the 20 largest differences\n"
            "  --profile-csv FILE      (a plan, with --bench) every kernel's in-plan median\n"
            "                          and minimum and its profiled latency, as CSV\n"
+           "  --verify                (a plan) first check it against the reference executor\n"
+           "                          on the given inputs, or on seeded random inputs when\n"
+           "                          not all are given; exit 1 if it differs\n"
            "  --input-shape NAME=DIMS fix a symbolic input dimension\n");
 }
 
@@ -102,7 +105,7 @@ static korch_status run_once(korch_cli_plan *plan, const korch_graph *g, const k
 int korch_cmd_run(int argc, char **argv) {
     const char *model = NULL, *out_dir = NULL, *profile_csv = NULL;
     long threads = 0, bench = 0;
-    bool profile = false;
+    bool profile = false, verify = false;
     korch_cli_shapes shapes = {0};
     run_input inputs[256];
     int n_inputs = 0, rc = 0;
@@ -135,6 +138,8 @@ int korch_cmd_run(int argc, char **argv) {
                 rc = korch_cli_usage_error("run", "--bench expects a positive number of runs");
         } else if (strcmp(a, "--profile") == 0) {
             profile = true;
+        } else if (strcmp(a, "--verify") == 0) {
+            verify = true;
         } else if (strcmp(a, "--profile-csv") == 0) {
             if (!(profile_csv = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
         } else if (strcmp(a, "--input-shape") == 0) {
@@ -157,6 +162,8 @@ int korch_cmd_run(int argc, char **argv) {
         rc = korch_cli_plan_open(model, &plan, &model, &shapes);
         if (rc == 0 && threads == 0) threads = korch_cli_plan_threads(plan);
     }
+    if (rc == 0 && verify && !plan)
+        rc = korch_cli_usage_error("run", "--verify checks a plan against the reference executor; %s is a model", model);
     if (rc == 0 && (profile || profile_csv) && !plan)
         rc = korch_cli_usage_error("run", "--profile and --profile-csv time a plan's kernels; %s is a model, not a plan",
                                    model);
@@ -228,7 +235,7 @@ int korch_cmd_run(int argc, char **argv) {
     for (int i = 0; i < g->n_inputs && rc == 0; i++) {
         const korch_value *v = &g->values[g->inputs[i]];
         if (binding[i] < 0) {
-            if (!bench) {
+            if (!bench && !verify) {
                 fprintf(stderr, "korch: error: no --input given for graph input \"%s\"\n",
                         korch_printable(v->name, vbuf, sizeof vbuf));
                 rc = 2;
@@ -278,13 +285,18 @@ int korch_cmd_run(int argc, char **argv) {
             if (korch_tensor_alloc(&bound[i], v->dtype, &v->shape) != KORCH_OK) rc = korch_cli_fail();
             else {
                 fill_random(&bound[i], (unsigned)i);
-                fprintf(stderr, "korch: note: input \"%s\" not given; using seeded random data\n",
-                        korch_printable(v->name, vbuf, sizeof vbuf));
+                if (bench || out_dir) /* --verify alone makes its own seeded inputs */
+                    fprintf(stderr, "korch: note: input \"%s\" not given; using seeded random data\n",
+                            korch_printable(v->name, vbuf, sizeof vbuf));
             }
         }
     }
+    bool all_given = true;
+    for (int i = 0; i < g->n_inputs; i++) all_given &= binding[i] >= 0;
     free(binding);
     if (rc) goto done;
+    if (verify && (rc = korch_cli_plan_verify(plan, g, all_given ? bound : NULL, (int)threads)) != 0) goto done;
+    if (verify && !bench && !out_dir) goto done; /* nothing else was asked for */
     if (plan && (rc = korch_cli_plan_prepare(plan, g, (int)threads)) != 0) goto done;
 
     if (run_once(plan, g, bound, outputs) != KORCH_OK) {

@@ -58,7 +58,16 @@ korch_status korch_orchestrator_solve_verified(korch_orchestrator *o, korch_stra
             plan->verified = true;
             plan->verify_seed = options->verify.seed;
             plan->verify_given = options->verify.inputs ? 1 : 0;
-            plan->excluded = korch_orchestrator_verify_log(o)->n_excluded;
+            const korch_verify_log *vl = korch_orchestrator_verify_log(o);
+            plan->excluded = vl->n_excluded;
+            int keep = vl->n_excluded < KORCH_PLAN_MAX_EXCLUDED ? vl->n_excluded : KORCH_PLAN_MAX_EXCLUDED;
+            plan->excluded_kernels = calloc((size_t)keep + 1, sizeof *plan->excluded_kernels);
+            for (int i = 0; plan->excluded_kernels && i < keep; i++) {
+                korch_plan_excluded *e = &plan->excluded_kernels[plan->n_excluded_kernels++];
+                e->impl = strdup(vl->excluded[i].impl);
+                e->detail = strdup(vl->excluded[i].detail);
+                e->worst_ratio = vl->excluded[i].worst_ratio;
+            }
             if (log) {
                 double worst = 0;
                 for (int i = 0; i < plan->n_output_checks; i++)

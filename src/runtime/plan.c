@@ -27,6 +27,11 @@ void korch_plan_free(korch_plan *plan) {
     free(plan->input_shapes);
     for (int i = 0; i < plan->n_output_checks; i++) free(plan->output_checks[i].name);
     free(plan->output_checks);
+    for (int i = 0; i < plan->n_excluded_kernels; i++) {
+        free(plan->excluded_kernels[i].impl);
+        free(plan->excluded_kernels[i].detail);
+    }
+    free(plan->excluded_kernels);
     free(plan->model_path);
     free(plan);
 }

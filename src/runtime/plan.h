@@ -39,6 +39,14 @@ typedef struct korch_plan_kernel {
 
 /* The check of the whole plan against the reference executor before it was
  * written (src/verify/plan_check.c), per graph output. */
+/* A candidate kernel verification excluded while the plan was chosen. */
+#define KORCH_PLAN_MAX_EXCLUDED 100
+typedef struct korch_plan_excluded {
+    char *impl;   /* the backend's implementation */
+    char *detail; /* how its outputs differed from the interpreter's */
+    double worst_ratio;
+} korch_plan_excluded;
+
 typedef struct korch_plan_output_check {
     char *name;
     double worst_ratio; /* worst error / tolerance (<= 1: within) */
@@ -72,6 +80,8 @@ typedef struct korch_plan {
     int n_output_checks;
     korch_plan_output_check *output_checks;
     int excluded;           /* candidate kernels verification excluded while choosing */
+    int n_excluded_kernels; /* the first of them (at most KORCH_PLAN_MAX_EXCLUDED), for explain */
+    korch_plan_excluded *excluded_kernels;
 } korch_plan;
 
 korch_plan *korch_plan_new(void);

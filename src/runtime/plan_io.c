@@ -77,6 +77,14 @@ korch_status korch_plan_save(const korch_plan *plan, const char *path) {
             put_escaped(f, c->name);
             fprintf(f, " worst=%.6g max-abs=%.6g\n", c->worst_ratio, c->max_abs);
         }
+        for (int i = 0; i < plan->n_excluded_kernels; i++) {
+            const korch_plan_excluded *e = &plan->excluded_kernels[i];
+            fprintf(f, "excluded worst=%.6g impl=", e->worst_ratio < 1e12 ? e->worst_ratio : 1e12);
+            put_escaped(f, e->impl);
+            fprintf(f, " detail=");
+            put_escaped(f, e->detail);
+            fputc('\n', f);
+        }
     }
     for (int i = 0; i < plan->n_kernels; i++) {
         const korch_plan_kernel *k = &plan->kernels[i];
@@ -374,6 +382,18 @@ static korch_status parse_line(parser *p, korch_plan *plan, char *line, bool *en
         if (!ok || !parse_double(get(fields, nf, "worst"), &c->worst_ratio) ||
             !parse_double(get(fields, nf, "max-abs"), &c->max_abs))
             return perr(p, "bad checked line", NULL);
+    } else if (strcmp(keyword, "excluded") == 0 && plan->version >= 2) {
+        if (plan->n_excluded_kernels >= KORCH_PLAN_MAX_EXCLUDED) return perr(p, "too many excluded lines", NULL);
+        korch_plan_excluded *grown =
+            realloc(plan->excluded_kernels, ((size_t)plan->n_excluded_kernels + 1) * sizeof *grown);
+        if (!grown) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "plan: out of memory");
+        plan->excluded_kernels = grown;
+        korch_plan_excluded *e = &plan->excluded_kernels[plan->n_excluded_kernels++];
+        memset(e, 0, sizeof *e);
+        bool ok = true;
+        e->impl = dup_unescaped(get(fields, nf, "impl"), &ok);
+        e->detail = dup_unescaped(get(fields, nf, "detail"), &ok);
+        if (!ok || !parse_double(get(fields, nf, "worst"), &e->worst_ratio)) return perr(p, "bad excluded line", NULL);
     } else if (strcmp(keyword, "kernel") == 0) {
         if (plan->n_kernels >= 10000000) return perr(p, "too many kernels", NULL);
         return parse_kernel(p, plan, fields, nf);

@@ -43,19 +43,13 @@ static void free_tensors(korch_tensor *t, int n) {
     free(t);
 }
 
-static int64_t plan_reduction(const korch_plan *plan, const korch_pgraph *pg) {
-    int64_t r = 1;
-    for (int k = 0; k < plan->n_kernels; k++) {
-        korch_kernel_spec s = korch_plan_kernel_spec(pg, &plan->kernels[k]);
-        int64_t m = korch_verify_reduction_length(&s);
-        if (m > r) r = m;
-    }
-    return r;
-}
-
 korch_verify_tolerance korch_verify_plan_tolerance(const korch_plan *plan, const korch_pgraph *pg) {
-    /* a plan is many kernels deep: each adds its rounding to its inputs' */
-    korch_verify_tolerance t = korch_verify_tolerance_for(plan_reduction(plan, pg));
+    (void)plan;
+    (void)pg;
+    /* A plan is many kernels deep, each adding its rounding to its inputs':
+     * ten times the kernel rules, but no reduction term (a model's outputs
+     * are not one long sum; measured on the zoo, docs/verification.md). */
+    korch_verify_tolerance t = korch_verify_tolerance_for(1);
     t.rtol *= 10;
     t.atol *= 10;
     return t;

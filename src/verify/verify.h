@@ -147,8 +147,8 @@ typedef struct korch_plan_check {
     char detail[768];                 /* what differed, and where */
 } korch_plan_check;
 
-/* The plan tolerance: korch_verify_tolerance_for the plan's longest
- * reduction, ten times wider (a plan is many kernels deep). */
+/* The plan tolerance: the elementwise kernel rules, ten times wider (a plan
+ * is many kernels deep). */
 korch_verify_tolerance korch_verify_plan_tolerance(const korch_plan *plan, const korch_pgraph *pg);
 
 /* Runs the plan (executor) and the reference executor on the same inputs
