@@ -1,6 +1,7 @@
 /* Seeded data for verification, and the perturbation that measures how
  * sensitive a reference value is to rounding of its inputs. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "verify/verify.h"
@@ -12,18 +13,21 @@ static uint64_t next(uint64_t *s) {
 
 static double unit(uint64_t *s) { return (double)next(s) / 9007199254740992.0; /* [0, 1) */ }
 
-void korch_verify_fill(korch_tensor *t, uint64_t seed) {
+void korch_verify_fill(korch_tensor *t, uint64_t seed) { korch_verify_fill_bounded(t, seed, 100); }
+
+void korch_verify_fill_bounded(korch_tensor *t, uint64_t seed, int64_t upper) {
     int64_t n = korch_tensor_numel(t);
+    double range = (double)(upper > 0 ? upper : 1);
     uint64_t s = 0x9E3779B97F4A7C15ull ^ seed;
     for (int64_t i = 0; i < n; i++) {
         double u = unit(&s);
         switch (t->dtype) {
         case KORCH_DTYPE_FLOAT32: ((float *)t->data)[i] = (float)(u * 2.0 - 1.0); break;
         case KORCH_DTYPE_FLOAT64: ((double *)t->data)[i] = u * 2.0 - 1.0; break;
-        case KORCH_DTYPE_INT64: ((int64_t *)t->data)[i] = (int64_t)(u * 100); break;
-        case KORCH_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)(u * 100); break;
-        case KORCH_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)(u * 100); break;
-        case KORCH_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)(u * 100); break;
+        case KORCH_DTYPE_INT64: ((int64_t *)t->data)[i] = (int64_t)(u * range); break;
+        case KORCH_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)(u * range); break;
+        case KORCH_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)(u * (range < 128 ? range : 128)); break;
+        case KORCH_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)(u * (range < 256 ? range : 256)); break;
         case KORCH_DTYPE_BOOL: ((uint8_t *)t->data)[i] = u < 0.5; break;
         default: break; /* other dtypes keep their (zeroed) bytes */
         }
@@ -40,4 +44,45 @@ void korch_verify_perturb(korch_tensor *t, uint64_t seed) {
         else if (t->dtype == KORCH_DTYPE_FLOAT64) ((double *)t->data)[i] *= f;
         else return;
     }
+}
+
+/* Ops an index passes through unchanged in value (only in form). */
+static bool passes_values(const char *op) {
+    static const char *const ops[] = {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Expand",
+                                      "Transpose"};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(op, ops[i]) == 0) return true;
+    return false;
+}
+
+/* The smallest gathered-axis size among the Gathers that read value v as
+ * indices, directly or through passes_values ops (depth-limited). */
+static int64_t index_bound(const korch_graph *g, int v, int depth) {
+    int64_t bound = INT64_MAX;
+    for (int i = 0; i < g->n_nodes && depth < 8; i++) {
+        const korch_node *n = &g->nodes[i];
+        if (n->dead || n->n_inputs < 1) continue;
+        if ((strcmp(n->op_type, "Gather") == 0 || strcmp(n->op_type, "GatherElements") == 0) && n->n_inputs >= 2 &&
+            n->inputs[1] == v && n->inputs[0] >= 0) {
+            const korch_value *data = &g->values[n->inputs[0]];
+            int64_t axis = korch_node_attr_int(n, "axis", 0);
+            if (axis < 0) axis += data->shape.rank;
+            if (data->has_shape && axis >= 0 && axis < data->shape.rank && data->shape.dims[axis] < bound)
+                bound = data->shape.dims[axis];
+        } else if (passes_values(n->op_type) && n->inputs[0] == v && n->n_outputs >= 1 && n->outputs[0] >= 0) {
+            int64_t b = index_bound(g, n->outputs[0], depth + 1);
+            if (b < bound) bound = b;
+        }
+    }
+    return bound;
+}
+
+korch_status korch_verify_seeded_inputs(const korch_graph *g, uint64_t seed, korch_tensor *out) {
+    for (int i = 0; i < g->n_inputs; i++) {
+        const korch_value *v = &g->values[g->inputs[i]];
+        KORCH_TRY(korch_tensor_alloc(&out[i], v->dtype, &v->shape));
+        int64_t bound = index_bound(g, g->inputs[i], 0);
+        korch_verify_fill_bounded(&out[i], seed + (uint64_t)i, bound < 100 ? bound : 100);
+    }
+    return KORCH_OK;
 }

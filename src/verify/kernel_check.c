@@ -260,17 +260,29 @@ korch_status korch_verify_kernels(const korch_pgraph *pg, const korch_verify_ite
         if (pg->values[v].is_constant)
             vals[v] = (korch_tensor){.dtype = pg->values[v].dtype, .shape = pg->values[v].shape,
                                      .data = pg->values[v].constant.data};
+    /* the same seeded inputs the plan check uses (the op graph knows which
+     * integer inputs are indices); a primitive graph without one (tests)
+     * gets plain seeded data */
+    korch_tensor *seeded = NULL;
+    if (st == KORCH_OK && !o.inputs && pg->source && pg->source->n_inputs == pg->n_inputs) {
+        seeded = calloc((size_t)pg->n_inputs + 1, sizeof *seeded);
+        st = seeded ? korch_verify_seeded_inputs(pg->source, o.seed, seeded)
+                    : korch_error(KORCH_ERR_OUT_OF_MEMORY, "verify: out of memory");
+    }
     for (int i = 0; i < pg->n_inputs && st == KORCH_OK; i++) {
         const korch_pvalue *pv = &pg->values[pg->inputs[i]];
-        if (o.inputs) {
-            if (o.inputs[i].dtype != pv->dtype || !korch_shape_equal(&o.inputs[i].shape, &pv->shape))
+        const korch_tensor *given = o.inputs ? &o.inputs[i] : seeded ? &seeded[i] : NULL;
+        if (given) {
+            if (given->dtype != pv->dtype || !korch_shape_equal(&given->shape, &pv->shape))
                 st = korch_error(KORCH_ERR_SHAPE, "verify: input %d does not match the primitive graph", i);
-            else st = korch_tensor_clone(&o.inputs[i], &vals[pg->inputs[i]]);
+            else st = korch_tensor_clone(given, &vals[pg->inputs[i]]);
         } else {
             st = korch_tensor_alloc(&vals[pg->inputs[i]], pv->dtype, &pv->shape);
             if (st == KORCH_OK) korch_verify_fill(&vals[pg->inputs[i]], o.seed + (uint64_t)i);
         }
     }
+    for (int i = 0; seeded && i < pg->n_inputs; i++) korch_tensor_free(&seeded[i]);
+    free(seeded);
     int next_check = 0;
     /* checks whose nodes are all dead (ready -1) run first, on inputs only */
     for (int i = -1; i < count && st == KORCH_OK; i++) {

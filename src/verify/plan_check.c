@@ -23,17 +23,13 @@
 
 /* Inputs of the graph: the caller's, or seeded. */
 static korch_status make_inputs(const korch_graph *g, const korch_verify_options *o, korch_tensor *in) {
+    if (!o->inputs) return korch_verify_seeded_inputs(g, o->seed, in);
     for (int i = 0; i < g->n_inputs; i++) {
         const korch_value *v = &g->values[g->inputs[i]];
-        if (o->inputs) {
-            if (o->inputs[i].dtype != v->dtype || !korch_shape_equal(&o->inputs[i].shape, &v->shape))
-                return korch_error(KORCH_ERR_SHAPE, "verify: input \"%s\" does not have the model's dtype and shape",
-                                   v->name);
-            KORCH_TRY(korch_tensor_clone(&o->inputs[i], &in[i]));
-        } else {
-            KORCH_TRY(korch_tensor_alloc(&in[i], v->dtype, &v->shape));
-            korch_verify_fill(&in[i], o->seed + (uint64_t)i);
-        }
+        if (o->inputs[i].dtype != v->dtype || !korch_shape_equal(&o->inputs[i].shape, &v->shape))
+            return korch_error(KORCH_ERR_SHAPE, "verify: input \"%s\" does not have the model's dtype and shape",
+                               v->name);
+        KORCH_TRY(korch_tensor_clone(&o->inputs[i], &in[i]));
     }
     return KORCH_OK;
 }

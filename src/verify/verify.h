@@ -80,6 +80,15 @@ void korch_verify_diff_format(const korch_verify_diff *d, const korch_shape *sha
  * inputs (optimize's verification, `korch run` without --input, bench):
  * floats uniform in [-1, 1), integers uniform in [0, 100), booleans 50/50. */
 void korch_verify_fill(korch_tensor *t, uint64_t seed);
+/* The same with integers in [0, upper) instead of [0, 100). */
+void korch_verify_fill_bounded(korch_tensor *t, uint64_t seed, int64_t upper);
+
+/* Seeded data for every input of g (out[i] for g->inputs[i], allocated):
+ * korch_verify_fill(seed + i), except that an integer input the model uses
+ * as Gather indices (directly or through Cast, Reshape, Unsqueeze...) stays
+ * below the gathered axis's size, so a token-id input is a valid index
+ * whatever the vocabulary. */
+korch_status korch_verify_seeded_inputs(const korch_graph *g, uint64_t seed, korch_tensor *out);
 
 /* Perturbs every float element by a relative 2^-20 with a seeded random
  * sign (a few float ulps): the sensitivity probe. Other dtypes unchanged. */
