@@ -9,6 +9,7 @@
 #include "cli/cli_orchestrate.h"
 #include "runtime/executor.h"
 #include "runtime/reference.h"
+#include "verify/verify.h"
 
 static void help(void) {
     printf("usage: korch bench MODEL [--runs N] [--check] [--db PATH] [--threads N]\n"
@@ -25,21 +26,6 @@ static void help(void) {
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-static void fill(korch_tensor *t, unsigned seed) {
-    uint64_t s = 0x9E3779B97F4A7C15ull ^ seed;
-    for (int64_t i = 0; i < korch_tensor_numel(t); i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        double u = (double)(s >> 11) / 9007199254740992.0;
-        switch (t->dtype) {
-        case KORCH_DTYPE_FLOAT32: ((float *)t->data)[i] = (float)(u * 2.0 - 1.0); break;
-        case KORCH_DTYPE_INT64: ((int64_t *)t->data)[i] = (int64_t)(u * 100); break;
-        case KORCH_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)(u * 100); break;
-        case KORCH_DTYPE_BOOL: ((uint8_t *)t->data)[i] = u < 0.5; break;
-        default: break;
-        }
-    }
 }
 
 /* max |a - b| / max(max |b|, tiny) over float outputs */
@@ -111,11 +97,7 @@ int korch_cmd_bench(int argc, char **argv) {
     double measured[KORCH_STRATEGY_COUNT] = {0}, predicted[KORCH_STRATEGY_COUNT] = {0};
     int kernels[KORCH_STRATEGY_COUNT] = {0};
     if (rc == 0 && (!inputs || !times)) rc = korch_cli_fail();
-    for (int i = 0; i < pg->n_inputs && rc == 0; i++) {
-        const korch_pvalue *v = &pg->values[pg->inputs[i]];
-        if (korch_tensor_alloc(&inputs[i], v->dtype, &v->shape) != KORCH_OK) rc = korch_cli_fail();
-        else fill(&inputs[i], (unsigned)i);
-    }
+    if (rc == 0 && korch_verify_seeded_inputs(s.model.graph, 0, inputs) != KORCH_OK) rc = korch_cli_fail();
     if (rc == 0 && check) {
         reference = calloc((size_t)pg->n_outputs + 1, sizeof *reference);
         if (!reference || korch_reference_run(s.model.graph, inputs, reference) != KORCH_OK) rc = korch_cli_fail();

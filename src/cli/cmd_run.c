@@ -9,6 +9,7 @@
 #include "io/npy.h"
 #include "runtime/plan.h"
 #include "runtime/reference.h"
+#include "verify/verify.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -49,22 +50,6 @@ typedef struct run_input {
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-static void fill_random(korch_tensor *t, unsigned seed) {
-    int64_t n = korch_tensor_numel(t);
-    uint64_t s = 0x9E3779B97F4A7C15ull ^ seed;
-    for (int64_t i = 0; i < n; i++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        double u = (double)(s >> 11) / 9007199254740992.0; /* [0,1) */
-        switch (t->dtype) {
-        case KORCH_DTYPE_FLOAT32: ((float *)t->data)[i] = (float)(u * 2.0 - 1.0); break;
-        case KORCH_DTYPE_INT64: ((int64_t *)t->data)[i] = (int64_t)(u * 100); break;
-        case KORCH_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)(u * 100); break;
-        case KORCH_DTYPE_BOOL: ((uint8_t *)t->data)[i] = u < 0.5; break;
-        default: break;
-        }
-    }
 }
 
 /* mkdir -p: creates every missing level of `dir`. */
@@ -181,7 +166,7 @@ int korch_cmd_run(int argc, char **argv) {
     memset(files, 0, sizeof files);
     memset(file_names, 0, sizeof file_names);
     korch_graph *g = NULL;
-    korch_tensor *bound = NULL, *outputs = NULL;
+    korch_tensor *bound = NULL, *outputs = NULL, *seeded = NULL;
     for (int k = 0; k < n_inputs; k++) {
         if (korch_tensor_file_read(inputs[k].path, &files[k], &file_names[k]) != KORCH_OK) {
             rc = korch_cli_fail();
@@ -282,9 +267,15 @@ int korch_cmd_run(int argc, char **argv) {
             }
             bound[i] = (korch_tensor){.dtype = t->dtype, .shape = t->shape, .data = t->data};
         } else {
-            if (korch_tensor_alloc(&bound[i], v->dtype, &v->shape) != KORCH_OK) rc = korch_cli_fail();
+            if (!seeded && (seeded = calloc((size_t)g->n_inputs + 1, sizeof *seeded)) != NULL &&
+                korch_verify_seeded_inputs(g, 0, seeded) != KORCH_OK) {
+                rc = korch_cli_fail();
+                break;
+            }
+            if (!seeded) rc = korch_cli_fail();
             else {
-                fill_random(&bound[i], (unsigned)i);
+                bound[i] = seeded[i]; /* owned by bound[] now */
+                seeded[i] = (korch_tensor){0};
                 if (bench || out_dir) /* --verify alone makes its own seeded inputs */
                     fprintf(stderr, "korch: note: input \"%s\" not given; using seeded random data\n",
                             korch_printable(v->name, vbuf, sizeof vbuf));
@@ -362,6 +353,8 @@ done:
         for (int i = 0; i < g->n_inputs; i++) korch_tensor_free(&bound[i]);
     free(bound);
     free(outputs);
+    for (int i = 0; g && seeded && i < g->n_inputs; i++) korch_tensor_free(&seeded[i]);
+    free(seeded);
     for (int k = 0; k < n_inputs; k++) {
         korch_tensor_free(&files[k]);
         free(file_names[k]);
