@@ -76,6 +76,10 @@ def step(v, kind, shape_of_class, cls, first):
     """One elementwise step on v: kind is a binary op or an activation."""
     if kind in BINARY:
         c = const(nonzero(shape_of_class[cls]))
+        if kind == "Div" and not first:
+            # c / v: v bounded away from zero first (a Max post-op), or a
+            # correct kernel's rounding near v = 0 would look like a fault
+            v = node("Max", [v, const(0.5)])
         return node(kind, [v, c] if first else [c, v])
     if kind == "Relu":
         return node("Relu", [v])
@@ -139,7 +143,7 @@ def branch_output(v):
 def main():
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
-    C, H, W = 16, 12, 10
+    C, H, W = 16, 32, 32  # the issue's shape: oneDNN picks brgconv_1x1 for the 1x1 convolutions
     x = "x"
     convs = [  # (name, out channels, kernel, pads, strides, group, bias)
         ("1x1", 16, 1, 0, 1, 1, True),
@@ -150,8 +154,12 @@ def main():
         ("strided", 8, 3, 1, 2, 1, True),
     ]
     for ci, (label, m, k, p, s, g, bias) in enumerate(convs):
-        wt = const(rng.uniform(-0.3, 0.3, size=(m, C // g, k, k)))
-        ins = [x, wt] + ([const(rng.uniform(-0.5, 0.5, size=(m,)))] if bias else [])
+        def conv_inputs():
+            # weights of its own per branch: identical convolutions would be
+            # merged into one (common subexpressions) and then shared by
+            # every chain, which no kernel can fuse
+            wt = const(rng.uniform(-0.3, 0.3, size=(m, C // g, k, k)))
+            return [x, wt] + ([const(rng.uniform(-0.5, 0.5, size=(m,)))] if bias else [])
         ho = (H + 2 * p - k) // s + 1
         wo = (W + 2 * p - k) // s + 1
         classes = conv_classes(m, ho, wo)
@@ -159,25 +167,24 @@ def main():
         # every conv gets a share of the chains (all of them for the 1x1 and 3x3)
         picked = all_chains if ci in (0, 2) else all_chains[ci::3]
         for chain in picked:
-            y = node("Conv", ins, kernel_shape=[k, k], pads=[p] * 4, strides=[s, s], group=g)
+            y = node("Conv", conv_inputs(), kernel_shape=[k, k], pads=[p] * 4, strides=[s, s], group=g)
             branch_output(apply_chain(y, chain, classes))
         # the same constant used twice in one chain
-        y = node("Conv", ins, kernel_shape=[k, k], pads=[p] * 4, strides=[s, s], group=g)
+        y = node("Conv", conv_inputs(), kernel_shape=[k, k], pads=[p] * 4, strides=[s, s], group=g)
         same = const(nonzero(classes["(C,1,1)"]))
         branch_output(node("Add", [node("Mul", [y, same]), same]))
     # matmul and gemm on a = [2, 6, 32] / [6, 32]
     a = "a"
     M, K, N = 6, 32, 20
-    wmm = const(rng.uniform(-0.3, 0.3, size=(K, N)))
     classes = mm_classes(M, N)
     for chain in chains(classes)[::2]:
-        y = node("MatMul", [a, wmm])
+        y = node("MatMul", [a, const(rng.uniform(-0.3, 0.3, size=(K, N)))])
         branch_output(apply_chain(y, chain, classes))
     flat = "a2"  # a 2-D activation for Gemm
-    gemm_w = const(rng.uniform(-0.3, 0.3, size=(N, K)))  # transB layout
-    gemm_c = const(rng.uniform(-0.5, 0.5, size=(N,)))
     gclasses = mm_classes(M, N)
     for i, chain in enumerate(chains(gclasses)[1::3]):
+        gemm_w = const(rng.uniform(-0.3, 0.3, size=(N, K)))  # transB layout
+        gemm_c = const(rng.uniform(-0.5, 0.5, size=(N,)))
         if i % 2 == 0:
             y = node("Gemm", [flat, gemm_w, gemm_c], transB=1, alpha=0.7, beta=1.3)
         else:
