@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strmap.h"
 #include "profile/profile.h"
 #include "verify/verify.h"
 
@@ -24,6 +25,7 @@ struct korch_verifier {
     char machine[KORCH_BACKEND_COUNT][33];
     memo_entry *memo;
     int n_memo, cap_memo;
+    korch_strmap memo_index; /* key -> memo entry (keys owned by the entries) */
     korch_verifier_stats stats;
 };
 
@@ -34,6 +36,7 @@ korch_status korch_verifier_create(const korch_pgraph *pg, const korch_verify_op
     if (!v) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "verify: out of memory");
     v->pg = pg;
     v->options = *options;
+    korch_strmap_init(&v->memo_index);
     int threads = options->build && options->build->threads > 0 ? options->build->threads : 1;
 #ifdef _OPENMP
     if (!(options->build && options->build->threads > 0)) threads = omp_get_max_threads();
@@ -60,6 +63,7 @@ korch_status korch_verifier_create(const korch_pgraph *pg, const korch_verify_op
 
 void korch_verifier_free(korch_verifier *v) {
     if (!v) return;
+    korch_strmap_free(&v->memo_index);
     for (int i = 0; i < v->n_memo; i++) free(v->memo[i].key);
     free(v->memo);
     korch_profile_db_close(v->db);
@@ -81,10 +85,9 @@ static char *memo_key(const korch_verify_item *item, const char *key) {
     return s;
 }
 
-static const korch_verify_result *memo_find(const korch_verifier *v, const char *k) {
-    for (int i = 0; k && i < v->n_memo; i++)
-        if (strcmp(v->memo[i].key, k) == 0) return &v->memo[i].result;
-    return NULL;
+static korch_verify_result *memo_find(korch_verifier *v, const char *k) {
+    int i = k ? korch_strmap_get(&v->memo_index, k) : -1;
+    return i >= 0 ? &v->memo[i].result : NULL;
 }
 
 static void memo_add(korch_verifier *v, char *k, const korch_verify_result *r) {
@@ -98,6 +101,10 @@ static void memo_add(korch_verifier *v, char *k, const korch_verify_result *r) {
         }
         v->memo = m;
         v->cap_memo = cap;
+    }
+    if (!korch_strmap_put(&v->memo_index, k, v->n_memo)) {
+        free(k);
+        return;
     }
     v->memo[v->n_memo++] = (memo_entry){.key = k, .result = *r};
 }
@@ -201,12 +208,12 @@ korch_status korch_verifier_record(korch_verifier *v, const korch_verify_item *i
     korch_verify_result r = *result;
     db_store(v, item, key, &r);
     char *k = memo_key(item, key);
-    for (int i = 0; k && i < v->n_memo; i++)
-        if (strcmp(v->memo[i].key, k) == 0) {
-            v->memo[i].result = r;
-            free(k);
-            return KORCH_OK;
-        }
+    korch_verify_result *m = memo_find(v, k);
+    if (m) {
+        *m = r;
+        free(k);
+        return KORCH_OK;
+    }
     memo_add(v, k, &r);
     return KORCH_OK;
 }
