@@ -42,6 +42,21 @@ static korch_plan *sample_plan(korch_pgraph **pg_out) {
         snprintf(plan->fission_version, sizeof plan->fission_version, "test-1");
         plan->threads = 2;
         snprintf(plan->kernels[0].impl, sizeof plan->kernels[0].impl, "impl with spaces, commas = and %%");
+        /* the verification record (format 2) */
+        plan->verified = true;
+        plan->verify_seed = 18446744073709551615ull;
+        plan->verify_given = 1;
+        plan->excluded = 3;
+        plan->n_output_checks = 1;
+        plan->output_checks = calloc(1, sizeof *plan->output_checks);
+        plan->output_checks[0] = (korch_plan_output_check){.name = strdup("out put,=1"), .worst_ratio = 0.125,
+                                                           .max_abs = 3.5e-7};
+        plan->n_excluded_kernels = 1;
+        plan->excluded_kernels = calloc(1, sizeof *plan->excluded_kernels);
+        plan->excluded_kernels[0] = (korch_plan_excluded){.impl = strdup("dnnl brgconv_1x1:avx512_core fmt=plain"),
+                                                          .detail = strdup("output 0: 5 of 9 differ; worst [0,1]"),
+                                                          .worst_ratio = 1e300};
+        plan->kernels[0].verify_ratio = 0.25;
     }
     *pg_out = pg;
     return plan;
@@ -75,6 +90,18 @@ static void test_round_trip(void) {
             CHECK(strcmp(a->primitives, b->primitives) == 0);
         }
         CHECK_OK(korch_plan_validate(back, pg));
+        CHECK(back->version == KORCH_PLAN_VERSION && back->verified);
+        CHECK(back->verify_seed == plan->verify_seed && back->verify_given == 1 && back->excluded == 3);
+        CHECK(back->n_output_checks == 1 && strcmp(back->output_checks[0].name, "out put,=1") == 0);
+        CHECK_NEAR(back->output_checks[0].worst_ratio, 0.125, 1e-9);
+        CHECK_NEAR(back->output_checks[0].max_abs, 3.5e-7, 1e-12);
+        CHECK(back->n_excluded_kernels == 1 && strcmp(back->excluded_kernels[0].impl, plan->excluded_kernels[0].impl) == 0 &&
+              strcmp(back->excluded_kernels[0].detail, plan->excluded_kernels[0].detail) == 0);
+        CHECK(back->excluded_kernels[0].worst_ratio >= 1e12); /* an infinite ratio is stored capped */
+        CHECK_NEAR(back->kernels[0].verify_ratio, 0.25, 1e-9);
+        for (int i = 1; i < back->n_kernels; i++) /* REF kernels are the interpreter: ratio 0 */
+            CHECK(back->kernels[i].backend == KORCH_BACKEND_REF ? back->kernels[i].verify_ratio == 0
+                                                                  : back->kernels[i].verify_ratio < 0);
     }
     /* a plan that moved beside a model of the same name finds it */
     char model[256];
