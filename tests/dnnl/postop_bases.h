@@ -44,7 +44,20 @@ typedef struct pc_base {
     int row_axis;      /* matmul rows, -1 for convolutions */
     int64_t K;         /* reduction length */
     double lo, hi;     /* measured range of y */
+    pc_ref ref;        /* y, computed once (pc_base_cache) */
 } pc_base;
+
+/* What a base's first build measures, for the later ones. */
+typedef struct pc_base_cache {
+    bool ready;
+    double lo, hi;
+    korch_tensor y;
+} pc_base_cache;
+
+static inline void pc_base_cache_free(pc_base_cache *c) {
+    korch_tensor_free(&c->y);
+    memset(c, 0, sizeof *c);
+}
 
 /* Fission's Gemm: transposes of A and B, the matmul, y * alpha, + C * beta;
  * then the default clean-up (which folds a constant B's transpose and
@@ -118,9 +131,9 @@ static inline korch_shape pc_channel_shape(const pc_base *b) {
     return korch_shape_make(1, (int64_t[]){c});
 }
 
-/* Builds base `def` (deterministic: its own seed), measuring the output range
- * the first time (cached in lo and hi once hi > lo). */
-static inline pc_base pc_base_build(const pc_base_def *def, uint64_t seed, double *lo, double *hi) {
+/* Builds base `def` (deterministic: its own seed); the first build of a
+ * base fills *cache with its output and range. */
+static inline pc_base pc_base_build(const pc_base_def *def, uint64_t seed, pc_base_cache *cache) {
     pc_base b = {.def = def, .g = {.pg = dc_graph(), .rng = {seed}}, .row_axis = -1};
     int y;
     if (def->op == PC_MATMUL) y = pc_matmul(&b);
@@ -138,22 +151,23 @@ static inline pc_base pc_base_build(const pc_base_def *def, uint64_t seed, doubl
         y = dc_ew2(b.g.pg, KORCH_EW_ADD, y, pc_constant(&b.g, s.rank, s.dims, def->positive ? 0 : -0.5, 0.5));
     }
     b.y = y;
-    if (!(*hi > *lo)) {
-        korch_tensor *ins = pc_make_inputs(&b.g), out = {0};
+    if (!cache->ready) {
+        korch_tensor *ins = pc_make_inputs(&b.g);
         korch_pgraph_add_output(b.g.pg, y);
-        CHECK_OK(korch_pgraph_interpret(b.g.pg, ins, &out));
+        CHECK_OK(korch_pgraph_interpret(b.g.pg, ins, &cache->y));
         double a = INFINITY, z = -INFINITY;
-        const float *p = out.data;
-        for (int64_t i = 0; p && i < korch_tensor_numel(&out); i++) a = fmin(a, p[i]), z = fmax(z, p[i]);
-        *lo = a;
-        *hi = z;
+        const float *p = cache->y.data;
+        for (int64_t i = 0; p && i < korch_tensor_numel(&cache->y); i++) a = fmin(a, p[i]), z = fmax(z, p[i]);
+        cache->lo = a;
+        cache->hi = z;
+        cache->ready = true;
         b.g.pg->n_outputs = 0;
         b.g.pg->values[y].graph_output = -1;
-        korch_tensor_free(&out);
         pc_free_inputs(&b.g, ins);
     }
-    b.lo = *lo;
-    b.hi = *hi;
+    b.lo = cache->lo;
+    b.hi = cache->hi;
+    b.ref = (pc_ref){.value = y, .n_nodes = b.g.pg->n_nodes, .data = cache->y.data ? &cache->y : NULL};
     return b;
 }
 
@@ -219,5 +233,16 @@ static const pc_base_def pc_positive_bases[] = {
 #undef CONV
 #undef CONV4
 #undef MM
+
+/* A base by its exact name. */
+static inline const pc_base_def *pc_find_base(const char *name) {
+    const pc_base_def *lists[] = {pc_conv_bases, pc_matmul_bases, pc_positive_bases};
+    size_t counts[] = {sizeof pc_conv_bases / sizeof pc_conv_bases[0], sizeof pc_matmul_bases / sizeof pc_matmul_bases[0],
+                       sizeof pc_positive_bases / sizeof pc_positive_bases[0]};
+    for (int l = 0; l < 3; l++)
+        for (size_t i = 0; i < counts[l]; i++)
+            if (strcmp(lists[l][i].name, name) == 0) return &lists[l][i];
+    return NULL;
+}
 
 #endif

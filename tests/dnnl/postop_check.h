@@ -19,7 +19,23 @@
 #ifndef KORCH_TESTS_DNNL_POSTOP_CHECK_H
 #define KORCH_TESTS_DNNL_POSTOP_CHECK_H
 
+#include <unistd.h>
+
 #include "dnnl_check.h"
+
+/* ---- OpenMP wait policy ------------------------------------------------------ */
+
+/* oneDNN and the interpreter run thousands of tiny parallel regions here.
+ * With libgomp's default (active) waiting, the idle thread spins between
+ * them, and on a loaded 2-core machine that made the tests ~10x slower
+ * (2.05 s against 0.24 s for one base, measured). libgomp reads
+ * OMP_WAIT_POLICY when it loads, so the test runs itself again with
+ * "passive" unless a policy is set. Results do not depend on it. */
+static inline void pc_passive_wait(char **argv) {
+    if (getenv("OMP_WAIT_POLICY")) return;
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    execv("/proc/self/exe", argv); /* returns only on failure: go on as we are */
+}
 
 /* ---- random source (fixed seeds: every run builds the same cases) ------- */
 
@@ -211,12 +227,49 @@ static inline int pc_compare(const korch_tensor *want, const float *got, double 
     return bad;
 }
 
+/* ---- the reference ---------------------------------------------------------- */
+
+/* The linear primitive's output, computed once per base: the reference for
+ * a case interprets only the chain, from this value (the interpreter's
+ * convolution would otherwise dominate the test's time). */
+typedef struct pc_ref {
+    int value;               /* the value the chain starts from */
+    int n_nodes;             /* nodes [0, n_nodes) compute it */
+    const korch_tensor *data;
+} pc_ref;
+
+/* Interprets pg with the nodes computing ref->value left out and the value
+ * supplied as an extra input (the graph is restored afterwards). */
+static inline korch_status pc_interpret(korch_pgraph *pg, const pc_ref *ref, const korch_tensor *ins, korch_tensor *out) {
+    if (!ref || !ref->data) return korch_pgraph_interpret(pg, ins, out);
+    int n = pg->n_inputs, *saved = pg->inputs;
+    int *inputs = malloc(((size_t)n + 1) * sizeof *inputs);
+    korch_tensor *in = calloc((size_t)n + 1, sizeof *in);
+    bool *dead = calloc((size_t)ref->n_nodes + 1, sizeof *dead);
+    memcpy(inputs, saved, (size_t)n * sizeof *inputs);
+    memcpy(in, ins, (size_t)n * sizeof *in);
+    inputs[n] = ref->value;
+    in[n] = (korch_tensor){.dtype = ref->data->dtype, .shape = ref->data->shape, .data = ref->data->data};
+    for (int i = 0; i < ref->n_nodes; i++) dead[i] = pg->nodes[i].dead, pg->nodes[i].dead = true;
+    pg->inputs = inputs;
+    pg->n_inputs = n + 1;
+    korch_status st = korch_pgraph_interpret(pg, in, out);
+    pg->inputs = saved;
+    pg->n_inputs = n;
+    for (int i = 0; i < ref->n_nodes; i++) pg->nodes[i].dead = dead[i];
+    free(dead);
+    free(in);
+    free(inputs);
+    return st;
+}
+
 /* ---- one case ------------------------------------------------------------------ */
 
 /* Runs the graph (one output) as one oneDNN kernel, every variant (without
- * the one-thread ones unless `all_variants`), against the interpreter. K is
- * the reduction length (tolerance). `what` describes the case. */
-static inline void pc_check(pc_graph *g, double K, bool all_variants, const char *what) {
+ * the one-thread ones unless `all_variants`), against the interpreter (from
+ * ref when given). K is the reduction length (tolerance). `what` describes
+ * the case. */
+static inline void pc_check(pc_graph *g, const pc_ref *ref, double K, bool all_variants, const char *what) {
     korch_pgraph *pg = g->pg;
     korch_kernel_spec spec;
     dc_spec_all(pg, &spec);
@@ -235,7 +288,7 @@ static inline void pc_check(pc_graph *g, double K, bool all_variants, const char
     CHECK(korch_dnnl_variants(&spec, 2, variants, sizeof variants, reason, sizeof reason));
     korch_tensor *ins = pc_make_inputs(g);
     korch_tensor want = {0};
-    CHECK_OK(korch_pgraph_interpret(pg, ins, &want));
+    CHECK_OK(pc_interpret(pg, ref, ins, &want));
     void **bufs = calloc((size_t)spec.n_inputs + 1, sizeof *bufs);
     for (int i = 0; i < spec.n_inputs; i++) {
         const korch_pvalue *v = &pg->values[spec.inputs[i]];

@@ -405,6 +405,11 @@ static inline bool pc_apply(pc_chain *c, const pc_step *s) {
     return ok;
 }
 
+/* Does step s need a positive argument (s/x, log, sqrt, rsqrt, 1/x, x^0.5)? */
+static inline bool pc_step_needs_positive(const pc_step *s) {
+    return (s->kind == PC_BIN && s->op == KORCH_EW_DIV && s->sv) || (s->kind == PC_ACT && pc_needs_positive(s->act));
+}
+
 /* ---- vocabularies ----------------------------------------------------------------- */
 
 static const korch_ew_op pc_bin_ops[] = {KORCH_EW_ADD, KORCH_EW_SUB, KORCH_EW_MUL, KORCH_EW_DIV, KORCH_EW_MAX,

@@ -9,9 +9,9 @@ static int n_steps;
 static void chains(const pc_base_def *defs, int n_defs, int per_base, uint64_t seed) {
     for (int i = 0; i < n_defs; i++) {
         if (!pc_base_selected(&defs[i])) continue;
-        double lo = 0, hi = 0;
+        pc_base_cache cache = {0};
         for (int j = 0; j < per_base; j++) {
-            pc_base b = pc_base_build(&defs[i], seed + 7919u * (uint64_t)i, &lo, &hi);
+            pc_base b = pc_base_build(&defs[i], seed + 7919u * (uint64_t)i, &cache);
             b.g.rng.s = seed ^ (0x1000u * (uint64_t)i + (uint64_t)j + 1) * 0x9e3779b97f4a7c15ull;
             pc_chain c = pc_chain_start(&b);
             int len = 1 + pc_int(&b.g.rng, 4);
@@ -26,16 +26,19 @@ static void chains(const pc_base_def *defs, int n_defs, int per_base, uint64_t s
             dc_output(b.g.pg, c.v);
             char what[800];
             snprintf(what, sizeof what, "%s:%s", defs[i].name, c.text);
-            pc_check(&b.g, (double)b.K, j % 4 == 0, what);
+            pc_check(&b.g, &b.ref, (double)b.K, j % 4 == 0, what);
             korch_pgraph_free(b.g.pg);
         }
+        pc_base_cache_free(&cache);
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    (void)argc;
+    pc_passive_wait(argv);
     n_steps = pc_all_steps(steps, 256);
     const char *env = getenv("KORCH_POSTOP_CHAINS");
-    int per = env ? atoi(env) : 24;
+    int per = env ? atoi(env) : 48;
     chains(pc_conv_bases, (int)(sizeof pc_conv_bases / sizeof pc_conv_bases[0]), per, 0x5eed0001);
     chains(pc_matmul_bases, (int)(sizeof pc_matmul_bases / sizeof pc_matmul_bases[0]), per, 0x5eed0002);
     chains(pc_positive_bases, (int)(sizeof pc_positive_bases / sizeof pc_positive_bases[0]), per, 0x5eed0003);
