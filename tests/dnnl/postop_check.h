@@ -167,13 +167,28 @@ static inline void pc_normalise(const char *text, char *out, size_t size) {
     out[n] = '\0';
 }
 
-/* Refusal reasons name nodes; keep the part after the node name. */
+/* A refusal reason without node names and numbers, to count reasons. */
 static inline void pc_reason_key(const char *reason, char *out, size_t size) {
-    const char *p = strstr(reason, "): ");
-    p = p ? p + 3 : reason;
-    snprintf(out, size, "%.100s", p);
-    for (char *q = out; *q; q++)
-        if ((*q >= '0' && *q <= '9') || *q == '.') *q = '#';
+    size_t n = 0;
+    for (const char *p = reason; *p && n + 1 < size && n < 110; p++) {
+        if (strncmp(p, "node ", 5) == 0 && p[5] >= '0' && p[5] <= '9') { /* node 12 (ew.ADD of "x") */
+            const char *q = strchr(p, ')');
+            if (q) {
+                out[n++] = 'N';
+                p = q;
+                continue;
+            }
+        }
+        if (*p == '(' && (p[1] == '-' || (p[1] >= '0' && p[1] <= '9'))) { /* (1.3,0.2) */
+            const char *q = strchr(p, ')');
+            if (q) {
+                p = q;
+                continue;
+            }
+        }
+        out[n++] = *p;
+    }
+    out[n] = '\0';
 }
 
 static inline void pc_print_table(const char *title, const pc_count *t, bool only_bad) {
@@ -187,7 +202,7 @@ static inline void pc_print_table(const char *title, const pc_count *t, bool onl
 }
 
 static inline void pc_report(void) {
-    printf("%d cases: %d accepted, %d refused, %d skipped (domain); %d kernels checked, %d wrong (in %d cases); "
+    printf("%d cases: %d accepted, %d refused, %d skipped (step not applicable); %d kernels checked, %d wrong (in %d cases); "
            "largest passing error %.3f of the tolerance\n",
            pc_st.cases, pc_st.accepted, pc_st.refused, pc_st.skipped, pc_st.kernels, pc_st.failed_kernels,
            pc_st.failed_cases, pc_st.max_ratio);

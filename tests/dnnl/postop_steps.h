@@ -410,6 +410,18 @@ static inline bool pc_step_needs_positive(const pc_step *s) {
     return (s->kind == PC_BIN && s->op == KORCH_EW_DIV && s->sv) || (s->kind == PC_ACT && pc_needs_positive(s->act));
 }
 
+/* Makes the chain value at least 1 (|x| + 1) unless it is positive already,
+ * so that s/x, log or sqrt can follow. */
+static inline bool pc_make_positive(pc_chain *c) {
+    if (c->lo >= 0.25) return true;
+    if (!pc_activation(c, A_ABS, false)) return false;
+    c->v = pc_ew2(c, KORCH_EW_ADD, c->v, pc_scalar(c, 1.0));
+    c->lo = fmax(c->lo, 0) + 1;
+    c->hi += 1;
+    pc_text(c, " +1");
+    return true;
+}
+
 /* ---- vocabularies ----------------------------------------------------------------- */
 
 static const korch_ew_op pc_bin_ops[] = {KORCH_EW_ADD, KORCH_EW_SUB, KORCH_EW_MUL, KORCH_EW_DIV, KORCH_EW_MAX,

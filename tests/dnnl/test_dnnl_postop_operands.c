@@ -22,7 +22,8 @@ static void sweep(const pc_base_def *defs, int n_defs, uint64_t seed) {
                     b.g.rng.s = seed ^ (0x1000u * (uint64_t)i + (uint64_t)j + 1) * 0x9e3779b97f4a7c15ull;
                     pc_chain c = pc_chain_start(&b);
                     pc_step s = {.kind = PC_BIN, .op = pc_bin_ops[o], .sv = sv, .cls = (pc_cls)k};
-                    bool ok = pc_apply(&c, &s);
+                    /* s / x after |x| + 1 on a base whose output spans zero */
+                    bool ok = (!pc_step_needs_positive(&s) || pc_make_positive(&c)) && pc_apply(&c, &s);
                     /* a second binary step of a class drawn at random */
                     pc_step t = {.kind = PC_BIN, .op = pc_bin_ops[pc_int(&b.g.rng, 6)], .cls = (pc_cls)pc_int(&b.g.rng, PC_NCLS)};
                     if (ok && j % 2) pc_apply(&c, &t);
