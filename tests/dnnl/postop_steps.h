@@ -63,6 +63,7 @@ typedef struct pc_chain {
     pc_base *b;
     int v;
     double lo, hi;
+    double err;       /* absolute error oneDNN's approximations may add (see pc_image) */
     int steps;
     char text[600];
     /* the last step, for PC_AGAIN / PC_REUSE */
@@ -72,8 +73,11 @@ typedef struct pc_chain {
     float p0, p1;     /* the last activation's parameters */
 } pc_chain;
 
+/* The chain starts with the linear output and its float32 accumulation
+ * error (relative to its largest magnitude). */
 static inline pc_chain pc_chain_start(pc_base *b) {
-    return (pc_chain){.b = b, .v = b->y, .lo = b->lo, .hi = b->hi, .last_operand = -1};
+    double err = 2e-6 * fmax(1.0, sqrt((double)b->K) / 8) * fmax(fabs(b->lo), fabs(b->hi));
+    return (pc_chain){.b = b, .v = b->y, .lo = b->lo, .hi = b->hi, .err = err, .last_operand = -1};
 }
 
 /* ---- scalar meanings (for the interval) ------------------------------------------ */
@@ -114,17 +118,22 @@ static inline bool pc_needs_positive(pc_act a) {
     return a == A_SQRT || a == A_LOG || a == A_RSQRT || a == A_RECIP || a == A_POW_HALF;
 }
 
-/* Image of [lo, hi] under a continuous function: dense samples, padded. */
-static inline void pc_image(pc_act a, double p0, double p1, double lo, double hi, double *olo, double *ohi) {
-    double mn = INFINITY, mx = -INFINITY;
+/* Image of [lo, hi] under a continuous function (dense samples, padded),
+ * and the function's largest slope there. */
+static inline void pc_image(pc_act a, double p0, double p1, double lo, double hi, double *olo, double *ohi,
+                            double *slope) {
+    double mn = INFINITY, mx = -INFINITY, prev = 0, L = 0;
     for (int i = 0; i <= 256; i++) {
-        double y = pc_f(a, lo + (hi - lo) * i / 256.0, p0, p1);
+        double x = lo + (hi - lo) * i / 256.0, y = pc_f(a, x, p0, p1);
         mn = fmin(mn, y);
         mx = fmax(mx, y);
+        if (i > 0 && hi > lo) L = fmax(L, fabs(y - prev) / ((hi - lo) / 256.0));
+        prev = y;
     }
     double pad = 0.01 * (mx - mn) + 1e-6;
     *olo = mn - pad;
     *ohi = mx + pad;
+    *slope = L;
 }
 
 /* ---- building --------------------------------------------------------------------- */
@@ -273,6 +282,11 @@ static inline bool pc_binary(pc_chain *c, korch_ew_op op, bool sv, pc_cls k, int
         size_t n = strlen(c->text);
         if (n >= 2 && c->text[n - 2] == ' ') c->text[n - 2] = ')', c->text[n - 1] = '\0';
     }
+    /* an absolute error in v scales with a multiplier or divisor */
+    double big = fmax(fabs(olo), fabs(ohi)), small = fmin(fabs(olo), fabs(ohi)), vsmall = fmin(fabs(c->lo), fabs(c->hi));
+    if (op == KORCH_EW_MUL) c->err *= big;
+    if (op == KORCH_EW_DIV && !sv) c->err /= small;
+    if (op == KORCH_EW_DIV && sv) c->err *= big / (vsmall * vsmall);
     c->lo = a, c->hi = z;
     c->last_operand = operand;
     c->olo = olo, c->ohi = ohi;
@@ -310,8 +324,8 @@ static inline bool pc_activation(pc_chain *c, pc_act a, bool again) {
     else pc_act_params(c, a, &p0, &p1);
     if (pc_needs_positive(a) && c->lo < 0.25) return false;
     if (a == A_EXP && c->hi > 5) return false;
-    double lo, hi;
-    pc_image(a, p0, p1, c->lo, c->hi, &lo, &hi);
+    double lo, hi, slope;
+    pc_image(a, p0, p1, c->lo, c->hi, &lo, &hi, &slope);
     if (!pc_bounded(lo, hi)) return false;
     int x = c->v, y;
     switch (a) {
@@ -368,6 +382,13 @@ static inline bool pc_activation(pc_chain *c, pc_act a, bool again) {
     default: return false;
     }
     c->v = y;
+    /* oneDNN's polynomial approximations (exp, erf, tanh, log inside
+     * softplus, gelu, mish, ...) are accurate to a few ulp of their O(|x|)
+     * intermediates, not of a result that saturates towards 0: softplus(-8)
+     * comes out 4e-7 off, gelu_erf(-6) 1.7e-7. So each activation may add
+     * 1e-6 * max(1, |x|) absolute, and passes on what came before times
+     * its slope. */
+    c->err = c->err * slope + 1e-6 * fmax(1.0, fmax(fabs(c->lo), fabs(c->hi)));
     c->lo = lo, c->hi = hi;
     c->p0 = p0, c->p1 = p1;
     c->last_operand = -1;

@@ -26,7 +26,7 @@ static void chains(const pc_base_def *defs, int n_defs, int per_base, uint64_t s
             dc_output(b.g.pg, c.v);
             char what[800];
             snprintf(what, sizeof what, "%s:%s", defs[i].name, c.text);
-            pc_check(&b.g, &b.ref, (double)b.K, j % 4 == 0, what);
+            pc_check(&b.g, &b.ref, (double)b.K, c.err, j % 4 == 0, what);
             korch_pgraph_free(b.g.pg);
         }
         pc_base_cache_free(&cache);

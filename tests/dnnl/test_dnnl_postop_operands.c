@@ -35,7 +35,7 @@ static void sweep(const pc_base_def *defs, int n_defs, uint64_t seed) {
                     dc_output(b.g.pg, c.v);
                     char what[800];
                     snprintf(what, sizeof what, "%s:%s", defs[i].name, c.text);
-                    pc_check(&b.g, &b.ref, (double)b.K, false, what);
+                    pc_check(&b.g, &b.ref, (double)b.K, c.err, false, what);
                     korch_pgraph_free(b.g.pg);
                 }
         pc_base_cache_free(&cache);

@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
                 dc_output(b.g.pg, c.v);
                 char what[800];
                 snprintf(what, sizeof what, "%s:%s", def->name, c.text);
-                pc_check(&b.g, &b.ref, (double)b.K, false, what);
+                pc_check(&b.g, &b.ref, (double)b.K, c.err, false, what);
                 korch_pgraph_free(b.g.pg);
             }
     for (int i = 0; i < N_MAIN + N_POS; i++) pc_base_cache_free(&cache[i]);
