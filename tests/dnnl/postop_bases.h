@@ -70,7 +70,8 @@ static inline int pc_gemm(pc_base *b) {
     double wr = 2.0 / sqrt((double)K), lo = d->positive ? 0.1 : -1;
     int64_t ad[2] = {d->trans_a ? K : M, d->trans_a ? M : K}, bd[2] = {d->trans_b ? N : K, d->trans_b ? K : N};
     int A = pc_input(g, 2, ad, lo, 1.0);
-    int B = d->w_const ? pc_constant(g, 2, bd, d->positive ? 0.05 : -wr, wr) : pc_input(g, 2, bd, d->positive ? 0.05 : -wr, wr);
+    double wlo = d->positive ? 0.05 : -wr;
+    int B = d->w_const ? pc_constant(g, 2, bd, wlo, wr) : pc_input(g, 2, bd, wlo, wr);
     static const int64_t swap[2] = {1, 0};
     if (d->trans_a) A = korch_pgraph_transpose(pg, A, swap);
     if (d->trans_b) B = korch_pgraph_transpose(pg, B, swap);
@@ -127,7 +128,8 @@ static inline int pc_matmul(pc_base *b) {
  * and for matmul columns. */
 static inline korch_shape pc_channel_shape(const pc_base *b) {
     int64_t c = b->out.dims[b->channel_axis];
-    if (b->def->op != PC_MATMUL && b->def->op != PC_GEMM && !b->def->nhwc) return korch_shape_make(3, (int64_t[]){c, 1, 1});
+    bool conv = b->def->op != PC_MATMUL && b->def->op != PC_GEMM;
+    if (conv && !b->def->nhwc) return korch_shape_make(3, (int64_t[]){c, 1, 1});
     return korch_shape_make(1, (int64_t[]){c});
 }
 
@@ -203,7 +205,8 @@ static const pc_base_def pc_conv_bases[] = {
 };
 
 #define MM(nm, bias_, RA, A0, A1, A2, RB, B0, B1, B2, WC)                                                             \
-    {.name = nm, .op = PC_MATMUL, .bias = bias_, .ra = RA, .a = {A0, A1, A2}, .rb = RB, .b = {B0, B1, B2}, .w_const = WC}
+    {.name = nm, .op = PC_MATMUL, .bias = bias_, .ra = RA, .a = {A0, A1, A2}, .rb = RB, .b = {B0, B1, B2},          \
+     .w_const = WC}
 
 static const pc_base_def pc_matmul_bases[] = {
     MM("matmul 64x96x80 const", false, 2, 64, 96, 0, 2, 96, 80, 0, true),
@@ -237,7 +240,8 @@ static const pc_base_def pc_positive_bases[] = {
 /* A base by its exact name. */
 static inline const pc_base_def *pc_find_base(const char *name) {
     const pc_base_def *lists[] = {pc_conv_bases, pc_matmul_bases, pc_positive_bases};
-    size_t counts[] = {sizeof pc_conv_bases / sizeof pc_conv_bases[0], sizeof pc_matmul_bases / sizeof pc_matmul_bases[0],
+    size_t counts[] = {sizeof pc_conv_bases / sizeof pc_conv_bases[0],
+                       sizeof pc_matmul_bases / sizeof pc_matmul_bases[0],
                        sizeof pc_positive_bases / sizeof pc_positive_bases[0]};
     for (int l = 0; l < 3; l++)
         for (size_t i = 0; i < counts[l]; i++)

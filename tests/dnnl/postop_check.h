@@ -12,12 +12,13 @@
  * mean square of the expected output, tol = 2e-4 * max(1, sqrt(K)/8) for a
  * reduction of length K, floor the absolute error the chain's activations
  * may add (1e-6 * max(1, |x|) each, carried through later steps; matters
- * only where an activation saturates towards 0, e.g. softplus(-8)). oneDNN accumulates in float32 (the interpreter in double) and
- * approximates exp/erf/tanh (~1e-6 relative); the steps keep the chain in a
- * well-conditioned domain (postop_steps.h), so honest kernels stay far
- * below this (the largest ratio seen is printed), while a wrong post-op
- * parameter or operand moves elements by a sizeable fraction of the rms.
- * NaN and infinities must match exactly. */
+ * only where an activation saturates towards 0, e.g. softplus(-8)). oneDNN
+ * accumulates in float32 (the interpreter in double) and approximates
+ * exp/erf/tanh; the steps keep the chain in a well-conditioned domain
+ * (postop_steps.h), so honest kernels stay far below this (the largest
+ * ratio seen is printed), while a wrong post-op parameter or operand moves
+ * elements by a sizeable fraction of the rms. NaN and infinities must
+ * match exactly. */
 #ifndef KORCH_TESTS_DNNL_POSTOP_CHECK_H
 #define KORCH_TESTS_DNNL_POSTOP_CHECK_H
 
@@ -99,7 +100,8 @@ static inline korch_tensor *pc_make_inputs(const pc_graph *g) {
         korch_tensor_alloc(&ins[i], v->dtype, &v->shape);
         pc_rng r = {g->in_seed[i]};
         float *p = ins[i].data;
-        for (int64_t e = 0; e < korch_tensor_numel(&ins[i]); e++) p[e] = (float)pc_uniform(&r, g->in_lo[i], g->in_hi[i]);
+        for (int64_t e = 0; e < korch_tensor_numel(&ins[i]); e++)
+            p[e] = (float)pc_uniform(&r, g->in_lo[i], g->in_hi[i]);
     }
     return ins;
 }
@@ -144,7 +146,8 @@ static inline void pc_count_add(pc_count *t, const char *key, bool bad) {
 static inline void pc_normalise(const char *text, char *out, size_t size) {
     size_t n = 0;
     const char *p = strchr(text, '+');
-    snprintf(out, size, "%s", strncmp(text, "matmul", 6) == 0 ? "matmul" : strncmp(text, "deconv", 6) == 0 ? "deconv" : "conv");
+    const char *kind = strncmp(text, "matmul", 6) == 0 ? "matmul" : strncmp(text, "deconv", 6) == 0 ? "deconv" : "conv";
+    snprintf(out, size, "%s", kind);
     n = strlen(out);
     for (; p && *p && n + 2 < size; p++) {
         if (*p == '(') {
@@ -203,6 +206,13 @@ static inline void pc_print_table(const char *title, const pc_count *t, bool onl
     }
 }
 
+/* The run checked something: most cases were accepted and built (a
+ * backend that refused everything would pass vacuously). */
+static inline void pc_check_coverage(void) {
+    CHECK_MSG(pc_st.accepted * 10 >= pc_st.cases * 9, "only %d of %d cases accepted", pc_st.accepted, pc_st.cases);
+    CHECK_MSG(pc_st.kernels >= pc_st.accepted, "%d kernels built for %d accepted cases", pc_st.kernels, pc_st.accepted);
+}
+
 static inline void pc_report(void) {
     printf("%d cases: %d accepted, %d refused, %d skipped (step not applicable); %d kernels checked, %d wrong (in %d cases); "
            "largest passing error %.3f of the tolerance\n",
@@ -257,7 +267,8 @@ typedef struct pc_ref {
 
 /* Interprets pg with the nodes computing ref->value left out and the value
  * supplied as an extra input (the graph is restored afterwards). */
-static inline korch_status pc_interpret(korch_pgraph *pg, const pc_ref *ref, const korch_tensor *ins, korch_tensor *out) {
+static inline korch_status pc_interpret(korch_pgraph *pg, const pc_ref *ref, const korch_tensor *ins,
+                                        korch_tensor *out) {
     if (!ref || !ref->data) return korch_pgraph_interpret(pg, ins, out);
     int n = pg->n_inputs, *saved = pg->inputs;
     int *inputs = malloc(((size_t)n + 1) * sizeof *inputs);

@@ -196,7 +196,8 @@ static inline int pc_operand(pc_chain *c, pc_cls k, double lo, double hi, double
 static inline bool pc_scalar_cls(pc_cls k) { return k == PC_S0 || k == PC_S1 || k == PC_SN; }
 
 /* Interval of v op s for s in [c, d]. */
-static inline bool pc_bin_interval(korch_ew_op op, bool sv, double lo, double hi, double c, double d, double *a, double *z) {
+static inline bool pc_bin_interval(korch_ew_op op, bool sv, double lo, double hi, double c, double d, double *a,
+                                   double *z) {
     switch (op) {
     case KORCH_EW_ADD: *a = lo + c, *z = hi + d; return true;
     case KORCH_EW_SUB:
@@ -231,7 +232,9 @@ static inline bool pc_bin_interval(korch_ew_op op, bool sv, double lo, double hi
     }
 }
 
-static inline bool pc_bounded(double a, double z) { return isfinite(a) && isfinite(z) && fabs(a) <= 1000 && fabs(z) <= 1000; }
+static inline bool pc_bounded(double a, double z) {
+    return isfinite(a) && isfinite(z) && fabs(a) <= 1000 && fabs(z) <= 1000;
+}
 
 static inline const char *pc_op_sym(korch_ew_op op) {
     switch (op) {
@@ -256,7 +259,10 @@ static inline bool pc_binary(pc_chain *c, korch_ew_op op, bool sv, pc_cls k, int
         switch (op) {
         case KORCH_EW_MUL: olo = 0.5, ohi = 1.5; break;
         case KORCH_EW_DIV: olo = sv ? -1.5 : 0.5, ohi = sv ? 1.5 : 2.0; break;
-        case KORCH_EW_MAX: case KORCH_EW_MIN: olo = c->lo + 0.2 * (c->hi - c->lo), ohi = c->hi - 0.2 * (c->hi - c->lo); break;
+        case KORCH_EW_MAX:
+        case KORCH_EW_MIN: /* inside the value's range, so that the step acts */
+            olo = c->lo + 0.2 * (c->hi - c->lo), ohi = c->hi - 0.2 * (c->hi - c->lo);
+            break;
         case KORCH_EW_PRELU: olo = 0.05, ohi = 0.3; break;
         default: olo = -1, ohi = 1; break;
         }
@@ -283,7 +289,8 @@ static inline bool pc_binary(pc_chain *c, korch_ew_op op, bool sv, pc_cls k, int
         if (n >= 2 && c->text[n - 2] == ' ') c->text[n - 2] = ')', c->text[n - 1] = '\0';
     }
     /* an absolute error in v scales with a multiplier or divisor */
-    double big = fmax(fabs(olo), fabs(ohi)), small = fmin(fabs(olo), fabs(ohi)), vsmall = fmin(fabs(c->lo), fabs(c->hi));
+    double big = fmax(fabs(olo), fabs(ohi)), small = fmin(fabs(olo), fabs(ohi));
+    double vsmall = fmin(fabs(c->lo), fabs(c->hi));
     if (op == KORCH_EW_MUL) c->err *= big;
     if (op == KORCH_EW_DIV && !sv) c->err /= small;
     if (op == KORCH_EW_DIV && sv) c->err *= big / (vsmall * vsmall);
@@ -315,7 +322,9 @@ static inline void pc_act_params(pc_chain *c, pc_act a, float *p0, float *p1) {
     }
 }
 
-static inline int pc_ew1(pc_chain *c, korch_ew_op op, int x, float a, float b) { return dc_ew1(c->b->g.pg, op, x, a, b); }
+static inline int pc_ew1(pc_chain *c, korch_ew_op op, int x, float a, float b) {
+    return dc_ew1(c->b->g.pg, op, x, a, b);
+}
 static inline int pc_ew2(pc_chain *c, korch_ew_op op, int x, int y) { return dc_ew2(c->b->g.pg, op, x, y); }
 
 static inline bool pc_activation(pc_chain *c, pc_act a, bool again) {
@@ -349,14 +358,14 @@ static inline bool pc_activation(pc_chain *c, pc_act a, bool again) {
         y = pc_ew2(c, KORCH_EW_MUL, x, pc_ew1(c, KORCH_EW_CLIP, pc_ew1(c, KORCH_EW_AFFINE, x, 1.0f / 6, 0.5f), 0, 1));
         break;
     case A_GELU_ERF: { /* PyTorch: x * 0.5 * (1 + erf(x / sqrt 2)), as (x * e) * 0.5 */
-        int e = pc_ew2(c, KORCH_EW_ADD, pc_ew1(c, KORCH_EW_ERF, pc_ew2(c, KORCH_EW_DIV, x, pc_scalar(c, 1.41421356)), 0, 0),
-                       pc_scalar(c, 1));
+        int s = pc_ew2(c, KORCH_EW_DIV, x, pc_scalar(c, 1.41421356));
+        int e = pc_ew2(c, KORCH_EW_ADD, pc_ew1(c, KORCH_EW_ERF, s, 0, 0), pc_scalar(c, 1));
         y = pc_ew2(c, KORCH_EW_MUL, pc_ew2(c, KORCH_EW_MUL, x, e), pc_scalar(c, 0.5));
         break;
     }
     case A_GELU_ERF2: { /* (0.5 * x) * (erf(x * 0.7071) + 1) */
-        int e = pc_ew2(c, KORCH_EW_ADD, pc_ew1(c, KORCH_EW_ERF, pc_ew2(c, KORCH_EW_MUL, x, pc_scalar(c, 0.70710678)), 0, 0),
-                       pc_scalar(c, 1));
+        int s = pc_ew2(c, KORCH_EW_MUL, x, pc_scalar(c, 0.70710678));
+        int e = pc_ew2(c, KORCH_EW_ADD, pc_ew1(c, KORCH_EW_ERF, s, 0, 0), pc_scalar(c, 1));
         y = pc_ew2(c, KORCH_EW_MUL, pc_ew2(c, KORCH_EW_MUL, pc_scalar(c, 0.5), x), e);
         break;
     }
@@ -368,7 +377,9 @@ static inline bool pc_activation(pc_chain *c, pc_act a, bool again) {
         break;
     }
     case A_SWISH: y = pc_ew2(c, KORCH_EW_MUL, x, pc_ew1(c, KORCH_EW_SIGMOID, x, 0, 0)); break;
-    case A_MISH: y = pc_ew2(c, KORCH_EW_MUL, x, pc_ew1(c, KORCH_EW_TANH, pc_ew1(c, KORCH_EW_SOFTPLUS, x, 0, 0), 0, 0)); break;
+    case A_MISH:
+        y = pc_ew2(c, KORCH_EW_MUL, x, pc_ew1(c, KORCH_EW_TANH, pc_ew1(c, KORCH_EW_SOFTPLUS, x, 0, 0), 0, 0));
+        break;
     case A_SQRT: y = pc_ew1(c, KORCH_EW_SQRT, x, 0, 0); break;
     case A_LOG: y = pc_ew1(c, KORCH_EW_LOG, x, 0, 0); break;
     case A_RSQRT: y = pc_ew1(c, KORCH_EW_RSQRT, x, 0, 0); break;
@@ -406,7 +417,8 @@ static inline bool pc_apply(pc_chain *c, const pc_step *s) {
     case PC_ACT: ok = pc_activation(c, s->act, false); break;
     case PC_AGAIN: /* the previous step once more, with the same operand value / parameters */
         if (c->steps == 0 || c->last.kind == PC_AGAIN || c->last.kind == PC_REUSE) return false;
-        if (c->last.kind == PC_BIN) ok = pc_binary(c, c->last.op, c->last.sv, c->last.cls, c->last_operand, c->olo, c->ohi);
+        if (c->last.kind == PC_BIN)
+            ok = pc_binary(c, c->last.op, c->last.sv, c->last.cls, c->last_operand, c->olo, c->ohi);
         else ok = pc_activation(c, c->last.act, true);
         if (ok) pc_text(c, "(again)");
         return ok && (c->steps++, true);

@@ -151,7 +151,8 @@ static void test_refused(void) {
 }
 
 /* Runs kernel k on pg's inputs (uniform in [-1, 1]) against the interpreter. */
-static void run_against_interpreter(korch_pgraph *pg, const korch_kernel_spec *spec, korch_kernel *k, const char *what) {
+static void run_against_interpreter(korch_pgraph *pg, const korch_kernel_spec *spec, korch_kernel *k,
+                                    const char *what) {
     korch_tensor *ins = calloc((size_t)pg->n_inputs + 1, sizeof *ins), want = {0};
     for (int i = 0; i < pg->n_inputs; i++) {
         const korch_pvalue *v = &pg->values[pg->inputs[i]];
