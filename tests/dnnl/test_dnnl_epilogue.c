@@ -164,7 +164,7 @@ static const pattern patterns[] = {
     {"bias_relu", pat_bias_relu, "+bias +relu"},
     {"leaky", pat_leaky, "+relu(0.1"},
     {"clip", pat_clip, "+clip"},
-    {"relu6_minmax", pat_relu6_minmax, "+relu(0,0) +clip"},
+    {"relu6_minmax", pat_relu6_minmax, "+clip(0,0.25)"},
     {"elu", pat_elu, "+elu"},
     {"tanh", pat_tanh, "+tanh"},
     {"sigmoid", pat_sigmoid, "+logistic"},

@@ -235,7 +235,10 @@ static void hash_tensor(uint64_t h[2], const dn_tensor *t) {
 static void finish(actx *c) {
     dn_desc *d = c->d;
     uint64_t h[2] = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
-    const char *tag = "korch-dnnl-1";
+    /* the tag names the lowering: "korch-dnnl-2" since post-op chains are
+     * legalised for oneDNN 2.6's defects (dnnl_quirks.c), so profiles of
+     * kernels that computed wrong results are never reused */
+    const char *tag = "korch-dnnl-2";
     hash_bytes(h, tag, strlen(tag));
     korch_prim_linear p = d->params;
     int32_t fields[4] = {(int32_t)p.op, p.spatial, (int32_t)p.group, p.channels_last};
@@ -427,6 +430,7 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
     if (spec->n_outputs != 1 || spec->outputs[0] != v)
         return an_fail(&c, "the kernel has %d outputs; oneDNN writes only the final value of the post-op chain",
                     spec->n_outputs);
+    if (!an_legalize(&c)) return false;
     fold_batch_into_rows(d);
     finish(&c);
     return true;

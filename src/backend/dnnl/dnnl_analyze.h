@@ -38,4 +38,9 @@ void an_logical(const actx *c, const korch_shape *s, dn_tensor *t);
 bool an_single_step(actx *c, int node, int v);
 bool an_region_step(actx *c, int v, int *w_out);
 
+/* dnnl_quirks.c: rewrites the finished chain into an equivalent one that
+ * oneDNN 2.6 computes correctly (composes consecutive affine and clip steps,
+ * renames repeated eltwise algorithms), or fails with the reason. */
+bool an_legalize(actx *c);
+
 #endif

@@ -69,6 +69,11 @@ bool dn_match_function(const double *xs, const double *ys, int n, const float *c
 int dn_match_points(double *xs, int cap);
 const char *dn_alg_name(dnnl_alg_kind_t alg);
 
+/* dnnl_quirks.c: false with a reason when oneDNN implementation `impl`
+ * (dnnl_query_impl_info_str) is known to compute d's post-ops wrongly with
+ * destination layout dst. */
+bool dn_impl_computes(const dn_desc *d, const char *impl, const dnnl_memory_desc_t *dst, char *reason, size_t size);
+
 /* dnnl_primitive.c */
 typedef enum dn_format {
     DN_FMT_PLAIN,   /* the pgraph's dense layout, as is */

@@ -152,6 +152,11 @@ const char *dn_alg_name(dnnl_alg_kind_t alg) {
     case dnnl_eltwise_mish: return "mish";
     case dnnl_eltwise_hardswish: return "hardswish";
     case dnnl_eltwise_round: return "round";
+    case dnnl_eltwise_bounded_relu: return "bounded_relu";
+    case dnnl_eltwise_clip_v2: return "clip_v2";
+    case dnnl_eltwise_relu_use_dst_for_bwd: return "relu_dst";
+    case dnnl_eltwise_elu_use_dst_for_bwd: return "elu_dst";
+    case dnnl_eltwise_clip_v2_use_dst_for_bwd: return "clip_v2_dst";
     case dnnl_binary_add: return "add";
     case dnnl_binary_mul: return "mul";
     case dnnl_binary_sub: return "sub";

@@ -268,6 +268,13 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     const char *info = NULL;
     DN_CHECK(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &info), "implementation query");
     snprintf(impl, impl_size, "%s", info ? info : "?");
+    {
+        char why[256];
+        if (!dn_impl_computes(d, info, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), why, sizeof why)) {
+            st = korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN: %s for %s", why, d->text);
+            goto done;
+        }
+    }
     DN_CHECK(dnnl_primitive_create(&k->prim, pd), "primitive");
 
     /* activations: bound to the caller's buffers, or internal blocked ones */

@@ -1,0 +1,230 @@
+/* Post-op chains oneDNN 2.6 (Debian's 2.6.3) computes wrongly, and how the
+ * backend avoids them (issue 15; docs/linear-backend.md, "Post-op chains
+ * oneDNN gets wrong"). Found by tests/dnnl/test_dnnl_postop_*.c, which
+ * compare every fused kernel with the interpreter.
+ *
+ * 1. A repeated eltwise algorithm. The x64 JIT post-op injector
+ *    (jit_uni_postops_injector_t) keeps one eltwise injector per
+ *    *algorithm*, created with the parameters of the algorithm's first
+ *    post-op; every later post-op of the same algorithm is computed with
+ *    those parameters. `linear(1.3,0)` then `linear(1,0.2)` (x*1.3+0.2)
+ *    gives x*1.69; `clip(a,b)` then `clip(c,d)` clips twice to [a,b]. Every
+ *    JIT implementation is affected (brgconv_1x1, brgconv, jit:avx512_core,
+ *    jit_1x1, brdgmm_dw, brg matmul); gemm:jit and ref are not.
+ *    an_legalize rewrites the chain so no algorithm appears twice with
+ *    different parameters: consecutive affine steps are composed into one
+ *    `linear`, consecutive clips (and ReLUs) into one `clip`, and a repeat
+ *    that remains takes an algorithm oneDNN computes identically under
+ *    another name (relu_use_dst_for_bwd, elu_use_dst_for_bwd, clip_v2,
+ *    clip_v2_use_dst_for_bwd, bounded_relu, pow(a,1) for linear(a,0) and
+ *    back, sqrt for pow(1,0.5), square for pow(1,2)); a chain with no such
+ *    assignment is refused with the reason (the step is then not fused).
+ *
+ * 2. gemm:jit convolutions with a channels-last destination apply binary
+ *    post-ops whose operand is broadcast other than per tensor, per channel
+ *    or not at all (per position (1,1,H,W), per image (N,1,1,1), per image
+ *    and channel (N,C,1,1)) at wrong offsets. dn_impl_computes refuses that
+ *    kernel when oneDNN picks gemm:jit for it; the other variant (blocked
+ *    activations) gets a correct implementation. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/dnnl/dnnl_analyze.h"
+
+/* ---- 1a: composing consecutive steps -------------------------------------------- */
+
+static bool is_eltwise(const dn_post *p, dnnl_alg_kind_t alg) { return p->kind == DN_POST_ELTWISE && p->alg == alg; }
+
+/* clip(lo, hi), or relu (lo 0, hi +inf) */
+static bool clip_bounds(const dn_post *p, double *lo, double *hi) {
+    if (is_eltwise(p, dnnl_eltwise_clip) || is_eltwise(p, dnnl_eltwise_clip_v2)) {
+        *lo = p->alpha;
+        *hi = p->beta;
+        return true;
+    }
+    if (is_eltwise(p, dnnl_eltwise_relu) && p->alpha == 0.0f) {
+        *lo = 0;
+        *hi = INFINITY;
+        return true;
+    }
+    return false;
+}
+
+/* Replaces q (the step after p) and p by one step in *p when their
+ * composition is one oneDNN function. */
+static bool compose(dn_post *p, const dn_post *q) {
+    if (is_eltwise(p, dnnl_eltwise_linear) && is_eltwise(q, dnnl_eltwise_linear)) {
+        /* c (a x + b) + d: rounded once instead of twice */
+        double a = p->alpha, b = p->beta, c = q->alpha, d = q->beta;
+        p->alpha = (float)(c * a);
+        p->beta = (float)(c * b + d);
+        return true;
+    }
+    double l1, h1, l2, h2;
+    if (clip_bounds(p, &l1, &h1) && clip_bounds(q, &l2, &h2)) {
+        /* clamping to [l1,h1] then [l2,h2] is clamping to their intersection
+         * when it is not empty */
+        double lo = fmax(l1, l2), hi = fmin(h1, h2);
+        if (!(lo <= hi)) return false;
+        if (isinf(hi)) { /* relu of relu */
+            p->alg = dnnl_eltwise_relu;
+            p->alpha = p->beta = 0;
+        } else {
+            p->alg = dnnl_eltwise_clip;
+            p->alpha = (float)lo;
+            p->beta = (float)hi;
+        }
+        return true;
+    }
+    return false;
+}
+
+static void compose_all(dn_desc *d) {
+    int n = 0;
+    for (int i = 0; i < d->n_post; i++) {
+        dn_post q = d->post[i];
+        if (n > 0 && compose(&d->post[n - 1], &q)) {
+            /* x*1 + 0 (e.g. a multiply undone by a divide) does nothing */
+            if (is_eltwise(&d->post[n - 1], dnnl_eltwise_linear) && d->post[n - 1].alpha == 1.0f &&
+                d->post[n - 1].beta == 0.0f)
+                n--;
+            continue;
+        }
+        if (is_eltwise(&q, dnnl_eltwise_linear) && q.alpha == 1.0f && q.beta == 0.0f) continue;
+        d->post[n++] = q;
+    }
+    d->n_post = n;
+}
+
+/* ---- 1b: no algorithm twice with different parameters ------------------------------ */
+
+typedef struct enc {
+    dnnl_alg_kind_t alg;
+    float a, b;
+} enc;
+
+/* The same function under every algorithm oneDNN computes it with (forward
+ * only; the *_use_dst_for_bwd variants differ from the plain ones only in
+ * training), the post-op's own first. */
+static int encodings(const dn_post *p, enc *out) {
+    int n = 0;
+    float a = p->alpha, b = p->beta;
+    out[n++] = (enc){p->alg, a, b};
+    switch (p->alg) {
+    case dnnl_eltwise_relu:
+        if (a >= 0) out[n++] = (enc){dnnl_eltwise_relu_use_dst_for_bwd, a, 0};
+        break;
+    case dnnl_eltwise_elu:
+        if (a >= 0) out[n++] = (enc){dnnl_eltwise_elu_use_dst_for_bwd, a, 0};
+        break;
+    case dnnl_eltwise_clip:
+        out[n++] = (enc){dnnl_eltwise_clip_v2, a, b};
+        out[n++] = (enc){dnnl_eltwise_clip_v2_use_dst_for_bwd, a, b};
+        if (a == 0.0f && b > 0) out[n++] = (enc){dnnl_eltwise_bounded_relu, b, 0};
+        break;
+    case dnnl_eltwise_linear:
+        if (b == 0.0f) out[n++] = (enc){dnnl_eltwise_pow, a, 1.0f}; /* a * x^1: one multiply in the JIT */
+        break;
+    case dnnl_eltwise_pow:
+        if (b == 1.0f) out[n++] = (enc){dnnl_eltwise_linear, a, 0};
+        if (a == 1.0f && b == 0.5f) out[n++] = (enc){dnnl_eltwise_sqrt, 0, 0};
+        if (a == 1.0f && b == 2.0f) out[n++] = (enc){dnnl_eltwise_square, 0, 0};
+        break;
+    default: break;
+    }
+    return n;
+}
+
+typedef struct assign {
+    const dn_desc *d;
+    enc choice[DN_MAX_POST];
+    enc bound[DN_MAX_POST]; /* algorithms in use and their parameters */
+    int n_bound;
+    int budget;
+} assign;
+
+static bool search(assign *s, int i) {
+    if (i == s->d->n_post) return true;
+    const dn_post *p = &s->d->post[i];
+    if (p->kind != DN_POST_ELTWISE) return search(s, i + 1);
+    if (--s->budget < 0) return false;
+    enc e[6];
+    int ne = encodings(p, e);
+    for (int k = 0; k < ne; k++) {
+        bool clash = false, known = false;
+        for (int j = 0; j < s->n_bound; j++)
+            if (s->bound[j].alg == e[k].alg) {
+                known = true;
+                clash = s->bound[j].a != e[k].a || s->bound[j].b != e[k].b;
+            }
+        if (clash) continue;
+        if (!known) s->bound[s->n_bound++] = e[k];
+        s->choice[i] = e[k];
+        if (search(s, i + 1)) return true;
+        if (!known) s->n_bound--;
+    }
+    return false;
+}
+
+bool an_legalize(actx *c) {
+    dn_desc *d = c->d;
+    compose_all(d);
+    assign s = {.d = d, .budget = 4096};
+    if (search(&s, 0)) {
+        for (int i = 0; i < d->n_post; i++)
+            if (d->post[i].kind == DN_POST_ELTWISE) {
+                d->post[i].alg = s.choice[i].alg;
+                d->post[i].alpha = s.choice[i].a;
+                d->post[i].beta = s.choice[i].b;
+            }
+        return true;
+    }
+    /* name the first pair of clashing post-ops */
+    char n1[160], n2[160];
+    for (int j = 0; j < d->n_post; j++)
+        for (int i = 0; i < j; i++) {
+            const dn_post *p = &d->post[i], *q = &d->post[j];
+            if (p->kind != DN_POST_ELTWISE || q->kind != DN_POST_ELTWISE || p->alg != q->alg) continue;
+            if (p->alpha == q->alpha && p->beta == q->beta) continue;
+            return an_fail(c,
+                           "%s and %s both become oneDNN eltwise %s, with parameters (%g,%g) and (%g,%g), and no "
+                           "equivalent algorithm is free: oneDNN 2.6's JIT post-op injector would compute both with the "
+                           "first's parameters; not fused",
+                           an_node_name(c, p->node, n1, sizeof n1), an_node_name(c, q->node, n2, sizeof n2),
+                           dn_alg_name(p->alg), p->alpha, p->beta, q->alpha, q->beta);
+        }
+    return an_fail(c, "the post-op chain has no assignment of oneDNN algorithms that oneDNN 2.6 computes correctly");
+}
+
+/* ---- 2: implementation-specific defects ------------------------------------------------ */
+
+/* Is md a plain layout with the channels (dim 1) innermost? */
+static bool channels_innermost(const dnnl_memory_desc_t *md) {
+    return md && md->format_kind == dnnl_blocked && md->ndims >= 3 && md->format_desc.blocking.inner_nblks == 0 &&
+           md->dims[1] > 1 && md->format_desc.blocking.strides[1] == 1;
+}
+
+bool dn_impl_computes(const dn_desc *d, const char *impl, const dnnl_memory_desc_t *dst, char *reason, size_t size) {
+    if (d->op == KORCH_LINEAR_MATMUL || !impl || !strstr(impl, "gemm:jit") || !channels_innermost(dst)) return true;
+    for (int i = 0; i < d->n_post; i++) {
+        const dn_post *p = &d->post[i];
+        if (p->kind != DN_POST_BINARY) continue;
+        bool scalar = true, channel = true, full = true;
+        for (int j = 0; j < p->operand.ndims; j++) {
+            int64_t o = p->operand.dims[j], t = d->dst.dims[j];
+            scalar = scalar && o == 1;
+            channel = channel && (j == 1 ? o == t : o == 1);
+            full = full && o == t;
+        }
+        if (scalar || channel || full) continue;
+        if (reason && size)
+            snprintf(reason, size,
+                     "oneDNN 2.6's %s convolution with a channels-last destination applies binary post-op %d (%s, "
+                     "operand broadcast neither per tensor nor per channel) at wrong offsets",
+                     impl, i, dn_alg_name(p->alg));
+        return false;
+    }
+    return true;
+}
