@@ -1,6 +1,7 @@
 #include "cli/cli_orchestrate.h"
 
 #include "io/npy.h"
+#include "profile/profile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,8 @@ int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char *
         a->verify_inputs[a->n_verify_inputs++] = v;
     } else if (strcmp(opt, "--no-prune") == 0) {
         a->no_prune = true;
+    } else if (strcmp(opt, "--reprofile") == 0) {
+        a->reprofile = true;
     } else if (strcmp(opt, "--estimate") == 0) {
         a->estimate = true;
     } else if (strcmp(opt, "--dry-run") == 0) {
@@ -96,6 +99,8 @@ void korch_cli_orchestrate_help(void) {
            "  --dry-run                build the candidates, print their counts, stop\n"
            "  --estimate               latencies from a roofline model instead of measurements\n"
            "                           (quick; predictions are rough, kernels use default schedules)\n"
+           "  --reprofile              measure this model's kernels again, ignoring and replacing\n"
+           "                           their stored profiles (see also 'korch db')\n"
            "  --cache-dir DIR          compiled kernel cache (default $XDG_CACHE_HOME/korch/kernels)\n"
            "  -q, --quiet              no statistics\n",
            korch_candidate_options_default().max_kernel_nodes, KORCH_PARTITION_MAX_NODES,
@@ -184,6 +189,8 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
     }
     s->profile = (korch_profile_options){
         .threads = s->threads, .budget_s = a->budget_s, .db_path = a->db, .cache_dir = a->cache_dir, .progress = false};
+    /* --reprofile: every stored profile older than this run is measured again */
+    if (a->reprofile) s->profile.fresh_after = korch_wall_s();
     s->typical = korch_machine_model_typical(s->threads);
     s->oracle = a->estimate ? korch_kernel_oracle_estimate(&s->typical) : korch_kernel_oracle_backends(&s->profile);
     s->options = korch_orchestrate_options_default(s->threads);
