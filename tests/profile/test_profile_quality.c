@@ -9,10 +9,11 @@
  *   quiet and is answered while it is busy; --reprofile's fresh_after;
  *   a database of an older korch gains the columns, keeps its rows, and they
  *   read as provisional;
- * - a backend end to end (the reference backend, nothing compiled): profiled
- *   under load -> provisional and reused while the load lasts; the first
- *   quiet call measures it again and replaces it; a later busy measurement
- *   does not replace the clean one. */
+ * - every backend end to end (reference, generated C tuned and quick,
+ *   oneDNN): profiled under load -> provisional and reused while the load
+ *   lasts; the first quiet call measures it again and replaces it; a later
+ *   busy measurement does not replace the clean one; --reprofile measures
+ *   again whatever is stored. */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,56 +226,77 @@ static void test_old_database(void) {
 
 /* ---- a backend end to end ------------------------------------------------ */
 
+/* The same sequence for every backend: the rules live in the database
+ * layer and the timer, and each backend must route its measurements
+ * through them (trials, best rows and quick schedules alike). */
+static void backend_rules(korch_backend_kind kind, const korch_kernel_spec *spec, bool quick) {
+    char path[300], cache[300];
+    snprintf(path, sizeof path, "%s/%s%s.db", dir, korch_backend_name(kind), quick ? "-quick" : "");
+    snprintf(cache, sizeof cache, "%s/kernels", dir);
+    korch_profile_options o = {.threads = 2, .db_path = path, .cache_dir = cache, .quick = quick};
+    fake f = {.busy = true, .idle_ms = 0.25, .slowdown = 4.0};
+    install(&f);
+    const char *name = korch_backend_name(kind);
+    korch_profile_result r;
+    /* under load: measured 4x too slow, provisional */
+    CHECK_OK(korch_backend_profile(kind, spec, 1, &o, &r));
+    CHECK_MSG(r.status == KORCH_OK && !r.from_database && r.provisional && r.latency_ms == 1.0,
+              "%s busy: status %d, %g ms, from db %d, provisional %d (%s)", name, (int)r.status, r.latency_ms,
+              r.from_database, r.provisional, r.reason);
+    /* still under load: reused as it is (measuring again would not be better) */
+    CHECK_OK(korch_backend_profile(kind, spec, 1, &o, &r));
+    CHECK_MSG(r.from_database && r.provisional && r.latency_ms == 1.0, "%s busy again", name);
+    /* quiet: measured again, and the clean profile replaces the poisoned one */
+    f.busy = false;
+    CHECK_OK(korch_backend_profile(kind, spec, 1, &o, &r));
+    CHECK_MSG(!r.from_database && !r.provisional && r.latency_ms == 0.25, "%s quiet: %g ms, from db %d, provisional %d",
+              name, r.latency_ms, r.from_database, r.provisional);
+    CHECK_OK(korch_backend_profile(kind, spec, 1, &o, &r));
+    CHECK_MSG(r.from_database && !r.provisional && r.latency_ms == 0.25, "%s quiet again", name);
+    /* busy again: the clean profile is answered, never re-measured under load */
+    f.busy = true;
+    CHECK_OK(korch_backend_profile(kind, spec, 1, &o, &r));
+    CHECK_MSG(r.from_database && !r.provisional && r.latency_ms == 0.25, "%s busy after quiet", name);
+    /* --reprofile: measured again even though clean; under load the new
+     * (provisional) measurement replaces it, as asked */
+    o.fresh_after = korch_wall_s() + 1;
+    CHECK_OK(korch_backend_profile(kind, spec, 1, &o, &r));
+    CHECK_MSG(!r.from_database && r.provisional && r.latency_ms == 1.0, "%s reprofile", name);
+    o.fresh_after = 0;
+    f.busy = false;
+    CHECK_OK(korch_backend_profile(kind, spec, 1, &o, &r)); /* and quiet fixes it again */
+    CHECK_MSG(!r.from_database && !r.provisional && r.latency_ms == 0.25, "%s quiet after reprofile", name);
+    korch_profile_set_hooks(NULL);
+}
+
 static void test_backend_rules(void) {
     korch_pgraph *pg = NULL;
     CHECK_OK(korch_pgraph_create(NULL, &pg));
     if (!pg) return;
     int64_t dims[2] = {16, 16};
     korch_shape s = korch_shape_make(2, dims);
-    int x = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &s);
+    int x = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &s), w = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &s);
     int y = korch_pgraph_elementwise(pg, KORCH_EW_RELU, 1, &x, 0, 0, KORCH_DTYPE_UNDEFINED);
+    korch_prim_linear mm = {.op = KORCH_LINEAR_MATMUL};
+    int z = korch_pgraph_linear(pg, &mm, x, w);
     korch_pgraph_add_output(pg, y);
-    int node = 0, input = x;
-    korch_kernel_spec spec = {.pg = pg, .n_nodes = 1, .nodes = &node, .n_inputs = 1, .inputs = &input,
-                              .n_outputs = 1, .outputs = pg->outputs};
-    char path[300];
-    snprintf(path, sizeof path, "%s/backend.db", dir);
-    korch_profile_options o = {.threads = 2, .db_path = path};
-    fake f = {.busy = true, .idle_ms = 0.25, .slowdown = 4.0};
-    install(&f);
-    korch_profile_result r;
-    /* under load: measured 4x too slow, provisional */
-    CHECK_OK(korch_backend_profile(KORCH_BACKEND_REF, &spec, 1, &o, &r));
-    CHECK(r.status == KORCH_OK && !r.from_database && r.provisional && r.latency_ms == 1.0);
-    /* still under load: reused as it is (measuring again would not be better) */
-    CHECK_OK(korch_backend_profile(KORCH_BACKEND_REF, &spec, 1, &o, &r));
-    CHECK(r.from_database && r.provisional && r.latency_ms == 1.0);
-    /* quiet: measured again, and the clean profile replaces the poisoned one */
-    f.busy = false;
-    CHECK_OK(korch_backend_profile(KORCH_BACKEND_REF, &spec, 1, &o, &r));
-    CHECK_MSG(!r.from_database && !r.provisional && r.latency_ms == 0.25, "quiet: %g ms, from db %d, provisional %d",
-              r.latency_ms, r.from_database, r.provisional);
-    CHECK_OK(korch_backend_profile(KORCH_BACKEND_REF, &spec, 1, &o, &r));
-    CHECK(r.from_database && !r.provisional && r.latency_ms == 0.25);
-    /* busy again: the clean profile is answered, never re-measured under load */
-    f.busy = true;
-    CHECK_OK(korch_backend_profile(KORCH_BACKEND_REF, &spec, 1, &o, &r));
-    CHECK(r.from_database && !r.provisional && r.latency_ms == 0.25);
-    /* --reprofile: measured again even though clean; under load the new
-     * (provisional) measurement replaces it, as asked */
-    o.fresh_after = korch_wall_s() + 1;
-    CHECK_OK(korch_backend_profile(KORCH_BACKEND_REF, &spec, 1, &o, &r));
-    CHECK(!r.from_database && r.provisional && r.latency_ms == 1.0);
-    o.fresh_after = 0;
-    f.busy = false;
-    CHECK_OK(korch_backend_profile(KORCH_BACKEND_REF, &spec, 1, &o, &r)); /* and quiet fixes it again */
-    CHECK(!r.from_database && !r.provisional && r.latency_ms == 0.25);
-    korch_profile_set_hooks(NULL);
+    korch_pgraph_add_output(pg, z);
+    int relu = pg->values[y].producer, matmul = pg->values[z].producer, xw[2] = {x, w};
+    korch_kernel_spec ew = {.pg = pg, .n_nodes = 1, .nodes = &relu, .n_inputs = 1, .inputs = &x, .n_outputs = 1,
+                            .outputs = &pg->outputs[0]};
+    korch_kernel_spec lin = {.pg = pg, .n_nodes = 1, .nodes = &matmul, .n_inputs = 2, .inputs = xw, .n_outputs = 1,
+                             .outputs = &pg->outputs[1]};
+    backend_rules(KORCH_BACKEND_REF, &ew, false);
+    backend_rules(KORCH_BACKEND_CGEN, &ew, false); /* tuned: trials and the best row */
+    backend_rules(KORCH_BACKEND_CGEN, &ew, true);  /* quick: the default schedule's trial */
+    backend_rules(KORCH_BACKEND_DNNL, &lin, false);
     korch_pgraph_free(pg);
 }
 
 int main(void) {
     if (!mkdtemp(dir)) return 1;
+    setenv("KORCH_TUNE_TRIALS", "4", 1); /* the rules, not the tuner: few schedules */
+    setenv("KORCH_TUNE_LOG", "0", 1);
     test_timer_statistics();
     test_monitor_verdicts();
     test_database_rules();
