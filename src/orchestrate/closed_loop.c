@@ -57,7 +57,8 @@ typedef struct run_ctx {
     const korch_closed_loop_options *loop;
 } run_ctx;
 
-static korch_status run_plan(void *user, const korch_plan *plan, double *kernel_ms, double *wall_ms) {
+static korch_status run_plan(void *user, const korch_plan *plan, double *kernel_ms, double *wall_ms,
+                             korch_profile_quality *quality) {
     run_ctx *c = user;
     const korch_pgraph *pg = c->pg;
     int runs = c->loop->runs > 0 ? c->loop->runs : 10, n = plan->n_kernels;
@@ -70,6 +71,19 @@ static korch_status run_plan(void *user, const korch_plan *plan, double *kernel_
                           : korch_error(KORCH_ERR_OUT_OF_MEMORY, "closed loop: out of memory");
     if (st == KORCH_OK) st = make_io(pg, c->loop->graph, in, out);
     if (st == KORCH_OK) st = korch_executor_create(plan, pg, c->loop->build, &ex);
+    /* the machine state around the runs, as around every profile: in-plan
+     * times taken on a busy machine are no better than profiles taken there
+     * (the idle probe reference lives in the profile database) */
+    korch_profile_db *db = NULL;
+    korch_profile_monitor *monitor = NULL;
+    korch_monitor_mark mark;
+    if (st == KORCH_OK && korch_profile_db_open(c->loop->build ? c->loop->build->db_path : NULL, &db) != KORCH_OK) {
+        korch_error_clear();
+        db = NULL;
+    }
+    int threads = c->loop->build && c->loop->build->threads > 0 ? c->loop->build->threads : plan->threads;
+    if (st == KORCH_OK) st = korch_profile_monitor_open(db, threads > 0 ? threads : 1, &monitor);
+    if (st == KORCH_OK) korch_profile_monitor_begin(monitor, &mark);
     for (int w = 0; w < 2 && st == KORCH_OK; w++) st = korch_executor_run(ex, in, out);
     if (st == KORCH_OK) korch_executor_time_kernels(ex, slots);
     for (int r = 0; r < runs && st == KORCH_OK; r++) {
@@ -78,6 +92,10 @@ static korch_status run_plan(void *user, const korch_plan *plan, double *kernel_
         samples[(size_t)r * (size_t)(n + 1) + (size_t)n] = korch_now_ms() - t0;
         memcpy(samples + (size_t)r * (size_t)(n + 1), slots, (size_t)n * sizeof *slots);
     }
+    *quality = (korch_profile_quality){.wait = -1};
+    if (st == KORCH_OK) korch_profile_monitor_end(monitor, &mark, quality);
+    korch_profile_monitor_close(monitor);
+    korch_profile_db_close(db);
     for (int k = 0; k <= n && st == KORCH_OK; k++) {
         for (int r = 0; r < runs; r++) col[r] = samples[(size_t)r * (size_t)(n + 1) + (size_t)k];
         double m = median(col, runs);
@@ -166,7 +184,20 @@ korch_status korch_orchestrator_solve_measured(korch_orchestrator *o, korch_stra
         double *kernel_ms = calloc((size_t)n + 1, sizeof *kernel_ms), wall = 0;
         if (!kernel_ms) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "closed loop: out of memory");
         double t0 = korch_now_ms();
-        if (st == KORCH_OK) st = measure(muser, plan, kernel_ms, &wall);
+        korch_profile_quality q = {.wait = -1};
+        if (st == KORCH_OK) st = measure(muser, plan, kernel_ms, &wall, &q);
+        if (st == KORCH_OK && q.provisional) {
+            if (log)
+                fprintf(log,
+                        "closed loop round %d: the machine was busy while the %s plan ran (waited %.0f%% of the time, "
+                        "probe %.2fx idle): measured %.4f ms against %.4f ms predicted, not recorded, costs left "
+                        "alone\n",
+                        round + 1, korch_strategy_name(strategy), 100 * q.wait, q.probe, wall, plan->predicted_ms);
+            free(kernel_ms);
+            if (!best) best = plan;
+            else korch_plan_free(plan);
+            break;
+        }
         if (st != KORCH_OK) {
             free(kernel_ms);
             korch_plan_free(plan);
@@ -233,7 +264,7 @@ korch_status korch_orchestrator_solve_measured(korch_orchestrator *o, korch_stra
             best->predicted_ms += best->kernels[k].latency_ms;
         }
     }
-    if (log && best)
+    if (log && best && best->measured_ms > 0)
         fprintf(log,
                 "closed loop: %d plan%s measured, %.1f s after the first plan; kept round %d's: predicted %.4f ms, "
                 "measured %.4f ms (%.3fx)\n",

@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "candidates/candidates.h"
+#include "profile/profile.h"
 #include "runtime/plan.h"
 #include "verify/verify.h"
 
@@ -174,7 +175,7 @@ korch_status korch_orchestrator_solve_verified(korch_orchestrator *o, korch_stra
  * comes from korch_orchestrator_solve_verified when `verify` is given, so
  * the loop never returns an unverified plan that solve_verified would not. */
 typedef korch_status (*korch_plan_measure_fn)(void *user, const korch_plan *plan, double *kernel_ms,
-                                              double *wall_ms);
+                                              double *wall_ms, korch_profile_quality *quality);
 typedef struct korch_closed_loop_options {
     int rounds;          /* plans measured at most (<= 0: 3; 1 measures and records only) */
     int runs;            /* timed runs per plan, after 2 warm-up runs (<= 0: 10) */
@@ -182,8 +183,11 @@ typedef struct korch_closed_loop_options {
     double min_share;    /* <= 0: 0.01 */
     const korch_graph *graph;           /* for seeded inputs (NULL: values in [0.5, 1.5], integers 0) */
     const korch_profile_options *build; /* how the plan's kernels are built */
-    /* per-kernel in-plan medians and the wall median of a plan (NULL: run it
-     * with korch_executor_time_kernels; tests give a fake) */
+    /* per-kernel in-plan medians, the wall median of a plan and the machine
+     * state around the runs (NULL: run it with korch_executor_time_kernels
+     * under a profile monitor; tests give a fake). A disturbed measurement
+     * (quality.provisional) is reported, neither recorded in the plan nor
+     * used to correct costs: it ends the loop. */
     korch_plan_measure_fn measure;
     void *measure_user;
     FILE *log;

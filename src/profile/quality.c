@@ -158,10 +158,15 @@ static bool run_probe(int threads, double *ms, double *wait) {
     double r0 = 0, d0 = 0, r1 = 0, d1 = 0;
     bool sched = sched_sample(&r0, &d0);
     double runs[PROBE_RUNS];
-    for (int i = 0; i < PROBE_RUNS; i++) runs[i] = probe_once(threads);
-    sched = sched && sched_sample(&r1, &d1);
-    qsort(runs, PROBE_RUNS, sizeof runs[0], cmp_double);
-    *ms = runs[PROBE_RUNS / 2];
+    int n = 0;
+    while (n < PROBE_RUNS) {
+        runs[n++] = probe_once(threads);
+        /* waiting already: the machine is busy whatever the other runs say,
+         * and on a busy machine every run costs many times its idle time */
+        if (sched && (sched = sched_sample(&r1, &d1)) && wait_share(r0, d0, r1, d1) > KORCH_WAIT_LIMIT) break;
+    }
+    qsort(runs, (size_t)n, sizeof runs[0], cmp_double);
+    *ms = runs[n / 2];
     *wait = sched ? wait_share(r0, d0, r1, d1) : -1;
     return true;
 }
@@ -230,7 +235,11 @@ static void probe_state(korch_profile_monitor *m, double *ratio, double *wait) {
     if (given_state(ratio, wait)) return;
     pthread_mutex_lock(&probe_lock);
     double now = korch_now_s(), ms = 0, w = -1;
-    bool fresh = last_probe.threads == m->threads && now - last_probe.t < KORCH_PROBE_EVERY_S;
+    /* after a probe that waited, the next one is 8x later: on a busy machine
+     * a parallel probe run waits for its cores (~15-40 ms seen on 2 busy
+     * cores), and every measurement's own wait share already says busy */
+    double every = last_probe.wait > KORCH_WAIT_LIMIT ? 8 * KORCH_PROBE_EVERY_S : KORCH_PROBE_EVERY_S;
+    bool fresh = last_probe.threads == m->threads && now - last_probe.t < every;
     if (fresh) {
         ms = last_probe.ms;
         w = last_probe.wait;

@@ -7,7 +7,8 @@
  *    run 5x: the loop corrects their costs, solves again, stops within its
  *    bound, and returns a plan whose prediction is within 15% of its
  *    measurement. With no bad node (a uniform 1.1x) nothing is corrected
- *    and one plan is measured.
+ *    and one plan is measured. Measured while the machine is busy, nothing
+ *    is corrected or recorded.
  * 2. The scenario of issue 16: kernels profiled under load (a fake timer
  *    that makes every run 3x slower, a fake machine state "busy"), then an
  *    optimisation on an idle machine against the same database: the idle
@@ -42,6 +43,7 @@ static korch_pgraph *chain(int rows, int cols) {
 }
 
 typedef struct fake_measure {
+    bool busy; /* the machine state around the in-plan runs */
     int bad_node; /* -1: none */
     double factor, bad_factor;
     int calls;
@@ -51,10 +53,12 @@ typedef struct fake_measure {
 static fake_oracle oracle_state;
 static const korch_pgraph *measured_pg;
 
-static korch_status measure_from_oracle(void *user, const korch_plan *plan, double *kernel_ms, double *wall_ms) {
+static korch_status measure_from_oracle(void *user, const korch_plan *plan, double *kernel_ms, double *wall_ms,
+                                        korch_profile_quality *quality) {
     fake_measure *f = user;
     f->calls++;
     *wall_ms = 0;
+    quality->provisional = f->busy;
     for (int k = 0; k < plan->n_kernels; k++) {
         const korch_plan_kernel *pk = &plan->kernels[k];
         bool bad = false;
@@ -66,7 +70,7 @@ static korch_status measure_from_oracle(void *user, const korch_plan *plan, doub
     return KORCH_OK;
 }
 
-static void test_loop(int bad_node, double bad_factor) {
+static void test_loop(int bad_node, double bad_factor, bool busy) {
     korch_pgraph *pg = chain(4, 4);
     if (!pg) return;
     measured_pg = pg;
@@ -79,12 +83,18 @@ static void test_loop(int bad_node, double bad_factor) {
     korch_orchestrator *o = NULL;
     CHECK_OK(korch_orchestrator_create(pg, &oracle, &opts, KORCH_STRATEGY_OPTIMAL, &o));
     CHECK_OK(korch_orchestrator_profile(o));
-    fake_measure f = {.bad_node = bad_node, .factor = 1.1, .bad_factor = bad_factor};
+    fake_measure f = {.busy = busy, .bad_node = bad_node, .factor = 1.1, .bad_factor = bad_factor};
     korch_closed_loop_options loop = {.rounds = 20, .measure = measure_from_oracle, .measure_user = &f, .log = log};
     korch_plan *plan = NULL;
     CHECK_OK(korch_orchestrator_solve_measured(o, KORCH_STRATEGY_OPTIMAL, NULL, &loop, &plan));
     fclose(log);
-    if (plan) {
+    if (plan && busy) {
+        /* measured on a busy machine: reported, not recorded, nothing corrected */
+        CHECK_OK(korch_plan_validate(plan, pg));
+        CHECK_MSG(f.calls == 1 && plan->measured_ms == 0 && strstr(text, "the machine was busy") &&
+                      !strstr(text, "off their profiles"),
+                  "busy in-plan measurement used:\n%s", text);
+    } else if (plan) {
         CHECK_OK(korch_plan_validate(plan, pg));
         double sum = 0;
         for (int k = 0; k < plan->n_kernels; k++) {
@@ -133,8 +143,10 @@ static void state(void *user, double *probe, double *wait) {
 }
 
 /* idle in-plan truth: every kernel 0.2 ms, as the idle fake timer says */
-static korch_status idle_measure(void *user, const korch_plan *plan, double *kernel_ms, double *wall_ms) {
+static korch_status idle_measure(void *user, const korch_plan *plan, double *kernel_ms, double *wall_ms,
+                                 korch_profile_quality *quality) {
     (void)user;
+    quality->provisional = false;
     *wall_ms = 0;
     for (int k = 0; k < plan->n_kernels; k++) *wall_ms += kernel_ms[k] = 0.2;
     return KORCH_OK;
@@ -203,9 +215,10 @@ static void test_poisoned_then_idle(void) {
 }
 
 int main(void) {
-    test_loop(-1, 1.1);
-    test_loop(2, 5.0);
-    test_loop(4, 0.2); /* a kernel faster in the plan than its profile (a poisoned profile) */
+    test_loop(-1, 1.1, false);
+    test_loop(2, 5.0, false);
+    test_loop(4, 0.2, false); /* a kernel faster in the plan than its profile (a poisoned profile) */
+    test_loop(2, 5.0, true);  /* the same, measured while the machine was busy */
     test_poisoned_then_idle();
     TEST_MAIN_END();
 }
