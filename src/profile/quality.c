@@ -177,6 +177,7 @@ struct korch_profile_monitor {
     korch_profile_db *db;
     int threads;
     char key[33];
+    char text[1024]; /* the probe fingerprint, readable */
     double idle_ms; /* 0: no reference yet */
     int new_samples;
     double best_new_ms; /* fastest quiet probe of this monitor (0: none) */
@@ -190,14 +191,13 @@ korch_status korch_profile_monitor_open(korch_profile_db *db, int threads, korch
     m->threads = threads > 0 ? threads : 1;
     /* the probe's speed depends on the CPU, the thread count and how korch
      * itself was compiled */
-    char what[256], text[1024];
+    char what[256];
 #ifdef __VERSION__
     snprintf(what, sizeof what, "machine-state probe 1; korch %s; cc %s", korch_version(), __VERSION__);
 #else
     snprintf(what, sizeof what, "machine-state probe 1; korch %s", korch_version());
 #endif
-    korch_status st = korch_machine_fingerprint(m->threads, what, m->key, text, sizeof text);
-    if (st == KORCH_OK && db) st = korch_profile_db_put_machine(db, m->key, text);
+    korch_status st = korch_machine_fingerprint(m->threads, what, m->key, m->text, sizeof m->text);
     int samples = 0;
     bool found = false;
     if (st == KORCH_OK && db) st = korch_profile_db_get_probe(db, m->key, &m->idle_ms, &samples, &found);
@@ -214,7 +214,9 @@ void korch_profile_monitor_close(korch_profile_monitor *m) {
     if (!m) return;
     if (m->db && m->new_samples > 0 && m->best_new_ms > 0) {
         /* losing the reference costs accuracy later, never correctness */
-        if (korch_profile_db_put_probe(m->db, m->key, m->best_new_ms, m->new_samples) != KORCH_OK) korch_error_clear();
+        if (korch_profile_db_put_machine(m->db, m->key, m->text) != KORCH_OK ||
+            korch_profile_db_put_probe(m->db, m->key, m->best_new_ms, m->new_samples) != KORCH_OK)
+            korch_error_clear();
     }
     free(m);
 }
