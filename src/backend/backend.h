@@ -60,6 +60,8 @@ typedef struct korch_profile_options {
     bool progress;        /* progress bar on stderr (only when stderr is a terminal) */
     bool quick;           /* time one default schedule per kernel, no tuning (results say
                              default_only); the orchestrator tunes what its plans use */
+    double fresh_after;   /* > 0: stored profiles measured before this time (unix seconds) are
+                             measured again and replaced (korch optimize --reprofile) */
 } korch_profile_options;
 
 typedef struct korch_profile_result {
@@ -74,6 +76,8 @@ typedef struct korch_profile_result {
     bool from_database;   /* nothing was compiled or timed */
     bool default_only;    /* only the default schedule was timed (quick mode): tuning can
                              lower latency_ms; false when tuned or nothing to tune */
+    bool provisional;     /* measured while the machine was disturbed, or a stored profile of
+                             unknown quality (docs/profiling.md, "Profile quality") */
 } korch_profile_result;
 
 /* Cheap structural check; on false, `reason` says why (e.g. "post-op GELU-tanh

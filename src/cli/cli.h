@@ -28,6 +28,7 @@ int korch_cmd_optimize(int argc, char **argv);
 int korch_cmd_explain(int argc, char **argv);
 int korch_cmd_bench(int argc, char **argv);
 int korch_cmd_export(int argc, char **argv);
+int korch_cmd_db(int argc, char **argv);
 
 /* Prints "korch: error: <message>" for the last error and returns 1. */
 int korch_cli_fail(void);

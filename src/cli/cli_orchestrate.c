@@ -1,6 +1,7 @@
 #include "cli/cli_orchestrate.h"
 
 #include "io/npy.h"
+#include "profile/profile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,12 @@ int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char *
         a->verify_inputs[a->n_verify_inputs++] = v;
     } else if (strcmp(opt, "--no-prune") == 0) {
         a->no_prune = true;
+    } else if (strcmp(opt, "--reprofile") == 0) {
+        a->reprofile = true;
+    } else if (strcmp(opt, "--closed-loop") == 0) {
+        if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
+        if (!korch_cli_parse_int(v, 0, 20, &a->closed_loop))
+            return korch_cli_usage_error(command, "--closed-loop expects a number of plans to measure, 0 to 20");
     } else if (strcmp(opt, "--estimate") == 0) {
         a->estimate = true;
     } else if (strcmp(opt, "--dry-run") == 0) {
@@ -96,6 +103,11 @@ void korch_cli_orchestrate_help(void) {
            "  --dry-run                build the candidates, print their counts, stop\n"
            "  --estimate               latencies from a roofline model instead of measurements\n"
            "                           (quick; predictions are rough, kernels use default schedules)\n"
+           "  --closed-loop N          run the chosen plan in place, correct the costs of kernels\n"
+           "                           that are off their profiles and solve again; at most N plans\n"
+           "                           measured (1: measure and record only; default 0: off)\n"
+           "  --reprofile              measure this model's kernels again, ignoring and replacing\n"
+           "                           their stored profiles (see also 'korch db')\n"
            "  --cache-dir DIR          compiled kernel cache (default $XDG_CACHE_HOME/korch/kernels)\n"
            "  -q, --quiet              no statistics\n",
            korch_candidate_options_default().max_kernel_nodes, KORCH_PARTITION_MAX_NODES,
@@ -184,6 +196,8 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
     }
     s->profile = (korch_profile_options){
         .threads = s->threads, .budget_s = a->budget_s, .db_path = a->db, .cache_dir = a->cache_dir, .progress = false};
+    /* --reprofile: every stored profile older than this run is measured again */
+    if (a->reprofile) s->profile.fresh_after = korch_wall_s();
     s->typical = korch_machine_model_typical(s->threads);
     s->oracle = a->estimate ? korch_kernel_oracle_estimate(&s->typical) : korch_kernel_oracle_backends(&s->profile);
     s->options = korch_orchestrate_options_default(s->threads);
@@ -213,8 +227,18 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
 
 korch_status korch_cli_orchestrate_solve(const korch_cli_orchestrate_args *a, korch_cli_session *s,
                                          korch_strategy strategy, korch_plan **out) {
-    if (a->no_verify || !s->verifier) return korch_orchestrator_solve(s->orch, strategy, out);
-    KORCH_TRY(korch_orchestrator_solve_verified(s->orch, strategy, &s->plan_verify, out));
+    bool verify = !a->no_verify && s->verifier;
+    if (a->closed_loop > 0 && !a->estimate) {
+        /* every plan the loop solves is verified like any other */
+        korch_closed_loop_options loop = {.rounds = (int)a->closed_loop, .graph = s->model.graph,
+                                          .build = &s->profile, .log = s->options.log};
+        KORCH_TRY(korch_orchestrator_solve_measured(s->orch, strategy, verify ? &s->plan_verify : NULL, &loop, out));
+    } else if (!verify) {
+        return korch_orchestrator_solve(s->orch, strategy, out);
+    } else {
+        KORCH_TRY(korch_orchestrator_solve_verified(s->orch, strategy, &s->plan_verify, out));
+    }
+    if (!verify) return KORCH_OK;
     FILE *log = s->options.log;
     if (log) {
         const korch_verifier_stats *vs = korch_verifier_get_stats(s->verifier);

@@ -16,6 +16,8 @@ typedef struct korch_cli_orchestrate_args {
     double time_limit_s; /* binary programs, wall clock */
     long max_kernel_nodes, max_partition_nodes;
     bool no_prune;
+    bool reprofile; /* --reprofile: stored profiles of this model's kernels are measured again and replaced */
+    long closed_loop; /* --closed-loop N: plans measured in place after solving (0: off) */
     bool quiet;
     bool dry_run; /* candidates only: no profiling */
     bool estimate; /* latencies from the roofline model, nothing compiled or timed */

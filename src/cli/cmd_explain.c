@@ -100,6 +100,9 @@ int korch_cmd_explain(int argc, char **argv) {
     printf("strategy: %s, %d threads, lowered by %s (%d primitives)\n", plan->strategy, plan->threads,
            plan->fission_version, plan->pgraph_nodes);
     printf("predicted: %.4f ms in %d kernels\n", total, plan->n_kernels);
+    if (plan->measured_ms > 0)
+        printf("measured in place after solving: %.4f ms (%.3fx the prediction; korch optimize --closed-loop)\n",
+               plan->measured_ms, total > 0 ? plan->measured_ms / total : 0.0);
     if (!plan->verified) {
         printf("verification: none recorded (a plan of format 1, or made with --no-verify); check it with 'korch run "
                "PLAN --verify'\n");
@@ -128,6 +131,7 @@ int korch_cmd_explain(int argc, char **argv) {
         printf("  onnx: ");
         print_onnx(k->onnx_nodes);
         printf("\n  implementation: %s\n", korch_printable(*k->impl ? k->impl : "-", buf, sizeof buf));
+        if (k->measured_ms > 0) printf("  measured in place: %.4f ms\n", k->measured_ms);
         if (k->verify_ratio >= 0)
             printf("  verified: %s (worst error/tolerance %.3g)\n",
                    k->backend == KORCH_BACKEND_REF ? "the interpreter itself" : "against the interpreter",

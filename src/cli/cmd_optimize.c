@@ -76,8 +76,10 @@ int korch_cmd_optimize(int argc, char **argv) {
     if (rc == 0 && !args.quiet) {
         int fused = 0;
         for (int k = 0; k < plan->n_kernels; k++) fused += plan->kernels[k].n_nodes > 1;
-        printf("plan: %s strategy, %d kernels (%d fused) for %d primitives, predicted %.4f ms; written to %s\n",
-               plan->strategy, plan->n_kernels, fused, session.model.pg->n_nodes, plan->predicted_ms, output);
+        printf("plan: %s strategy, %d kernels (%d fused) for %d primitives, predicted %.4f ms", plan->strategy,
+               plan->n_kernels, fused, session.model.pg->n_nodes, plan->predicted_ms);
+        if (plan->measured_ms > 0) printf(", measured %.4f ms in place", plan->measured_ms);
+        printf("; written to %s\n", output);
         printf("optimize time: %.1f s\n", (korch_cli_now_ms() - t0) / 1e3);
     }
     korch_plan_free(plan);

@@ -14,6 +14,7 @@ static const korch_cli_command commands[] = {
     {"explain", "show a plan's kernels: primitives, ONNX nodes, implementation, latency", korch_cmd_explain},
     {"bench", "compare the none, greedy and optimal strategies on a model", korch_cmd_bench},
     {"export", "write a plan as standalone C (model.c, weights, Makefile, runner)", korch_cmd_export},
+    {"db", "look after the profile database: stats, check, prune, clear", korch_cmd_db},
 };
 
 static void usage(FILE *out) {

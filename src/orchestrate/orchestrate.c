@@ -137,6 +137,32 @@ korch_status korch_orchestrator_exclude(korch_orchestrator *o, const korch_plan_
     return korch_orchestrator_exclude_kernel(o->set, &o->oracle, &o->options.verifier, k, r, o->dirty, &o->vlog);
 }
 
+/* The candidate a plan kernel came from, or -1. */
+static int plan_candidate(const korch_orchestrator *o, const korch_plan_kernel *k) {
+    for (int i = 0; i < k->n_nodes; i++)
+        if (k->nodes[i] < 0 || k->nodes[i] >= o->pg->n_nodes) return -1;
+    if (k->n_nodes < 1) return -1;
+    int p = o->set->partition_of[k->nodes[0]];
+    korch_nodemask mask = 0;
+    for (int i = 0; i < k->n_nodes; i++) mask |= (korch_nodemask)1 << o->set->local_of[k->nodes[i]];
+    return korch_candidate_find(o->set, p, mask);
+}
+
+korch_status korch_orchestrator_set_cost(korch_orchestrator *o, const korch_plan_kernel *k, double ms) {
+    if (!o->dirty) return korch_error(KORCH_ERR_INVALID_ARGUMENT, "orchestrate: set_cost before profile");
+    int ci = plan_candidate(o, k);
+    if (ci < 0 || !(ms > 0))
+        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "orchestrate: set_cost: no candidate for kernel %s", k->impl);
+    o->set->candidates[ci].latency_ms = ms;
+    o->dirty[o->set->candidates[ci].partition] = true;
+    return KORCH_OK;
+}
+
+double korch_orchestrator_kernel_cost(const korch_orchestrator *o, const korch_plan_kernel *k) {
+    int ci = plan_candidate(o, k);
+    return ci >= 0 ? o->set->candidates[ci].latency_ms : k->latency_ms;
+}
+
 korch_status korch_orchestrator_profile(korch_orchestrator *o) {
     if (o->tune.start_ms == 0) {
         o->tune.start_ms = korch_now_ms();

@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "candidates/candidates.h"
+#include "profile/profile.h"
 #include "runtime/plan.h"
 #include "verify/verify.h"
 
@@ -158,6 +159,50 @@ typedef struct korch_plan_verify_options {
 
 korch_status korch_orchestrator_solve_verified(korch_orchestrator *o, korch_strategy strategy,
                                                const korch_plan_verify_options *options, korch_plan **out);
+
+/* The closed loop after solving (closed_loop.c, docs/orchestration.md,
+ * "Closed loop"): the chosen plan runs in place with in-plan kernel
+ * timing. The plan's typical in-plan/profile ratio R is the median of the
+ * kernels' ratios (kernels of at least 2 us in place); a kernel whose ratio
+ * is more than `threshold` times above or below R, and whose difference
+ * from R x profile is at least `min_share` of the plan's measured kernel
+ * time, takes its in-plan time as its cost (re-profiled in context), and
+ * the strategy solves again; at most `rounds` plans are measured, and a
+ * plan already measured ends the loop. The plan returned is the one that
+ * ran fastest, with its measurements recorded (measured_ms) and its
+ * kernels' latencies (and predicted_ms) the costs the program holds after
+ * the last correction. Differences under 2 us are never material. Every plan
+ * comes from korch_orchestrator_solve_verified when `verify` is given, so
+ * the loop never returns an unverified plan that solve_verified would not. */
+typedef korch_status (*korch_plan_measure_fn)(void *user, const korch_plan *plan, double *kernel_ms,
+                                              double *wall_ms, korch_profile_quality *quality);
+typedef struct korch_closed_loop_options {
+    int rounds;          /* plans measured at most (<= 0: 3; 1 measures and records only) */
+    int runs;            /* timed runs per plan, after 2 warm-up runs (<= 0: 10) */
+    double threshold;    /* <= 1: 1.5 */
+    double min_share;    /* <= 0: 0.01 */
+    const korch_graph *graph;           /* for seeded inputs (NULL: values in [0.5, 1.5], integers 0) */
+    const korch_profile_options *build; /* how the plan's kernels are built */
+    /* per-kernel in-plan medians, the wall median of a plan and the machine
+     * state around the runs (NULL: run it with korch_executor_time_kernels
+     * under a profile monitor; tests give a fake). A disturbed measurement
+     * (quality.provisional) is reported, neither recorded in the plan nor
+     * used to correct costs: it ends the loop. */
+    korch_plan_measure_fn measure;
+    void *measure_user;
+    FILE *log;
+} korch_closed_loop_options;
+
+korch_status korch_orchestrator_solve_measured(korch_orchestrator *o, korch_strategy strategy,
+                                               const korch_plan_verify_options *verify,
+                                               const korch_closed_loop_options *loop, korch_plan **out);
+
+/* The cost the program uses for the candidate a plan kernel came from
+ * (the closed loop's in-context correction); its partition is solved again. */
+korch_status korch_orchestrator_set_cost(korch_orchestrator *o, const korch_plan_kernel *k, double ms);
+/* The cost the program uses now for the candidate of a plan kernel (its
+ * latency_ms when no candidate matches). */
+double korch_orchestrator_kernel_cost(const korch_orchestrator *o, const korch_plan_kernel *k);
 
 /* Statistics of the last optimal solve, summed over partitions. */
 const korch_blp_stats *korch_orchestrator_blp_stats(const korch_orchestrator *o);

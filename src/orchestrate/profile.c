@@ -80,7 +80,7 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
         goto done;
     }
     korch_progress bar;
-    long done_count = 0, timed = 0, from_db = 0;
+    long done_count = 0, timed = 0, from_db = 0, provisional = 0;
     double start_ms = korch_now_ms();
     korch_progress_begin(&bar, "profiling", remaining, options->progress);
     for (int size = 1; size <= max_size && st == KORCH_OK; size++) {
@@ -122,6 +122,7 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
                     if (results[j].status == KORCH_OK) {
                         korch_candidate_apply_result(c, &results[j]);
                         from_db += results[j].from_database;
+                        provisional += results[j].provisional;
                         continue;
                     }
                     if (c->n_nodes == 1 && c->backend != KORCH_BACKEND_REF) {
@@ -183,6 +184,11 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
                 "profiling: %ld distinct kernels (%ld from the profile database) for %ld candidates in %.1f s "
                 "(default schedules; the kernels plans use are tuned next)\n",
                 timed, from_db, done_count, (korch_now_ms() - start_ms) / 1e3);
+    if (options->log && st == KORCH_OK && provisional > 0)
+        fprintf(options->log,
+                "profiling: %ld of them provisional (measured while the machine was busy; measured again when next "
+                "needed on a quiet machine; 'korch db check' lists them)\n",
+                provisional);
 done:
     korch_split_free(&m);
     free(batch);

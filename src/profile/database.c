@@ -33,8 +33,14 @@
 struct korch_profile_db {
     sqlite3 *db;
     bool readonly;
+    bool has_quality; /* trials and best have the quality columns (db_quality.c) */
+    korch_profile_monitor *monitor;
+    double fresh_after;
+    korch_profile_db_reuse reuse;
     char path[4096];
 };
+
+#include "profile/db_internal.h"
 
 static const char *const schema =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);"
@@ -83,8 +89,10 @@ static int try_open(korch_profile_db *p, bool readonly) {
     if (!p->readonly) {
         rc = sqlite3_exec(p->db, "PRAGMA journal_mode=WAL;", NULL, NULL, NULL);
         if (rc == SQLITE_OK) rc = sqlite3_exec(p->db, schema, NULL, NULL, NULL);
+        if (rc == SQLITE_OK) rc = korch_profile_db_migrate(p->db);
         if (rc != SQLITE_OK) return rc;
     }
+    p->has_quality = korch_profile_db_has_quality(p->db);
     sqlite3_stmt *st = NULL;
     rc = sqlite3_prepare_v2(p->db, "SELECT value FROM meta WHERE key='schema_version';", -1, &st, NULL);
     if (rc != SQLITE_OK) return rc;
@@ -194,14 +202,51 @@ static korch_status run(korch_profile_db *db, const char *sql, int n, const char
     return KORCH_OK;
 }
 
+sqlite3 *korch_profile_db_sqlite(korch_profile_db *db) { return db->db; }
+
+void korch_profile_db_set_monitor(korch_profile_db *db, korch_profile_monitor *m) { db->monitor = m; }
+void korch_profile_db_set_fresh_after(korch_profile_db *db, double unix_s) { db->fresh_after = unix_s; }
+korch_profile_db_reuse korch_profile_db_reuse_counts(const korch_profile_db *db) { return db->reuse; }
+
+/* The reuse rules of a row just read (profile.h): false makes it read as
+ * absent, so that it is measured again. */
+static bool reusable(korch_profile_db *db, const korch_profile_record *rec) {
+    if (db->fresh_after > 0 && rec->created < db->fresh_after) {
+        db->reuse.stale++;
+        return false;
+    }
+    if (!rec->quality.provisional) return true;
+    if (db->monitor && korch_profile_monitor_quiet(db->monitor)) {
+        db->reuse.remeasure++;
+        return false;
+    }
+    db->reuse.provisional_used++;
+    return true;
+}
+
+/* columns 0.. of a SELECT of QUALITY_COLUMNS: iqr, probe, wait, provisional,
+ * created; NULL (a row of a korch before profile quality) is provisional */
+#define QUALITY_COLUMNS "iqr_ms, probe, wait, provisional, created"
+#define LEGACY_COLUMNS "0, 0, -1, NULL, created"
+static void read_quality(sqlite3_stmt *row, int col, korch_profile_record *rec) {
+    rec->quality.iqr_ms = sqlite3_column_double(row, col);
+    rec->quality.probe = sqlite3_column_double(row, col + 1);
+    rec->quality.wait = sqlite3_column_type(row, col + 2) == SQLITE_NULL ? -1 : sqlite3_column_double(row, col + 2);
+    rec->quality.provisional =
+        sqlite3_column_type(row, col + 3) == SQLITE_NULL || sqlite3_column_int(row, col + 3) != 0;
+    rec->created = sqlite3_column_double(row, col + 4);
+}
+
 korch_status korch_profile_db_get_best(korch_profile_db *db, const char *backend, const char *sig, const char *machine,
                                        korch_profile_record *rec, bool *found) {
     const char *t[3] = {backend, sig, machine};
     sqlite3_stmt *row = NULL;
     *found = false;
     KORCH_TRY(run(db,
-                  "SELECT schedule, latency_ms, spread_ms, default_ms, trials FROM best"
-                  " WHERE backend=?1 AND sig=?2 AND machine=?3;",
+                  db->has_quality ? "SELECT schedule, latency_ms, spread_ms, default_ms, trials, " QUALITY_COLUMNS
+                                    " FROM best WHERE backend=?1 AND sig=?2 AND machine=?3;"
+                                  : "SELECT schedule, latency_ms, spread_ms, default_ms, trials, " LEGACY_COLUMNS
+                                    " FROM best WHERE backend=?1 AND sig=?2 AND machine=?3;",
                   3, t, 0, NULL, &row));
     if (!row) return KORCH_OK;
     const unsigned char *s = sqlite3_column_text(row, 0);
@@ -210,42 +255,101 @@ korch_status korch_profile_db_get_best(korch_profile_db *db, const char *backend
     rec->spread_ms = sqlite3_column_double(row, 2);
     rec->default_ms = sqlite3_column_double(row, 3);
     rec->trials = sqlite3_column_int(row, 4);
+    read_quality(row, 5, rec);
     sqlite3_finalize(row);
     /* a latency that is not a positive finite number is damage, not data */
-    *found = s && rec->latency_ms > 0 && rec->latency_ms < 1e9;
+    *found = s && rec->latency_ms > 0 && rec->latency_ms < 1e9 && reusable(db, rec);
     return KORCH_OK;
+}
+
+/* Stores a row of `table` with quality under the put rule: a provisional
+ * measurement never replaces a clean row (unless that row is older than
+ * fresh_after). */
+static korch_status put_row(korch_profile_db *db, bool best, const char *backend, const char *sig,
+                            const char *machine, const korch_profile_record *rec) {
+    if (db->readonly) return KORCH_OK;
+    if (!db->has_quality) return korch_error(KORCH_ERR_IO, "profile database %s: no quality columns", db->path);
+    const char *sql =
+        best ? "INSERT INTO best(backend, sig, machine, schedule, latency_ms, spread_ms, default_ms, trials, created,"
+               " iqr_ms, probe, wait, provisional) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+               " ON CONFLICT(backend, sig, machine) DO UPDATE SET schedule=excluded.schedule,"
+               " latency_ms=excluded.latency_ms, spread_ms=excluded.spread_ms, default_ms=excluded.default_ms,"
+               " trials=excluded.trials, created=excluded.created, iqr_ms=excluded.iqr_ms, probe=excluded.probe,"
+               " wait=excluded.wait, provisional=excluded.provisional"
+               " WHERE excluded.provisional = 0 OR coalesce(best.provisional, 1) != 0 OR best.created < ?14;"
+             : "INSERT INTO trials(backend, sig, machine, schedule, latency_ms, spread_ms, created, iqr_ms, probe,"
+               " wait, provisional) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?9, ?10, ?11, ?12, ?13)"
+               " ON CONFLICT(backend, sig, schedule, machine) DO UPDATE SET latency_ms=excluded.latency_ms,"
+               " spread_ms=excluded.spread_ms, created=excluded.created, iqr_ms=excluded.iqr_ms,"
+               " probe=excluded.probe, wait=excluded.wait, provisional=excluded.provisional"
+               " WHERE excluded.provisional = 0 OR coalesce(trials.provisional, 1) != 0 OR trials.created < ?14;";
+    /* (trials leave ?7 and ?8, default_ms and trials, unused) */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db->db, sql, -1, &st, NULL) != SQLITE_OK) return sql_error(db, "prepare");
+    const char *text[4] = {backend, sig, machine, rec->schedule};
+    for (int i = 0; i < 4; i++) sqlite3_bind_text(st, i + 1, text[i], -1, SQLITE_TRANSIENT);
+    double created = korch_wall_s();
+    double d[6] = {rec->latency_ms, rec->spread_ms, rec->default_ms, (double)rec->trials, created,
+                   rec->quality.iqr_ms};
+    for (int i = 0; i < 6; i++) sqlite3_bind_double(st, 5 + i, d[i]);
+    sqlite3_bind_double(st, 11, rec->quality.probe);
+    sqlite3_bind_double(st, 12, rec->quality.wait);
+    sqlite3_bind_int(st, 13, rec->quality.provisional ? 1 : 0);
+    sqlite3_bind_double(st, 14, db->fresh_after);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? KORCH_OK : sql_error(db, best ? "storing a profile" : "storing a trial");
 }
 
 korch_status korch_profile_db_put_best(korch_profile_db *db, const char *backend, const char *sig, const char *machine,
                                        const korch_profile_record *rec) {
-    if (db->readonly) return KORCH_OK;
-    const char *t[4] = {backend, sig, machine, rec->schedule};
-    double d[5] = {rec->latency_ms, rec->spread_ms, rec->default_ms, (double)rec->trials, (double)time(NULL)};
-    return run(db, "INSERT OR REPLACE INTO best VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9);", 4, t, 5, d, NULL);
+    return put_row(db, true, backend, sig, machine, rec);
 }
 
-korch_status korch_profile_db_get_trial(korch_profile_db *db, const char *backend, const char *sig, const char *schedule,
-                                        const char *machine, double *latency_ms, double *spread_ms, bool *found) {
+korch_status korch_profile_db_get_trial_record(korch_profile_db *db, const char *backend, const char *sig,
+                                               const char *schedule, const char *machine, korch_profile_record *rec,
+                                               bool *found) {
     const char *t[4] = {backend, sig, schedule, machine};
     sqlite3_stmt *row = NULL;
     *found = false;
     KORCH_TRY(run(db,
-                  "SELECT latency_ms, spread_ms FROM trials WHERE backend=?1 AND sig=?2 AND schedule=?3 AND machine=?4;",
+                  db->has_quality ? "SELECT latency_ms, spread_ms, " QUALITY_COLUMNS " FROM trials"
+                                    " WHERE backend=?1 AND sig=?2 AND schedule=?3 AND machine=?4;"
+                                  : "SELECT latency_ms, spread_ms, " LEGACY_COLUMNS " FROM trials"
+                                    " WHERE backend=?1 AND sig=?2 AND schedule=?3 AND machine=?4;",
                   4, t, 0, NULL, &row));
     if (!row) return KORCH_OK;
-    *latency_ms = sqlite3_column_double(row, 0);
-    *spread_ms = sqlite3_column_double(row, 1);
+    memset(rec, 0, sizeof *rec);
+    snprintf(rec->schedule, sizeof rec->schedule, "%s", schedule);
+    rec->latency_ms = sqlite3_column_double(row, 0);
+    rec->spread_ms = sqlite3_column_double(row, 1);
+    read_quality(row, 2, rec);
     sqlite3_finalize(row);
-    *found = *latency_ms > 0 && *latency_ms < 1e9;
+    *found = rec->latency_ms > 0 && rec->latency_ms < 1e9 && reusable(db, rec);
+    return KORCH_OK;
+}
+
+korch_status korch_profile_db_put_trial_record(korch_profile_db *db, const char *backend, const char *sig,
+                                               const char *machine, const korch_profile_record *rec) {
+    return put_row(db, false, backend, sig, machine, rec);
+}
+
+korch_status korch_profile_db_get_trial(korch_profile_db *db, const char *backend, const char *sig, const char *schedule,
+                                        const char *machine, double *latency_ms, double *spread_ms, bool *found) {
+    korch_profile_record rec;
+    KORCH_TRY(korch_profile_db_get_trial_record(db, backend, sig, schedule, machine, &rec, found));
+    if (*found) {
+        *latency_ms = rec.latency_ms;
+        *spread_ms = rec.spread_ms;
+    }
     return KORCH_OK;
 }
 
 korch_status korch_profile_db_put_trial(korch_profile_db *db, const char *backend, const char *sig, const char *schedule,
                                         const char *machine, double latency_ms, double spread_ms) {
-    if (db->readonly) return KORCH_OK;
-    const char *t[4] = {backend, sig, schedule, machine};
-    double d[3] = {latency_ms, spread_ms, (double)time(NULL)};
-    return run(db, "INSERT OR REPLACE INTO trials VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7);", 4, t, 3, d, NULL);
+    korch_profile_record rec = {.latency_ms = latency_ms, .spread_ms = spread_ms, .quality = {.wait = -1}};
+    snprintf(rec.schedule, sizeof rec.schedule, "%s", schedule);
+    return put_row(db, false, backend, sig, machine, &rec);
 }
 
 korch_status korch_profile_db_put_machine(korch_profile_db *db, const char *machine, const char *text) {

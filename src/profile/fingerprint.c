@@ -1,5 +1,6 @@
 /* The machine fingerprint: the facts a latency depends on besides the kernel
  * and its schedule. Cheap enough to compute once per profiling call. */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -55,9 +56,15 @@ static void digest(const char *s, size_t n, char out[33]) {
     snprintf(out, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
 }
 
+/* /proc/cpuinfo read once per process (korch db computes hundreds of
+ * fingerprints; the CPU does not change under a running process) */
+static char cached_model[256], cached_isa[512];
+static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
+static void read_cpu_once(void) { cpu_info(cached_model, sizeof cached_model, cached_isa, sizeof cached_isa); }
+
 korch_status korch_machine_fingerprint(int threads, const char *compiler, char hash[33], char *text, size_t size) {
-    char model[256], isa[512];
-    cpu_info(model, sizeof model, isa, sizeof isa);
+    pthread_once(&cpu_once, read_cpu_once);
+    const char *model = cached_model, *isa = cached_isa;
     int n = snprintf(text, size, "cpu=%s;isa=%s;threads=%d;compiler=%s", model, isa, threads,
                      compiler ? compiler : "none");
     /* scrubbed timings measure another cache state: never mixed with plain ones */

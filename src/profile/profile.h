@@ -23,10 +23,25 @@
  * - racing: stop after cutoff_runs timed runs that were all slower than
  *   cutoff_ms (`cut` is set); a schedule clearly slower than the best known
  *   one needs no precise number. */
+/* How far a measurement can be trusted (quality.c; docs/profiling.md,
+ * "Profile quality"). Every stored profile carries one. */
+typedef struct korch_profile_quality {
+    double iqr_ms;    /* interquartile range of the timed runs */
+    double probe;     /* machine-state probe around it / the machine's idle probe time (0: not probed) */
+    double wait;      /* share of its threads' time spent waiting for a CPU held by others (-1: unknown) */
+    bool provisional; /* the machine was disturbed (or the quality is unknown): never preferred
+                         over a clean profile, measured again when needed on a quiet machine */
+} korch_profile_quality;
+
+typedef struct korch_profile_monitor korch_profile_monitor;
+
 typedef struct korch_timing {
     double median_ms, min_ms, max_ms, spread_ms;
     int repeats;
     bool cut; /* stopped by the racing rule */
+    /* iqr_ms always; the rest when the timer had a monitor (else probe 0,
+     * wait -1, provisional false) */
+    korch_profile_quality quality;
 } korch_timing;
 
 typedef struct korch_timer_options {
@@ -41,6 +56,8 @@ typedef struct korch_timer_options {
     /* untimed, before every timed run (NULL: nothing): e.g. evicting the
      * kernel's constants from the caches (korch_cache_evict) */
     void (*before_run)(void *ctx);
+    /* the machine state around the measurement (NULL: not assessed) */
+    korch_profile_monitor *monitor;
 } korch_timer_options;
 
 typedef korch_status (*korch_timed_fn)(void *ctx, int iteration);
@@ -48,6 +65,7 @@ typedef korch_status (*korch_timed_fn)(void *ctx, int iteration);
 korch_timer_options korch_timer_defaults(void);
 korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_options *o, korch_timing *out);
 double korch_now_s(void); /* monotonic seconds */
+double korch_wall_s(void); /* unix time in seconds (when a profile was taken) */
 /* Writes back and evicts [p, p + bytes) from every cache level (clflush on
  * x86; elsewhere nothing). */
 void korch_cache_evict(const void *p, size_t bytes);
@@ -68,6 +86,9 @@ typedef struct korch_profile_record {
     double latency_ms, spread_ms;
     double default_ms; /* the default schedule's latency (best records) */
     int trials;        /* schedules timed to find it (best records) */
+    korch_profile_quality quality; /* zero: clean, not probed; rows of a korch before
+                                      profile quality read back as provisional */
+    double created;    /* when it was measured, unix seconds (filled by lookups) */
 } korch_profile_record;
 
 /* path NULL or "": $XDG_CACHE_HOME/korch/profile.db (~/.cache fallback).
@@ -87,7 +108,42 @@ korch_status korch_profile_db_get_trial(korch_profile_db *db, const char *backen
                                         const char *machine, double *latency_ms, double *spread_ms, bool *found);
 korch_status korch_profile_db_put_trial(korch_profile_db *db, const char *backend, const char *sig, const char *schedule,
                                         const char *machine, double latency_ms, double spread_ms);
+/* The same for trials, with quality (rec->schedule is the schedule). The
+ * two calls above read and write clean rows of unknown quality. */
+korch_status korch_profile_db_get_trial_record(korch_profile_db *db, const char *backend, const char *sig,
+                                               const char *schedule, const char *machine, korch_profile_record *rec,
+                                               bool *found);
+korch_status korch_profile_db_put_trial_record(korch_profile_db *db, const char *backend, const char *sig,
+                                               const char *machine, const korch_profile_record *rec);
 korch_status korch_profile_db_put_machine(korch_profile_db *db, const char *machine, const char *text);
+
+/* Reuse rules of best and trial rows (docs/profiling.md, "Profile quality"):
+ * - a put never replaces a clean row with a provisional measurement (the
+ *   clean one stays; a later clean measurement replaces either);
+ * - with a monitor set, a lookup answers "absent" for a provisional row
+ *   while the machine is quiet, so the caller measures it again (and the
+ *   put replaces it);
+ * - with fresh_after > 0 (korch optimize --reprofile), rows measured before
+ *   that time (unix seconds) read as absent and any put replaces them.
+ * The monitor must outlive its use by db (or be unset with NULL). */
+void korch_profile_db_set_monitor(korch_profile_db *db, korch_profile_monitor *m);
+/* What every backend does after opening its database: a monitor for
+ * measurements with `threads` threads, set on db with fresh_after; unwatch
+ * unsets and closes it (m may be NULL). */
+korch_status korch_profile_db_watch(korch_profile_db *db, int threads, double fresh_after, korch_profile_monitor **m);
+void korch_profile_db_unwatch(korch_profile_db *db, korch_profile_monitor *m);
+void korch_profile_db_set_fresh_after(korch_profile_db *db, double unix_s);
+typedef struct korch_profile_db_reuse {
+    long provisional_used;  /* provisional rows answered (the machine was busy) */
+    long remeasure;         /* provisional rows read as absent (the machine was quiet) */
+    long stale;             /* rows read as absent: older than fresh_after */
+} korch_profile_db_reuse;
+korch_profile_db_reuse korch_profile_db_reuse_counts(const korch_profile_db *db);
+
+/* The idle time of the machine-state probe per probe fingerprint (quality.c). */
+korch_status korch_profile_db_get_probe(korch_profile_db *db, const char *machine, double *idle_ms, int *samples,
+                                        bool *found);
+korch_status korch_profile_db_put_probe(korch_profile_db *db, const char *machine, double idle_ms, int samples);
 /* Verdicts of kernel verification (src/verify): "verified" or "wrong". */
 typedef struct korch_verdict_record {
     char verdict[16];
@@ -104,6 +160,58 @@ korch_status korch_profile_db_put_verdict(korch_profile_db *db, const char *back
 /* Batch writes in one transaction (much faster than one per row). */
 korch_status korch_profile_db_begin(korch_profile_db *db);
 korch_status korch_profile_db_commit(korch_profile_db *db);
+
+/* ---- quality.c ---------------------------------------------------------------
+ * The machine state around measurements (docs/profiling.md, "Profile
+ * quality"). Two signals:
+ * - wait: the share of the time this process's threads were runnable but
+ *   waited for a CPU (run_delay in /proc/self/task/N/schedstat, ns), i.e.
+ *   other processes held the cores the kernel wanted;
+ * - probe: a fixed compute probe (every thread sweeps 128 KiB with a
+ *   multiply-add, the median of 3 runs, ~0.5 ms on an idle core) divided by
+ *   the fastest quiet run of that probe ever seen on this machine (stored
+ *   per probe fingerprint in the database): catches slowdowns the guest
+ *   cannot see (host contention, throttling).
+ * A measurement is disturbed when wait > KORCH_WAIT_LIMIT or probe >
+ * KORCH_PROBE_LIMIT; a disturbed measurement is stored as provisional. The
+ * probe is taken again when the last one is older than KORCH_PROBE_EVERY_S
+ * (before a measurement, and after a long one), so it costs ~1% of
+ * profiling time. */
+#define KORCH_WAIT_LIMIT 0.10
+#define KORCH_PROBE_LIMIT 1.25
+#define KORCH_PROBE_EVERY_S 0.25
+
+bool korch_profile_disturbed(double probe, double wait);
+
+/* A monitor for measurements with `threads` threads; db (may be NULL) holds
+ * the idle probe reference, read now and updated at close. */
+korch_status korch_profile_monitor_open(korch_profile_db *db, int threads, korch_profile_monitor **out);
+void korch_profile_monitor_close(korch_profile_monitor *m);
+/* The state now (a fresh probe when the last is too old). */
+void korch_profile_monitor_state(korch_profile_monitor *m, double *probe, double *wait);
+bool korch_profile_monitor_quiet(korch_profile_monitor *m);
+
+/* Around one measurement (korch_profile_time calls these). */
+typedef struct korch_monitor_mark {
+    double t, probe, run_s, delay_s;
+    bool have_sched;
+} korch_monitor_mark;
+void korch_profile_monitor_begin(korch_profile_monitor *m, korch_monitor_mark *mark);
+void korch_profile_monitor_end(korch_profile_monitor *m, const korch_monitor_mark *mark, korch_profile_quality *q);
+
+/* Test hooks (never set outside tests; not thread-safe: set before
+ * profiling). run_ms: the duration every timed run is recorded with, given
+ * the measured one (a fake timer). state: the machine state instead of
+ * probing it. NULL removes the hooks. Without hooks, KORCH_PROFILE_STATE=
+ * quiet or busy pins the state the same way (for tests of whole commands). */
+typedef struct korch_profile_hooks {
+    double (*run_ms)(void *user, double measured_ms);
+    void (*state)(void *user, double *probe, double *wait);
+    void *user;
+} korch_profile_hooks;
+void korch_profile_set_hooks(const korch_profile_hooks *hooks);
+/* the run_ms hook applied (the identity without hooks) */
+double korch_profile_hook_run_ms(double measured_ms);
 
 /* ---- tuner.c ----------------------------------------------------------------
  * Explore, then exploit ("droplet search", Canesche et al. 2024): time the

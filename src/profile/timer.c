@@ -20,6 +20,12 @@ double korch_now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double korch_wall_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 korch_timer_options korch_timer_defaults(void) {
     return (korch_timer_options){.warmup_runs = 2, .warmup_ms = 5, .min_repeats = 7, .max_repeats = 200,
                                  .target_ms = 30};
@@ -90,11 +96,23 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* p-quantile of sorted samples, linear between neighbours */
+static double quantile(const double *sorted, int n, double p) {
+    double pos = p * (n - 1);
+    int lo = (int)pos;
+    if (lo >= n - 1) return sorted[n - 1];
+    return sorted[lo] + (pos - lo) * (sorted[lo + 1] - sorted[lo]);
+}
+
 korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_options *o, korch_timing *out) {
     korch_timer_options d = o ? *o : korch_timer_defaults();
     if (d.min_repeats < 1) d.min_repeats = 1;
     if (d.max_repeats < d.min_repeats) d.max_repeats = d.min_repeats;
     int it = 0;
+    /* before the warm-up: a probe the monitor takes then leaves the caches
+     * the way the warm-up puts them back */
+    korch_monitor_mark mark;
+    if (d.monitor) korch_profile_monitor_begin(d.monitor, &mark);
     double t0 = korch_now_s();
     for (int w = 0; w < d.warmup_runs || (korch_now_s() - t0) * 1e3 < d.warmup_ms; w++) {
         KORCH_TRY(fn(ctx, it++));
@@ -110,7 +128,7 @@ korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_
         if (d.before_run) d.before_run(ctx);
         double a = korch_now_s();
         korch_status st = fn(ctx, it++);
-        double ms = (korch_now_s() - a) * 1e3;
+        double ms = korch_profile_hook_run_ms((korch_now_s() - a) * 1e3);
         if (st != KORCH_OK) {
             free(samples);
             return st;
@@ -140,6 +158,9 @@ korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_
     out->median_ms = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
     out->spread_ms = out->max_ms - out->min_ms;
     out->cut = cut;
+    out->quality = (korch_profile_quality){.iqr_ms = quantile(samples, n, 0.75) - quantile(samples, n, 0.25),
+                                           .wait = -1};
+    if (d.monitor) korch_profile_monitor_end(d.monitor, &mark, &out->quality);
     free(samples);
     return KORCH_OK;
 }

@@ -35,6 +35,10 @@ typedef struct korch_plan_kernel {
      * against the interpreter (0 for REF, the interpreter itself); < 0: not
      * checked */
     double verify_ratio;
+    /* in-plan median time of this kernel when the plan was run in place
+     * after solving (the closed loop, src/orchestrate/closed_loop.c); 0:
+     * not measured */
+    double measured_ms;
 } korch_plan_kernel;
 
 /* The check of the whole plan against the reference executor before it was
@@ -70,6 +74,7 @@ typedef struct korch_plan {
     char strategy[16];
     int threads;
     double predicted_ms; /* sum of kernel latencies */
+    double measured_ms;  /* median wall time of the plan run in place after solving (closed loop); 0: not measured */
     int n_kernels;
     korch_plan_kernel *kernels;
     /* verification of the whole plan; verified false: never checked (a plan

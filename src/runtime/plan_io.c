@@ -67,7 +67,9 @@ korch_status korch_plan_save(const korch_plan *plan, const char *path) {
     fprintf(f, " pgraph-hash=%016" PRIx64 " pgraph-nodes=%d\n", plan->pgraph_hash, plan->pgraph_nodes);
     fprintf(f, "strategy name=");
     put_escaped(f, plan->strategy);
-    fprintf(f, " threads=%d predicted-ms=%.9g\n", plan->threads, plan->predicted_ms);
+    fprintf(f, " threads=%d predicted-ms=%.9g", plan->threads, plan->predicted_ms);
+    if (plan->measured_ms > 0) fprintf(f, " measured-ms=%.9g", plan->measured_ms);
+    fputc('\n', f);
     if (plan->verified) {
         fprintf(f, "verification seed=%" PRIu64 " given=%d excluded=%d\n", plan->verify_seed, plan->verify_given,
                 plan->excluded);
@@ -103,6 +105,7 @@ korch_status korch_plan_save(const korch_plan *plan, const char *path) {
         fprintf(f, " onnx=");
         put_escaped(f, k->onnx_nodes);
         if (k->verify_ratio >= 0) fprintf(f, " verified=%.6g", k->verify_ratio);
+        if (k->measured_ms > 0) fprintf(f, " measured-ms=%.9g", k->measured_ms);
         fputc('\n', f);
     }
     fprintf(f, "end kernels=%d\n", plan->n_kernels);
@@ -293,6 +296,8 @@ static korch_status parse_kernel(parser *p, korch_plan *plan, field *fields, int
     k->verify_ratio = -1;
     const char *verified = get(fields, nf, "verified");
     if (verified && !parse_double(verified, &k->verify_ratio)) return perr(p, "bad verified=", NULL);
+    const char *measured = get(fields, nf, "measured-ms");
+    if (measured && !parse_double(measured, &k->measured_ms)) return perr(p, "bad measured-ms=", NULL);
     return KORCH_OK;
 }
 
@@ -354,6 +359,8 @@ static korch_status parse_line(parser *p, korch_plan *plan, char *line, bool *en
         plan->threads = (int)threads;
         if (!parse_double(get(fields, nf, "predicted-ms"), &plan->predicted_ms))
             return perr(p, "bad predicted-ms", NULL);
+        const char *measured = get(fields, nf, "measured-ms");
+        if (measured && !parse_double(measured, &plan->measured_ms)) return perr(p, "bad measured-ms", NULL);
     } else if (strcmp(keyword, "verification") == 0 && plan->version >= 2) {
         const char *seed = get(fields, nf, "seed");
         long given = 0, excluded = 0;

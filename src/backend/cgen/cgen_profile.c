@@ -36,8 +36,9 @@ static korch_timer_options quick_timer(void) {
 }
 
 static void set_result(korch_profile_result *r, const cg_kernel *k, const char *schedule, double ms, double spread,
-                       bool from_db, bool default_only) {
+                       bool from_db, bool default_only, bool provisional) {
     r->status = KORCH_OK;
+    r->provisional = provisional;
     r->latency_ms = ms;
     r->spread_ms = spread;
     r->from_database = from_db;
@@ -163,6 +164,7 @@ static korch_status quick_run(cg_session *S, korch_profile_result *results) {
     double t1 = korch_now_s();
     if (st == KORCH_OK) st = korch_profile_db_begin(S->db);
     korch_timer_options timer = quick_timer();
+    timer.monitor = S->monitor;
     for (int i = 0; i < n && st == KORCH_OK; i++) {
         quick_item *it = &items[i];
         if (!it->emitted) continue;
@@ -179,8 +181,10 @@ static korch_status quick_run(cg_session *S, korch_profile_result *results) {
         it->timed = true;
         S->stats->trials++;
         S->stats->compiled++;
-        st = korch_profile_db_put_trial(S->db, "cgen", j->k.sig, it->text, S->machine, it->t.median_ms,
-                                        it->t.spread_ms);
+        korch_profile_record rec = {.latency_ms = it->t.median_ms, .spread_ms = it->t.spread_ms,
+                                    .quality = it->t.quality};
+        snprintf(rec.schedule, sizeof rec.schedule, "%s", it->text);
+        st = korch_profile_db_put_trial_record(S->db, "cgen", j->k.sig, S->machine, &rec);
     }
     korch_profile_db_commit(S->db);
     S->stats->time_s += korch_now_s() - t1;
@@ -198,7 +202,7 @@ static korch_status quick_run(cg_session *S, korch_profile_result *results) {
         }
         if (!has || it->t.median_ms < r->latency_ms) {
             if (!has) S->stats->quick++;
-            set_result(r, &j->k, it->text, it->t.median_ms, it->t.spread_ms, false, true);
+            set_result(r, &j->k, it->text, it->t.median_ms, it->t.spread_ms, false, true, it->t.quality.provisional);
         }
     }
     for (int u = 0; u < n_units; u++) cg_library_release(units[u].lib);
@@ -232,7 +236,7 @@ static korch_status lookup(cg_session *S, const korch_kernel_spec *spec, bool qu
     cg_schedule check;
     KORCH_TRY(korch_profile_db_get_best(S->db, "cgen", k.sig, S->machine, &rec, &found));
     if (found && cg_schedule_parse(rec.schedule, &check)) {
-        set_result(r, &k, rec.schedule, rec.latency_ms, rec.spread_ms, true, false);
+        set_result(r, &k, rec.schedule, rec.latency_ms, rec.spread_ms, true, false, rec.quality.provisional);
         last_stats.from_database++;
         cg_kernel_free(&k);
         return KORCH_OK;
@@ -244,15 +248,16 @@ static korch_status lookup(cg_session *S, const korch_kernel_spec *spec, bool qu
         int m = cg_schedule_quick(&k, qs), hits = 0;
         for (int v = 0; v < m; v++) {
             char text[64];
-            double ms, spread;
+            korch_profile_record tr;
             cg_schedule_format(&qs[v], text, sizeof text);
             found = false;
-            korch_status st = korch_profile_db_get_trial(S->db, "cgen", k.sig, text, S->machine, &ms, &spread, &found);
+            korch_status st = korch_profile_db_get_trial_record(S->db, "cgen", k.sig, text, S->machine, &tr, &found);
             if (st != KORCH_OK) {
                 cg_kernel_free(&k);
                 return st;
             }
-            if (found && (hits++ == 0 || ms < r->latency_ms)) set_result(r, &k, text, ms, spread, true, true);
+            if (found && (hits++ == 0 || tr.latency_ms < r->latency_ms))
+                set_result(r, &k, text, tr.latency_ms, tr.spread_ms, true, true, tr.quality.provisional);
         }
         if (hits > 0) {
             last_stats.from_database++;
@@ -285,6 +290,7 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
     S.machine = machine;
     KORCH_TRY(korch_profile_db_open(options ? options->db_path : NULL, &S.db));
     korch_status st = korch_profile_db_put_machine(S.db, machine, machine_text);
+    if (st == KORCH_OK) st = korch_profile_db_watch(S.db, S.threads, options ? options->fresh_after : 0, &S.monitor);
     S.jobs = calloc((size_t)n, sizeof *S.jobs);
     int *job_of = calloc((size_t)n, sizeof *job_of);
     if (st == KORCH_OK && (!S.jobs || !job_of)) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
@@ -295,7 +301,8 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
     }
     int budget = env_int("KORCH_TUNE_TRIALS", 24), explore = env_int("KORCH_TUNE_EXPLORE", 7);
     S.trial_timer = (korch_timer_options){.warmup_runs = 1, .warmup_ms = 0.5, .min_repeats = 5, .max_repeats = 50,
-                                          .target_ms = 5, .steady_repeats = 3, .steady_spread = 0.05};
+                                          .target_ms = 5, .steady_repeats = 3, .steady_spread = 0.05,
+                                          .monitor = S.monitor};
     if (st == KORCH_OK && quick) {
         st = quick_run(&S, results);
     } else if (st == KORCH_OK) {
@@ -342,6 +349,7 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
     cg_pool_free(S.pool);
     free(S.jobs);
     free(job_of);
+    korch_profile_db_unwatch(S.db, S.monitor);
     korch_profile_db_close(S.db);
     return st;
 }

@@ -32,6 +32,7 @@ typedef struct cg_session {
     cg_job *jobs;
     int n_jobs;
     korch_profile_db *db;
+    korch_profile_monitor *monitor; /* the machine state around every measurement */
     const char *machine;
     const korch_profile_options *options;
     int threads;

@@ -297,7 +297,9 @@ korch_status cg_tune_round(cg_session *S, int *proposed) {
         j->trials++;
         korch_tuner_report(&j->tuner, &it->p, t.median_ms);
         code_add(j, it->code, t.median_ms, t.spread_ms);
-        st = korch_profile_db_put_trial(S->db, "cgen", j->k.sig, it->sched, S->machine, t.median_ms, t.spread_ms);
+        korch_profile_record rec = {.latency_ms = t.median_ms, .spread_ms = t.spread_ms, .quality = t.quality};
+        snprintf(rec.schedule, sizeof rec.schedule, "%s", it->sched);
+        st = korch_profile_db_put_trial_record(S->db, "cgen", j->k.sig, S->machine, &rec);
         if (!t.cut && (!j->best_fn || t.median_ms < j->best_ms)) {
             cg_library_retain(it->lib);
             cg_library_release(j->best_lib);
@@ -313,6 +315,21 @@ korch_status cg_tune_round(cg_session *S, int *proposed) {
     for (int i = 0; i < n_items; i++) cg_library_release(items[i].lib);
     free(items);
     return st;
+}
+
+/* The stored trial of a schedule into t (latency, spread, quality), when
+ * there is one. */
+static void read_trial(cg_session *S, cg_job *j, const char *schedule, korch_timing *t) {
+    korch_profile_record rec;
+    bool found = false;
+    if (korch_profile_db_get_trial_record(S->db, "cgen", j->k.sig, schedule, S->machine, &rec, &found) != KORCH_OK ||
+        !found) {
+        korch_error_clear();
+        return;
+    }
+    t->median_ms = rec.latency_ms;
+    t->spread_ms = rec.spread_ms;
+    t->quality = rec.quality;
 }
 
 void cg_tune_finish(cg_session *S, cg_job *j, korch_profile_result *r) {
@@ -345,15 +362,16 @@ void cg_tune_finish(cg_session *S, cg_job *j, korch_profile_result *r) {
     cg_schedule s = point_schedule(&p);
     char text[64];
     cg_schedule_format(&s, text, sizeof text);
-    korch_timing t = {.median_ms = ms, .spread_ms = 0};
+    /* quality unknown until measured or read: provisional */
+    korch_timing t = {.median_ms = ms, .spread_ms = 0, .quality = {.wait = -1, .provisional = true}};
     /* re-time the winner with the full methodology (more repeats) */
     if (j->best_fn && j->best_ms <= ms) {
         korch_timer_options o = korch_timer_defaults();
+        o.monitor = S->monitor;
         if (cg_time_kernel(S->pool, &j->k, j->best_fn, S->threads, &o, &t) != KORCH_OK)
-            t = (korch_timing){.median_ms = j->best_ms};
+            t = (korch_timing){.median_ms = j->best_ms, .quality = {.wait = -1, .provisional = true}};
     } else {
-        bool found = false;
-        korch_profile_db_get_trial(S->db, "cgen", j->k.sig, text, S->machine, &t.median_ms, &t.spread_ms, &found);
+        read_trial(S, j, text, &t);
     }
     double start_ms = korch_tuner_start_ms(&j->tuner);
     if (start_ms > 0 && t.median_ms > start_ms) {
@@ -363,9 +381,8 @@ void cg_tune_finish(cg_session *S, cg_job *j, korch_profile_result *r) {
          * latency it had before (docs/orchestration.md relies on that) */
         s = point_schedule(&j->tuner.start);
         cg_schedule_format(&s, text, sizeof text);
-        bool found = false;
-        t = (korch_timing){.median_ms = start_ms};
-        korch_profile_db_get_trial(S->db, "cgen", j->k.sig, text, S->machine, &t.median_ms, &t.spread_ms, &found);
+        t = (korch_timing){.median_ms = start_ms, .quality = {.wait = -1, .provisional = true}};
+        read_trial(S, j, text, &t);
         S->stats->kept_start++;
     }
     r->status = KORCH_OK;
@@ -376,11 +393,12 @@ void cg_tune_finish(cg_session *S, cg_job *j, korch_profile_result *r) {
             snprintf(r->key, sizeof r->key, "%s", j->k.sig);
     r->from_database = false;
     r->default_only = false;
+    r->provisional = t.quality.provisional;
     /* only a finished search is "the best": an interrupted one resumes next
      * time, its trials already in the database */
     if (!j->interrupted) {
         korch_profile_record rec = {.latency_ms = t.median_ms, .spread_ms = t.spread_ms, .default_ms = start_ms,
-                                    .trials = j->tuner.n_seen};
+                                    .trials = j->tuner.n_seen, .quality = t.quality};
         snprintf(rec.schedule, sizeof rec.schedule, "%s", text);
         korch_profile_db_put_best(S->db, "cgen", j->k.sig, S->machine, &rec);
     }

@@ -117,6 +117,7 @@ static void evict_constants(void *ctx) {
 
 typedef struct session {
     korch_profile_db *db;
+    korch_profile_monitor *monitor; /* the machine state around every measurement */
     const char *machine;
     int threads;
 } session;
@@ -127,7 +128,7 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
     bufset b = {0};
     korch_status st = bufset_alloc(spec, &b);
     korch_timer_options trial = {.warmup_runs = 2, .warmup_ms = 2, .min_repeats = 5, .max_repeats = 50, .target_ms = 15,
-                                 .before_run = evict_constants};
+                                 .before_run = evict_constants, .monitor = S->monitor};
     int best = -1, ref_variant = -1;
     double best_ms = 0, first_ms = 0; /* first_ms: the default (first timed) variant */
     char impls[DN_MAX_VARIANTS][128] = {{0}}, why[256] = "";
@@ -157,7 +158,9 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
         if (getenv("KORCH_DNNL_LOG"))
             fprintf(stderr, "korch dnnl: %s [%s] %s: median %.4f ms, min %.4f ms, %d runs\n", d->text, sched, impls[i],
                     tm.median_ms, tm.min_ms, tm.repeats);
-        korch_profile_db_put_trial(S->db, "dnnl", d->sig, sched, S->machine, tm.median_ms, tm.spread_ms);
+        korch_profile_record trec = {.latency_ms = tm.median_ms, .spread_ms = tm.spread_ms, .quality = tm.quality};
+        snprintf(trec.schedule, sizeof trec.schedule, "%s", sched);
+        korch_profile_db_put_trial_record(S->db, "dnnl", d->sig, S->machine, &trec);
         /* one thread must win clearly: mistaking a parallel kernel for a
          * one-thread one costs up to the thread count, the other way round
          * only a wake-up */
@@ -197,6 +200,7 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
         timed t = {.k = k, .b = &b, .spec = spec};
         korch_timer_options o = korch_timer_defaults();
         o.before_run = evict_constants;
+        o.monitor = S->monitor;
         st = korch_profile_time(run_once, &t, &o, &tm);
     }
     dn_kernel_free(k);
@@ -207,6 +211,7 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
     r->status = KORCH_OK;
     r->latency_ms = tm.median_ms;
     r->spread_ms = tm.spread_ms;
+    r->provisional = tm.quality.provisional;
     snprintf(r->schedule, sizeof r->schedule, "%s impl=%s%s", sched, impl, reference ? " REFERENCE" : "");
     snprintf(r->impl, sizeof r->impl, "dnnl %.100s %.36s%s", impl, sched, reference ? " REFERENCE (slow)" : "");
     snprintf(r->key, sizeof r->key, "%s", d->sig);
@@ -216,7 +221,7 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
                 "with its true latency and marked REFERENCE\n",
                 d->text, impl, tm.median_ms);
     korch_profile_record rec = {.latency_ms = tm.median_ms, .spread_ms = tm.spread_ms, .default_ms = first_ms,
-                                .trials = nv};
+                                .trials = nv, .quality = tm.quality};
     snprintf(rec.schedule, sizeof rec.schedule, "%s", r->schedule);
     return korch_profile_db_put_best(S->db, "dnnl", d->sig, S->machine, &rec);
 }
@@ -237,6 +242,7 @@ korch_status korch_dnnl_profile(const korch_kernel_spec *specs, int n, const kor
     S.machine = machine;
     KORCH_TRY(korch_profile_db_open(options ? options->db_path : NULL, &S.db));
     korch_status st = korch_profile_db_put_machine(S.db, machine, machine_text);
+    if (st == KORCH_OK) st = korch_profile_db_watch(S.db, S.threads, options ? options->fresh_after : 0, &S.monitor);
     dn_desc *descs = calloc((size_t)n, sizeof *descs);
     if (!descs) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN profiling: out of memory");
     for (int i = 0; i < n && st == KORCH_OK; i++) {
@@ -263,6 +269,7 @@ korch_status korch_dnnl_profile(const korch_kernel_spec *specs, int n, const kor
             r->latency_ms = rec.latency_ms;
             r->spread_ms = rec.spread_ms;
             r->from_database = true;
+            r->provisional = rec.quality.provisional;
             snprintf(r->schedule, sizeof r->schedule, "%s", rec.schedule);
             const char *impl = strstr(rec.schedule, "impl=");
             char fmt[40];
@@ -275,6 +282,7 @@ korch_status korch_dnnl_profile(const korch_kernel_spec *specs, int n, const kor
         if (st == KORCH_OK) st = profile_one(&S, &specs[i], &descs[i], r);
     }
     free(descs);
+    korch_profile_db_unwatch(S.db, S.monitor);
     korch_profile_db_close(S.db);
     last_stats.total_s = korch_now_s() - t0;
     return st;

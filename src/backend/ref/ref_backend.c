@@ -139,7 +139,8 @@ static korch_status run_timed(void *ctx, int iteration) {
 }
 
 /* Times one kernel with the shared methodology (docs/profiling.md). */
-static korch_status time_one(const korch_kernel_spec *spec, korch_profile_result *r) {
+static korch_status time_one(const korch_kernel_spec *spec, korch_profile_monitor *monitor, korch_profile_result *r,
+                             korch_profile_quality *quality) {
     korch_kernel *k = NULL;
     KORCH_TRY(build_one(spec, &k));
     int ni = spec->n_inputs, no = spec->n_outputs;
@@ -164,11 +165,14 @@ static korch_status time_one(const korch_kernel_spec *spec, korch_profile_result
     timed_kernel t = {.k = k, .ptrs = ptrs, .n_inputs = ni};
     /* REF kernels are the slow fallback (naive convolutions can take a
      * second): fewer repeats than the generated kernels get, same median */
-    korch_timer_options o = {.warmup_runs = 1, .warmup_ms = 0, .min_repeats = 3, .max_repeats = 50, .target_ms = 20};
+    korch_timer_options o = {.warmup_runs = 1, .warmup_ms = 0, .min_repeats = 3, .max_repeats = 50, .target_ms = 20,
+                             .monitor = monitor};
     if (st == KORCH_OK) st = korch_profile_time(run_timed, &t, &o, &timing);
     if (st == KORCH_OK) {
         r->latency_ms = timing.median_ms;
         r->spread_ms = timing.spread_ms;
+        r->provisional = timing.quality.provisional;
+        *quality = timing.quality;
     }
     for (int i = 0; bufs && i < ni + no; i++) korch_tensor_free(&bufs[i]);
     free(bufs);
@@ -188,9 +192,13 @@ korch_status korch_ref_profile(const korch_kernel_spec *specs, int n, const korc
 #endif
     char machine[33], machine_text[1024];
     korch_profile_db *db = NULL;
+    korch_profile_monitor *monitor = NULL;
     if (n > 0 && korch_machine_fingerprint(threads, "none", machine, machine_text, sizeof machine_text) == KORCH_OK &&
-        korch_profile_db_open(options ? options->db_path : NULL, &db) == KORCH_OK)
+        korch_profile_db_open(options ? options->db_path : NULL, &db) == KORCH_OK) {
         korch_profile_db_put_machine(db, machine, machine_text);
+        if (korch_profile_db_watch(db, threads, options ? options->fresh_after : 0, &monitor) != KORCH_OK)
+            monitor = NULL;
+    }
     korch_error_clear();
     for (int i = 0; i < n; i++) {
         korch_profile_result *r = &results[i];
@@ -206,18 +214,24 @@ korch_status korch_ref_profile(const korch_kernel_spec *specs, int n, const korc
             r->latency_ms = rec.latency_ms;
             r->spread_ms = rec.spread_ms;
             r->from_database = true;
+            r->provisional = rec.quality.provisional;
             continue;
         }
-        r->status = time_one(&specs[i], r);
+        korch_profile_quality quality = {.wait = -1};
+        r->status = time_one(&specs[i], monitor, r, &quality);
         if (r->status != KORCH_OK) {
             snprintf(r->reason, sizeof r->reason, "%s", korch_last_error());
             continue;
         }
-        rec = (korch_profile_record){
-            .latency_ms = r->latency_ms, .spread_ms = r->spread_ms, .default_ms = r->latency_ms, .trials = 1};
+        rec = (korch_profile_record){.latency_ms = r->latency_ms,
+                                     .spread_ms = r->spread_ms,
+                                     .default_ms = r->latency_ms,
+                                     .trials = 1,
+                                     .quality = quality};
         snprintf(rec.schedule, sizeof rec.schedule, "ref");
         if (db) korch_profile_db_put_best(db, "ref", sig, machine, &rec);
     }
+    korch_profile_db_unwatch(db, monitor);
     korch_profile_db_close(db);
     return KORCH_OK;
 }
