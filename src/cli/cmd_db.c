@@ -30,21 +30,19 @@ static void help(void) {
            "                           thread count, compiler or library version)\n");
 }
 
-/* The verification fingerprints this korch stores verdicts under: the
- * verifier's formula (src/verify/verifier.c, korch_verifier_create) for
- * every backend and thread count. tests/cli/test_db_cli.c checks that a
- * verdict `korch optimize` stored is not taken for a foreign one. */
+/* The verification fingerprints this korch stores verdicts under
+ * (korch_verify_fingerprint) for every backend and thread count.
+ * tests/cli/test_db_cli.c checks that a verdict `korch optimize` stored is
+ * not taken for a foreign one. */
 #define MAX_THREADS 1024
 static char **verdict_keys(int *n) {
     *n = 0;
     char **keys = calloc((size_t)KORCH_BACKEND_COUNT * MAX_THREADS, sizeof *keys);
     if (!keys) return NULL;
     for (int k = 0; k < KORCH_BACKEND_COUNT; k++) {
-        char what[1400], text[2048], hash[33];
-        snprintf(what, sizeof what, "verification %s; korch %s; %s", KORCH_VERIFY_RULES, korch_version(),
-                 korch_backend_identity((korch_backend_kind)k));
+        char hash[33];
         for (int t = 1; t <= MAX_THREADS; t++) {
-            if (korch_machine_fingerprint(t, what, hash, text, sizeof text) != KORCH_OK) continue;
+            if (korch_verify_fingerprint((korch_backend_kind)k, t, hash) != KORCH_OK) continue;
             keys[*n] = strdup(hash);
             if (keys[*n]) (*n)++;
         }

@@ -29,6 +29,13 @@ struct korch_verifier {
     korch_verifier_stats stats;
 };
 
+korch_status korch_verify_fingerprint(korch_backend_kind kind, int threads, char hash[33]) {
+    char what[1400], text[2048];
+    snprintf(what, sizeof what, "verification %s; korch %s; %s", KORCH_VERIFY_RULES, korch_version(),
+             korch_backend_identity(kind));
+    return korch_machine_fingerprint(threads, what, hash, text, sizeof text);
+}
+
 korch_status korch_verifier_create(const korch_pgraph *pg, const korch_verify_options *options,
                                    korch_verifier **out) {
     *out = NULL;
@@ -42,10 +49,7 @@ korch_status korch_verifier_create(const korch_pgraph *pg, const korch_verify_op
     if (!(options->build && options->build->threads > 0)) threads = omp_get_max_threads();
 #endif
     for (int k = 0; k < KORCH_BACKEND_COUNT; k++) {
-        char what[1400], text[2048];
-        snprintf(what, sizeof what, "verification %s; korch %s; %s", KORCH_VERIFY_RULES, korch_version(),
-                 korch_backend_identity((korch_backend_kind)k));
-        korch_status st = korch_machine_fingerprint(threads, what, v->machine[k], text, sizeof text);
+        korch_status st = korch_verify_fingerprint((korch_backend_kind)k, threads, v->machine[k]);
         if (st != KORCH_OK) {
             free(v);
             return st;

@@ -186,6 +186,10 @@ typedef struct korch_verifier_stats {
     double seconds;     /* in those calls */
 } korch_verifier_stats;
 
+/* The fingerprint verdicts of `kind`'s kernels run with `threads` threads
+ * are stored under (hash: 32 hex digits + NUL). */
+korch_status korch_verify_fingerprint(korch_backend_kind kind, int threads, char hash[33]);
+
 /* pg and options (and what they point to) must outlive the verifier. */
 korch_status korch_verifier_create(const korch_pgraph *pg, const korch_verify_options *options,
                                    korch_verifier **out);
