@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "compare.h"
 #include "frontend/onnx_load.h"
@@ -146,8 +147,10 @@ static int run_plan(dt_case *c, const korch_plan *plan, const char *label) {
     korch_profile_options po = {.threads = c->o->threads, .cache_dir = cache};
     korch_executor *ex = NULL;
     korch_tensor *got = alloc_outputs(g);
+    double t0 = dt_now();
     korch_status st = got ? korch_executor_create(plan, c->m.pg, &po, &ex) : KORCH_ERR_OUT_OF_MEMORY;
     if (st == KORCH_OK) st = korch_executor_run(ex, c->inputs, got);
+    c->stats->t_executor += dt_now() - t0;
     c->stats->plans++;
     int bad = 0;
     if (st != KORCH_OK) {
@@ -169,6 +172,12 @@ static long fused_kernels(const korch_plan *p) {
     long n = 0;
     for (int k = 0; k < p->n_kernels; k++) n += p->kernels[k].n_nodes > 1;
     return n;
+}
+
+double dt_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static void fail(dt_case *c) {
@@ -195,7 +204,10 @@ static korch_status run_forced(dt_case *c, korch_candidate_set *set) {
     dt_runner runner;
     const korch_graph *g = c->m.graph;
     korch_tensor *got = alloc_outputs(g);
+    double t0 = dt_now();
     korch_status st = got ? dt_runner_build(&runner, set, list, take, &po) : KORCH_ERR_OUT_OF_MEMORY;
+    c->stats->t_runner_build += dt_now() - t0;
+    t0 = dt_now();
     if (st != KORCH_OK) {
         /* one kernel failing to build fails the batch: find it through the executor */
         printf("FAIL seed %llu forced: building the kernels: %s\n", (unsigned long long)c->seed, korch_last_error());
@@ -227,10 +239,17 @@ static korch_status run_forced(dt_case *c, korch_candidate_set *set) {
             if (run_plan(c, one, label) == 0)
                 printf("FAIL seed %llu %s: differs when run with the prebuilt kernels, not with the executor\n",
                        (unsigned long long)c->seed, label);
+            /* one line per failing candidate, for grouping failures by kind */
+            for (int k = 0; k < one->n_kernels; k++)
+                if (one->kernels[k].n_nodes > 1)
+                    printf("CULPRIT seed %llu %s: %s\n", (unsigned long long)c->seed,
+                           korch_backend_name(one->kernels[k].backend),
+                           one->kernels[k].primitives ? one->kernels[k].primitives : "");
             fail(c);
         }
         korch_plan_free(one);
     }
+    c->stats->t_runner_run += dt_now() - t0;
     if (st == KORCH_OK) dt_runner_free(&runner);
     free_outputs(g, got);
     free(list);
@@ -242,9 +261,15 @@ korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) 
     snprintf(c.model, sizeof c.model, "%s/model.onnx", o->work_dir);
     dt_gen_info info;
     stats->graphs++;
-    korch_status st = dt_generate(seed, c.model, &info);
+    korch_status st = KORCH_OK;
+    memset(&info, 0, sizeof info);
+    double t0 = dt_now();
+    if (o->model) snprintf(c.model, sizeof c.model, "%s", o->model);
+    else st = dt_generate(seed, c.model, &info);
     if (st != KORCH_OK) return st; /* the generator failing is the harness failing */
     dt_coverage_merge(&stats->coverage, &info.coverage);
+    stats->t_gen += dt_now() - t0;
+    t0 = dt_now();
     if (korch_plan_model_load(c.model, NULL, 0, &c.m) != KORCH_OK) {
         printf("FAIL seed %llu: korch refuses the generated model: %s\n", (unsigned long long)seed, korch_last_error());
         stats->gen_errors++;
@@ -266,7 +291,9 @@ korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) 
     if (st == KORCH_OK) {
         fill_inputs(&c);
         dt_reduction_terms(g, c.terms);
-        if (korch_reference_run(g, c.inputs, c.want) != KORCH_OK) {
+        korch_status rs = korch_reference_run(g, c.inputs, c.want);
+        stats->t_reference += dt_now() - t0;
+        if (rs != KORCH_OK) {
             printf("FAIL seed %llu: the reference executor fails: %s\n", (unsigned long long)seed, korch_last_error());
             fail(&c);
             keep(&c, NULL, NULL);
@@ -278,7 +305,10 @@ korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) 
     for (int s = 0; s < KORCH_STRATEGY_COUNT && st == KORCH_OK; s++) {
         if (!o->strategy[s]) continue;
         korch_plan *plan = NULL;
-        if (dt_optimize(&opt, o, &c.m, (korch_strategy)s, &plan) != KORCH_OK) {
+        t0 = dt_now();
+        korch_status os = dt_optimize(&opt, o, &c.m, (korch_strategy)s, &plan);
+        stats->t_optimize += dt_now() - t0;
+        if (os != KORCH_OK) {
             printf("FAIL seed %llu %s: optimize fails: %s\n", (unsigned long long)seed, korch_strategy_name(s),
                    korch_last_error());
             fail(&c);

@@ -22,6 +22,7 @@ typedef struct dt_options {
     double budget_s; /* with measure: tuning budget per graph */
     int threads;
     int verbose;
+    const char *model; /* check this model instead of generating one (inputs from the seed) */
 } dt_options;
 
 typedef struct dt_stats {
@@ -31,7 +32,11 @@ typedef struct dt_stats {
     double worst_ratio; /* largest error / bound among comparisons that passed */
     uint64_t worst_seed;
     dt_coverage coverage;
+    /* seconds spent per phase (where a graph's time goes) */
+    double t_gen, t_reference, t_optimize, t_executor, t_runner_build, t_runner_run;
 } dt_stats;
+
+double dt_now(void);
 
 /* Checks one seed; failures are printed and counted in stats. Returns an
  * error only when the harness itself cannot go on (no work dir, ...). */

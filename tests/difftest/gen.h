@@ -10,7 +10,7 @@
 #include "core/status.h"
 
 /* Op coverage: how often each generated pattern was emitted. */
-#define DT_MAX_KINDS 128
+#define DT_MAX_KINDS 256
 typedef struct dt_coverage {
     int n;
     char names[DT_MAX_KINDS][32];

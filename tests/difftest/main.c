@@ -25,6 +25,7 @@ static void usage(FILE *f) {
             "  --seeds-file FILE    seeds, one per line ('#' starts a comment)\n"
             "  --known FILE         seeds that fail for a reported reason ('SEED reason' lines):\n"
             "                       their failure is KNOWN, their passing is XPASS (a failure)\n"
+            "  --model FILE         check this ONNX model (float inputs from the seed) instead\n"
             "  --strategies LIST    of none,greedy,optimal (default all three)\n"
             "  --no-forced          no forced-candidate plans\n"
             "  --max-forced N       forced candidates per graph, a seeded sample (default 24; 0: all)\n"
@@ -148,6 +149,9 @@ int main(int argc, char **argv) {
                 }
                 o.strategy[s] = true;
             }
+        } else if (!strcmp(a, "--model")) {
+            NEEDV;
+            o.model = v;
         } else if (!strcmp(a, "--no-forced")) {
             o.forced = false;
         } else if (!strcmp(a, "--max-forced")) {
@@ -235,6 +239,10 @@ int main(int argc, char **argv) {
            "%.3f (seed %llu)\n",
            st.graphs, st.prims, st.plans, st.failures, st.gen_errors, known_failed, xpass, st.candidates, secs,
            secs > 0 ? (double)st.graphs / secs : 0.0, st.worst_ratio, (unsigned long long)st.worst_seed);
+    if (o.verbose)
+        printf("time: generate+load %.1f s, reference %.1f s, optimize %.1f s, executor plans %.1f s, "
+               "forced kernels built %.1f s, forced plans run %.1f s\n",
+               st.t_gen, st.t_reference, st.t_optimize, st.t_executor, st.t_runner_build, st.t_runner_run);
     if (own_work) nftw(work, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     for (int i = 0; i < seeds.n; i++) free(seeds.why[i]);
     for (int i = 0; i < known.n; i++) free(known.why[i]);
