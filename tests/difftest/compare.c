@@ -7,7 +7,7 @@
 
 static bool is_float(korch_dtype d) { return d == KORCH_DTYPE_FLOAT32 || d == KORCH_DTYPE_FLOAT64; }
 
-bool dt_compare(const korch_tensor *got, const korch_tensor *want, double terms, dt_mismatch *m) {
+bool dt_compare(const korch_tensor *got, const korch_tensor *want, double terms, double scale_floor, dt_mismatch *m) {
     memset(m, 0, sizeof *m);
     m->index = -1;
     char a[64], b[64];
@@ -31,7 +31,7 @@ bool dt_compare(const korch_tensor *got, const korch_tensor *want, double terms,
         m->worst_ratio = m->count ? INFINITY : 0;
         return m->count == 0;
     }
-    double scale = 0;
+    double scale = scale_floor > 0 && isfinite(scale_floor) ? scale_floor : 0;
     for (int64_t i = 0; i < n; i++) {
         double y = korch_tensor_get_f64(want, i);
         if (isfinite(y) && fabs(y) > scale) scale = fabs(y);
@@ -112,4 +112,39 @@ void dt_reduction_terms(const korch_graph *g, double *terms) {
     }
     for (int i = 0; i < g->n_outputs; i++) terms[i] = acc[g->outputs[i]];
     free(acc);
+}
+
+void dt_observe_magnitude(void *user, const korch_graph *g, int value, const korch_tensor *t) {
+    double *mag = user, m = 0;
+    (void)g;
+    if (!is_float(t->dtype)) return;
+    int64_t n = korch_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        double y = fabs(korch_tensor_get_f64(t, i));
+        if (isfinite(y) && y > m) m = y;
+    }
+    if (m > mag[value]) mag[value] = m;
+}
+
+void dt_output_scales(const korch_graph *g, const double *magnitude, double *scales) {
+    double *up = calloc((size_t)g->n_values + 1, sizeof *up);
+    if (!up) {
+        for (int i = 0; i < g->n_outputs; i++) scales[i] = 0;
+        return;
+    }
+    for (int v = 0; v < g->n_values; v++) up[v] = g->values[v].is_constant ? 0 : magnitude[v];
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int i = 0; i < g->n_nodes; i++) {
+            const korch_node *n = &g->nodes[i];
+            if (n->dead) continue;
+            double in = 0;
+            for (int k = 0; k < n->n_inputs; k++)
+                if (n->inputs[k] >= 0 && up[n->inputs[k]] > in) in = up[n->inputs[k]];
+            for (int k = 0; k < n->n_outputs; k++)
+                if (n->outputs[k] >= 0 && up[n->outputs[k]] < in) up[n->outputs[k]] = in, changed = true;
+        }
+    }
+    for (int i = 0; i < g->n_outputs; i++) scales[i] = up[g->outputs[i]];
+    free(up);
 }

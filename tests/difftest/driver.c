@@ -20,7 +20,7 @@ typedef struct dt_case {
     char model[4096];
     korch_plan_model m;
     korch_tensor *inputs, *want;
-    double *terms;
+    double *terms, *scales;
     dt_stats *stats;
     bool kept; /* model and inputs already copied to keep_dir */
     int failures;
@@ -97,7 +97,7 @@ static int compare_outputs(dt_case *c, korch_tensor *got, const char *label, boo
     int bad = 0;
     for (int i = 0; i < g->n_outputs; i++) {
         dt_mismatch mm;
-        if (dt_compare(&got[i], &c->want[i], c->terms[i], &mm)) {
+        if (dt_compare(&got[i], &c->want[i], c->terms[i], c->scales[i], &mm)) {
             if (mm.worst_ratio > c->stats->worst_ratio) c->stats->worst_ratio = mm.worst_ratio, c->stats->worst_seed = c->seed;
             continue;
         }
@@ -285,13 +285,17 @@ korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) 
     c.inputs = calloc((size_t)g->n_inputs + 1, sizeof *c.inputs);
     c.want = calloc((size_t)g->n_outputs + 1, sizeof *c.want);
     c.terms = calloc((size_t)g->n_outputs + 1, sizeof *c.terms);
-    st = c.inputs && c.want && c.terms ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "difftest: out of memory");
+    c.scales = calloc((size_t)g->n_outputs + 1, sizeof *c.scales);
+    double *magnitude = calloc((size_t)g->n_values + 1, sizeof *magnitude);
+    st = c.inputs && c.want && c.terms && c.scales && magnitude ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "difftest: out of memory");
     for (int i = 0; i < g->n_inputs && st == KORCH_OK; i++)
         st = korch_tensor_alloc(&c.inputs[i], g->values[g->inputs[i]].dtype, &g->values[g->inputs[i]].shape);
     if (st == KORCH_OK) {
         fill_inputs(&c);
         dt_reduction_terms(g, c.terms);
-        korch_status rs = korch_reference_run(g, c.inputs, c.want);
+        for (int i = 0; i < g->n_inputs; i++) dt_observe_magnitude(magnitude, g, g->inputs[i], &c.inputs[i]);
+        korch_status rs = korch_reference_run_observed(g, c.inputs, c.want, dt_observe_magnitude, magnitude);
+        if (rs == KORCH_OK) dt_output_scales(g, magnitude, c.scales);
         stats->t_reference += dt_now() - t0;
         if (rs != KORCH_OK) {
             printf("FAIL seed %llu: the reference executor fails: %s\n", (unsigned long long)seed, korch_last_error());
@@ -340,6 +344,8 @@ done:
     free(c.inputs);
     free(c.want);
     free(c.terms);
+    free(c.scales);
+    free(magnitude);
     korch_plan_model_close(&c.m);
     return st;
 }

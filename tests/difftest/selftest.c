@@ -26,28 +26,33 @@ static void check_compare(void) {
     g.data = got;
     dt_mismatch m;
     memcpy(got, want, sizeof got);
-    EXPECT(dt_compare(&g, &w, 1, &m), "identical tensors differ");
+    EXPECT(dt_compare(&g, &w, 1, 0, &m), "identical tensors differ");
     got[1] = -2.00001f; /* within 1e-4 relative */
-    EXPECT(dt_compare(&g, &w, 1, &m), "a rounding-size difference fails");
+    EXPECT(dt_compare(&g, &w, 1, 0, &m), "a rounding-size difference fails");
     got[1] = -2.01f;
-    EXPECT(!dt_compare(&g, &w, 1, &m) && m.index == 1 && m.count == 1, "a 0.5% error passes");
+    EXPECT(!dt_compare(&g, &w, 1, 0, &m) && m.index == 1 && m.count == 1, "a 0.5% error passes");
     memcpy(got, want, sizeof got);
     got[4] = 0;
-    EXPECT(!dt_compare(&g, &w, 1, &m), "a lost NaN passes");
+    EXPECT(!dt_compare(&g, &w, 1, 0, &m), "a lost NaN passes");
     memcpy(got, want, sizeof got);
     got[5] = -INFINITY;
-    EXPECT(!dt_compare(&g, &w, 1, &m), "a flipped infinity passes");
+    EXPECT(!dt_compare(&g, &w, 1, 0, &m), "a flipped infinity passes");
     memcpy(got, want, sizeof got);
     got[3] = 3e-4f; /* 1e-4 of the scale 3: beyond 2e-5 + 2e-7 */
-    EXPECT(!dt_compare(&g, &w, 1, &m), "an absolute error of 1e-4 * scale passes with 1 term");
-    EXPECT(dt_compare(&g, &w, 1000, &m), "an absolute error of 1e-4 * scale fails with 1000 terms");
+    EXPECT(!dt_compare(&g, &w, 1, 0, &m), "an absolute error of 1e-4 * scale passes with 1 term");
+    EXPECT(dt_compare(&g, &w, 1000, 0, &m), "an absolute error of 1e-4 * scale fails with 1000 terms");
+    float tiny_w[2] = {1.5e-5f, 1e-5f}, tiny_g[2] = {1.52e-5f, 1e-5f};
+    korch_tensor tw = {.dtype = KORCH_DTYPE_FLOAT32, .shape = {.rank = 1, .dims = {2}}, .data = tiny_w}, tg = tw;
+    tg.data = tiny_g;
+    EXPECT(!dt_compare(&tg, &tw, 1, 0, &m), "a 1% error on a small output passes");
+    EXPECT(dt_compare(&tg, &tw, 1, 1.0, &m), "a rounding-size error of intermediates of scale 1 fails");
     int64_t iw[2] = {5, 7}, ig[2] = {5, 8};
     korch_tensor a = {.dtype = KORCH_DTYPE_INT64, .shape = {.rank = 1, .dims = {2}}, .data = iw}, b = a;
     b.data = ig;
-    EXPECT(!dt_compare(&b, &a, 1e6, &m), "integers compared inexactly");
+    EXPECT(!dt_compare(&b, &a, 1e6, 0, &m), "integers compared inexactly");
     korch_tensor s = w;
     s.shape.dims[0] = 5;
-    EXPECT(!dt_compare(&s, &w, 1, &m) && m.what[0], "a shape mismatch passes");
+    EXPECT(!dt_compare(&s, &w, 1, 0, &m) && m.what[0], "a shape mismatch passes");
 }
 
 static void check_generator(void) {
