@@ -45,10 +45,10 @@ for p in "${pids[@]}"; do wait "$p" || status=$?; done
 secs=$(( $(date +%s) - start ))
 
 # ---- summary -----------------------------------------------------------------
-g=$(grep -h '^difftest:' "$out"/log-*.txt | sed -E 's/^difftest: ([0-9]+) graphs.*/\1/' | paste -sd+ | bc)
-plans=$(grep -h '^difftest:' "$out"/log-*.txt | sed -E 's/.* ([0-9]+) plans compared.*/\1/' | paste -sd+ | bc)
-fails=$(grep -h '^difftest:' "$out"/log-*.txt | sed -E 's/.* ([0-9]+) failures.*/\1/' | paste -sd+ | bc)
-fused=$(grep -h '^difftest:' "$out"/log-*.txt | sed -E 's/.* ([0-9]+) fused kernels.*/\1/' | paste -sd+ | bc)
+g=$(grep -h '^difftest' "$out"/log-*.txt | sed -E 's/^difftest[^:]*: ([0-9]+) graphs.*/\1/' | paste -sd+ | bc)
+plans=$(grep -h '^difftest' "$out"/log-*.txt | sed -E 's/.* ([0-9]+) plans compared.*/\1/' | paste -sd+ | bc)
+fails=$(grep -h '^difftest' "$out"/log-*.txt | sed -E 's/.* ([0-9]+) failures.*/\1/' | paste -sd+ | bc)
+fused=$(grep -h '^difftest' "$out"/log-*.txt | sed -E 's/.* ([0-9]+) fused kernels.*/\1/' | paste -sd+ | bc)
 failing_seeds=$(grep -h '^FAIL seed' "$out"/log-*.txt | awk '{print $3}' | sort -un | wc -l)
 {
     echo "# difftest campaign $(date -u +%Y-%m-%d)"

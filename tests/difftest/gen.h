@@ -9,6 +9,11 @@
 
 #include "core/status.h"
 
+/* The generator's output version: a change that alters the model of any
+ * seed must bump it, and then the seed lists (regression-seeds.txt,
+ * known-failures.txt) must be derived again. */
+#define DT_GEN_VERSION 1
+
 /* Op coverage: how often each generated pattern was emitted. */
 #define DT_MAX_KINDS 256
 typedef struct dt_coverage {

@@ -234,10 +234,10 @@ int main(int argc, char **argv) {
         printf("generated patterns:\n");
         dt_coverage_print(&st.coverage, stdout);
     }
-    printf("difftest: %ld graphs (%ld primitives), %ld plans compared, %ld failures (%ld refused models), "
+    printf("difftest (generator v%d): %ld graphs (%ld primitives), %ld plans compared, %ld failures (%ld refused models), "
            "%ld known, %ld xpass, %ld fused kernels exercised, %.1f s, %.2f graphs/s, worst passing error/bound "
            "%.3f (seed %llu)\n",
-           st.graphs, st.prims, st.plans, st.failures, st.gen_errors, known_failed, xpass, st.candidates, secs,
+           DT_GEN_VERSION, st.graphs, st.prims, st.plans, st.failures, st.gen_errors, known_failed, xpass, st.candidates, secs,
            secs > 0 ? (double)st.graphs / secs : 0.0, st.worst_ratio, (unsigned long long)st.worst_seed);
     if (o.verbose)
         printf("time: generate+load %.1f s, reference %.1f s, optimize %.1f s, executor plans %.1f s, "
