@@ -7,7 +7,8 @@
 #                         [--build DIR] [--out DIR] [-- korch-difftest options]
 #
 # Defaults: 10000 graphs from seed 1, 2 jobs of 1 thread, build/, output in
-# bench/difftest/out-<date>/ (logs, kept failures, summary.md).
+# bench/difftest/out-<date>/ (logs, kept failures, summary.md). Progress:
+# tail OUT/stderr-*.txt. Stop early: kill -TERM $(cat OUT/pids).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -40,11 +41,18 @@ for ((j = 0; j < jobs; j++)); do
         > "$out/log-$j.txt" 2> "$out/stderr-$j.txt" &
     pids+=($!)
 done
+# To stop early: kill -TERM the jobs listed in $out/pids; each finishes its
+# current seed and prints its summary, and the campaign summary covers what ran.
+echo "${pids[@]}" > "$out/pids"
 status=0
-for p in "${pids[@]}"; do wait "$p" || status=$?; done
+for p in "${pids[@]}"; do
+    while kill -0 "$p" 2>/dev/null; do wait "$p" || true; done
+    wait "$p" 2>/dev/null || status=$?
+done
 secs=$(( $(date +%s) - start ))
 
 # ---- summary -----------------------------------------------------------------
+set +e +o pipefail # grep finding nothing (no failure) is not an error here
 g=$(grep -h '^difftest' "$out"/log-*.txt | sed -E 's/^difftest[^:]*: ([0-9]+) graphs.*/\1/' | paste -sd+ | bc)
 plans=$(grep -h '^difftest' "$out"/log-*.txt | sed -E 's/.* ([0-9]+) plans compared.*/\1/' | paste -sd+ | bc)
 fails=$(grep -h '^difftest' "$out"/log-*.txt | sed -E 's/.* ([0-9]+) failures.*/\1/' | paste -sd+ | bc)
@@ -57,7 +65,8 @@ failing_seeds=$(grep -h '^FAIL seed' "$out"/log-*.txt | awk '{print $3}' | sort 
     echo "- korch: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
     echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')"
     echo "- wall time: ${secs} s ($(echo "scale=2; $g / $secs" | bc) graphs/s)"
-    echo "- graphs: $g; plans compared: $plans; fused kernels exercised: $fused"
+    echo "- graphs: $g of $graphs requested$(grep -h '^stopped before' "$out"/log-*.txt | sed 's/^/; /' | tr '\n' ' ')"
+    echo "- plans compared: $plans; fused kernels exercised: $fused"
     echo "- failures: $fails in $failing_seeds seeds"
     echo
     echo "## Failing fused kernels (forced candidates), by primitive sequence"

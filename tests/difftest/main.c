@@ -3,6 +3,7 @@
  * docs/testing.md describes the generator, the tolerance and reproduction. */
 #define _GNU_SOURCE
 #include <ftw.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,14 @@
 
 #include "compare.h"
 #include "driver.h"
+
+/* SIGTERM / SIGINT: finish the current seed, then print the summary (a
+ * campaign stopped early still reports what it did). */
+static volatile sig_atomic_t stop_requested;
+static void on_stop(int sig) {
+    (void)sig;
+    stop_requested = 1;
+}
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -209,7 +218,16 @@ int main(int argc, char **argv) {
     long known_failed = 0, xpass = 0;
     double t0 = now_s();
     int rc = 0;
+    signal(SIGTERM, on_stop);
+    signal(SIGINT, on_stop);
     for (int i = 0; i < seeds.n; i++) {
+        if (stop_requested) {
+            printf("stopped before seed %llu (%d of %d seeds done)\n", (unsigned long long)seeds.v[i], i, seeds.n);
+            break;
+        }
+        if (i > 0 && i % 50 == 0)
+            fprintf(stderr, "progress: %d of %d seeds, next %llu, %ld failures, %.0f s\n", i, seeds.n,
+                    (unsigned long long)seeds.v[i], st.failures, now_s() - t0);
         long before = st.failures;
         if (dt_check_seed(&o, seeds.v[i], &st) != KORCH_OK) {
             fprintf(stderr, "korch-difftest: seed %llu: harness error: %s\n", (unsigned long long)seeds.v[i],
