@@ -35,7 +35,9 @@ def mm(name, tail, inits, expect):
     model(name, [h.make_node("MatMul", ["x", "w"], ["y"])] + tail, dict(w=W, **inits), X, expect)
 
 
-# 1. two eltwise_linear post-ops in one kernel: the second takes the first's parameters
+# 1. an eltwise algorithm with parameters twice in one kernel (linear, clip): the second
+#    instance computes with the first's parameters (oneDNN 2.6.3; mm_mul_relu_mul gives
+#    y * 0.3 * 0.3 instead of y * 0.3 * 1.5)
 mm("mm_mul_mul", [h.make_node("Mul", ["y", "a"], ["y1"]), h.make_node("Mul", ["y1", "b"], ["z"])],
    {"a": S(0.3), "b": S(1.5)}, "fail: linear+linear")
 mm("mm_add_mul", [h.make_node("Add", ["y", "a"], ["y1"]), h.make_node("Mul", ["y1", "b"], ["z"])],
@@ -56,6 +58,12 @@ model("conv_mul_add", [h.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[1, 1
                        h.make_node("Mul", ["y", "a"], ["y1"]), h.make_node("Add", ["y1", "b"], ["z"])],
       {"w": r.uniform(-.5, .5, (4, 3, 1, 1)), "a": S(1.5), "b": S(0.3)}, [("x", [1, 3, 5, 5])],
       "fail: the known Conv -> Mul -> Add")
+mm("mm_sigmoid_sigmoid", [h.make_node("Sigmoid", ["y"], ["y1"]), h.make_node("Sigmoid", ["y1"], ["z"])], {},
+   "pass: repeated, but without parameters")
+mm("mm_clip_clip", [h.make_node("Clip", ["y", "lo", "hi"], ["y1"]), h.make_node("Clip", ["y1", "lo2", "hi2"], ["z"])],
+   {"lo": S(-0.5), "hi": S(0.4), "lo2": S(-0.2), "hi2": S(0.3)}, "fail: a repeated eltwise algorithm (clip)")
+mm("mm_tanh_relu_tanh", [h.make_node("Tanh", ["y"], ["y1"]), h.make_node("Relu", ["y1"], ["y2"]),
+                         h.make_node("Tanh", ["y2"], ["z"])], {}, "pass: repeated, but without parameters")
 # controls: one linear post-op
 mm("mm_mul", [h.make_node("Mul", ["y", "a"], ["z"])], {"a": S(1.5)}, "pass")
 mm("mm_mul_relu", [h.make_node("Mul", ["y", "a"], ["y1"]), h.make_node("Relu", ["y1"], ["z"])], {"a": S(1.5)}, "pass")
