@@ -64,6 +64,12 @@ mm("mm_clip_clip", [h.make_node("Clip", ["y", "lo", "hi"], ["y1"]), h.make_node(
    {"lo": S(-0.5), "hi": S(0.4), "lo2": S(-0.2), "hi2": S(0.3)}, "fail: a repeated eltwise algorithm (clip)")
 mm("mm_tanh_relu_tanh", [h.make_node("Tanh", ["y"], ["y1"]), h.make_node("Relu", ["y1"], ["y2"]),
                          h.make_node("Tanh", ["y2"], ["z"])], {}, "pass: repeated, but without parameters")
+# Clip with only a minimum (max = +inf) twice (campaign seed 5244)
+mm("mm_clipmin_clipmin", [h.make_node("Clip", ["y", "lo"], ["y1"]), h.make_node("Clip", ["y1", "lo2"], ["z"])],
+   {"lo": S(-1.0), "lo2": S(0.5)}, "fail: clip twice, one-sided")
+mm("mm_clipmin_clipmin_recip", [h.make_node("Clip", ["y", "lo"], ["y1"]), h.make_node("Clip", ["y1", "lo2"], ["y2"]),
+                                h.make_node("Reciprocal", ["y2"], ["z"])],
+   {"lo": S(-1.0), "lo2": S(0.5)}, "fail: clip twice, one-sided, then 1/x")
 # controls: one linear post-op
 mm("mm_mul", [h.make_node("Mul", ["y", "a"], ["z"])], {"a": S(1.5)}, "pass")
 mm("mm_mul_relu", [h.make_node("Mul", ["y", "a"], ["y1"]), h.make_node("Relu", ["y1"], ["z"])], {"a": S(1.5)}, "pass")
