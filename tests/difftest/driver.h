@@ -27,6 +27,7 @@ typedef struct dt_options {
 
 typedef struct dt_stats {
     long graphs, plans, failures, gen_errors;
+    long same_plans; /* plans equal to the previous strategy's: not run again */
     long candidates; /* fused kernels run: forced candidates and strategy plans' fused kernels */
     long prims; /* primitives of all graphs */
     double worst_ratio; /* largest error / bound among comparisons that passed */

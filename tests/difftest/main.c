@@ -258,6 +258,8 @@ int main(int argc, char **argv) {
            DT_GEN_VERSION, st.graphs, st.prims, st.plans, st.failures, st.gen_errors, known_failed, xpass, st.candidates, secs,
            secs > 0 ? (double)st.graphs / secs : 0.0, st.worst_ratio, (unsigned long long)st.worst_seed);
     if (o.verbose)
+        printf("plans equal to the previous strategy's (not run again): %ld\n", st.same_plans);
+    if (o.verbose)
         printf("time: generate+load %.1f s, reference %.1f s, optimize %.1f s, executor plans %.1f s, "
                "forced kernels built %.1f s, forced plans run %.1f s\n",
                st.t_gen, st.t_reference, st.t_optimize, st.t_executor, st.t_runner_build, st.t_runner_run);
