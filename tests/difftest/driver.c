@@ -195,6 +195,14 @@ static void fail(dt_case *c) {
     c->failures++;
 }
 
+/* One line per failing forced candidate, for grouping failures by kind. */
+static void print_culprit(const dt_case *c, const korch_plan *one) {
+    for (int k = 0; k < one->n_kernels; k++)
+        if (one->kernels[k].n_nodes > 1)
+            printf("CULPRIT seed %llu %s: %s\n", (unsigned long long)c->seed, korch_backend_name(one->kernels[k].backend),
+                   one->kernels[k].primitives ? one->kernels[k].primitives : "");
+}
+
 /* The forced candidates: a seeded sample, every one in a plan of its own
  * (single-primitive kernels elsewhere), run by the runner with kernels built
  * once for all of them; a difference is confirmed with korch's executor,
@@ -213,6 +221,7 @@ static korch_status run_forced(dt_case *c, korch_candidate_set *set) {
     snprintf(cache, sizeof cache, "%s/kernels", c->o->work_dir);
     korch_profile_options po = {.threads = c->o->threads, .cache_dir = cache};
     dt_runner runner;
+    memset(&runner, 0, sizeof runner);
     const korch_graph *g = c->m.graph;
     korch_tensor *got = alloc_outputs(g);
     double t0 = dt_now();
@@ -228,7 +237,7 @@ static korch_status run_forced(dt_case *c, korch_candidate_set *set) {
             if (dt_forced_plan(set, &list[i], 1, &one) != KORCH_OK) continue;
             char label[64];
             snprintf(label, sizeof label, "forced#%d", list[i]);
-            run_plan(c, one, label);
+            if (run_plan(c, one, label) != 0) print_culprit(c, one);
             korch_plan_free(one);
         }
     }
@@ -250,18 +259,13 @@ static korch_status run_forced(dt_case *c, korch_candidate_set *set) {
             if (run_plan(c, one, label) == 0)
                 printf("FAIL seed %llu %s: differs when run with the prebuilt kernels, not with the executor\n",
                        (unsigned long long)c->seed, label);
-            /* one line per failing candidate, for grouping failures by kind */
-            for (int k = 0; k < one->n_kernels; k++)
-                if (one->kernels[k].n_nodes > 1)
-                    printf("CULPRIT seed %llu %s: %s\n", (unsigned long long)c->seed,
-                           korch_backend_name(one->kernels[k].backend),
-                           one->kernels[k].primitives ? one->kernels[k].primitives : "");
+            print_culprit(c, one);
             fail(c);
         }
         korch_plan_free(one);
     }
     c->stats->t_runner_run += dt_now() - t0;
-    if (st == KORCH_OK) dt_runner_free(&runner);
+    dt_runner_free(&runner); /* also after a failed build */
     free_outputs(g, got);
     free(list);
     return KORCH_OK;

@@ -125,7 +125,8 @@ korch_status dt_runner_run(dt_runner *r, const korch_plan *plan, const korch_ten
 
 void dt_runner_free(dt_runner *r) {
     if (!r->set) return;
-    for (int i = 0; r->kernel_of && i < r->set->n_candidates; i++) korch_kernel_destroy(r->kernel_of[i]);
+    for (int i = 0; r->kernel_of && i < r->set->n_candidates; i++)
+        if (r->kernel_of[i]) korch_kernel_destroy(r->kernel_of[i]);
     for (int v = 0; r->owned && v < r->set->pg->n_values; v++) free(r->owned[v]);
     free(r->kernel_of);
     free(r->ptr);
