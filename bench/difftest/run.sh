@@ -8,7 +8,7 @@
 #
 # Defaults: 10000 graphs from seed 1, 2 jobs of 1 thread, build/, output in
 # bench/difftest/out-<date>/ (logs, kept failures, summary.md). Progress:
-# tail OUT/stderr-*.txt. Stop early: kill -TERM $(cat OUT/pids).
+# tail OUT/stderr-*.txt. Stop early: kill -TERM $(cat OUT/pid-*).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -31,25 +31,44 @@ out=${out:-"$here/out-$(date +%Y%m%d-%H%M%S)"}
 mkdir -p "$out/failures"
 echo "campaign: $graphs graphs from seed $first, $jobs jobs x $threads threads, into $out"
 start=$(date +%s)
+# One job: seeds lo..hi. A crash (a kernel that segfaults) is a finding: it is
+# logged as a FAIL line with the seed (from --state) and the job resumes after it.
+job() {
+    local j=$1 lo=$2 hi=$3; shift 3
+    while [ "$lo" -le "$hi" ]; do
+        local rc=0
+        OMP_NUM_THREADS=$threads "$bin" --seeds $lo-$hi --threads "$threads" --keep "$out/failures" --coverage \
+            --state "$out/state-$j" "$@" >> "$out/log-$j.txt" 2>> "$out/stderr-$j.txt" &
+        echo $! > "$out/pid-$j"
+        wait $! || rc=$?
+        [ $rc -lt 128 ] && return 0
+        local s; s=$(cat "$out/state-$j")
+        # the crashed run printed no summary: count its graphs (the crashing one included)
+        echo "difftest (crashed run): $((s - lo + 1)) graphs (0 primitives), 0 plans compared, 1 failures" \
+             "(0 refused models), 0 known, 0 xpass, 0 fused kernels exercised" >> "$out/log-$j.txt"
+        echo "FAIL seed $s crash: korch-difftest died with signal $((rc - 128)) (reproduce: korch-difftest --seed $s $*)" >> "$out/log-$j.txt"
+        echo "CULPRIT seed $s crash: signal $((rc - 128))" >> "$out/log-$j.txt"
+        lo=$((s + 1))
+    done
+}
 per=$(( (graphs + jobs - 1) / jobs ))
 pids=()
 for ((j = 0; j < jobs; j++)); do
     lo=$(( first + j * per )); hi=$(( lo + per - 1 )); last=$(( first + graphs - 1 ))
     [ $hi -gt $last ] && hi=$last
     [ $lo -gt $hi ] && continue
-    OMP_NUM_THREADS=$threads "$bin" --seeds $lo-$hi --threads "$threads" --keep "$out/failures" --coverage "$@" \
-        > "$out/log-$j.txt" 2> "$out/stderr-$j.txt" &
+    job "$j" "$lo" "$hi" "$@" &
     pids+=($!)
 done
-# To stop early: kill -TERM the jobs listed in $out/pids; each finishes its
-# current seed and prints its summary, and the campaign summary covers what ran.
-echo "${pids[@]}" > "$out/pids"
+# To stop early: kill -TERM $(cat $out/pid-*) (the korch-difftest processes);
+# each finishes its current seed and prints its summary, and the campaign
+# summary covers what ran.
 status=0
 for p in "${pids[@]}"; do
     while kill -0 "$p" 2>/dev/null; do wait "$p" || true; done
     wait "$p" 2>/dev/null || status=$?
 done
-secs=$(( $(date +%s) - start ))
+secs=$(( $(date +%s) - start )); [ "$secs" -gt 0 ] || secs=1
 
 # ---- summary -----------------------------------------------------------------
 set +e +o pipefail # grep finding nothing (no failure) is not an error here

@@ -225,6 +225,21 @@ static korch_status run_forced(dt_case *c, korch_candidate_set *set) {
     const korch_graph *g = c->m.graph;
     korch_tensor *got = alloc_outputs(g);
     double t0 = dt_now();
+    if (c->o->no_runner) {
+        for (int i = 0; i < take; i++) {
+            korch_plan *one = NULL;
+            char label[64];
+            snprintf(label, sizeof label, "forced#%d", list[i]);
+            if (dt_forced_plan(set, &list[i], 1, &one) != KORCH_OK) continue;
+            if (c->o->verbose > 1) printf("  running %s\n", label), print_culprit(c, one), fflush(stdout);
+            c->stats->candidates++;
+            if (run_plan(c, one, label) != 0) print_culprit(c, one), fail(c);
+            korch_plan_free(one);
+        }
+        free_outputs(g, got);
+        free(list);
+        return KORCH_OK;
+    }
     korch_status st = got ? dt_runner_build(&runner, set, list, take, &po) : KORCH_ERR_OUT_OF_MEMORY;
     c->stats->t_runner_build += dt_now() - t0;
     t0 = dt_now();
@@ -252,6 +267,7 @@ static korch_status run_forced(dt_case *c, korch_candidate_set *set) {
         }
         c->stats->candidates++;
         c->stats->plans++;
+        if (c->o->verbose > 1) printf("  running %s\n", label), print_culprit(c, one), fflush(stdout);
         korch_status rs = dt_runner_run(&runner, one, c->inputs, got);
         if (rs != KORCH_OK || compare_outputs(c, got, label, true) != 0) {
             if (rs != KORCH_OK) printf("  (%s: runner: %s)\n", label, korch_last_error());

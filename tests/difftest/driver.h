@@ -22,6 +22,7 @@ typedef struct dt_options {
     double budget_s; /* with measure: tuning budget per graph */
     int threads;
     int verbose;
+    bool no_runner; /* forced plans through korch's executor too (slow; to confirm a runner finding) */
     const char *model; /* check this model instead of generating one (inputs from the seed) */
 } dt_options;
 

@@ -38,14 +38,17 @@ static void usage(FILE *f) {
             "  --strategies LIST    of none,greedy,optimal (default all three)\n"
             "  --no-forced          no forced-candidate plans\n"
             "  --max-forced N       forced candidates per graph, a seeded sample (default 24; 0: all)\n"
+            "  --no-runner          run forced plans with korch's executor, one compiler run each (slow)\n"
             "  --measure            real backends, timed and tuned (private database)\n"
             "  --budget SECONDS     tuning budget per graph with --measure (default 2)\n"
             "  --threads N          OpenMP threads (default 2)\n"
             "  --work-dir DIR       private database and kernel cache (default: a new temp dir, removed)\n"
             "  --keep DIR           failing models, inputs and plans (default ./difftest-failures)\n"
+            "  --generate-only DIR  write the models (DIR/seed-N.onnx) and stop\n"
+            "  --state FILE         write each seed to FILE before checking it (crash recovery)\n"
             "  --coverage           print how often each generated pattern occurred\n"
             "  --selftest           check the comparison and the generator's determinism, then exit\n"
-            "  -v                   a line per seed\n");
+            "  -v                   a line per seed (-v -v: each forced plan before it runs)\n");
 }
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
@@ -117,7 +120,7 @@ int main(int argc, char **argv) {
     seed_list seeds = {0}, known = {0};
     unsigned long long lo = 1, hi = 20;
     bool range = true, coverage = false;
-    const char *work = NULL;
+    const char *work = NULL, *gen_only = NULL, *state = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -161,6 +164,14 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--model")) {
             NEEDV;
             o.model = v;
+        } else if (!strcmp(a, "--generate-only")) {
+            NEEDV;
+            gen_only = v;
+        } else if (!strcmp(a, "--state")) {
+            NEEDV;
+            state = v;
+        } else if (!strcmp(a, "--no-runner")) {
+            o.no_runner = true;
         } else if (!strcmp(a, "--no-forced")) {
             o.forced = false;
         } else if (!strcmp(a, "--max-forced")) {
@@ -201,6 +212,19 @@ int main(int argc, char **argv) {
 #endif
     if (range)
         for (unsigned long long s = lo; s <= hi; s++) push(&seeds, s, NULL);
+    if (gen_only) { /* models only: DIR/seed-N.onnx */
+        mkdir(gen_only, 0755);
+        int bad = 0;
+        for (int i = 0; i < seeds.n; i++) {
+            char path[4200];
+            snprintf(path, sizeof path, "%s/seed-%llu.onnx", gen_only, (unsigned long long)seeds.v[i]);
+            if (dt_generate(seeds.v[i], path, NULL) != KORCH_OK) {
+                fprintf(stderr, "korch-difftest: seed %llu: %s\n", (unsigned long long)seeds.v[i], korch_last_error());
+                bad = 1;
+            }
+        }
+        return bad;
+    }
     char tmp[] = "/tmp/korch-difftest-XXXXXX";
     bool own_work = !work;
     if (own_work && !(work = mkdtemp(tmp))) {
@@ -228,6 +252,10 @@ int main(int argc, char **argv) {
         if (i > 0 && i % 50 == 0)
             fprintf(stderr, "progress: %d of %d seeds, next %llu, %ld failures, %.0f s\n", i, seeds.n,
                     (unsigned long long)seeds.v[i], st.failures, now_s() - t0);
+        if (state) { /* the seed under test, for a campaign to name a crash and resume after it */
+            FILE *f = fopen(state, "w");
+            if (f) fprintf(f, "%llu\n", (unsigned long long)seeds.v[i]), fclose(f);
+        }
         long before = st.failures;
         if (dt_check_seed(&o, seeds.v[i], &st) != KORCH_OK) {
             fprintf(stderr, "korch-difftest: seed %llu: harness error: %s\n", (unsigned long long)seeds.v[i],

@@ -113,6 +113,10 @@ korch_status dt_runner_run(dt_runner *r, const korch_plan *plan, const korch_ten
             return korch_error(KORCH_ERR_INTERNAL, "difftest runner: too many operands");
         for (int j = 0; j < c->n_inputs; j++) io[j] = r->ptr[c->inputs[j]];
         for (int j = 0; j < c->n_outputs; j++) io[c->n_inputs + j] = r->ptr[c->outputs[j]];
+        for (int j = 0; j < c->n_inputs + c->n_outputs; j++)
+            if (!io[j])
+                return korch_error(KORCH_ERR_INTERNAL, "difftest runner: kernel %d (candidate %d): operand %d (value %d) has no storage",
+                                   i, ci, j, j < c->n_inputs ? c->inputs[j] : c->outputs[j - c->n_inputs]);
         KORCH_TRY(k->run(k, io, io + c->n_inputs));
     }
     for (int i = 0; i < pg->n_outputs; i++) {
