@@ -229,7 +229,7 @@ static void emit_kept_inner(cg_emit *e, const cg_node *n, const bool *red, int P
     bool additive = r->op != KORCH_REDUCE_MAX && r->op != KORCH_REDUCE_MIN, is_mean = r->op == KORCH_REDUCE_MEAN;
     char acc[24], s[400];
     snprintf(acc, sizeof acc, "a%d", e->n_tmp++);
-    cg_stmt(e, e->depth - 1, "%s %s[%lld];", cg_ctype(x->dtype), acc, (long long)E);
+    cg_stmt(e, e->depth - 1, "%s %s[%lld] CG_ALIGN;", cg_ctype(x->dtype), acc, (long long)E);
     cg_nest in = {.n = 1, .ext = {E}};
     cg_loop_opts simd = {.simd = true};
     cg_nest_open(e, &in, &simd);
@@ -328,7 +328,7 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
     bool cache = (e->s->red & 1) && P > 0 && e->loc[n->in[0]] == CG_LOC_COMPUTE && !e->rc_has[n->in[0]] &&
                  inner <= 16384 && e->rc_bytes + rc_size <= 196608 && consumers(e->k, n->in[0]) > 1;
     if (cache) {
-        cg_stmt(e, e->depth - 1, "%s rc%d[%lld];", cg_ctype(x->dtype), n->in[0], (long long)inner);
+        cg_stmt(e, e->depth - 1, "%s rc%d[%lld] CG_ALIGN;", cg_ctype(x->dtype), n->in[0], (long long)inner);
         e->rc_bytes += rc_size;
     }
 

@@ -1,0 +1,48 @@
+/* korch-difftest's comparison of a plan's outputs with the reference
+ * executor's, with its own tolerance (independent of the product's):
+ *
+ *   |got - want| <= 1e-4 * |want| + scale * (DT_ATOL + DT_PER_TERM * terms)
+ *
+ * scale: the largest |want| of the output, or the largest magnitude of the
+ * values it is computed from if larger (a kernel's rounding is relative to
+ * the magnitudes it handles, not to one small element); terms: the summed
+ * reduction lengths on the longest path from the inputs (dt_reduction_terms):
+ * each product of a convolution or matmul, each element of a reduction or
+ * normalisation may be added in another order. NaN must meet NaN and an
+ * infinity the same infinity; integers and bools must be equal. */
+#ifndef KORCH_DIFFTEST_COMPARE_H
+#define KORCH_DIFFTEST_COMPARE_H
+
+#include <stdbool.h>
+
+#include "frontend/graph.h"
+
+#define DT_RTOL 1e-4
+#define DT_ATOL 2e-5
+#define DT_PER_TERM 2e-7
+
+typedef struct dt_mismatch {
+    long count; /* elements beyond the bound */
+    int64_t index; /* the worst one (largest error / bound) */
+    double got, want, err, bound;
+    double worst_ratio; /* max over elements of error / bound (< 1: within) */
+    char what[160]; /* dtype or shape mismatch: the reason */
+} dt_mismatch;
+
+/* true when got matches want; m describes the worst element either way.
+ * scale_floor: the scale is at least this (dt_output_scales). */
+bool dt_compare(const korch_tensor *got, const korch_tensor *want, double terms, double scale_floor, dt_mismatch *m);
+
+/* The largest finite |element| of every value of a reference run
+ * (korch_reference_run_observed's observer; user: a double per value). */
+void dt_observe_magnitude(void *user, const korch_graph *g, int value, const korch_tensor *t);
+/* scales[i] for g->outputs[i]: the largest magnitude among the non-constant
+ * values it depends on (graph inputs included). Rounding happens in those
+ * intermediates, and an output can be a small remnant of large ones: a
+ * cancellation, or the minimum of |x| (found by the campaign, seed 5374). */
+void dt_output_scales(const korch_graph *g, const double *magnitude, double *scales);
+
+/* terms[i] for g->outputs[i]. */
+void dt_reduction_terms(const korch_graph *g, double *terms);
+
+#endif

@@ -1,0 +1,76 @@
+/* korch-difftest's driver: one seed = generate, load, reference outputs,
+ * then every requested strategy's plan and the forced-candidate plans, each
+ * run with the executor and compared (compare.h). docs/testing.md. */
+#ifndef KORCH_DIFFTEST_DRIVER_H
+#define KORCH_DIFFTEST_DRIVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gen.h"
+#include "orchestrate/orchestrate.h"
+#include "runtime/plan.h"
+
+typedef struct dt_options {
+    const char *work_dir; /* private: profile database, kernel cache, models */
+    const char *keep_dir; /* failing models, inputs and plans are kept here */
+    bool strategy[KORCH_STRATEGY_COUNT];
+    bool forced;
+    int max_forced; /* forced candidates per graph, a seeded sample; 0: all */
+    bool measure; /* real backends with tuning instead of the estimate oracle */
+    double budget_s; /* with measure: tuning budget per graph */
+    int threads;
+    int verbose;
+    bool no_runner; /* forced plans through korch's executor too (slow; to confirm a runner finding) */
+    const char *model; /* check this model instead of generating one (inputs from the seed) */
+} dt_options;
+
+typedef struct dt_stats {
+    long graphs, plans, failures, gen_errors;
+    long same_plans; /* plans equal to the previous strategy's: not run again */
+    long candidates; /* fused kernels run: forced candidates and strategy plans' fused kernels */
+    long prims; /* primitives of all graphs */
+    double worst_ratio; /* largest error / bound among comparisons that passed */
+    uint64_t worst_seed;
+    dt_coverage coverage;
+    /* seconds spent per phase (where a graph's time goes) */
+    double t_gen, t_reference, t_optimize, t_executor, t_runner_build, t_runner_run;
+} dt_stats;
+
+double dt_now(void);
+
+/* Checks one seed; failures are printed and counted in stats. Returns an
+ * error only when the harness itself cannot go on (no work dir, ...). */
+korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats);
+
+/* ---- the optimize step (optimize.c) --------------------------------------- */
+
+typedef struct dt_optimizer {
+    korch_profile_options profile;
+    korch_machine_model typical;
+    korch_kernel_oracle oracle;
+    korch_orchestrator *orch;
+    char db[4096], cache[4096];
+} dt_optimizer;
+
+void dt_optimizer_init(dt_optimizer *opt, const dt_options *o);
+/* THE optimize step: model -> a strategy's plan (candidates are built and
+ * profiled on the first call, then shared by the later ones, as in `korch
+ * bench`). A verified optimize driver slots in here. */
+korch_status dt_optimize(dt_optimizer *opt, const dt_options *o, const korch_plan_model *m, korch_strategy s,
+                         korch_plan **plan);
+/* The candidates of the optimal strategy (after dt_optimize), or NULL. */
+korch_candidate_set *dt_optimizer_candidates(dt_optimizer *opt);
+void dt_optimizer_free(dt_optimizer *opt);
+
+/* ---- forced plans (forced.c) ------------------------------------------------ */
+
+/* Multi-node candidates a plan could use (profiled, not rejected). */
+int dt_forced_list(const korch_candidate_set *set, int *out);
+/* A plan of the given candidates (disjoint) and single-primitive kernels for
+ * every other node; KORCH_ERR_INVALID_ARGUMENT when they cannot be scheduled
+ * together (a cycle through two multi-node kernels). */
+korch_status dt_forced_plan(const korch_candidate_set *set, const int *cands, int n, korch_plan **out);
+
+#endif

@@ -1,0 +1,99 @@
+/* Internal to the generator: the model under construction. Every value is
+ * float32; the generator tracks its shape and a rough magnitude so that it
+ * only emits operators whose preconditions hold (gen.c says why each
+ * numerical guard exists). */
+#ifndef KORCH_DIFFTEST_GEN_INTERNAL_H
+#define KORCH_DIFFTEST_GEN_INTERNAL_H
+
+#include "core/tensor.h"
+#include "fission/export_internal.h"
+#include "gen.h"
+#include "rng.h"
+
+#define DT_MAX_VALS 160
+#define DT_MAX_CONSTS 64
+/* Elements of any one value: keeps a graph in the milliseconds. */
+#define DT_MAX_ELEMS 12288
+/* Magnitudes above this are brought back to ~1 before the next operator
+ * (dt_tame): float32 keeps ~7 digits, so large intermediates turn into large
+ * absolute errors after a cancellation or a normalisation downstream. */
+#define DT_TAME_ABOVE 8.0
+
+typedef struct dt_val {
+    const char *name;
+    korch_shape shape;
+    double mag; /* rough scale of the elements (an input is uniform in [-1, 1]: 1) */
+    double lower; /* > 0: every element is known to be >= lower */
+    int uses;
+    bool is_input;
+} dt_val;
+
+typedef struct dt_const {
+    const char *name;
+    korch_shape shape;
+    double lo, hi; /* range of its elements */
+} dt_const;
+
+typedef struct dt_gen {
+    korch_onnx_writer w;
+    dt_rng rng;
+    int n_vals;
+    dt_val vals[DT_MAX_VALS];
+    int n_consts;
+    dt_const consts[DT_MAX_CONSTS];
+    int n_inputs;
+    int inputs[4];
+    dt_coverage *cov;
+} dt_gen;
+
+/* ---- building blocks (gen_model.c) ---------------------------------------- */
+
+void dt_cover(dt_gen *g, const char *what);
+korch_shape dt_shape(int rank, const int64_t *dims);
+int64_t dt_numel(const korch_shape *s);
+/* A new value (name "vN"); -1 when out of room. */
+int dt_new_val(dt_gen *g, const korch_shape *s, double mag);
+/* Marks a value read (for branches and for choosing graph outputs). */
+const char *dt_use(dt_gen *g, int v);
+/* A random constant with elements uniform in [lo, hi): an initializer, or
+ * (scalars, sometimes) a Constant node as exporters also write them. A
+ * constant of the same shape and range may be reused: the same constant read
+ * twice is a case of its own for the optimiser. */
+const char *dt_const_rand(dt_gen *g, const korch_shape *s, double lo, double hi);
+/* A constant with given data (not shared). */
+const char *dt_const_data(dt_gen *g, const korch_shape *s, const float *data);
+const char *dt_const_scalar(dt_gen *g, float v);
+const char *dt_const_i64(dt_gen *g, const int64_t *v, int n);
+Onnx__NodeProto *dt_node(dt_gen *g, const char *op, int n_in, const char *const *ins, int n_out,
+                         const char *const *outs);
+/* One-input, one-output node; the result has x's shape and magnitude mag. */
+int dt_unary(dt_gen *g, const char *op, int x, double mag, Onnx__NodeProto **node);
+/* Binary node of two names with a known result shape. */
+int dt_binary_named(dt_gen *g, const char *op, const char *a, const char *b, const korch_shape *out, double mag);
+korch_status dt_finish(dt_gen *g, const char *path, dt_gen_info *info);
+
+/* ---- emitters: each returns the new value, or -1 when x does not fit ------ */
+
+/* gen_linear.c */
+int dt_conv(dt_gen *g, int x);
+int dt_conv_transpose(dt_gen *g, int x);
+int dt_matmul(dt_gen *g, int x);
+int dt_gemm(dt_gen *g, int x);
+
+/* gen_elementwise.c */
+int dt_binary_const(dt_gen *g, int x);
+int dt_binary_values(dt_gen *g, int x);
+int dt_activation(dt_gen *g, int x);
+int dt_positive(dt_gen *g, int x, double lower); /* a value >= lower derived from x */
+int dt_tame(dt_gen *g, int x); /* x brought to magnitude ~1 */
+
+/* gen_shape.c */
+int dt_reduce(dt_gen *g, int x);
+int dt_softmax(dt_gen *g, int x);
+int dt_normalize(dt_gen *g, int x);
+int dt_layout(dt_gen *g, int x);
+int dt_concat(dt_gen *g, int x);
+int dt_split(dt_gen *g, int x);
+int dt_pool(dt_gen *g, int x);
+
+#endif
