@@ -345,6 +345,14 @@ korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) 
         t0 = dt_now();
         korch_status os = dt_optimize(&opt, o, &c.m, (korch_strategy)s, &plan);
         stats->t_optimize += dt_now() - t0;
+        if (os != KORCH_OK && o->verify && os != KORCH_ERR_OUT_OF_MEMORY) {
+            /* the product refused to write a plan it could not make right:
+             * not a wrong plan, but worth reading */
+            printf("REFUSED seed %llu %s: %s\n", (unsigned long long)seed, korch_strategy_name(s), korch_last_error());
+            stats->refused++;
+            keep(&c, NULL, NULL);
+            continue;
+        }
         if (os != KORCH_OK) {
             printf("FAIL seed %llu %s: optimize fails: %s\n", (unsigned long long)seed, korch_strategy_name(s),
                    korch_last_error());
@@ -378,6 +386,7 @@ korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) 
         korch_candidate_set *set = dt_optimizer_candidates(&opt);
         if (set) st = run_forced(&c, set);
     }
+    stats->excluded += dt_optimizer_excluded(&opt);
     dt_optimizer_free(&opt);
     if (o->verbose && c.failures == 0)
         printf("ok seed %llu: %d nodes, %d primitives, %d outputs\n", (unsigned long long)seed, info.n_nodes,

@@ -24,6 +24,10 @@ typedef struct dt_options {
     int verbose;
     bool no_runner; /* forced plans through korch's executor too (slow; to confirm a runner finding) */
     const char *model; /* check this model instead of generating one (inputs from the seed) */
+    /* the product path: strategy plans come from korch_orchestrator_solve_verified
+     * (kernels checked against the interpreter, the plan against the reference,
+     * wrong kernels excluded); every plan it returns is compared as usual */
+    bool verify;
 } dt_options;
 
 typedef struct dt_stats {
@@ -31,6 +35,8 @@ typedef struct dt_stats {
     long same_plans; /* plans equal to the previous strategy's: not run again */
     long candidates; /* fused kernels run: forced candidates and strategy plans' fused kernels */
     long prims; /* primitives of all graphs */
+    long excluded; /* --verify: candidate kernels verification excluded as wrong */
+    long refused; /* --verify: strategies for which korch refused to return a plan */
     double worst_ratio; /* largest error / bound among comparisons that passed */
     uint64_t worst_seed;
     dt_coverage coverage;
@@ -51,6 +57,7 @@ typedef struct dt_optimizer {
     korch_machine_model typical;
     korch_kernel_oracle oracle;
     korch_orchestrator *orch;
+    korch_verifier *verifier; /* --verify */
     char db[4096], cache[4096];
 } dt_optimizer;
 
@@ -62,6 +69,7 @@ korch_status dt_optimize(dt_optimizer *opt, const dt_options *o, const korch_pla
                          korch_plan **plan);
 /* The candidates of the optimal strategy (after dt_optimize), or NULL. */
 korch_candidate_set *dt_optimizer_candidates(dt_optimizer *opt);
+int dt_optimizer_excluded(const dt_optimizer *opt); /* --verify: kernels excluded as wrong */
 void dt_optimizer_free(dt_optimizer *opt);
 
 /* ---- forced plans (forced.c) ------------------------------------------------ */

@@ -40,6 +40,8 @@ static void usage(FILE *f) {
             "  --max-forced N       forced candidates per graph, a seeded sample (default 24; 0: all)\n"
             "  --no-runner          run forced plans with korch's executor, one compiler run each (slow)\n"
             "  --measure            real backends, timed and tuned (private database)\n"
+            "  --verify             the product path: plans from korch's verified driver (kernels and plans\n"
+            "                       checked, wrong kernels excluded); a refused plan is REFUSED, not FAIL\n"
             "  --budget SECONDS     tuning budget per graph with --measure (default 2)\n"
             "  --threads N          OpenMP threads (default 2)\n"
             "  --work-dir DIR       private database and kernel cache (default: a new temp dir, removed)\n"
@@ -179,6 +181,8 @@ int main(int argc, char **argv) {
             o.max_forced = atoi(v);
         } else if (!strcmp(a, "--measure")) {
             o.measure = true;
+        } else if (!strcmp(a, "--verify")) {
+            o.verify = true;
         } else if (!strcmp(a, "--budget")) {
             NEEDV;
             o.budget_s = atof(v);
@@ -285,6 +289,8 @@ int main(int argc, char **argv) {
            "%.3f (seed %llu)\n",
            DT_GEN_VERSION, st.graphs, st.prims, st.plans, st.failures, st.gen_errors, known_failed, xpass, st.candidates, secs,
            secs > 0 ? (double)st.graphs / secs : 0.0, st.worst_ratio, (unsigned long long)st.worst_seed);
+    if (o.verify)
+        printf("verified path: %ld candidate kernels excluded as wrong, %ld plans refused\n", st.excluded, st.refused);
     if (o.verbose)
         printf("plans equal to the previous strategy's (not run again): %ld\n", st.same_plans);
     if (o.verbose)

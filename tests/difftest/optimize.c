@@ -1,6 +1,7 @@
-/* The optimize step, kept in one function (dt_optimize) on purpose: the
- * library's verified optimize driver is meant to replace it. Everything is
- * private to the run: profile database and kernel cache under work_dir. */
+/* The optimize step, in one function (dt_optimize): the orchestrator alone,
+ * or with --verify the product path korch optimize takes (the verified
+ * driver, korch_orchestrator_solve_verified). Everything is private to the
+ * run: profile database and kernel cache under work_dir. */
 #include <stdio.h>
 #include <string.h>
 
@@ -29,17 +30,30 @@ korch_status dt_optimize(dt_optimizer *opt, const dt_options *o, const korch_pla
         /* estimates cost nothing: time (estimate) every candidate so that the
          * forced plans can use all of them, not only the ones the bound keeps */
         oo.prune_by_bound = o->measure;
+        if (o->verify) {
+            korch_verify_options vo = {.seed = 20241125, .build = &opt->profile};
+            KORCH_TRY(korch_verifier_create(m->pg, &vo, &opt->verifier));
+            oo.verifier = korch_verifier_hook(opt->verifier);
+        }
         KORCH_TRY(korch_orchestrator_create(m->pg, &opt->oracle, &oo, most, &opt->orch));
         KORCH_TRY(korch_orchestrator_profile(opt->orch));
     }
-    return korch_orchestrator_solve(opt->orch, s, plan);
+    if (!o->verify) return korch_orchestrator_solve(opt->orch, s, plan);
+    korch_plan_verify_options pv = {.verify = {.seed = 20241125, .build = &opt->profile}, .graph = m->graph};
+    return korch_orchestrator_solve_verified(opt->orch, s, &pv, plan);
 }
 
 korch_candidate_set *dt_optimizer_candidates(dt_optimizer *opt) {
     return opt->orch ? korch_orchestrator_candidates(opt->orch) : NULL;
 }
 
+int dt_optimizer_excluded(const dt_optimizer *opt) {
+    return opt->orch ? korch_orchestrator_verify_log(opt->orch)->n_excluded : 0;
+}
+
 void dt_optimizer_free(dt_optimizer *opt) {
     korch_orchestrator_free(opt->orch);
     opt->orch = NULL;
+    korch_verifier_free(opt->verifier);
+    opt->verifier = NULL;
 }

@@ -110,6 +110,15 @@ static void test_renamed_repeats(void) {
     y = dc_ew2(pg, KORCH_EW_MIN, dc_ew1(pg, KORCH_EW_RELU, matmul(pg), 0, 0), scalar(pg, 0.25f));
     lowered(pg, y, "+clip(0,0.25)", "relu then min");
 
+    /* two one-sided clips (Clip with only a min, as exporters write it):
+     * one clip at the higher floor, not a relu (difftest seed 5244) */
+    pg = dc_graph();
+    y = dc_ew1(pg, KORCH_EW_CLIP, dc_ew1(pg, KORCH_EW_CLIP, matmul(pg), -1.0f, INFINITY), 0.5f, INFINITY);
+    lowered(pg, y, "+clip(0.5,inf)", "clip(min -1) then clip(min 0.5)");
+    pg = dc_graph();
+    y = dc_ew1(pg, KORCH_EW_CLIP, dc_ew1(pg, KORCH_EW_CLIP, matmul(pg), 0.0f, INFINITY), -2.0f, INFINITY);
+    lowered(pg, y, "+relu(0,0)", "clip(min 0) then clip(min -2): a relu");
+
     /* four different clips between tensor multiplies: clip, clip_v2,
      * clip_v2_use_dst_for_bwd, bounded_relu (the last one starts at 0) */
     pg = dc_graph();

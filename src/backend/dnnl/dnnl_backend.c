@@ -61,15 +61,20 @@ korch_status korch_dnnl_build(const korch_kernel_spec *specs, const char *const 
             break;
         }
         const char *sched = schedules ? schedules[i] : NULL;
-        dn_variant v;
+        dn_variant vs[DN_MAX_VARIANTS];
+        int nv = 1;
         if (sched && *sched) {
-            if (!dn_variant_parse(sched, &v)) {
+            if (!dn_variant_parse(sched, &vs[0])) {
                 st = korch_error(KORCH_ERR_INVALID_ARGUMENT, "oneDNN kernel %d (%s): bad schedule \"%.64s\"", i, d.text,
                                  sched);
                 break;
             }
         } else {
-            if (dn_variants(&d, threads_of(options), &v, 1) < 1) v = (dn_variant){.fmt = DN_FMT_PLAIN};
+            nv = dn_variants(&d, threads_of(options), vs, DN_MAX_VARIANTS);
+            if (nv < 1) {
+                vs[0] = (dn_variant){.fmt = DN_FMT_PLAIN};
+                nv = 1;
+            }
         }
         korch_kernel *k = calloc(1, sizeof *k);
         if (!k) {
@@ -78,7 +83,17 @@ korch_status korch_dnnl_build(const korch_kernel_spec *specs, const char *const 
         }
         char impl[128], fmt[40];
         dn_kernel *dk = NULL;
-        st = dn_kernel_create(&d, &v, threads_of(options), &dk, impl, sizeof impl);
+        /* no schedule (estimated latencies): the first variant oneDNN can
+         * build correctly, in the profiler's order of preference; a variant
+         * refused as unsupported (an implementation with a known defect,
+         * dnnl_quirks.c) gives way to the next */
+        dn_variant v = vs[0];
+        for (int j = 0; j < nv; j++) {
+            v = vs[j];
+            st = dn_kernel_create(&d, &v, threads_of(options), &dk, impl, sizeof impl);
+            if (st != KORCH_ERR_UNSUPPORTED || j + 1 == nv) break;
+            korch_error_clear();
+        }
         if (st != KORCH_OK) {
             free(k);
             st = korch_error_prefix(st, "oneDNN kernel %d", i);

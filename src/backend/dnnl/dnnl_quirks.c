@@ -68,7 +68,7 @@ static bool compose(dn_post *p, const dn_post *q) {
          * when it is not empty */
         double lo = fmax(l1, l2), hi = fmin(h1, h2);
         if (!(lo <= hi)) return false;
-        if (isinf(hi)) { /* relu of relu */
+        if (isinf(hi) && lo == 0) { /* relu of relu; a one-sided clip at another floor stays a clip */
             p->alg = dnnl_eltwise_relu;
             p->alpha = p->beta = 0;
         } else {
