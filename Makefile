@@ -2,7 +2,8 @@
 # the jobs a user runs.
 #   make          build everything; the CLI lands at build/korch
 #   make test     optimised build + ASan/UBSan build, the whole suite in both, then
-#                 the libFuzzer targets (clang) for a bounded time
+#                 the libFuzzer targets (clang) for a fixed number of inputs; ends
+#                 with "N passed, N failed, N skipped" (docs/testing.md)
 #   make demo     korch's main job on the bundled example model
 #   make models   export the model zoo to build/models (PyTorch -> ONNX)
 #   make bench    peer benchmark (korch none/greedy/optimal, cold and warm optimise,

@@ -45,6 +45,18 @@ static int test_checks = 0;
 
 #define CHECK_NEAR(a, b, tol) CHECK_MSG(fabs((double)(a) - (double)(b)) <= (tol), "%g vs %g", (double)(a), (double)(b))
 
+/* A test whose prerequisites are missing says so and exits with the code
+ * CTest counts as skipped (SKIP_RETURN_CODE, tests/CMakeLists.txt): a
+ * skipped test is never reported as passed. */
+#define TEST_SKIP_CODE 77
+#define TEST_SKIP(...)                                                                             \
+    do {                                                                                           \
+        printf("skipped: ");                                                                       \
+        printf(__VA_ARGS__);                                                                       \
+        printf("\n");                                                                              \
+        return TEST_SKIP_CODE;                                                                     \
+    } while (0)
+
 #define TEST_MAIN_END()                                                                            \
     do {                                                                                           \
         printf("%d checks, %d failed\n", test_checks, test_failures);                              \

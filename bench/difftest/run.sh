@@ -1,5 +1,5 @@
 #!/bin/bash
-# The difftest campaign: N random graphs (korch-difftest, docs/testing.md),
+# The difftest campaign: N random graphs (korch-difftest, docs/difftest.md),
 # split over J processes, then a summary of counts and failures grouped by
 # the fused kernel at fault.
 #

@@ -165,7 +165,9 @@ double korch_orchestrator_kernel_cost(const korch_orchestrator *o, const korch_p
 
 korch_status korch_orchestrator_profile(korch_orchestrator *o) {
     if (o->tune.start_ms == 0) {
-        o->tune.start_ms = korch_now_ms();
+        o->tune.clock_ms = o->options.clock_ms;
+        o->tune.clock_user = o->options.clock_user;
+        o->tune.start_ms = o->tune.clock_ms ? o->tune.clock_ms(o->tune.clock_user) : korch_now_ms();
         o->tune.budget_s = o->options.profile_budget_s;
     }
     int np = o->set->n_partitions;

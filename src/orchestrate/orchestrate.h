@@ -80,6 +80,11 @@ typedef struct korch_orchestrate_options {
      * verifier.check NULL: nothing is checked (tests of the program). */
     korch_kernel_verifier verifier;
     int max_verify_rounds;
+    /* The clock profile_budget_s is counted on, in milliseconds (positive);
+     * NULL: the monotonic wall clock. Tests pass a simulated one, so that
+     * what a budget allows cannot depend on the machine's speed or load. */
+    double (*clock_ms)(void *user);
+    void *clock_user;
 } korch_orchestrate_options;
 
 korch_orchestrate_options korch_orchestrate_options_default(int threads);
@@ -256,6 +261,8 @@ typedef struct korch_tune_state {
     bool out_of_budget;
     bool scaled; /* the program scales untuned costs (tune_margin): tuning a kernel changes
                     its cost even when its latency stays */
+    double (*clock_ms)(void *user); /* korch_orchestrate_options.clock_ms */
+    void *clock_user;
 } korch_tune_state;
 
 void korch_tune_state_free(korch_tune_state *ts);

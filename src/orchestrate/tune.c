@@ -67,7 +67,8 @@ static korch_status index_signatures(korch_candidate_set *set, korch_tune_state 
 
 double korch_tune_budget_left(const korch_tune_state *ts) {
     if (ts->budget_s <= 0) return 1e9;
-    return ts->budget_s - (korch_now_ms() - ts->start_ms) / 1e3;
+    double now = ts->clock_ms ? ts->clock_ms(ts->clock_user) : korch_now_ms();
+    return ts->budget_s - (now - ts->start_ms) / 1e3;
 }
 
 korch_status korch_tune_candidates(korch_candidate_set *set, const korch_kernel_oracle *oracle,

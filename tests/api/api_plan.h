@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orchestrate/fake_oracle.h" /* test_orchestrate_options */
 #include "orchestrate/orchestrate.h"
 #include "runtime/plan.h"
 
@@ -26,7 +27,7 @@ static inline korch_status api_make_plan(const char *model, const char *plan_pat
     KORCH_TRY(korch_plan_model_load(model, NULL, 0, &m));
     korch_machine_model machine = korch_machine_model_typical(threads);
     korch_kernel_oracle oracle = korch_kernel_oracle_estimate(&machine);
-    korch_orchestrate_options o = korch_orchestrate_options_default(threads);
+    korch_orchestrate_options o = test_orchestrate_options(threads);
     korch_orchestrator *orch = NULL;
     korch_plan *plan = NULL;
     korch_status st = korch_orchestrator_create(m.pg, &oracle, &o, KORCH_STRATEGY_OPTIMAL, &orch);

@@ -126,10 +126,7 @@ static void test_layer_norm(void) {
 
 int main(void) {
     const char *build = getenv("KORCH_BUILD_DIR");
-    if (!build || access(NODE_DIR, R_OK) != 0) {
-        printf("skipped: needs KORCH_BUILD_DIR and %s\n", NODE_DIR);
-        return 0;
-    }
+    if (!build || access(NODE_DIR, R_OK) != 0) TEST_SKIP("needs KORCH_BUILD_DIR and %s (libonnx-testdata)", NODE_DIR);
     snprintf(korch, sizeof korch, "%s/korch", build);
     if (!mkdtemp(tmp)) return 1;
     test_layer_norm();

@@ -104,6 +104,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: conformance_selftest CONFORMANCE_BINARY TESTDATA\n");
         return 2;
     }
+    char node_dir[512];
+    snprintf(node_dir, sizeof node_dir, "%s/node", argv[2]);
+    if (access(node_dir, R_OK) != 0) TEST_SKIP("%s missing (libonnx-testdata)", node_dir);
     snprintf(root, sizeof root, "/tmp/korch-conformance-selftest-XXXXXX");
     if (!mkdtemp(root)) return 2;
     char path[512], add[512], custom[512];

@@ -1,6 +1,6 @@
 /* korch-difftest's driver: one seed = generate, load, reference outputs,
  * then every requested strategy's plan and the forced-candidate plans, each
- * run with the executor and compared (compare.h). docs/testing.md. */
+ * run with the executor and compared (compare.h). docs/difftest.md. */
 #ifndef KORCH_DIFFTEST_DRIVER_H
 #define KORCH_DIFFTEST_DRIVER_H
 

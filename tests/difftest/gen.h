@@ -1,6 +1,6 @@
 /* korch-difftest's graph generator: random small ONNX models, a pure
  * function of a 64-bit seed (the same seed always writes the same bytes),
- * so that a failing seed reproduces exactly. See docs/testing.md. */
+ * so that a failing seed reproduces exactly. See docs/difftest.md. */
 #ifndef KORCH_DIFFTEST_GEN_H
 #define KORCH_DIFFTEST_GEN_H
 

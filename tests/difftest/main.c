@@ -1,6 +1,6 @@
 /* korch-difftest: random ONNX graphs, optimised by every strategy and with
  * forced candidate kernels, compared with the reference executor.
- * docs/testing.md describes the generator, the tolerance and reproduction. */
+ * docs/difftest.md describes the generator, the tolerance and reproduction. */
 #define _GNU_SOURCE
 #include <ftw.h>
 #include <signal.h>

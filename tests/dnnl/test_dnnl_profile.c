@@ -50,7 +50,7 @@ static void test_profile_and_database(const char *db) {
     CHECK_OK(korch_backend_profile(KORCH_BACKEND_DNNL, specs, 3, &o, r));
     for (int i = 0; i < 3; i++) {
         CHECK_MSG(r[i].status == KORCH_OK, "spec %d: %s", i, r[i].reason);
-        CHECK_MSG(r[i].latency_ms > 0 && r[i].latency_ms < 1e3, "spec %d latency %g", i, r[i].latency_ms);
+        CHECK_MSG(r[i].latency_ms > 0 && isfinite(r[i].latency_ms), "spec %d latency %g", i, r[i].latency_ms);
         CHECK_MSG(strncmp(r[i].impl, "dnnl ", 5) == 0 && !strstr(r[i].impl, "ref:"), "spec %d impl \"%s\"", i, r[i].impl);
         CHECK_MSG(strstr(r[i].schedule, "fmt=") && strstr(r[i].schedule, "impl="), "schedule \"%s\"", r[i].schedule);
         CHECK(!r[i].from_database);

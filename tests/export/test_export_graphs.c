@@ -75,7 +75,7 @@ static korch_plan *one_kernel_per_node(const korch_pgraph *pg, korch_backend_kin
 static korch_plan *estimated_plan(const korch_pgraph *pg) {
     korch_machine_model machine = korch_machine_model_typical(2);
     korch_kernel_oracle oracle = korch_kernel_oracle_estimate(&machine);
-    korch_orchestrate_options o = korch_orchestrate_options_default(2);
+    korch_orchestrate_options o = test_orchestrate_options(2);
     korch_orchestrator *orch = NULL;
     korch_plan *plan = NULL;
     CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, KORCH_STRATEGY_OPTIMAL, &orch));

@@ -1,24 +1,34 @@
 #!/bin/sh
-# The tiny zoo models through `korch fission`: the written ONNX model must
-# give the outputs of the original in `korch run` (fission_compare), and
-# in ONNX Runtime when a Python with onnxruntime is found ($KORCH_PYTHON, or
-# the venv next to the models: build/venv/bin/python). Prints the fission
-# statistics of each model. Exit 77 (skipped) when there are no models.
+# The tiny zoo models through `korch fission`, in one of two modes:
+#   run  the written ONNX model gives the outputs of the original in
+#        `korch run` (fission_compare); prints the fission statistics;
+#   ort  ... and in ONNX Runtime (ort_check.py), with PYTHON (the venv that
+#        scripts/python-env.sh makes: onnxruntime comes from PyPI). Exit 77
+#        (skipped) when PYTHON cannot import onnxruntime.
+# Exit 77 (skipped) when there are no models (the suite builds them:
+# tests/zoo).
 #
-# usage: zoo_fission.sh KORCH FISSION_COMPARE MODELS_DIR WORK_DIR
+# usage: zoo_fission.sh run|ort KORCH FISSION_COMPARE MODELS_DIR WORK_DIR [PYTHON]
 set -u
-if [ $# -ne 4 ]; then
-    echo "usage: $0 KORCH FISSION_COMPARE MODELS_DIR WORK_DIR" >&2
+if [ $# -lt 5 ]; then
+    echo "usage: $0 run|ort KORCH FISSION_COMPARE MODELS_DIR WORK_DIR [PYTHON]" >&2
     exit 2
 fi
-korch=$1
-compare=$2
-models=$3
-work=$4
+mode=$1
+korch=$2
+compare=$3
+models=$4
+work=$5
+python=${6:-}
 here=$(cd "$(dirname "$0")" && pwd)
-ls "$models"/*_tiny.onnx >/dev/null 2>&1 || { echo "no tiny models in $models (scripts/build-models.sh): skipped"; exit 77; }
-python=${KORCH_PYTHON:-$models/../venv/bin/python}
-if [ -x "$python" ] && "$python" -c "import onnxruntime" 2>/dev/null; then ort=yes; else ort=no; fi
+ls "$models"/*_tiny.onnx >/dev/null 2>&1 || {
+    echo "no tiny models in $models (zoo/tiny_models builds them; it needs python3-torch): skipped"
+    exit 77
+}
+if [ "$mode" = ort ] && ! { [ -x "$python" ] && "$python" -c "import onnxruntime" 2>/dev/null; }; then
+    echo "no Python with onnxruntime at '$python' (scripts/python-env.sh makes one; it needs PyPI): skipped"
+    exit 77
+fi
 rm -rf "$work"
 mkdir -p "$work" || exit 2
 passed=0
@@ -39,6 +49,16 @@ for m in "$models"/*_tiny.onnx; do
         continue
     fi
     sed -n '/^primitives:/p;/^opaque primitives/,$p' "$out/stats.txt"
+    if [ "$mode" = ort ]; then
+        if "$python" "$here/ort_check.py" "$m" "$out/fission.onnx" "$models" "$name" >"$out/ort.txt" 2>&1; then
+            cat "$out/ort.txt"
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1))
+            echo "FAIL $name: ONNX Runtime: $(tail -3 "$out/ort.txt")"
+        fi
+        continue
+    fi
     # shellcheck disable=SC2086
     if ! "$korch" run "$m" $ins --output-dir "$out/orig" >/dev/null 2>"$out/err" ||
         ! "$korch" run "$out/fission.onnx" $ins --output-dir "$out/fission" >/dev/null 2>>"$out/err"; then
@@ -53,16 +73,7 @@ for m in "$models"/*_tiny.onnx; do
             echo "FAIL $name: korch run output $(basename "$o"): $(tail -1 "$out/err")"
         fi
     done
-    if [ $ort = yes ]; then
-        if "$python" "$here/ort_check.py" "$m" "$out/fission.onnx" "$models" "$name" >"$out/ort.txt" 2>&1; then
-            cat "$out/ort.txt"
-        else
-            ok=no
-            echo "FAIL $name: ONNX Runtime: $(tail -3 "$out/ort.txt")"
-        fi
-    fi
     if [ $ok = yes ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
-[ $ort = yes ] || echo "(ONNX Runtime not found: only korch run was compared; set KORCH_PYTHON)"
-echo "zoo_fission: $passed passed, $failed failed"
+echo "zoo_fission ($mode): $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -74,4 +74,16 @@ static inline korch_kernel_oracle fake_oracle_make(fake_oracle *f) {
     return o;
 }
 
+/* Orchestrator options for tests: the defaults, but the binary programs get
+ * no wall-clock limit (the default allows 60 s, and a solve stopped by it
+ * keeps a worse plan). On a loaded machine under ASan a hard instance can
+ * need that long, and a plan that depends on the machine's load makes a
+ * test flaky (issue 16). A solver that never finishes is a hang, for
+ * CTest's TIMEOUT. */
+static inline korch_orchestrate_options test_orchestrate_options(int threads) {
+    korch_orchestrate_options o = korch_orchestrate_options_default(threads);
+    o.solve_time_limit_s = 1e9;
+    return o;
+}
+
 #endif

@@ -107,7 +107,7 @@ int main(void) {
                                                     : variant    ? 0.3
                                                                  : 0};
             korch_kernel_oracle oracle = fake_oracle_make(&f);
-            korch_orchestrate_options o = korch_orchestrate_options_default(1);
+            korch_orchestrate_options o = test_orchestrate_options(1);
             o.candidates.max_kernel_nodes = 12;
             /* variants 1 and 2: no pre-added 2-cycle cuts and cheap
              * multi-output kernels, so the deadlock loop gets work; variant 1

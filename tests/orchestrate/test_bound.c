@@ -13,7 +13,7 @@ static double solve(korch_pgraph *pg, uint64_t seed, bool prune, long *pruned, l
     fake_oracle f = {.seed = seed, .respect_bound = true};
     f.machine = (korch_machine_model){.peak_gflops = 1, .cache_gbps = 10, .dram_gbps = 0.5, .cache_bytes = 200};
     korch_kernel_oracle oracle = fake_oracle_make(&f);
-    korch_orchestrate_options o = korch_orchestrate_options_default(1);
+    korch_orchestrate_options o = test_orchestrate_options(1);
     o.machine = f.machine;
     o.prune_by_bound = prune;
     o.candidates.max_kernel_nodes = 12;

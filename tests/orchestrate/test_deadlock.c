@@ -58,7 +58,7 @@ static korch_pgraph *cross_graph(void) {
 static void test_cross(bool pairwise) {
     korch_pgraph *pg = cross_graph();
     korch_kernel_oracle oracle = {.supports = fake_supports, .profile = table_profile, .user = NULL};
-    korch_orchestrate_options o = korch_orchestrate_options_default(1);
+    korch_orchestrate_options o = test_orchestrate_options(1);
     o.pairwise_cuts = pairwise;
     o.prune_by_bound = false;
     o.candidates.force_backend = KORCH_BACKEND_REF;
@@ -103,7 +103,7 @@ static void test_cross(bool pairwise) {
 static void test_pure_pair(void) {
     korch_pgraph *pg = cross_graph();
     korch_kernel_oracle oracle = {.supports = fake_supports, .profile = table_profile, .user = NULL};
-    korch_orchestrate_options o = korch_orchestrate_options_default(1);
+    korch_orchestrate_options o = test_orchestrate_options(1);
     o.prune_by_bound = false;
     korch_orchestrator *orch = NULL;
     CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, KORCH_STRATEGY_OPTIMAL, &orch));

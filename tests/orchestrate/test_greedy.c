@@ -133,7 +133,7 @@ int main(void) {
         pg = gen_random_pgraph(77, 10, true);
         fake_oracle f = {.seed = 1};
         korch_kernel_oracle oracle = fake_oracle_make(&f);
-        korch_orchestrate_options o = korch_orchestrate_options_default(1);
+        korch_orchestrate_options o = test_orchestrate_options(1);
         korch_orchestrator *orch = NULL;
         korch_plan *plan = NULL;
         CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, KORCH_STRATEGY_NONE, &orch));
@@ -154,7 +154,7 @@ int main(void) {
         pg = gen_random_pgraph(seed * 5 + 2, 12, true);
         fake_oracle f = {.seed = seed};
         korch_kernel_oracle oracle = fake_oracle_make(&f);
-        korch_orchestrate_options o = korch_orchestrate_options_default(1);
+        korch_orchestrate_options o = test_orchestrate_options(1);
         korch_orchestrator *orch = NULL;
         korch_plan *plan = NULL;
         CHECK_OK(korch_orchestrator_create(pg, &oracle, &o, KORCH_STRATEGY_GREEDY, &orch));

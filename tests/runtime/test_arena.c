@@ -190,7 +190,7 @@ static void test_random_plans(void) {
         korch_pgraph *pg = gen_random_pgraph(seed * 31 + 5, 4 + (int)(seed % 9), seed % 3 != 0);
         fake_oracle f = {.seed = seed, .multi_output_factor = 0.5};
         korch_kernel_oracle oracle = fake_oracle_make(&f);
-        korch_orchestrate_options o = korch_orchestrate_options_default(1);
+        korch_orchestrate_options o = test_orchestrate_options(1);
         o.candidates.force_backend = KORCH_BACKEND_REF;
         o.prune_by_bound = false;
         korch_orchestrator *orch = NULL;

@@ -50,7 +50,7 @@ static void test_random_plans(void) {
         korch_pgraph *pg = gen_random_pgraph(seed * 13 + 3, 4 + (int)(seed % 9), true);
         fake_oracle f = {.seed = seed, .multi_output_factor = 0.5};
         korch_kernel_oracle oracle = fake_oracle_make(&f);
-        korch_orchestrate_options o = korch_orchestrate_options_default(1);
+        korch_orchestrate_options o = test_orchestrate_options(1);
         o.candidates.force_backend = KORCH_BACKEND_REF;
         o.candidates.max_partition_nodes = seed % 2 ? 5 : 48;
         o.prune_by_bound = false;
@@ -91,7 +91,7 @@ static void test_passthrough_outputs(void) {
     gen_output(pg, y); /* read inside and a graph output */
     fake_oracle f = {.seed = 2};
     korch_kernel_oracle oracle = fake_oracle_make(&f);
-    korch_orchestrate_options o = korch_orchestrate_options_default(1);
+    korch_orchestrate_options o = test_orchestrate_options(1);
     o.candidates.force_backend = KORCH_BACKEND_REF;
     korch_orchestrator *orch = NULL;
     korch_plan *plan = NULL;

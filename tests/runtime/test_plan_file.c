@@ -21,7 +21,7 @@ static korch_plan *sample_plan(korch_pgraph **pg_out) {
     korch_pgraph *pg = gen_random_pgraph(11, 9, true);
     fake_oracle f = {.seed = 4};
     korch_kernel_oracle oracle = fake_oracle_make(&f);
-    korch_orchestrate_options o = korch_orchestrate_options_default(1);
+    korch_orchestrate_options o = test_orchestrate_options(1);
     o.candidates.force_backend = KORCH_BACKEND_REF;
     korch_orchestrator *orch = NULL;
     korch_plan *plan = NULL;

@@ -46,10 +46,7 @@ static korch_status run_file(const char *path, korch_tensor *inputs, int n_in, k
 }
 
 int main(void) {
-    if (access(TEST_DIR "/model.onnx", R_OK) != 0) {
-        printf("skipped: %s missing\n", TEST_DIR);
-        return 0;
-    }
+    if (access(TEST_DIR "/model.onnx", R_OK) != 0) TEST_SKIP("%s missing (libonnx-testdata)", TEST_DIR);
     if (!mkdtemp(dir)) return 1;
     char model_path[256], plan_path[256];
     snprintf(model_path, sizeof model_path, "%s/ln.onnx", dir);
@@ -61,7 +58,7 @@ int main(void) {
     CHECK_OK(korch_plan_model_load(model_path, NULL, 0, &m));
     fake_oracle f = {.seed = 9, .multi_output_factor = 0.3};
     korch_kernel_oracle oracle = fake_oracle_make(&f);
-    korch_orchestrate_options o = korch_orchestrate_options_default(1);
+    korch_orchestrate_options o = test_orchestrate_options(1);
     o.candidates.force_backend = KORCH_BACKEND_REF;
     korch_orchestrator *orch = NULL;
     korch_plan *plan = NULL;

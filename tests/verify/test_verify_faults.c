@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "orchestrate/fake_oracle.h" /* test_orchestrate_options: no solver time limit */
 #include "orchestrate/orchestrate.h"
 #include "runtime/executor.h"
 #include "runtime/reference.h"
@@ -132,7 +133,7 @@ typedef struct run {
 
 static korch_status solve(const korch_plan_model *m, korch_kernel_verifier *force, run *r, korch_status *solve_st) {
     korch_kernel_oracle oracle = {.supports = est_supports, .profile = est_profile, .user = NULL};
-    korch_orchestrate_options opt = korch_orchestrate_options_default(2);
+    korch_orchestrate_options opt = test_orchestrate_options(2);
     korch_verify_options vo = {.seed = 5, .build = &build_options};
     memset(r, 0, sizeof *r);
     KORCH_TRY(korch_verifier_create(m->pg, &vo, &r->v));
@@ -246,7 +247,7 @@ int main(void) {
         korch_backend_set_fault(fault_fused, &accumulate);
         korch_candidate_set *set = NULL;
         korch_kernel_oracle oracle = {.supports = est_supports, .profile = est_profile, .user = NULL};
-        korch_orchestrate_options opt = korch_orchestrate_options_default(2);
+        korch_orchestrate_options opt = test_orchestrate_options(2);
         korch_orchestrator *o = NULL;
         CHECK_OK(korch_orchestrator_create(m.pg, &oracle, &opt, KORCH_STRATEGY_OPTIMAL, &o));
         if (o) CHECK_OK(korch_orchestrator_profile(o));

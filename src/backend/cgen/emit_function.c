@@ -28,7 +28,7 @@ void cg_emit_prelude(cg_buf *out) {
     /* Stack arrays (scratch values, reduction accumulators, row caches) are
      * declared 64-byte aligned: GCC 12.2 at -O3 -fopenmp with AVX-512 placed a
      * float[24] scratch at an address 8 mod 16 and stored to it with vmovdqa
-     * (a crash found by korch-difftest, seed 1502; docs/testing.md). With an
+     * (a crash found by korch-difftest, seed 1502; docs/difftest.md). With an
      * explicit alignment the frame is realigned and the assumption holds. */
     cg_buf_printf(out, "#if defined(__GNUC__)\n#define CG_ALIGN __attribute__((aligned(64)))\n#else\n#define CG_ALIGN\n#endif\n");
     cg_buf_printf(out, "static inline CG_UNUSED int64_t cg_fdiv(int64_t a, int64_t d) { return a / d - (a %% d < 0); }\n"
