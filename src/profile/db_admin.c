@@ -21,15 +21,18 @@ typedef struct category {
 #define VALID "latency_ms > 0 AND latency_ms < 1e9"
 /* clean rows whose interquartile range is more than 0.25 x the median
  * (KORCH_DB_SPREAD_LIMIT) */
-#define SPREAD "iqr_ms > 0.25 * latency_ms"
+/* the SQL takes the thresholds' own spelling, so the two cannot drift apart */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define SPREAD "iqr_ms > " STR(KORCH_DB_SPREAD_LIMIT) " * latency_ms"
 /* a best row and the trial of its own schedule (dnnl best schedules append
  * " impl=..." to the variant) more than 1.5x apart (KORCH_DB_INCONSISTENT) */
 #define OWN_TRIAL                                                                                                     \
     "FROM trials t WHERE t.backend = best.backend AND t.sig = best.sig AND t.machine = best.machine AND"             \
     " (t.schedule = best.schedule OR substr(best.schedule, 1, length(t.schedule) + 1) = t.schedule || ' ') AND"      \
-    " t.provisional = 0 AND (t.latency_ms > 1.5 * best.latency_ms OR best.latency_ms > 1.5 * t.latency_ms)"
+    " t.provisional = 0 AND (t.latency_ms > " STR(KORCH_DB_INCONSISTENT) " * best.latency_ms OR best.latency_ms > " \
+    STR(KORCH_DB_INCONSISTENT) " * t.latency_ms)"
 
-_Static_assert(KORCH_DB_SPREAD_LIMIT == 0.25 && KORCH_DB_INCONSISTENT == 1.5, "db_admin.c's SQL out of step");
 
 static const category categories[] = {
     {"damaged", "latency not a positive finite number", "NOT (" VALID ")", false},
