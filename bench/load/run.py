@@ -6,6 +6,7 @@ Run with build/venv/bin/python from the repository root:
     python -m bench.load.run [--models mobilenetv2,resnet50] [--threads 2]
                              [--rounds 7] [--k 20] [--loads none,cpu1,cpu2,stream1]
                              [--no-record] [--korch-env VAR=VALUE ...]
+                             [--variant NAME:VAR=VALUE[,VAR=VALUE]] ...
 
 Loads (bench/load/load.c, built into build/bench/load/):
   none     nothing else running (the baseline)
@@ -20,7 +21,9 @@ load starts, 1 s passes, and R rounds follow; in each round korch runs one
 median), in an order alternated every round. A contender's figure under a load
 is the median of its round medians; its slowdown is that figure over its
 figure with no load. Both contenders see the same load at the same minutes,
-so the comparison is the ratio of slowdowns, not absolute times.
+so the comparison is the ratio of slowdowns, not absolute times. A --variant
+adds a korch contender run with extra environment variables (the same plan),
+timed in the same rounds: e.g. `--variant passive:OMP_WAIT_POLICY=passive`.
 Results are appended to bench/load/RESULTS.md (with the CPU model and the
 exact command) unless --no-record.
 """
@@ -78,13 +81,13 @@ class Load:
 
 
 class Korch:
-    def __init__(self, args, name, meta, work):
-        self.args, self.meta, self.work = args, meta, work
+    def __init__(self, args, name, meta, work, label="korch", extra_env=()):
+        self.args, self.meta, self.work, self.label = args, meta, work, label
         self.models_dir = args.models_dir
         self.plan = os.path.join(work, name + ".plan")
         self.out = os.path.join(work, name + ".out")
         self.env = dict(os.environ)
-        for kv in args.korch_env:
+        for kv in list(args.korch_env) + list(extra_env):
             k, _, v = kv.partition("=")
             self.env[k] = v
 
@@ -124,6 +127,8 @@ class Korch:
 
 
 class Ort:
+    label = "ORT"
+
     def __init__(self, args, path, feeds):
         import onnxruntime as ort
         so = ort.SessionOptions()
@@ -160,17 +165,17 @@ def bench_model(name, args, exe, work):
         err = float(np.max(np.abs(a.astype(np.float64) - b))) if a.size else 0.0
         if err > 1e-3 * max(1.0, float(np.max(np.abs(b)))):
             raise RuntimeError(f"{name}: korch and ORT disagree (max abs {err:.3g})")
+    cons = [korch] + [Korch(args, name, meta, work, label, env) for label, env in args.variants] + [ort]
     res = {"model": name, "optimize_s": opt_s, "loads": {}}
     for load in args.loads:
+        rounds = {c.label: [] for c in cons}
         with Load(exe, LOADS[load]):
-            ks, os_ = [], []
             for r in range(args.rounds):
-                order = [(korch, ks), (ort, os_)] if r % 2 == 0 else [(ort, os_), (korch, ks)]
-                for c, acc in order:
-                    acc.append(c.once())
-        res["loads"][load] = {"korch": statistics.median(ks), "ort": statistics.median(os_),
-                              "korch_rounds": ks, "ort_rounds": os_}
-        log(f"{name} {load}: korch {statistics.median(ks):.3f} ms, ORT {statistics.median(os_):.3f} ms")
+                for i in range(len(cons)):  # the order rotates every round
+                    c = cons[(i + r) % len(cons)]
+                    rounds[c.label].append(c.once())
+        res["loads"][load] = {c: {"median": statistics.median(v), "rounds": v} for c, v in rounds.items()}
+        log(f"{name} {load}: " + ", ".join(f"{c} {statistics.median(v):.3f} ms" for c, v in rounds.items()))
     return res
 
 
@@ -179,15 +184,15 @@ def markdown(results, args, cmd):
                  f"{args.threads} threads", "",
              f"Command: `{cmd}` (korch {git_commit()}); {args.rounds} rounds of K={args.k} runs"
              f"{'; korch env ' + ' '.join(args.korch_env) if args.korch_env else ''}", "",
-             "| model | load | korch ms | ORT ms | korch slowdown | ORT slowdown | korch/ORT slowdown |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+             "| model | load | contender | ms | slowdown | slowdown / ORT's |",
+             "|---|---|---|---:|---:|---:|"]
     for r in results:
-        base = r["loads"].get("none")
+        base = r["loads"]["none"]
         for load, v in r["loads"].items():
-            ks = v["korch"] / base["korch"] if base else float("nan")
-            os_ = v["ort"] / base["ort"] if base else float("nan")
-            lines.append(f"| {r['model']} | {load} | {v['korch']:.3f} | {v['ort']:.3f} | "
-                         f"{ks:.2f}x | {os_:.2f}x | {ks / os_:.2f} |")
+            ort = v["ORT"]["median"] / base["ORT"]["median"]
+            for c, m in v.items():
+                sd = m["median"] / base[c]["median"]
+                lines.append(f"| {r['model']} | {load} | {c} | {m['median']:.3f} | {sd:.2f}x | {sd / ort:.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -202,10 +207,18 @@ def main(argv=None):
     ap.add_argument("--loads", default="none,cpu1,cpu2,stream1")
     ap.add_argument("--korch-env", action="append", default=[],
                     help="VAR=VALUE set for korch's processes only (e.g. OMP_WAIT_POLICY=passive)")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME:VAR=VALUE[,VAR=VALUE]",
+                    help="another korch contender with extra environment variables")
     ap.add_argument("--no-record", action="store_true")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "load", "RESULTS.md"))
     args = ap.parse_args(argv)
     args.loads = args.loads.split(",")
+    args.variants = []
+    for v in args.variant:
+        label, _, envs = v.partition(":")
+        if not label or "=" not in envs:
+            ap.error(f"--variant {v}: expected NAME:VAR=VALUE[,VAR=VALUE]")
+        args.variants.append(("korch-" + label, envs.split(",")))
     for l in args.loads:
         if l not in LOADS:
             ap.error(f"--loads: unknown load '{l}' (one of {', '.join(LOADS)})")

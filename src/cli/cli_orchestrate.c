@@ -213,7 +213,8 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
         korch_verify_options vo = {.seed = (uint64_t)a->verify_seed, .inputs = s->verify_inputs, .build = &s->profile};
         if (korch_verifier_create(s->model.pg, &vo, &s->verifier) != KORCH_OK) return korch_cli_fail();
         s->options.verifier = korch_verifier_hook(s->verifier);
-        s->plan_verify = (korch_plan_verify_options){.verify = vo, .graph = s->model.graph, .log = log};
+        s->plan_verify = (korch_plan_verify_options){
+            .verify = vo, .graph = s->model.graph, .model_sha256 = s->model.sha256, .log = log};
     }
     if (korch_orchestrator_create(s->model.pg, &s->oracle, &s->options, most, &s->orch) != KORCH_OK)
         return korch_cli_fail();

@@ -158,6 +158,8 @@ korch_status korch_orchestrator_exclude(korch_orchestrator *o, const korch_plan_
 typedef struct korch_plan_verify_options {
     korch_verify_options verify; /* seed, build options; verify.inputs: the caller's inputs or NULL */
     const korch_graph *graph;    /* the inferred op graph pg was lowered from */
+    const char *model_sha256;    /* the model file's hash: a passing check of the same plan is
+                                    remembered (verify/plan_verdict.c); NULL: always checked */
     int max_rounds;              /* <= 0: 8 */
     FILE *log;                   /* what was checked and excluded; NULL: quiet */
 } korch_plan_verify_options;
