@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sys
 
-from bench.harness import cpu_model, git_commit
+from bench.harness import apply_nice, cpu_model, git_commit
 from bench.load.run import LOADS, ROOT, Load, build_load, log
 
 # korch bench's table (src/cli/cmd_bench.c): strategy, measured ms, predicted ms, kernels, ...
@@ -44,10 +44,17 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--load", default="cpu2", choices=[k for k in LOADS if k != "none"])
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--nice", type=lambda v: None if v == "none" else int(v),
+                    default=-20 if os.geteuid() == 0 else None,
+                    help="niceness of the bench and all it starts, its loads included (default -20 as root, "
+                         "as bench/harness.py: its own loads then compete with korch and ORT as "
+                         "equals, and other tenants' work is kept out)")
     ap.add_argument("--no-record", action="store_true")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "load", "RESULTS.md"))
     args = ap.parse_args(argv)
     cmd = "python -m bench.load.poisoned " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    nice = apply_nice(args.nice)
+    cmd += f" (nice {nice})" if nice else ""
     work = os.path.join(ROOT, "build", "bench", "poisoned")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
