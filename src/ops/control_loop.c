@@ -1,0 +1,164 @@
+/* Loop (opsets 1-18, tensor values only). korch plans static shapes, so:
+ * every loop-carried value keeps its dtype and shape from one iteration to
+ * the next, and a Loop with scan outputs needs a constant trip count M (the
+ * scan outputs are planned [M, ...]; a loop that a run-time condition stops
+ * earlier is an error at run time, named). A Loop whose inputs are all
+ * constant is run once at load (folded) like any other node. The body runs
+ * in the reference executor. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/control_flow.h"
+
+typedef struct loop_shape {
+    int n_carried, n_scan;
+    bool has_m;
+    int64_t m; /* trip count when constant, else -1 */
+} loop_shape;
+
+static korch_status loop_shape_of(korch_op_ctx *ctx, const korch_graph *body, loop_shape *ls) {
+    int n_in = korch_control_onnx_inputs(ctx);
+    if (n_in < 2) return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "needs the inputs M and cond (either may be empty)");
+    ls->n_carried = n_in - 2;
+    ls->n_scan = ctx->n_outputs - ls->n_carried;
+    if (ls->n_scan < 0)
+        return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "has %d loop-carried inputs but only %d outputs",
+                              ls->n_carried, ctx->n_outputs);
+    if (body->n_inputs != 2 + ls->n_carried || body->n_outputs != 1 + ls->n_carried + ls->n_scan)
+        return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL,
+                              "the body has %d inputs and %d outputs; %d loop-carried values and %d scan outputs "
+                              "need %d and %d",
+                              body->n_inputs, body->n_outputs, ls->n_carried, ls->n_scan, 2 + ls->n_carried,
+                              1 + ls->n_carried + ls->n_scan);
+    ls->has_m = korch_op_has_input(ctx, 0);
+    ls->m = -1;
+    if (ls->has_m) {
+        const korch_tensor *m = ctx->inputs[0];
+        if (m->dtype != KORCH_DTYPE_INT64 || korch_shape_numel(&m->shape) != 1)
+            return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "M must be one int64");
+        if (m->data) ls->m = korch_tensor_get_i64(m, 0) < 0 ? 0 : korch_tensor_get_i64(m, 0);
+    }
+    if (korch_op_has_input(ctx, 1)) {
+        const korch_tensor *c = ctx->inputs[1];
+        if (c->dtype != KORCH_DTYPE_BOOL || korch_shape_numel(&c->shape) != 1)
+            return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "cond must be one bool");
+    }
+    return KORCH_OK;
+}
+
+static korch_status infer_loop(korch_op_ctx *ctx) {
+    korch_graph *body;
+    loop_shape ls;
+    KORCH_TRY(korch_control_subgraph(ctx, "body", &body));
+    KORCH_TRY(loop_shape_of(ctx, body, &ls));
+    korch_tensor *formal = calloc((size_t)body->n_inputs + 1, sizeof *formal);
+    if (!formal) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    formal[0] = (korch_tensor){.dtype = KORCH_DTYPE_INT64, .shape = {.rank = 0}};
+    formal[1] = (korch_tensor){.dtype = KORCH_DTYPE_BOOL, .shape = {.rank = 0}};
+    korch_status st = KORCH_OK;
+    for (int k = 0; k < ls.n_carried && st == KORCH_OK; k++) {
+        const korch_tensor *v = ctx->inputs[2 + k];
+        if (!v) st = korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "loop-carried input %d is empty", k);
+        else formal[2 + k] = (korch_tensor){.dtype = v->dtype, .shape = v->shape};
+    }
+    if (st == KORCH_OK) st = korch_control_infer(ctx, body, "body", formal, body->n_inputs);
+    if (st == KORCH_OK) {
+        korch_tensor c = korch_control_output_type(body, 0);
+        if (c.dtype != KORCH_DTYPE_BOOL || korch_shape_numel(&c.shape) != 1)
+            st = korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "the body's first output (cond) must be one bool");
+    }
+    for (int k = 0; k < ls.n_carried && st == KORCH_OK; k++) {
+        korch_tensor out = korch_control_output_type(body, 1 + k);
+        char a[96], b[96];
+        if (out.dtype != formal[2 + k].dtype || !korch_shape_equal(&out.shape, &formal[2 + k].shape))
+            st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
+                                "loop-carried value %d enters the body as %s %s and leaves it as %s %s; korch plans "
+                                "static shapes",
+                                k, korch_dtype_name(formal[2 + k].dtype), korch_shape_format(&formal[2 + k].shape, a, sizeof a),
+                                korch_dtype_name(out.dtype), korch_shape_format(&out.shape, b, sizeof b));
+        else korch_op_set_output(ctx, k, out.dtype, &out.shape);
+    }
+    for (int k = 0; k < ls.n_scan && st == KORCH_OK; k++) {
+        korch_tensor out = korch_control_output_type(body, 1 + ls.n_carried + k);
+        if (ls.m < 0) {
+            st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
+                                "has scan outputs but no constant trip count M, so their length is known only at run "
+                                "time; korch plans static shapes");
+            break;
+        }
+        if (out.shape.rank + 1 > KORCH_MAX_RANK) {
+            st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "scan output %d would have rank %d", k, out.shape.rank + 1);
+            break;
+        }
+        korch_shape s = {.rank = out.shape.rank + 1};
+        s.dims[0] = ls.m;
+        for (int d = 0; d < out.shape.rank; d++) s.dims[d + 1] = out.shape.dims[d];
+        korch_op_set_output(ctx, ls.n_carried + k, out.dtype, &s);
+    }
+    free(formal);
+    return st;
+}
+
+static korch_status run_loop(korch_op_ctx *ctx) {
+    korch_graph *body;
+    loop_shape ls;
+    KORCH_TRY(korch_control_subgraph(ctx, "body", &body));
+    KORCH_TRY(loop_shape_of(ctx, body, &ls));
+    int64_t trip = ls.has_m ? ls.m : INT64_MAX;
+    bool cond = korch_op_has_input(ctx, 1) ? ((const uint8_t *)ctx->inputs[1]->data)[0] != 0 : true;
+    int n_in = body->n_inputs, n_out = body->n_outputs;
+    korch_tensor *in = calloc((size_t)n_in + 1, sizeof *in), *out = calloc((size_t)n_out + 1, sizeof *out);
+    int64_t iter = 0;
+    uint8_t cond_byte = cond;
+    korch_status st = in && out ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st != KORCH_OK) goto done;
+    in[0] = (korch_tensor){.dtype = KORCH_DTYPE_INT64, .shape = {.rank = 0}, .data = &iter};
+    in[1] = (korch_tensor){.dtype = KORCH_DTYPE_BOOL, .shape = {.rank = 0}, .data = &cond_byte};
+    for (int k = 0; k < ls.n_carried && st == KORCH_OK; k++) st = korch_tensor_clone(ctx->inputs[2 + k], &in[2 + k]);
+    for (int k = 0; k < n_out && st == KORCH_OK; k++) {
+        korch_tensor type = korch_control_output_type(body, k);
+        st = korch_tensor_alloc(&out[k], type.dtype, &type.shape);
+    }
+    for (; st == KORCH_OK && iter < trip && cond_byte; iter++) {
+        st = korch_control_run(ctx, body, in, out);
+        if (st != KORCH_OK) break;
+        cond_byte = ((const uint8_t *)out[0].data)[0] != 0;
+        for (int k = 0; k < ls.n_carried; k++) { /* the outputs are the next inputs: swap buffers */
+            korch_tensor t = in[2 + k];
+            in[2 + k] = out[1 + k];
+            out[1 + k] = t;
+        }
+        for (int k = 0; k < ls.n_scan; k++) {
+            korch_tensor *dst = ctx->outputs[ls.n_carried + k];
+            const korch_tensor *src = &out[1 + ls.n_carried + k];
+            if (!dst) continue;
+            size_t bytes = korch_tensor_bytes(src);
+            if (iter >= dst->shape.dims[0]) {
+                st = korch_op_error(ctx, KORCH_ERR_INTERNAL, "scan output %d overflows", k);
+                break;
+            }
+            memcpy((char *)dst->data + (size_t)iter * bytes, src->data, bytes);
+        }
+    }
+    if (st == KORCH_OK && ls.n_scan > 0 && iter != ls.m)
+        st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
+                            "stopped after %lld iterations, but korch planned its scan outputs for the trip count "
+                            "%lld (static shapes)",
+                            (long long)iter, (long long)ls.m);
+    for (int k = 0; k < ls.n_carried && st == KORCH_OK; k++)
+        if (ctx->outputs[k]) memcpy(ctx->outputs[k]->data, in[2 + k].data, korch_tensor_bytes(&in[2 + k]));
+done:
+    if (in)
+        for (int k = 2; k < n_in; k++) korch_tensor_free(&in[k]);
+    if (out)
+        for (int k = 0; k < n_out; k++) korch_tensor_free(&out[k]);
+    free(in);
+    free(out);
+    return st;
+}
+
+const korch_op_def korch_op_def_Loop = {
+    .kind = KORCH_OP_Loop, .op_type = "Loop", .opset_min = 1, .opset_max = 18,
+    .min_inputs = 0, .max_inputs = 64, .min_outputs = 0, .max_outputs = 64,
+    .infer = infer_loop, .run = run_loop,
+};
