@@ -102,10 +102,7 @@ korch_status korch_subgraph_infer(korch_graph *sub, const korch_tensor *formal, 
     if (n_formal != sub->n_inputs)
         return korch_error(KORCH_ERR_INVALID_MODEL, "the subgraph has %d inputs, the operator gives it %d",
                            sub->n_inputs, n_formal);
-    for (int i = 0; i < n_formal; i++) {
-        korch_tensor type = {.dtype = formal[i].dtype, .shape = formal[i].shape};
-        KORCH_TRY(bind_value(sub, sub->inputs[i], &type, false, "subgraph input"));
-    }
+    for (int i = 0; i < n_formal; i++) KORCH_TRY(bind_value(sub, sub->inputs[i], &formal[i], true, "subgraph input"));
     for (int c = 0; c < sub->n_captures; c++) {
         int slot = sub->capture_slots[c];
         korch_value *val = &sub->values[sub->captures[c]];

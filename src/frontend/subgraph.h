@@ -9,7 +9,7 @@
 #include "frontend/graph.h"
 
 /* Infers a subgraph: formal[i] gives the dtype and shape of its input i
- * (data ignored); node_inputs are the owning node's inputs as the operator
+ * (and its value, borrowed as a constant, when data is set); node_inputs are the owning node's inputs as the operator
  * sees them (data set when constant), which bind the captures through
  * capture_slots. Captures whose outer value is constant become constants of
  * the subgraph (borrowed data), so the subgraph folds around them. */
@@ -26,6 +26,9 @@ korch_status korch_subgraph_drop_constant_captures(korch_graph *g, int ni);
  * per If output. The branch's nodes are appended (not yet inferred); the If
  * is marked dead. */
 korch_status korch_graph_inline_if(korch_graph *g, int ni, bool then_branch);
+
+/* A deep copy (subgraphs included; borrowed constants stay borrowed). */
+korch_status korch_graph_clone(const korch_graph *g, korch_graph **out);
 
 /* The GRAPH attribute `name` of a node, or NULL. */
 korch_graph *korch_node_subgraph(const korch_node *n, const char *name);

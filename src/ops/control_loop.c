@@ -46,11 +46,126 @@ static korch_status loop_shape_of(korch_op_ctx *ctx, const korch_graph *body, lo
     return KORCH_OK;
 }
 
+/* Bounds on a Loop evaluated at load (all inputs constant). */
+#define LOOP_EVAL_MAX_ITERATIONS 100000
+#define LOOP_EVAL_MAX_BYTES ((size_t)64 << 20)
+
+static bool all_inputs_constant(const korch_op_ctx *ctx) {
+    for (int k = 0; k < ctx->n_inputs; k++)
+        if (ctx->inputs[k] && !ctx->inputs[k]->data) return false;
+    return true;
+}
+
+/* Runs one iteration at load: a fresh copy of the body, inferred with this
+ * iteration's values as constants, folds to its outputs. */
+static korch_status evaluate_iteration(korch_op_ctx *ctx, const korch_graph *body, const korch_tensor *in,
+                                       korch_tensor *out) {
+    korch_graph *b = NULL;
+    KORCH_TRY(korch_graph_clone(body, &b));
+    korch_status st = korch_control_infer(ctx, b, "body", in, b->n_inputs);
+    for (int k = 0; k < b->n_outputs && st == KORCH_OK; k++) {
+        const korch_value *v = &b->values[b->outputs[k]];
+        if (!v->is_constant)
+            st = korch_op_error(ctx, KORCH_ERR_INTERNAL, "evaluated at load, the body left output %d unfolded", k);
+        else st = korch_tensor_clone(&v->constant, &out[k]);
+    }
+    korch_graph_free(b);
+    return st;
+}
+
+/* Every input constant: the loop runs now, once, and its outputs become
+ * constants. Unlike at run time, values may change shape between
+ * iterations, and the body may use the iteration number where korch needs
+ * constants (a Slice at i, say). */
+static korch_status evaluate_loop(korch_op_ctx *ctx, const korch_graph *body, const loop_shape *ls) {
+    int n_in = body->n_inputs, n_out = body->n_outputs;
+    int64_t trip = ls->has_m ? ls->m : INT64_MAX;
+    int64_t iter = 0;
+    uint8_t cond = korch_op_has_input(ctx, 1) ? ((const uint8_t *)ctx->inputs[1]->data)[0] != 0 : 1;
+    korch_tensor *in = calloc((size_t)n_in + 1, sizeof *in), *out = calloc((size_t)n_out + 1, sizeof *out);
+    korch_tensor *scans = NULL; /* iteration-major: scans[iter * n_scan + k] */
+    size_t scan_bytes = 0;
+    korch_status st = in && out ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int k = 0; k < ls->n_carried && st == KORCH_OK; k++) st = korch_tensor_clone(ctx->inputs[2 + k], &in[2 + k]);
+    for (; st == KORCH_OK && iter < trip && cond; iter++) {
+        if (iter >= LOOP_EVAL_MAX_ITERATIONS) {
+            st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "evaluated at load, it runs more than %d iterations",
+                                LOOP_EVAL_MAX_ITERATIONS);
+            break;
+        }
+        in[0] = (korch_tensor){.dtype = KORCH_DTYPE_INT64, .shape = {.rank = 0}, .data = &iter};
+        in[1] = (korch_tensor){.dtype = KORCH_DTYPE_BOOL, .shape = {.rank = 0}, .data = &cond};
+        st = evaluate_iteration(ctx, body, in, out);
+        if (st != KORCH_OK) break;
+        cond = ((const uint8_t *)out[0].data)[0] != 0;
+        korch_tensor_free(&out[0]);
+        for (int k = 0; k < ls->n_carried; k++) {
+            korch_tensor_free(&in[2 + k]);
+            in[2 + k] = out[1 + k];
+            out[1 + k] = (korch_tensor){0};
+        }
+        if (ls->n_scan) {
+            korch_tensor *grown = realloc(scans, (size_t)(iter + 1) * (size_t)ls->n_scan * sizeof *grown);
+            if (!grown) {
+                st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+                break;
+            }
+            scans = grown;
+            for (int k = 0; k < ls->n_scan; k++) {
+                scans[iter * ls->n_scan + k] = out[1 + ls->n_carried + k];
+                out[1 + ls->n_carried + k] = (korch_tensor){0};
+                scan_bytes += korch_tensor_bytes(&scans[iter * ls->n_scan + k]);
+            }
+            if (scan_bytes > LOOP_EVAL_MAX_BYTES)
+                st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "evaluated at load, its scan outputs exceed %zu bytes",
+                                    LOOP_EVAL_MAX_BYTES);
+        }
+    }
+    for (int k = 0; k < ls->n_carried && st == KORCH_OK; k++) {
+        if (!ctx->outputs[k]) continue;
+        korch_op_set_output(ctx, k, in[2 + k].dtype, &in[2 + k].shape);
+        st = korch_tensor_alloc(ctx->outputs[k], in[2 + k].dtype, &in[2 + k].shape);
+        if (st == KORCH_OK) memcpy(ctx->outputs[k]->data, in[2 + k].data, korch_tensor_bytes(&in[2 + k]));
+    }
+    for (int k = 0; k < ls->n_scan && st == KORCH_OK; k++) {
+        korch_tensor *y = ctx->outputs[ls->n_carried + k];
+        if (!y) continue;
+        korch_tensor type = iter ? scans[k] : korch_control_output_type(body, 1 + ls->n_carried + k);
+        for (int64_t i = 1; i < iter && st == KORCH_OK; i++)
+            if (!korch_shape_equal(&scans[i * ls->n_scan + k].shape, &type.shape))
+                st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "scan output %d changes shape between iterations", k);
+        if (st != KORCH_OK || type.shape.rank + 1 > KORCH_MAX_RANK) {
+            if (st == KORCH_OK) st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "scan output %d is too deep", k);
+            break;
+        }
+        korch_shape s = {.rank = type.shape.rank + 1};
+        s.dims[0] = iter;
+        for (int d = 0; d < type.shape.rank; d++) s.dims[d + 1] = type.shape.dims[d];
+        korch_op_set_output(ctx, ls->n_carried + k, type.dtype, &s);
+        st = korch_tensor_alloc(y, type.dtype, &s);
+        for (int64_t i = 0; i < iter && st == KORCH_OK; i++) {
+            size_t bytes = korch_tensor_bytes(&scans[i * ls->n_scan + k]);
+            memcpy((char *)y->data + (size_t)i * bytes, scans[i * ls->n_scan + k].data, bytes);
+        }
+    }
+    if (scans)
+        for (int64_t i = 0; i < iter * ls->n_scan; i++) korch_tensor_free(&scans[i]);
+    free(scans);
+    if (in)
+        for (int k = 2; k < n_in; k++) korch_tensor_free(&in[k]);
+    if (out)
+        for (int k = 0; k < n_out; k++) korch_tensor_free(&out[k]);
+    free(in);
+    free(out);
+    return st;
+}
+
 static korch_status infer_loop(korch_op_ctx *ctx) {
     korch_graph *body;
     loop_shape ls;
     KORCH_TRY(korch_control_subgraph(ctx, "body", &body));
     KORCH_TRY(loop_shape_of(ctx, body, &ls));
+    if (all_inputs_constant(ctx)) return evaluate_loop(ctx, body, &ls);
     korch_tensor *formal = calloc((size_t)body->n_inputs + 1, sizeof *formal);
     if (!formal) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     formal[0] = (korch_tensor){.dtype = KORCH_DTYPE_INT64, .shape = {.rank = 0}};
@@ -81,9 +196,15 @@ static korch_status infer_loop(korch_op_ctx *ctx) {
     for (int k = 0; k < ls.n_scan && st == KORCH_OK; k++) {
         korch_tensor out = korch_control_output_type(body, 1 + ls.n_carried + k);
         if (ls.m < 0) {
-            st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
-                                "has scan outputs but no constant trip count M, so their length is known only at run "
-                                "time; korch plans static shapes");
+            if (ls.has_m) /* the wording korch uses for every operand that decides a shape */
+                st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
+                                    "has scan outputs, so their length needs the trip count M, and M input \"%s\" is "
+                                    "not a constant; korch needs static shapes",
+                                    korch_op_input_name(ctx, 0));
+            else
+                st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
+                                    "has scan outputs but no trip count M, so their length is known only at run "
+                                    "time; korch plans static shapes");
             break;
         }
         if (out.shape.rank + 1 > KORCH_MAX_RANK) {
