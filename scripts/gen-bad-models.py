@@ -153,9 +153,79 @@ def gen_nesting():
     bad("nested_types.onnx", "nests subgraphs or types deeper than",
         "a graph input whose type is a sequence of sequences, 20,000 deep",
         model_bytes(field_header(11, len(value_info)) + value_info))
-    bad("nested_subgraphs_ok_depth.onnx", "the graph has no outputs",
-        "20 nested If subgraphs: within the nesting bound, so refused for its next fault (no outputs)",
+    bad("nested_subgraphs_ok_depth.onnx", "subgraphs nest more than 16 levels deep",
+        "20 nested If subgraphs: within the protobuf nesting bound, refused by korch's subgraph depth limit",
         model_bytes(nest(20, subgraph_level)))
+    bad("nested_subgraphs_12.onnx", "the graph has no outputs",
+        "12 nested If subgraphs: within korch's depth limit, so refused for its next fault (no outputs)",
+        model_bytes(nest(12, subgraph_level)))
+
+
+def gen_control_flow():
+    x = np.array([[-2.0, -0.5, 0.0], [0.25, 1.0, 4.0]], dtype=np.float32)
+
+    def branch(name, nodes, out):
+        return helper.make_graph(nodes, name, [], [vi(out, None)])
+
+    def shape_condition(prefix, value):
+        """cond = (x.shape[0] == value): constant once shapes are fixed."""
+        return [helper.make_node("Shape", ["x"], [prefix + "_shape"]),
+                helper.make_node("Gather", [prefix + "_shape", prefix + "_zero"], [prefix + "_n"], axis=0),
+                helper.make_node("Equal", [prefix + "_n", prefix + "_two"], [prefix + "_cond"])], \
+            [numpy_helper.from_array(np.array(0, dtype=np.int64), prefix + "_zero"),
+             numpy_helper.from_array(np.array(value, dtype=np.int64), prefix + "_two")]
+
+    # an If whose condition comes from a shape: resolved at load (then: Relu)
+    nodes, inits = shape_condition("c", 2)
+    then_g = branch("then", [helper.make_node("Relu", ["x"], ["t_out"])], "t_out")
+    else_g = branch("else", [helper.make_node("Neg", ["x"], ["e_out"])], "e_out")
+    nodes.append(helper.make_node("If", ["c_cond"], ["y"], name="if_shape", then_branch=then_g, else_branch=else_g))
+    add("control_if_shape.onnx", 0, 0, "-", "valid: an If whose condition is computed from a shape (inlined at load)",
+        needs_op="If", inputs=[save_npy("control_if_shape.x.npy", x)],
+        outputs=[("y.npy", save_npy("control_if_shape.y.npy", np.maximum(x, 0)))],
+        data=model(nodes, [vi("x", [2, 3])], [vi("y", [2, 3])], inits))
+
+    # a run-time If (condition is a graph input) whose then-branch holds an
+    # If on a shape, reading x from two scopes out
+    inner_nodes, inner_inits = shape_condition("k", 2)
+    inner_then = branch("inner_then", [helper.make_node("Relu", ["x"], ["it_r"]),
+                                       helper.make_node("Add", ["it_r", "one"], ["it_out"])], "it_out")
+    inner_else = branch("inner_else", [helper.make_node("Abs", ["x"], ["ie_out"])], "ie_out")
+    inner_nodes.append(helper.make_node("If", ["k_cond"], ["t_out"], name="inner_if", then_branch=inner_then,
+                                        else_branch=inner_else))
+    then_g = helper.make_graph(inner_nodes, "outer_then", [], [vi("t_out", None)], inner_inits)
+    else_g = branch("outer_else", [helper.make_node("Neg", ["x"], ["e_out"])], "e_out")
+    one = numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one")
+    c = np.array(True)
+    add("control_if_nested.onnx", 0, 0, "-",
+        "valid: an If on a bool graph input, with a nested If on a shape inside its then-branch",
+        needs_op="If", inputs=[save_npy("control_if_nested.x.npy", x), save_npy("control_if_nested.c.npy", c)],
+        outputs=[("y.npy", save_npy("control_if_nested.y.npy", np.maximum(x, 0) + 1))],
+        data=model([helper.make_node("If", ["c"], ["y"], name="outer_if", then_branch=then_g, else_branch=else_g)],
+                   [vi("x", [2, 3]), vi("c", [], TensorProto.BOOL)], [vi("y", [2, 3])], [one]))
+
+    # a run-time If whose branches disagree on the output shape
+    then_g = branch("then", [helper.make_node("Relu", ["x"], ["t_out"])], "t_out")
+    else_g = branch("else", [helper.make_node("ReduceSum", ["x"], ["e_out"], keepdims=0)], "e_out")
+    bad("control_if_branch_shapes.onnx", "korch plans static shapes",
+        "an If on a graph input whose branches give outputs of different shapes", needs_op="If",
+        data=model([helper.make_node("If", ["c"], ["y"], name="if", then_branch=then_g, else_branch=else_g)],
+                   [vi("x", [2, 3]), vi("c", [], TensorProto.BOOL)], [vi("y", None)], opset=11))
+
+    # Loop, 3 iterations: acc += x (x from the outer scope), scan output acc
+    body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+                              helper.make_node("Add", ["acc_in", "x"], ["acc_out"]),
+                              helper.make_node("Identity", ["acc_out"], ["acc_scan"])], "body",
+                             [vi("i", [], I64), vi("cond_in", [], TensorProto.BOOL), vi("acc_in", [2, 3])],
+                             [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", [2, 3]), vi("acc_scan", [2, 3])])
+    m = numpy_helper.from_array(np.array(3, dtype=np.int64), "m")
+    zero = numpy_helper.from_array(np.zeros((2, 3), dtype=np.float32), "acc0")
+    add("control_loop.onnx", 0, 0, "-", "valid: a Loop of 3 iterations reading x from the outer scope, with a scan output",
+        needs_op="Loop", inputs=[save_npy("control_loop.x.npy", x)],
+        outputs=[("acc.npy", save_npy("control_loop.acc.npy", 3 * x)),
+                 ("scan.npy", save_npy("control_loop.scan.npy", np.stack([x, 2 * x, 3 * x])))],
+        data=model([helper.make_node("Loop", ["m", "", "acc0"], ["acc", "scan"], name="loop", body=body)],
+                   [vi("x", [2, 3])], [vi("acc", [2, 3]), vi("scan", [3, 2, 3])], [m, zero]))
 
 
 def gen_structure():
@@ -479,6 +549,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     gen_bytes_level()
     gen_nesting()
+    gen_control_flow()
     gen_structure()
     gen_tensors()
     gen_external()

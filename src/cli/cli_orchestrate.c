@@ -185,8 +185,8 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
     double t0 = korch_cli_now_ms();
     if (korch_plan_model_load(a->model, a->shapes.items, a->shapes.count, &s->model) != KORCH_OK)
         return korch_cli_fail();
-    korch_graph_report_control_flow(s->model.graph, stderr); /* what is not optimized, and why */
     FILE *log = a->quiet ? NULL : stdout;
+    if (log) korch_graph_report_control_flow(s->model.graph, log); /* what is not optimized, and why */
     if (log) {
         int live = 0;
         for (int i = 0; i < s->model.graph->n_nodes; i++) live += !s->model.graph->nodes[i].dead;

@@ -175,7 +175,7 @@ static korch_status convert_attr(const Onnx__AttributeProto *ap, korch_attr *a, 
         KORCH_TRY(korch_graph_create(&a->graph));
         a->graph->depth = owner->depth + 1;
         korch_status st = convert_graph(ap->g, model_dir, owner, a->graph);
-        if (st != KORCH_OK)
+        if (st != KORCH_OK && owner->depth == 0) /* named once, at the top: nested names would repeat */
             return korch_error_prefix(st, "node \"%s\" (%s) attribute \"%s\"",
                                       korch_printable(node_name, nbuf, sizeof nbuf), op_type,
                                       korch_printable(a->name, abuf, sizeof abuf));
