@@ -51,7 +51,9 @@ static char *dup_or_empty(const char *s) { return strdup(s ? s : ""); }
 static korch_status read_value_info(korch_graph *g, const Onnx__ValueInfoProto *vi, int v, bool is_input) {
     korch_value *val = &g->values[v];
     char name[160];
-    if (!vi->type) return KORCH_OK; /* untyped value_info is legal for intermediates */
+    /* untyped value_info is legal for intermediates; exporters also write an
+     * empty TypeProto (no kind set) in subgraphs */
+    if (!vi->type || vi->type->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET) return KORCH_OK;
     if (vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
         return korch_error(KORCH_ERR_UNSUPPORTED, "value \"%s\": only tensor types are supported",
                            korch_printable(vi->name, name, sizeof name));
@@ -179,6 +181,7 @@ static korch_status convert_attr(const Onnx__AttributeProto *ap, korch_attr *a, 
             return korch_error_prefix(st, "node \"%s\" (%s) attribute \"%s\"",
                                       korch_printable(node_name, nbuf, sizeof nbuf), op_type,
                                       korch_printable(a->name, abuf, sizeof abuf));
+        KORCH_TRY(st);
         break;
     }
     default:
