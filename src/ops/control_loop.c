@@ -46,6 +46,11 @@ static korch_status loop_shape_of(korch_op_ctx *ctx, const korch_graph *body, lo
     return KORCH_OK;
 }
 
+/* A hostile or broken model must not make korch spin forever (a Loop with
+ * no M whose condition never turns false): at run time a Loop stops with an
+ * error after this many iterations. */
+#define LOOP_RUN_MAX_ITERATIONS ((int64_t)1 << 24)
+
 /* Bounds on a Loop evaluated at load (all inputs constant). */
 #define LOOP_EVAL_MAX_ITERATIONS 100000
 #define LOOP_EVAL_MAX_BYTES ((size_t)64 << 20)
@@ -241,6 +246,11 @@ static korch_status run_loop(korch_op_ctx *ctx) {
         st = korch_tensor_alloc(&out[k], type.dtype, &type.shape);
     }
     for (; st == KORCH_OK && iter < trip && cond_byte; iter++) {
+        if (iter >= LOOP_RUN_MAX_ITERATIONS) {
+            st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "ran %lld iterations without stopping; korch stops a Loop there",
+                                (long long)LOOP_RUN_MAX_ITERATIONS);
+            break;
+        }
         st = korch_control_run(ctx, body, in, out);
         if (st != KORCH_OK) break;
         cond_byte = ((const uint8_t *)out[0].data)[0] != 0;
