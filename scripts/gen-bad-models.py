@@ -227,6 +227,58 @@ def gen_control_flow():
         data=model([helper.make_node("Loop", ["m", "", "acc0"], ["acc", "scan"], name="loop", body=body)],
                    [vi("x", [2, 3])], [vi("acc", [2, 3]), vi("scan", [3, 2, 3])], [m, zero]))
 
+    # a while-loop (no M) on a run-time limit; its body holds a run-time If on
+    # the iteration number whose branches read x from two scopes out
+    then_g = branch("then", [helper.make_node("Add", ["acc_h", "x"], ["t"])], "t")
+    else_g = branch("else", [helper.make_node("Sub", ["acc_h", "x"], ["e"])], "e")
+    body = helper.make_graph([helper.make_node("Mul", ["acc_in", "half"], ["acc_h"]),
+                              helper.make_node("Mod", ["i", "two"], ["im"]),
+                              helper.make_node("Equal", ["im", "zero"], ["even"]),
+                              helper.make_node("If", ["even"], ["acc_out"], then_branch=then_g, else_branch=else_g),
+                              helper.make_node("Add", ["i", "one"], ["i1"]),
+                              helper.make_node("Less", ["i1", "limit"], ["cond_out"])], "body",
+                             [vi("i", [], I64), vi("c", [], TensorProto.BOOL), vi("acc_in", [2, 3])],
+                             [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", [2, 3])],
+                             [numpy_helper.from_array(np.array(v, dtype=np.int64), n)
+                              for n, v in (("two", 2), ("zero", 0), ("one", 1))])
+    limit = np.array(5, dtype=np.int64)
+    acc = x.copy()
+    for i in range(int(limit)):
+        acc = acc * np.float32(0.5) + (x if i % 2 == 0 else -x)
+    add("control_while_if.onnx", 0, 0, "-",
+        "valid: a Loop with no trip count, stopped by its condition, with a run-time If inside its body",
+        needs_op="Loop", inputs=[save_npy("control_while_if.x.npy", x), save_npy("control_while_if.limit.npy", limit)],
+        outputs=[("acc.npy", save_npy("control_while_if.acc.npy", acc))],
+        data=model([helper.make_node("Loop", ["", "true", "x"], ["acc"], name="loop", body=body)],
+                   [vi("x", [2, 3]), vi("limit", [], I64)], [vi("acc", [2, 3])],
+                   [numpy_helper.from_array(np.array(0.5, dtype=np.float32), "half"),
+                    numpy_helper.from_array(np.array(True), "true")]))
+
+    # Scan (opset 11) with two scan inputs on different axes, one reversed,
+    # and two scan outputs on axis 1, one reversed
+    body = helper.make_graph([helper.make_node("Add", ["s_in", "xt"], ["s_out"]),
+                              helper.make_node("Mul", ["s_out", "yt"], ["o1"]),
+                              helper.make_node("Identity", ["xt"], ["o2"])], "body",
+                             [vi("s_in", [3]), vi("xt", [3]), vi("yt", [3])], [vi("s_out", [3]), vi("o1", [3]), vi("o2", [3])])
+    s0 = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+    xs = np.arange(12, dtype=np.float32).reshape(3, 4) / 4 - 1
+    ys = np.arange(12, dtype=np.float32).reshape(4, 3) / 8
+    state, o1 = s0.copy(), np.zeros((3, 4), dtype=np.float32)
+    for t in range(4):
+        state = state + xs[:, 3 - t]
+        o1[:, t] = state * ys[t]
+    add("control_scan_axes.onnx", 0, 0, "-",
+        "valid: Scan with scan input and output axes and directions", needs_op="Scan",
+        inputs=[save_npy("control_scan_axes.s0.npy", s0), save_npy("control_scan_axes.x.npy", xs),
+                save_npy("control_scan_axes.y.npy", ys)],
+        outputs=[("s.npy", save_npy("control_scan_axes.s.npy", state)), ("a.npy", save_npy("control_scan_axes.a.npy", o1)),
+                 ("b.npy", save_npy("control_scan_axes.b.npy", xs))],
+        data=model([helper.make_node("Scan", ["s0", "x", "y"], ["s", "a", "b"], name="scan", num_scan_inputs=2, body=body,
+                                     scan_input_axes=[1, 0], scan_input_directions=[1, 0], scan_output_axes=[1, -1],
+                                     scan_output_directions=[0, 1])],
+                   [vi("s0", [3]), vi("x", [3, 4]), vi("y", [4, 3])], [vi("s", [3]), vi("a", [3, 4]), vi("b", [3, 4])],
+                   opset=11))
+
 
 def gen_structure():
     relu = lambda i, o, n: helper.make_node("Relu", [i], [o], name=n)
