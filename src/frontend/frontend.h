@@ -30,7 +30,8 @@ korch_status korch_graph_infer(korch_graph *g, const korch_input_shape *override
 
 /* The node part of korch_graph_infer, for a graph whose inputs are bound
  * (also subgraphs): infers every node in order, folds constants and
- * resolves Ifs whose condition is constant. */
+ * resolves Ifs whose condition is constant and unrolls short Loops
+ * (docs/control-flow.md). */
 korch_status korch_graph_infer_nodes(korch_graph *g);
 
 /* Parses "a=1x3x224x224;b=1x128" (also ',' between dims). Names point into

@@ -51,6 +51,7 @@ void korch_graph_free(korch_graph *g) {
     free(g->outputs);
     free(g->captures);
     free(g->capture_slots);
+    free(g->unusable);
     free(g->name);
     free(g->model_dir);
     korch_strmap_free(&g->value_index);

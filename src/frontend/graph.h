@@ -109,6 +109,10 @@ typedef struct korch_graph {
     int n_captures;
     int *captures;
     int *capture_slots;
+    /* An If branch that cannot be inferred at the model's shapes (the branch
+     * a run-time condition never takes for them): why, or NULL. Running it
+     * is an error; the If takes its types from the other branch. */
+    char *unusable;
 } korch_graph;
 
 korch_status korch_graph_create(korch_graph **out);

@@ -55,6 +55,7 @@ static korch_status clone_into(const korch_graph *g, korch_graph *c) {
     c->model_dir = dup(g->model_dir);
     c->ir_version = g->ir_version;
     c->depth = g->depth;
+    c->unusable = dup(g->unusable);
     c->opsets = calloc((size_t)g->n_opsets + 1, sizeof *c->opsets);
     if (!c->name || (g->model_dir && !c->model_dir) || !c->opsets)
         return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");

@@ -218,6 +218,13 @@ korch_status korch_graph_infer_nodes(korch_graph *g) {
                 again = true;
                 continue;
             }
+            bool unrolled = false;
+            st = korch_graph_unroll_loop(g, ni, &unrolled);
+            if (st != KORCH_OK) break;
+            if (unrolled) {
+                again = true;
+                continue;
+            }
             st = infer_node(g, ni, &fold_budget);
             if (st == KORCH_OK && !g->nodes[ni].dead && g->nodes[ni].n_implicit_inputs)
                 st = korch_subgraph_drop_constant_captures(g, ni);

@@ -17,13 +17,20 @@
 #include "frontend/subgraph.h"
 #include "ops/op.h"
 
-/* A fresh value named like `base`, or with a "__inlinedN" suffix. */
-static int fresh_value(korch_graph *g, const char *base) {
+/* A fresh value named like `base`, or `base` + `hint`, or with an
+ * "__inlinedN" suffix. */
+static int fresh_value(korch_graph *g, const char *base, const char *hint) {
     if (korch_graph_find_value(g, base) < 0) return korch_graph_intern_value(g, base);
-    size_t len = strlen(base) + 32;
+    size_t len = strlen(base) + strlen(hint) + 32;
     char *name = malloc(len);
     if (!name) return -1;
     int v = -1;
+    snprintf(name, len, "%s%s", base, hint);
+    if (*hint && korch_graph_find_value(g, name) < 0) {
+        v = korch_graph_intern_value(g, name);
+        free(name);
+        return v;
+    }
     for (int k = 1; k > 0; k++) { /* at most n_values tries: each miss is a distinct value */
         snprintf(name, len, "%s__inlined%d", base, k);
         if (korch_graph_find_value(g, name) < 0) {
@@ -35,7 +42,7 @@ static int fresh_value(korch_graph *g, const char *base) {
     return v;
 }
 
-static korch_status add_identity(korch_graph *g, int from, int to, const char *if_name, int k) {
+korch_status korch_graph_add_identity(korch_graph *g, int from, int to, const char *if_name, int k) {
     int ni = korch_graph_add_node(g);
     if (ni < 0) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     korch_node *n = &g->nodes[ni];
@@ -90,6 +97,43 @@ static korch_status move_node(korch_graph *g, korch_node *m, const int *map, con
     return KORCH_OK;
 }
 
+korch_status korch_graph_inline_subgraph(korch_graph *g, int owner, korch_graph *sub, int *map, const char *prefix,
+                                         const char *hint) {
+    korch_status st = KORCH_OK;
+    for (int c = 0; c < sub->n_captures && st == KORCH_OK; c++) {
+        int slot = sub->capture_slots[c];
+        if (slot >= 0) map[sub->captures[c]] = g->nodes[owner].inputs[slot];
+        else if (!sub->values[sub->captures[c]].is_constant) /* dropped only when constant */
+            st = korch_error(KORCH_ERR_INTERNAL, "inlining: capture %d is unbound", c);
+    }
+    for (int v = 0; v < sub->n_values && st == KORCH_OK; v++) {
+        korch_value *bv = &sub->values[v];
+        if (map[v] >= 0 || (bv->is_outer_scope && !bv->is_constant)) continue;
+        int nv = fresh_value(g, bv->name, hint);
+        if (nv < 0) {
+            st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
+        bv = &sub->values[v];
+        korch_value *gv = &g->values[nv];
+        gv->declared_dtype = bv->declared_dtype;
+        gv->has_declared_shape = bv->has_declared_shape;
+        gv->declared_shape = bv->declared_shape;
+        if (bv->is_constant) { /* moved, or borrowed as it was */
+            gv->constant = bv->constant;
+            bv->constant.owns_data = false;
+            gv->is_constant = true;
+            gv->dtype = gv->constant.dtype;
+            gv->shape = gv->constant.shape;
+            gv->has_shape = true;
+        }
+        map[v] = nv;
+    }
+    for (int i = 0; i < sub->n_nodes && st == KORCH_OK; i++)
+        if (!sub->nodes[i].dead) st = move_node(g, &sub->nodes[i], map, prefix);
+    return st;
+}
+
 korch_status korch_graph_inline_if(korch_graph *g, int ni, bool then_branch) {
     korch_node *n = &g->nodes[ni];
     char nbuf[160];
@@ -107,42 +151,12 @@ korch_status korch_graph_inline_if(korch_graph *g, int ni, bool then_branch) {
     int *map = malloc(((size_t)b->n_values + 1) * sizeof *map);
     korch_status st = if_name && map ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     for (int v = 0; v < b->n_values && st == KORCH_OK; v++) map[v] = -1;
-    for (int c = 0; c < b->n_captures && st == KORCH_OK; c++) {
-        int slot = b->capture_slots[c];
-        if (slot < 0) /* dropped as a constant: cannot happen before inference */
-            st = korch_error(KORCH_ERR_INTERNAL, "node \"%s\" (If): capture %d is unbound", nbuf, c);
-        else map[b->captures[c]] = g->nodes[ni].inputs[slot];
-    }
-    for (int v = 0; v < b->n_values && st == KORCH_OK; v++) {
-        korch_value *bv = &b->values[v];
-        if (bv->is_outer_scope) continue;
-        int nv = fresh_value(g, bv->name);
-        if (nv < 0) {
-            st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-            break;
-        }
-        bv = &b->values[v];
-        korch_value *gv = &g->values[nv];
-        gv->declared_dtype = bv->declared_dtype;
-        gv->has_declared_shape = bv->has_declared_shape;
-        gv->declared_shape = bv->declared_shape;
-        if (bv->is_constant) { /* moved */
-            gv->constant = bv->constant;
-            bv->constant.owns_data = false;
-            gv->is_constant = true;
-            gv->dtype = gv->constant.dtype;
-            gv->shape = gv->constant.shape;
-            gv->has_shape = true;
-        }
-        map[v] = nv;
-    }
-    for (int i = 0; i < b->n_nodes && st == KORCH_OK; i++)
-        if (!b->nodes[i].dead) st = move_node(g, &b->nodes[i], map, if_name);
+    if (st == KORCH_OK) st = korch_graph_inline_subgraph(g, ni, b, map, if_name, "");
     for (int k = 0; k < b->n_outputs && st == KORCH_OK; k++) {
         int out = g->nodes[ni].outputs[k];
         if (out < 0) continue;
         g->values[out].producer = -1;
-        st = add_identity(g, map[b->outputs[k]], out, if_name, k);
+        st = korch_graph_add_identity(g, map[b->outputs[k]], out, if_name, k);
     }
     if (st == KORCH_OK) g->nodes[ni].dead = true;
     free(map);

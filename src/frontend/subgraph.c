@@ -197,6 +197,14 @@ int korch_graph_report_control_flow(const korch_graph *g, FILE *f) {
         char nbuf[160], vbuf[160];
         korch_printable(n->name, nbuf, sizeof nbuf);
         if (is_if) {
+            for (int b = 0; b < 2; b++) {
+                const korch_graph *br = korch_node_subgraph(n, b ? "else_branch" : "then_branch");
+                if (br && br->unusable)
+                    fprintf(f,
+                            "korch: note: node \"%s\" (If): its %s cannot run at these input shapes, so running "
+                            "it is an error (%s)\n",
+                            nbuf, b ? "else_branch" : "then_branch", br->unusable);
+            }
             int src = n->inputs[0] >= 0 ? graph_input_behind(g, n->inputs[0]) : -1;
             if (src >= 0)
                 fprintf(f,

@@ -30,6 +30,24 @@ korch_status korch_graph_inline_if(korch_graph *g, int ni, bool then_branch);
 /* A deep copy (subgraphs included; borrowed constants stay borrowed). */
 korch_status korch_graph_clone(const korch_graph *g, korch_graph **out);
 
+/* Moves the live nodes of `sub` (a subgraph of node `owner` of g, or a copy
+ * of one; its nodes lose their attributes) into g, named prefix/NAME. map
+ * (sub->n_values entries) gives the g value for each sub value: entries
+ * preset >= 0 are kept (bound inputs), captures map to the owner's inputs,
+ * every other value gets a fresh g value (its own name, else name + hint,
+ * else a numbered suffix) and constants move with it. */
+korch_status korch_graph_inline_subgraph(korch_graph *g, int owner, korch_graph *sub, int *map, const char *prefix,
+                                         const char *hint);
+/* Appends `to = Identity(from)`, named if_name/output_k. */
+korch_status korch_graph_add_identity(korch_graph *g, int from, int to, const char *if_name, int k);
+
+/* Unrolls Loop node `ni` when its trip count is a constant of at most
+ * KORCH_LOOP_UNROLL_MAX and its condition provably stays true for that many
+ * iterations (unroll_loop.c): the body is inlined once per iteration with
+ * the iteration number as a constant. *done says whether it did. */
+#define KORCH_LOOP_UNROLL_MAX 16
+korch_status korch_graph_unroll_loop(korch_graph *g, int ni, bool *done);
+
 /* The GRAPH attribute `name` of a node, or NULL. */
 korch_graph *korch_node_subgraph(const korch_node *n, const char *name);
 

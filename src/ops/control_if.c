@@ -4,6 +4,9 @@
  * static shapes, so both branches must give every output the same dtype and
  * shape. The chosen branch runs in the reference executor. */
 #include <stdlib.h>
+#include <string.h>
+
+#include "korch.h"
 
 #include "ops/control_flow.h"
 
@@ -17,16 +20,38 @@ static korch_status check_condition(korch_op_ctx *ctx) {
     return KORCH_OK;
 }
 
+/* A branch that does not infer at these shapes may still be one the
+ * condition never takes for them (silero-vad's 8 kHz branch, given 16 kHz
+ * frames): like ONNX Runtime, korch accepts the If as long as the other
+ * branch infers, and refuses to run the failed branch. */
 static korch_status infer_if(korch_op_ctx *ctx) {
     KORCH_TRY(check_condition(ctx));
     korch_graph *br[2];
     static const char *const names[2] = {"then_branch", "else_branch"};
+    korch_status st[2];
     for (int b = 0; b < 2; b++) {
         KORCH_TRY(korch_control_subgraph(ctx, names[b], &br[b]));
         if (br[b]->n_outputs != ctx->n_outputs)
             return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "%s has %d outputs, the node %d", names[b],
                                   br[b]->n_outputs, ctx->n_outputs);
-        KORCH_TRY(korch_control_infer(ctx, br[b], names[b], NULL, 0));
+        free(br[b]->unusable);
+        br[b]->unusable = NULL;
+        st[b] = korch_control_infer(ctx, br[b], names[b], NULL, 0);
+        if (st[b] == KORCH_ERR_OUT_OF_MEMORY || st[b] == KORCH_ERR_INTERNAL) return st[b];
+        if (st[b] != KORCH_OK && !(br[b]->unusable = strdup(korch_last_error())))
+            return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    if (st[0] != KORCH_OK && st[1] != KORCH_OK)
+        return korch_op_error(ctx, st[1], "neither branch can run at these shapes; then_branch: %s; else_branch: %s",
+                              br[0]->unusable, br[1]->unusable);
+    if (st[0] != KORCH_OK || st[1] != KORCH_OK) {
+        korch_error_clear();
+        int ok = st[0] == KORCH_OK ? 0 : 1;
+        for (int k = 0; k < ctx->n_outputs; k++) {
+            korch_tensor t = korch_control_output_type(br[ok], k);
+            korch_op_set_output(ctx, k, t.dtype, &t.shape);
+        }
+        return KORCH_OK;
     }
     for (int k = 0; k < ctx->n_outputs; k++) {
         korch_tensor t = korch_control_output_type(br[0], k), e = korch_control_output_type(br[1], k);
@@ -49,6 +74,9 @@ static korch_status run_if(korch_op_ctx *ctx) {
     bool cond = ((const uint8_t *)ctx->inputs[0]->data)[0] != 0;
     korch_graph *b;
     KORCH_TRY(korch_control_subgraph(ctx, cond ? "then_branch" : "else_branch", &b));
+    if (b->unusable)
+        return korch_op_error(ctx, KORCH_ERR_SHAPE, "the condition takes the %s, which cannot run at these shapes: %s",
+                              cond ? "then_branch" : "else_branch", b->unusable);
     korch_tensor *outs = calloc((size_t)ctx->n_outputs + 1, sizeof *outs);
     if (!outs) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     korch_status st = KORCH_OK;

@@ -3,8 +3,8 @@
 # control-flow models of the bad-input corpus:
 #   - `korch check` notes a run-time If and names the graph input behind it,
 #     and says nothing for an If resolved at load;
-#   - `korch optimize` makes a plan (a run-time If or a Loop as an opaque
-#     kernel, a resolved If inlined) and `korch run PLAN` gives the outputs
+#   - `korch optimize` makes a plan (a run-time If, a while-Loop or a Scan as
+#     an opaque kernel; a resolved If inlined, a short Loop unrolled) and `korch run PLAN` gives the outputs
 #     stored in the corpus.
 # usage: run_control_flow.sh KORCH CORPUS_DIR TENSOR_COMPARE_TOOL WORK_DIR
 set -u
@@ -26,6 +26,15 @@ else fail "check control_if_nested.onnx: $(cat "$work/out" "$work/err")"; fi
 "$korch" check "$corpus/control_if_shape.onnx" >"$work/out" 2>"$work/err"
 if [ $? -eq 0 ] && ! grep -q "note:" "$work/out"; then pass "check: an If on a shape is resolved, no note"
 else fail "check control_if_shape.onnx: $(cat "$work/out" "$work/err")"; fi
+
+"$korch" check "$corpus/control_loop.onnx" >"$work/out" 2>"$work/err"
+if [ $? -eq 0 ] && ! grep -q "note:" "$work/out"; then pass "check: a Loop of 3 iterations is unrolled, no note"
+else fail "check control_loop.onnx: $(cat "$work/out" "$work/err")"; fi
+
+"$korch" check "$corpus/control_while_if.onnx" >"$work/out" 2>"$work/err"
+if [ $? -eq 0 ] && grep -q 'node "loop" (Loop): runs as one opaque kernel' "$work/out"; then
+    pass "check notes a Loop with no trip count"
+else fail "check control_while_if.onnx: $(cat "$work/out" "$work/err")"; fi
 
 # optimize_and_run NAME INPUTS... -- OUTPUT:EXPECTED...
 optimize_and_run() {
@@ -58,6 +67,9 @@ optimize_and_run() {
 optimize_and_run control_if_nested control_if_nested.x.npy control_if_nested.c.npy -- y.npy:control_if_nested.y.npy
 optimize_and_run control_if_shape control_if_shape.x.npy -- y.npy:control_if_shape.y.npy
 optimize_and_run control_loop control_loop.x.npy -- acc.npy:control_loop.acc.npy scan.npy:control_loop.scan.npy
+optimize_and_run control_while_if control_while_if.x.npy control_while_if.limit.npy -- acc.npy:control_while_if.acc.npy
+optimize_and_run control_scan_axes control_scan_axes.s0.npy control_scan_axes.x.npy control_scan_axes.y.npy -- \
+    s.npy:control_scan_axes.s.npy a.npy:control_scan_axes.a.npy b.npy:control_scan_axes.b.npy
 
 echo "control-flow: $ok ok, $failed failed"
 [ "$failed" -eq 0 ]
