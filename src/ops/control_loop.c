@@ -165,6 +165,31 @@ static korch_status evaluate_loop(korch_op_ctx *ctx, const korch_graph *body, co
     return st;
 }
 
+/* Whether the loop certainly runs its whole trip count: its condition
+ * input is absent or a constant true, and the body hands the condition on
+ * unchanged (as it is, or through Identity) or folds it to a constant true.
+ * Scan outputs are planned for the whole trip count, so a Loop that may
+ * stop earlier has scan outputs of a run-time length. */
+static bool condition_stays(const korch_op_ctx *ctx, const korch_graph *body) {
+    if (korch_op_has_input(ctx, 1)) {
+        const korch_tensor *c = ctx->inputs[1];
+        if (!c->data || !((const uint8_t *)c->data)[0]) return false;
+    }
+    int v = body->outputs[0];
+    for (int hops = 0; hops < 64; hops++) {
+        const korch_value *val = &body->values[v];
+        if (v == body->inputs[1]) return true;
+        if (val->is_constant)
+            return val->constant.dtype == KORCH_DTYPE_BOOL && korch_shape_numel(&val->constant.shape) == 1 &&
+                   ((const uint8_t *)val->constant.data)[0];
+        if (val->producer < 0) return false;
+        const korch_node *p = &body->nodes[val->producer];
+        if (strcmp(p->op_type, "Identity") != 0 || p->n_inputs < 1 || p->inputs[0] < 0) return false;
+        v = p->inputs[0];
+    }
+    return false;
+}
+
 static korch_status infer_loop(korch_op_ctx *ctx) {
     korch_graph *body;
     loop_shape ls;
@@ -198,6 +223,15 @@ static korch_status infer_loop(korch_op_ctx *ctx) {
                                 korch_dtype_name(out.dtype), korch_shape_format(&out.shape, b, sizeof b));
         else korch_op_set_output(ctx, k, out.dtype, &out.shape);
     }
+    if (st == KORCH_OK && ls.n_scan && korch_op_has_input(ctx, 1) && !ctx->inputs[1]->data)
+        st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
+                            "has scan outputs, so their length needs a loop that runs its whole trip count, and its "
+                            "condition input \"%s\" is not a constant; korch needs static shapes",
+                            korch_op_input_name(ctx, 1));
+    if (st == KORCH_OK && ls.n_scan && !condition_stays(ctx, body))
+        st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
+                            "has scan outputs and a condition that can stop it before its trip count at run time, so "
+                            "their length is known only at run time; korch plans static shapes");
     for (int k = 0; k < ls.n_scan && st == KORCH_OK; k++) {
         korch_tensor out = korch_control_output_type(body, 1 + ls.n_carried + k);
         if (ls.m < 0) {
