@@ -1,5 +1,6 @@
 #include "cli/cli_orchestrate.h"
 
+#include "frontend/subgraph.h"
 #include "io/npy.h"
 #include "profile/profile.h"
 
@@ -185,6 +186,7 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
     if (korch_plan_model_load(a->model, a->shapes.items, a->shapes.count, &s->model) != KORCH_OK)
         return korch_cli_fail();
     FILE *log = a->quiet ? NULL : stdout;
+    if (log) korch_graph_report_control_flow(s->model.graph, log); /* what is not optimized, and why */
     if (log) {
         int live = 0;
         for (int i = 0; i < s->model.graph->n_nodes; i++) live += !s->model.graph->nodes[i].dead;
