@@ -76,20 +76,24 @@ static bool check_key(const korch_plan *plan, const korch_graph *g, const char *
     }
     bool ok = !t.failed && t.s;
     if (ok) korch_sha256_hex(t.s, t.len, key);
-    /* the machine part: every backend's fingerprint (compiler, oneDNN, CPU, korch version) */
-    t.len = 0;
-    for (int b = 0; ok && b < KORCH_BACKEND_COUNT; b++) {
-        char fp[33];
-        if (korch_verify_fingerprint((korch_backend_kind)b, threads > 0 ? threads : 1, fp) != KORCH_OK) {
-            korch_error_clear();
-            ok = false;
-        }
-        put(&t, "%s;", fp);
-    }
-    ok = ok && !t.failed;
-    if (ok) korch_sha256_hex(t.s, t.len, machine);
     free(t.s);
-    return ok;
+    return ok && korch_plan_verdict_machine(threads > 0 ? threads : 1, machine);
+}
+
+bool korch_plan_verdict_machine(int threads, char machine[65]) {
+    /* every backend's fingerprint (compiler, oneDNN, CPU, korch version, rules) */
+    char text[KORCH_BACKEND_COUNT * 34 + 1];
+    size_t len = 0;
+    for (int b = 0; b < KORCH_BACKEND_COUNT; b++) {
+        char fp[33];
+        if (korch_verify_fingerprint((korch_backend_kind)b, threads, fp) != KORCH_OK) {
+            korch_error_clear();
+            return false;
+        }
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s;", fp);
+    }
+    korch_sha256_hex(text, len, machine);
+    return true;
 }
 
 /* detail holds the per-output numbers: "worst max_abs;" in graph-output order */

@@ -181,6 +181,9 @@ bool korch_plan_verdict_lookup(const korch_plan *plan, const korch_graph *g, con
                                const korch_verify_options *options, korch_plan_check *out);
 void korch_plan_verdict_store(const korch_plan *plan, const korch_graph *g, const char *model_sha256,
                               const korch_verify_options *options, const korch_plan_check *c);
+/* The machine column of plan verdicts for a thread count (korch db tells
+ * this machine's verdicts from foreign ones by it). */
+bool korch_plan_verdict_machine(int threads, char machine[65]);
 
 /* ---- verifier.c --------------------------------------------------------------
  * Kernel verification for the orchestrator: korch_verify_kernels with the
