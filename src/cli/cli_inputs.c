@@ -60,3 +60,25 @@ int korch_cli_input_fits(const korch_value *v, const korch_shape *file_shape, co
         fprintf(stderr, " (rank %d, the file has rank %d)\n", want->rank, file_shape->rank);
     return 1;
 }
+
+void korch_cli_print_outputs(const korch_graph *g, const korch_tensor *outputs) {
+    for (int i = 0; i < g->n_outputs; i++) {
+        const korch_tensor *t = &outputs[i];
+        char name[200], dims[160];
+        printf("output \"%s\": %s %s", korch_printable(g->values[g->outputs[i]].name, name, sizeof name),
+               korch_dtype_name(t->dtype), korch_shape_format(&t->shape, dims, sizeof dims));
+        int64_t n = korch_tensor_numel(t);
+        if (t->dtype == KORCH_DTYPE_FLOAT32 && t->data && n > 0) {
+            const float *x = t->data;
+            double lo = x[0], hi = x[0], sum = 0;
+            for (int64_t e = 0; e < n; e++) {
+                lo = x[e] < lo ? x[e] : lo;
+                hi = x[e] > hi ? x[e] : hi;
+                sum += x[e];
+            }
+            printf(", min %.6g, max %.6g, mean %.6g", lo, hi, sum / (double)n);
+        }
+        printf("\n");
+    }
+    fprintf(stderr, "korch: note: the outputs were not written; --output-dir DIR writes one .npy file per output\n");
+}

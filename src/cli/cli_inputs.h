@@ -20,4 +20,9 @@ const char *korch_cli_declared_shape(const korch_value *v, char *buf, size_t siz
  * "korch: error:" line naming the file, its shape and the input's shape. */
 int korch_cli_input_fits(const korch_value *v, const korch_shape *file_shape, const char *path);
 
+/* `korch run` without --output-dir or --bench: one line per graph output on
+ * stdout (name, dtype, shape, range of a float32 output), then a note on
+ * stderr that nothing was written, so that a run is never silent. */
+void korch_cli_print_outputs(const korch_graph *g, const korch_tensor *outputs);
+
 #endif

@@ -274,6 +274,7 @@ int korch_cmd_run(int argc, char **argv) {
         rc = korch_cli_fail();
         goto done;
     }
+    if (!out_dir && !bench) korch_cli_print_outputs(g, outputs); /* never a silent run */
     if (out_dir) {
         if ((rc = korch_cli_make_output_dir("--output-dir", out_dir))) goto done;
         for (int i = 0; i < g->n_outputs; i++) {
