@@ -80,5 +80,6 @@ void korch_cli_print_outputs(const korch_graph *g, const korch_tensor *outputs) 
         }
         printf("\n");
     }
+    fflush(stdout); /* the note after the lines it is about, also through a pipe */
     fprintf(stderr, "korch: note: the outputs were not written; --output-dir DIR writes one .npy file per output\n");
 }

@@ -74,7 +74,10 @@ static void swap_bytes(void *data, size_t count, size_t width) {
 korch_status korch_npy_parse(const uint8_t *data, size_t size, const char *what, korch_tensor *out) {
     memset(out, 0, sizeof *out);
     if (size < 10 || memcmp(data, "\x93NUMPY", 6) != 0)
-        return korch_error(KORCH_ERR_PARSE, "%s: not a .npy file (bad magic)", what);
+        return korch_error(KORCH_ERR_PARSE,
+                           "%s: not a .npy file (bad magic); a tensor file is a NumPy .npy file or an ONNX "
+                           "TensorProto named .pb",
+                           what);
     int major = data[6];
     size_t header_len, offset;
     if (major == 1) {
