@@ -82,7 +82,7 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
     korch_progress bar;
     long done_count = 0, timed = 0, from_db = 0, provisional = 0;
     double start_ms = korch_now_ms();
-    korch_progress_begin(&bar, "profiling", remaining, options->progress);
+    korch_progress_begin(&bar, options->estimated ? "estimating" : "profiling", remaining, options->progress);
     for (int size = 1; size <= max_size && st == KORCH_OK; size++) {
         for (int kind = 0; kind < KORCH_BACKEND_COUNT && st == KORCH_OK; kind++) {
             int n_batch = 0;

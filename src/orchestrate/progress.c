@@ -46,6 +46,7 @@ static void plain_line(korch_progress *p) {
     double elapsed = (korch_now_ms() - p->start_ms) / 1e3;
     char spent[32], left[32];
     format_seconds(elapsed, spent, sizeof spent);
+    fflush(stdout); /* after the log lines before it, in a 2>&1 log */
     if (done >= total) {
         fprintf(stderr, "korch: %s %ld/%ld, done in %s\n", p->label, done, total, spent);
     } else if (p->ending) {
