@@ -39,10 +39,14 @@ test: build sanitize
 demo: build
 	@scripts/demo.sh $(BUILD)/korch
 
+# models and bench need onnx, onnxruntime and matplotlib from PyPI (bench also
+# openvino): scripts/python-env.sh installs them into build/venv first.
 models:
+	@scripts/python-env.sh --quiet
 	@scripts/build-models.sh
 
 bench: build
+	@scripts/python-env.sh --quiet
 	@scripts/bench.sh --korch-cold $(BENCH_ARGS)
 	@bench/realzoo/run.sh $(REALZOO_ARGS)
 

@@ -67,6 +67,8 @@ typedef struct korch_orchestrate_options {
     bool drop_dominated; /* leave out candidates whose split costs no more (solve.c) */
     bool progress; /* progress bar on stderr (only on a terminal) */
     FILE *log; /* statistics; NULL: quiet */
+    bool estimated; /* the oracle estimates (korch_kernel_oracle_estimate): the log says so
+                       rather than speaking of measuring and tuning */
     /* Tuning (phase 2): the optimal strategy tunes the kernels of the greedy
      * plan too (then optimal <= greedy holds between tuned plans) */
     bool tune_greedy;

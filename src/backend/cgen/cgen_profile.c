@@ -139,7 +139,7 @@ static korch_status quick_run(cg_session *S, korch_profile_result *results) {
     S->stats->fork_join_us = cg_fork_join_us(S->threads);
     bool busy = S->stats->fork_join_us > env_int("KORCH_BUSY_US", 100);
     static bool told;
-    if (busy && !told && env_int("KORCH_TUNE_LOG", 1) >= 1) {
+    if (busy && !told && env_int("KORCH_TUNE_LOG", 1) >= 1 && !(S->options && S->options->quiet)) {
         fprintf(stderr,
                 "korch cgen: the machine is busy (an empty parallel region of %d threads takes %.0f us): quick "
                 "profiling times serial schedules\n",
@@ -329,7 +329,8 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
     last_stats.total_s = korch_now_s() - t_start;
     const char *lv = getenv("KORCH_TUNE_LOG");
     bool log = !(lv && strcmp(lv, "0") == 0);
-    if (st == KORCH_OK && S.n_jobs > 0 && !quick && (log || (options && options->progress)))
+    bool quiet = options && options->quiet;
+    if (st == KORCH_OK && S.n_jobs > 0 && !quick && !quiet && (log || (options && options->progress)))
         fprintf(stderr,
                 "korch cgen: %d kernels (%d from the database, %d unsupported, %d tuned, %d cut short by the budget): "
                 "%d schedules timed (%d stopped early), %d functions compiled in %d compiler runs (%.2f s), timing "
