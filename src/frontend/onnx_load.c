@@ -156,6 +156,17 @@ static korch_status convert_attr(const Onnx__AttributeProto *ap, korch_attr *a, 
         if (!a->ints) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
         if (ap->n_ints) memcpy(a->ints, ap->ints, ap->n_ints * sizeof(int64_t));
         break;
+    case KORCH_ATTR_STRINGS:
+        a->strings = calloc(ap->n_strings + 1, sizeof *a->strings);
+        if (!a->strings) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        a->count = (int)ap->n_strings;
+        for (size_t k = 0; k < ap->n_strings; k++) {
+            a->strings[k] = malloc(ap->strings[k].len + 1);
+            if (!a->strings[k]) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+            if (ap->strings[k].len) memcpy(a->strings[k], ap->strings[k].data, ap->strings[k].len);
+            a->strings[k][ap->strings[k].len] = '\0';
+        }
+        break;
     case KORCH_ATTR_TENSOR:
         if (!ap->t)
             return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): tensor attribute \"%s\" has no tensor",
