@@ -13,7 +13,8 @@
  * `clip` bounds every gate pre-activation. With sequence_lens, batch row b
  * runs its first len[b] steps (backwards from len[b]-1 for the reverse
  * direction), Y is zero past them, and Y_h / Y_c hold the state after the
- * last step the row ran (the initial state when len[b] is 0). */
+ * last step the row ran (zero when len[b] is 0, as in ONNX Runtime; the
+ * spec does not say). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,8 @@ korch_status korch_rnn_run(korch_op_ctx *ctx) {
                 step(&a);
                 if (Y) memcpy((float *)Y->data + korch_rnn_y_offset(&g, t, d, b), h, (size_t)H * sizeof *h);
             }
+            /* a row of length 0 has no last step: zero, as ONNX Runtime writes it */
+            if (len == 0) memset(h, 0, (size_t)(2 * H) * sizeof *h);
             if (YH) memcpy((float *)YH->data + so, h, (size_t)H * sizeof *h);
             if (YC) memcpy((float *)YC->data + so, c, (size_t)H * sizeof *c);
         }
