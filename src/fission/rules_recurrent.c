@@ -166,20 +166,25 @@ static void run_direction(korch_fission_ctx *ctx, const korch_rnn_geometry *g, i
     int one = g->kind == KORCH_RNN_GRU || g->input_forget ? fission_scalar(ctx, 1.0, KORCH_DTYPE_FLOAT32) : -1;
     /* GRU: the z and r gates read h R[zr]^T; the candidate reads h Rh^T
      * (linear_before_reset) or (r . h) Rh^T */
-    int r_zr = g->kind == KORCH_RNN_GRU ? block(ctx, r, 0, H, 0, 2 * H) : -1;
-    int r_h = g->kind == KORCH_RNN_GRU ? block(ctx, r, 0, H, 2 * H, H) : -1;
+    bool split = g->kind == KORCH_RNN_GRU && !g->linear_before_reset;
+    int r_zr = split ? block(ctx, r, 0, H, 0, 2 * H) : -1;
+    int r_h = split ? block(ctx, r, 0, H, 2 * H, H) : -1;
     for (int64_t s = 0; s < T; s++) {
         int64_t t = korch_rnn_backwards(g, d) ? T - 1 - s : s;
         int xt = block(ctx, xp, t * B, B, 0, GH);
         switch (g->kind) {
         case KORCH_RNN_SIMPLE: h = gate(ctx, g, &act[0], add(ctx, xt, matmul(ctx, h, r))); break;
         case KORCH_RNN_GRU: {
-            int pre = add(ctx, block(ctx, xt, 0, B, 0, 2 * H), matmul(ctx, h, r_zr));
+            /* linear_before_reset (PyTorch's GRU): one h R^T product for all
+             * three gates; otherwise the candidate's product waits for r */
+            int hr_all = g->linear_before_reset ? matmul(ctx, h, r) : -1;
+            int hzr = g->linear_before_reset ? block(ctx, hr_all, 0, B, 0, 2 * H) : matmul(ctx, h, r_zr);
+            int pre = add(ctx, block(ctx, xt, 0, B, 0, 2 * H), hzr);
             int z = gate(ctx, g, &act[0], block(ctx, pre, 0, B, 0, H));
             int rr = gate(ctx, g, &act[0], block(ctx, pre, 0, B, H, H));
             int xh = block(ctx, xt, 0, B, 2 * H, H), n;
             if (g->linear_before_reset) {
-                int hr = matmul(ctx, h, r_h);
+                int hr = block(ctx, hr_all, 0, B, 2 * H, H);
                 if (rbh >= 0) hr = add(ctx, hr, rbh);
                 n = gate(ctx, g, &act[1], add(ctx, xh, mul(ctx, rr, hr)));
             } else {
