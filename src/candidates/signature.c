@@ -65,6 +65,7 @@ static void feed_operator(hasher *h, const korch_pgraph *pg, int source_node) {
         feed_string(h, at->s);
         if (at->ints) feed_bytes(h, at->ints, (size_t)at->count * sizeof *at->ints);
         if (at->floats) feed_bytes(h, at->floats, (size_t)at->count * sizeof *at->floats);
+        for (int k = 0; at->strings && k < at->count; k++) feed_string(h, at->strings[k]);
         if (at->tensor) {
             feed(h, (uint64_t)at->tensor->dtype);
             for (int k = 0; k < at->tensor->shape.rank; k++) feed(h, (uint64_t)at->tensor->shape.dims[k]);

@@ -208,6 +208,18 @@ static void emit_opaque(korch_onnx_writer *w, const korch_pnode *n) {
             ap->floats = copy;
             break;
         }
+        case KORCH_ATTR_STRINGS: {
+            Onnx__AttributeProto *ap = korch_onnx_add_attr(w, node, a->name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS);
+            ProtobufCBinaryData *copy = korch_onnx_alloc(w, sizeof *copy * (size_t)(a->count + 1));
+            if (!ap || !copy) return;
+            for (int k = 0; k < a->count; k++) {
+                copy[k].data = (uint8_t *)korch_onnx_str(w, "%s", a->strings[k]);
+                copy[k].len = copy[k].data ? strlen(a->strings[k]) : 0;
+            }
+            ap->n_strings = (size_t)a->count;
+            ap->strings = copy;
+            break;
+        }
         case KORCH_ATTR_TENSOR: {
             Onnx__AttributeProto *ap = korch_onnx_add_attr(w, node, a->name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
             if (ap) ap->t = korch_onnx_tensor_proto(w, a->tensor, "");

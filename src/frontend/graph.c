@@ -17,6 +17,8 @@ void korch_attr_free(korch_attr *a) {
     free(a->s);
     free(a->floats);
     free(a->ints);
+    for (int k = 0; a->strings && k < a->count; k++) free(a->strings[k]);
+    free(a->strings);
     if (a->tensor) {
         korch_tensor_free(a->tensor);
         free(a->tensor);
@@ -226,6 +228,13 @@ int korch_node_attr_floats(const korch_node *n, const char *name, const float **
     const korch_attr *a = korch_node_attr(n, name);
     if (!a || a->type != KORCH_ATTR_FLOATS) return -1;
     *floats = a->floats;
+    return a->count;
+}
+
+int korch_node_attr_strings(const korch_node *n, const char *name, char *const **strings) {
+    const korch_attr *a = korch_node_attr(n, name);
+    if (!a || a->type != KORCH_ATTR_STRINGS || !a->strings) return -1;
+    *strings = a->strings;
     return a->count;
 }
 

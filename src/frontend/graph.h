@@ -33,7 +33,8 @@ typedef struct korch_attr {
     char *s;            /* NUL-terminated copy of a STRING attribute */
     float *floats;      /* FLOATS */
     int64_t *ints;      /* INTS */
-    int count;          /* elements in floats / ints */
+    char **strings;     /* STRINGS: count NUL-terminated copies (RNN activations) */
+    int count;          /* elements in floats / ints / strings */
     korch_tensor *tensor; /* TENSOR */
     struct korch_graph *graph; /* GRAPH (If branches, Loop/Scan bodies; owned) */
 } korch_attr;
@@ -139,6 +140,8 @@ const char *korch_node_attr_string(const korch_node *n, const char *name, const 
 /* INTS attribute: returns count (or -1 when absent) and sets *ints. */
 int korch_node_attr_ints(const korch_node *n, const char *name, const int64_t **ints);
 int korch_node_attr_floats(const korch_node *n, const char *name, const float **floats);
+/* STRINGS attribute: returns count (or -1 when absent) and sets *strings. */
+int korch_node_attr_strings(const korch_node *n, const char *name, char *const **strings);
 
 /* Number of inputs actually present (trailing omitted ones trimmed). */
 int korch_node_input_count(const korch_node *n);

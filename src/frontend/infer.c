@@ -67,6 +67,12 @@ static korch_status bind_graph_inputs(korch_graph *g, const korch_input_shape *o
             for (int d = 0; d < val->declared_shape.rank; d++)
                 if (val->declared_shape.dims[d] < 0) {
                     char pbuf[96];
+                    if (!val->dim_params[d] || !val->dim_params[d][0])
+                        return korch_error(KORCH_ERR_SHAPE,
+                                           "graph input \"%s\" has unknown dimension %d (the model writes it as "
+                                           "dim_value -1, an empty dim_param or no value); fix it with "
+                                           "--input-shape %s=...",
+                                           vbuf, d, vbuf);
                     return korch_error(KORCH_ERR_SHAPE,
                                        "graph input \"%s\" has symbolic dimension %d (\"%s\"); fix it with "
                                        "--input-shape %s=...",

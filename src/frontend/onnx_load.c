@@ -80,7 +80,15 @@ static korch_status read_value_info(korch_graph *g, const Onnx__ValueInfoProto *
     for (size_t d = 0; d < tt->shape->n_dim; d++) {
         const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
         s.dims[d] = -1;
-        if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+        /* Exporters (paddle2onnx, some tf2onnx) write an unknown dimension as
+         * dim_value -1, or as an empty dim_param; ONNX Runtime accepts both,
+         * so both are symbolic here (-1), named "" (docs/shapes.md). */
+        if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && dim->dim_value == -1) {
+            if (is_input) {
+                free(val->dim_params[d]);
+                val->dim_params[d] = strdup("");
+            }
+        } else if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
             if (dim->dim_value < 0 || dim->dim_value > KORCH_MAX_ELEMENTS)
                 return korch_error(KORCH_ERR_INVALID_MODEL, "value \"%s\": dimension %zu is %lld",
                                    korch_printable(vi->name, name, sizeof name), d, (long long)dim->dim_value);
@@ -152,6 +160,17 @@ static korch_status convert_attr(const Onnx__AttributeProto *ap, korch_attr *a, 
         a->ints = malloc((ap->n_ints ? ap->n_ints : 1) * sizeof(int64_t));
         if (!a->ints) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
         if (ap->n_ints) memcpy(a->ints, ap->ints, ap->n_ints * sizeof(int64_t));
+        break;
+    case KORCH_ATTR_STRINGS:
+        a->strings = calloc(ap->n_strings + 1, sizeof *a->strings);
+        if (!a->strings) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        a->count = (int)ap->n_strings;
+        for (size_t k = 0; k < ap->n_strings; k++) {
+            a->strings[k] = malloc(ap->strings[k].len + 1);
+            if (!a->strings[k]) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+            if (ap->strings[k].len) memcpy(a->strings[k], ap->strings[k].data, ap->strings[k].len);
+            a->strings[k][ap->strings[k].len] = '\0';
+        }
         break;
     case KORCH_ATTR_TENSOR:
         if (!ap->t)
