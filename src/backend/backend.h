@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "fission/pgraph.h"
+#include "ir/pgraph.h"
 
 typedef enum korch_backend_kind {
     KORCH_BACKEND_CGEN,

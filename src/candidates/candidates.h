@@ -14,7 +14,7 @@
  * of nodes is a 64-bit mask.
  *
  *     korch_candidates_build   partition + enumerate (structure only)
- *     orchestrate/profile.c    latencies, with pruning by a lower bound
+ *     orchestrate/phase1_profile.c    latencies, with pruning by a lower bound
  *     orchestrate/blp.c        the choice
  */
 #ifndef KORCH_CANDIDATES_CANDIDATES_H
@@ -25,7 +25,7 @@
 #include <stdio.h>
 
 #include "backend/backend.h"
-#include "fission/pgraph.h"
+#include "ir/pgraph.h"
 
 #define KORCH_PARTITION_MAX_NODES 64
 

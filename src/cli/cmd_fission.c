@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fission/export_onnx.h"
+#include "fission/pgraph_onnx.h"
 #include "fission/fission.h"
 
 static void help(void) {

@@ -38,7 +38,7 @@ static double program_cost(void *user, const korch_candidate *c) {
 }
 
 /* Marks the candidates of partition p that cannot beat their own split under
- * the program's costs (split.c). Leaving them out keeps the optimum: in any
+ * the program's costs (split_cost.c). Leaving them out keeps the optimum: in any
  * choice that uses such a C, the kernels of its split (recursively, down to
  * candidates that are variables) run C's nodes in a schedulable order, make
  * every value C makes, and cost no more. Single primitives, forced (greedy)

@@ -213,7 +213,7 @@ void korch_profile_set_hooks(const korch_profile_hooks *hooks);
 /* the run_ms hook applied (the identity without hooks) */
 double korch_profile_hook_run_ms(double measured_ms);
 
-/* ---- tuner.c ----------------------------------------------------------------
+/* ---- schedule_search.c------------------------------------------------------------
  * Explore, then exploit ("droplet search", Canesche et al. 2024): time the
  * start point and `explore` random points, then repeatedly time the unvisited
  * +-1 neighbours of the best point along every knob, moving to the best of

@@ -11,7 +11,7 @@
 
 #include "backend/backend.h"
 #include "candidates/candidates.h"
-#include "fission/pgraph.h"
+#include "ir/pgraph.h"
 #include "frontend/frontend.h"
 
 #define KORCH_PLAN_MAGIC "korch-plan"

@@ -7,7 +7,7 @@
 
 #include "fission/fission.h"
 #include "frontend/onnx_load.h"
-#include "layout/layout_pass.h"
+#include "relayout/relayout.h"
 #include "runtime/plan.h"
 
 /* Informative: which korch lowered the model. Whether a plan still fits is

@@ -1,6 +1,6 @@
-/* Layout primitive constructors (layout.h); the recognisers are in
- * layout_recognize.c. */
-#include "fission/layout.h"
+/* Layout primitive constructors (indexmap.h); the recognisers are in
+ * indexmap_recognize.c. */
+#include "ir/indexmap.h"
 
 #include <stdlib.h>
 #include <string.h>

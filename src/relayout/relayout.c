@@ -1,12 +1,12 @@
 /* The layout pass driver: convolutions to channels-last, then transposes
- * sunk (layout_sink.c) and cancelled until nothing moves, then the fission
- * clean-ups. See layout_pass.h and docs/layout.md. */
+ * sunk (relayout_sink.c) and cancelled until nothing moves, then the fission
+ * clean-ups. See relayout.h and docs/layout.md. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "fission/fission.h"
-#include "fission/layout.h"
-#include "layout/layout_internal.h"
+#include "ir/indexmap.h"
+#include "relayout/relayout_internal.h"
 
 korch_layout_strategy korch_layout_strategy_from_env(void) {
     const char *v = getenv("KORCH_LAYOUT");

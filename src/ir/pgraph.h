@@ -18,14 +18,14 @@
  * so transposes, slices, pads, pooling windows and nearest resizes cost no
  * memory traffic of their own once fused.
  */
-#ifndef KORCH_FISSION_PGRAPH_H
-#define KORCH_FISSION_PGRAPH_H
+#ifndef KORCH_IR_PGRAPH_H
+#define KORCH_IR_PGRAPH_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "core/tensor.h"
-#include "frontend/graph.h"
+#include "ir/graph.h"
 
 typedef enum korch_prim_kind {
     KORCH_PRIM_ELEMENTWISE,
@@ -196,7 +196,7 @@ typedef enum korch_linear_op {
 
 /* Convolutions with channels_last read an N(D)HWC input and write an N(D)HWC
  * output; the weight keeps its ONNX layout (backends reorder constant weights
- * once). The layout pass (src/layout/, docs/layout.md) sets it. */
+ * once). The layout pass (src/relayout/, docs/layout.md) sets it. */
 
 typedef struct korch_prim_linear {
     korch_linear_op op;

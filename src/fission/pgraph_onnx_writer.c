@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fission/export_internal.h"
+#include "fission/pgraph_onnx_internal.h"
 
 void *korch_onnx_alloc(korch_onnx_writer *w, size_t size) {
     if (w->n_blocks == w->cap_blocks) {

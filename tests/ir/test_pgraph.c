@@ -1,7 +1,7 @@
 /* Primitive graph construction and interpretation on hand-computed cases. */
 #include <string.h>
 
-#include "fission/pgraph.h"
+#include "ir/pgraph.h"
 #include "test.h"
 
 static int input(korch_pgraph *pg, int rank, const int64_t *dims) {

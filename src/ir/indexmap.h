@@ -6,10 +6,10 @@
  * propagate failure: an operand of -1 returns -1 at once, without touching
  * the error message, so a chain of constructors can be checked once at the
  * end. */
-#ifndef KORCH_FISSION_LAYOUT_H
-#define KORCH_FISSION_LAYOUT_H
+#ifndef KORCH_IR_INDEXMAP_H
+#define KORCH_IR_INDEXMAP_H
 
-#include "fission/pgraph.h"
+#include "ir/pgraph.h"
 
 typedef enum korch_pad_mode { KORCH_PAD_CONSTANT, KORCH_PAD_REFLECT, KORCH_PAD_EDGE, KORCH_PAD_WRAP } korch_pad_mode;
 

@@ -1,9 +1,9 @@
-/* Internals of the layout pass, shared by layout_pass.c (driver, rewrite,
- * cancellation) and layout_sink.c (moving a transpose past a consumer). */
+/* Internals of the layout pass, shared by relayout.c (driver, rewrite,
+ * cancellation) and relayout_sink.c (moving a transpose past a consumer). */
 #ifndef KORCH_LAYOUT_LAYOUT_INTERNAL_H
 #define KORCH_LAYOUT_LAYOUT_INTERNAL_H
 
-#include "layout/layout_pass.h"
+#include "relayout/relayout.h"
 
 typedef struct lp_state {
     korch_pgraph *pg;

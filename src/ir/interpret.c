@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fission/pgraph.h"
+#include "ir/pgraph.h"
 #include "ops/broadcast.h"
 #include "ops/conv_kernel.h"
 #include "ops/gemm_kernel.h"

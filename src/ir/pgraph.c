@@ -1,4 +1,4 @@
-#include "fission/pgraph.h"
+#include "ir/pgraph.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,11 +1,11 @@
-/* Layout recognisers (layout.h): read a layout node's index maps back as a
+/* Layout recognisers (indexmap.h): read a layout node's index maps back as a
  * standard operation -- whatever its tag says -- for the clean-ups and the
  * ONNX export. Syntactic checks first; exact element-by-element checks for
  * maps written differently (bounded by ENUMERATE_LIMIT). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "fission/layout.h"
+#include "ir/indexmap.h"
 
 
 static const korch_prim_layout *layout_of(const korch_pgraph *pg, int node) {

@@ -5,13 +5,13 @@
  * them, otherwise a flat Gather with a constant index tensor; opaque -> the
  * original node). The model opens in Netron and runs in ONNX Runtime and
  * `korch run`. Graph inputs and outputs keep the op graph's names. */
-#ifndef KORCH_FISSION_EXPORT_ONNX_H
-#define KORCH_FISSION_EXPORT_ONNX_H
+#ifndef KORCH_FISSION_PGRAPH_ONNX_H
+#define KORCH_FISSION_PGRAPH_ONNX_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fission/pgraph.h"
+#include "ir/pgraph.h"
 
 /* Serialised model in a malloc'ed buffer (caller frees). */
 korch_status korch_pgraph_export_onnx_buffer(const korch_pgraph *pg, uint8_t **data, size_t *size);

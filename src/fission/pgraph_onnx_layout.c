@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fission/export_internal.h"
-#include "fission/layout.h"
+#include "fission/pgraph_onnx_internal.h"
+#include "ir/indexmap.h"
 
 static const char *name_of(korch_onnx_writer *w, int v) { return w->names[v]; }
 

@@ -8,7 +8,7 @@
  * per (partition, mask). Both users rely on the same replacement argument:
  * a plan that runs C stays valid, and gets no slower, when C is replaced by
  * the kernels of a split that costs no more than C.
- *   - profile.c, before timing: a candidate whose roofline bound is not
+ *   - phase1_profile.c, before timing: a candidate whose roofline bound is not
  *     below its split is never timed (pruning by a lower bound);
  *   - solve.c, before solving: a candidate whose cost is not below its split
  *     is not a variable (it is dominated). */

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fission/layout.h"
-#include "layout/layout_internal.h"
+#include "ir/indexmap.h"
+#include "relayout/relayout_internal.h"
 
 typedef enum operand_kind { OP_SAME, OP_CANCEL, OP_SCALAR, OP_RESHAPE, OP_CONSTANT, OP_FAIL } operand_kind;
 

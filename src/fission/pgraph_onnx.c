@@ -1,12 +1,12 @@
-/* pgraph -> ONNX ModelProto (protobuf-c), see export_onnx.h: the
- * non-layout primitives and the graph. Layouts are in export_layout.c, the
- * writer's building blocks in export_writer.c. */
+/* pgraph -> ONNX ModelProto (protobuf-c), see pgraph_onnx.h: the
+ * non-layout primitives and the graph. Layouts are in pgraph_onnx_layout.c, the
+ * writer's building blocks in pgraph_onnx_writer.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fission/export_internal.h"
+#include "fission/pgraph_onnx_internal.h"
 #include "ops/op.h"
 
 /* ---- primitives ----------------------------------------------------------- */

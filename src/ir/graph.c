@@ -1,4 +1,4 @@
-#include "frontend/graph.h"
+#include "ir/graph.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,10 +1,10 @@
 /* Internal to the ONNX exporter: a writer that accumulates protobuf-c
  * messages in an arena (everything is freed at once after packing). */
-#ifndef KORCH_FISSION_EXPORT_INTERNAL_H
-#define KORCH_FISSION_EXPORT_INTERNAL_H
+#ifndef KORCH_FISSION_PGRAPH_ONNX_INTERNAL_H
+#define KORCH_FISSION_PGRAPH_ONNX_INTERNAL_H
 
 #include "core/strmap.h"
-#include "fission/export_onnx.h"
+#include "fission/pgraph_onnx.h"
 #include "onnx.pb-c.h"
 
 typedef struct korch_onnx_writer {
@@ -51,7 +51,7 @@ const char *korch_onnx_const_tensor(korch_onnx_writer *w, const korch_tensor *t,
 const char *korch_onnx_const_i64(korch_onnx_writer *w, const int64_t *v, int count);
 const char *korch_onnx_const_scalar(korch_onnx_writer *w, korch_dtype dtype, double v);
 
-/* Layout primitives (export_layout.c). */
+/* Layout primitives (pgraph_onnx_layout.c). */
 void korch_onnx_emit_layout(korch_onnx_writer *w, int node);
 
 #endif

@@ -1,5 +1,5 @@
 /* Phase 1 of profiling: every candidate timed with its default schedule
- * (quick mode; tune.c tunes the kernels plans use), smallest first, with
+ * (quick mode; phase2_tune.c tunes the kernels plans use), smallest first, with
  * pruning by a lower bound.
  *
  * Candidates are timed in rounds of increasing size. Before a round, each
@@ -114,7 +114,7 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
             for (int first = 0; first < n_reps && st == KORCH_OK; first += chunk) {
                 int count = n_reps - first < chunk ? n_reps - first : chunk;
                 for (int j = 0; j < count; j++) specs[j] = korch_candidate_spec(set, &set->candidates[reps[first + j]]);
-                double budget = 0; /* quick mode tunes nothing: the budget is for tune.c */
+                double budget = 0; /* quick mode tunes nothing: the budget is for phase2_tune.c */
                 korch_progress_clear(&bar); /* backends may print a line of their own */
                 st = oracle->profile(oracle->user, (korch_backend_kind)kind, specs, count, budget, true, results);
                 for (int j = 0; j < count && st == KORCH_OK; j++) {

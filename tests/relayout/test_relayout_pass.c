@@ -6,13 +6,13 @@
  * counted). The tiny zoo models are checked by the dnnl/zoo_tiny suite. */
 #include <string.h>
 
-#include "fission/export_onnx.h"
-#include "fission/layout.h"
+#include "fission/pgraph_onnx.h"
+#include "ir/indexmap.h"
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
 #include "runtime/reference.h"
-#include "fission/pgraph.h"
-#include "layout/layout_pass.h"
+#include "ir/pgraph.h"
+#include "relayout/relayout.h"
 #include "test.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;

@@ -1,6 +1,6 @@
 /* Phase 2 of profiling: tune the kernels that plans use.
  *
- * Phase 1 (profile.c) timed every candidate with its default schedule. The
+ * Phase 1 (phase1_profile.c) timed every candidate with its default schedule. The
  * strategies then choose with those latencies, and the kernels they choose
  * are tuned here (explore + droplet search in the backend); the optimal
  * strategy solves again with the tuned latencies, and repeats while its

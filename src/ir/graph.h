@@ -1,8 +1,8 @@
 /* The operator graph: an ONNX graph after parsing, owned by korch (no
  * protobuf structures survive the loader). Values are tensors (graph inputs,
  * initializers, node outputs); nodes refer to values by index. */
-#ifndef KORCH_FRONTEND_GRAPH_H
-#define KORCH_FRONTEND_GRAPH_H
+#ifndef KORCH_IR_GRAPH_H
+#define KORCH_IR_GRAPH_H
 
 #include <stdbool.h>
 #include <stdint.h>

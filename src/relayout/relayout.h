@@ -20,11 +20,11 @@
  * transposed weights and biases, layout merging, dead code).
  *
  * The pgraph computes the same function before and after (tested by
- * interpreting both on the tiny zoo models, tests/layout/). */
+ * interpreting both on the tiny zoo models, tests/relayout/). */
 #ifndef KORCH_LAYOUT_LAYOUT_PASS_H
 #define KORCH_LAYOUT_LAYOUT_PASS_H
 
-#include "fission/pgraph.h"
+#include "ir/pgraph.h"
 
 typedef enum korch_layout_strategy {
     KORCH_LAYOUT_KEEP,          /* leave the graph channels-first */
