@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ir/pgraph.h"
+#include "ir/nodeset.h"
 
 typedef enum korch_backend_kind {
     KORCH_BACKEND_CGEN,
@@ -26,17 +26,6 @@ typedef enum korch_backend_kind {
 } korch_backend_kind;
 
 const char *korch_backend_name(korch_backend_kind kind);
-
-/* What to implement: a convex, connected set of primitives of `pg`. */
-typedef struct korch_kernel_spec {
-    const korch_pgraph *pg;
-    int n_nodes;
-    const int *nodes;   /* pnode indices in topological order */
-    int n_inputs;
-    const int *inputs;  /* pvalues read from outside the kernel (constants included) */
-    int n_outputs;
-    const int *outputs; /* pvalues written for use outside the kernel */
-} korch_kernel_spec;
 
 /* A runnable kernel, built for one schedule. */
 typedef struct korch_kernel {

@@ -10,7 +10,6 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
-#include "candidates/candidates.h"
 #include "ir/pgraph.h"
 #include "frontend/frontend.h"
 

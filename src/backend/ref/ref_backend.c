@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "backend/ref/ref_backend.h"
-#include "candidates/candidates.h"
+#include "ir/nodeset.h"
 #include "profile/profile.h"
 
 #ifdef _OPENMP

@@ -1,11 +1,12 @@
-/* Canonical signatures of candidates: the structure, parameters, shapes and
- * dtypes of a kernel with every graph-specific index replaced by a position
- * inside the kernel. Two candidates with equal signatures compile to the same
+/* Canonical signatures of kernels (node sets of a pgraph), and the
+ * structural hash of a whole pgraph. A kernel signature is the structure,
+ * parameters, shapes and dtypes of a kernel with every graph-specific index
+ * replaced by a position inside the kernel. Two candidates with equal signatures compile to the same
  * code and time the same, so a repeated block is profiled once per run (the
  * profile database does the same across runs). */
 #include <string.h>
 
-#include "candidates/candidates.h"
+#include "ir/nodeset.h"
 
 typedef struct hasher {
     uint64_t a, b;
@@ -166,11 +167,6 @@ uint64_t korch_kernel_signature(const korch_kernel_spec *c) {
         feed(&h, (uint64_t)local * 16 + (uint64_t)slot);
     }
     return h.a ^ (h.b * 0xff51afd7ed558ccdull);
-}
-
-uint64_t korch_candidate_signature(const korch_candidate_set *set, const korch_candidate *c) {
-    korch_kernel_spec spec = korch_candidate_spec(set, c);
-    return korch_kernel_signature(&spec);
 }
 
 uint64_t korch_pgraph_hash(const korch_pgraph *pg) {
