@@ -16,9 +16,6 @@
 
 #include "backend/cgen/cgen_profile.h"
 
-static korch_cgen_stats last_stats;
-korch_cgen_stats korch_cgen_last_stats(void) { return last_stats; }
-
 static int env_int(const char *name, int fallback) {
     const char *v = getenv(name);
     if (!v || !*v) return fallback;
@@ -222,7 +219,7 @@ static korch_status lookup(cg_session *S, const korch_kernel_spec *spec, bool qu
     if (!korch_cgen_supports(spec, r->reason, sizeof r->reason) ||
         cg_kernel_from_spec(spec, &k, r->reason, sizeof r->reason) != KORCH_OK) {
         r->status = KORCH_ERR_UNSUPPORTED;
-        last_stats.unsupported++;
+        S->stats->unsupported++;
         return KORCH_OK;
     }
     for (int jj = 0; jj < S->n_jobs; jj++)
@@ -237,7 +234,7 @@ static korch_status lookup(cg_session *S, const korch_kernel_spec *spec, bool qu
     KORCH_TRY(korch_profile_db_get_best(S->db, "cgen", k.sig, S->machine, &rec, &found));
     if (found && cg_schedule_parse(rec.schedule, &check)) {
         set_result(r, &k, rec.schedule, rec.latency_ms, rec.spread_ms, true, false, rec.quality.provisional);
-        last_stats.from_database++;
+        S->stats->from_database++;
         cg_kernel_free(&k);
         return KORCH_OK;
     }
@@ -260,7 +257,7 @@ static korch_status lookup(cg_session *S, const korch_kernel_spec *spec, bool qu
                 set_result(r, &k, text, tr.latency_ms, tr.spread_ms, true, true, tr.quality.provisional);
         }
         if (hits > 0) {
-            last_stats.from_database++;
+            S->stats->from_database++;
             cg_kernel_free(&k);
             return KORCH_OK;
         }
@@ -274,14 +271,16 @@ static korch_status lookup(cg_session *S, const korch_kernel_spec *spec, bool qu
 }
 
 korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const korch_profile_options *options,
-                                korch_profile_result *results) {
+                                korch_profile_result *results, korch_cgen_stats *stats) {
     double t_start = korch_now_s();
-    memset(&last_stats, 0, sizeof last_stats);
-    last_stats.kernels = n;
+    korch_cgen_stats local;
+    korch_cgen_stats *ls = stats ? stats : &local; /* what this call did, for its log line and the caller */
+    memset(ls, 0, sizeof *ls);
+    ls->kernels = n;
     if (n == 0) return KORCH_OK;
     bool quick = options && options->quick;
     cg_session S = {.options = options, .threads = cg_threads(options), .compile_jobs = cg_compile_jobs(),
-                    .stats = &last_stats};
+                    .stats = ls};
     char machine[33], machine_text[1024];
     const char *ccv = cg_compiler_version();
     char compiler[512];
@@ -326,7 +325,7 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
     }
     for (int i = 0; i < n && st == KORCH_OK; i++)
         if (job_of[i] >= 0 && S.jobs[job_of[i]].spec != i) results[i] = results[S.jobs[job_of[i]].spec];
-    last_stats.total_s = korch_now_s() - t_start;
+    ls->total_s = korch_now_s() - t_start;
     const char *lv = getenv("KORCH_TUNE_LOG");
     bool log = !(lv && strcmp(lv, "0") == 0);
     if (st == KORCH_OK && S.n_jobs > 0 && !quick && (log || (options && options->progress)))
@@ -335,16 +334,16 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
                 "%d schedules timed (%d stopped early), %d functions compiled in %d compiler runs (%.2f s), timing "
                 "%.2f s, total %.2f s; tuned/default latency %.4f/%.4f ms (%d winners lost to the start when timed "
                 "again)\n",
-                n, last_stats.from_database, last_stats.unsupported, last_stats.tuned, last_stats.interrupted,
-                last_stats.trials, last_stats.cut, last_stats.compiled, last_stats.compiler_runs,
-                last_stats.compile_s, last_stats.time_s, last_stats.total_s, last_stats.best_ms_sum,
-                last_stats.default_ms_sum, last_stats.kept_start);
+                n, ls->from_database, ls->unsupported, ls->tuned, ls->interrupted,
+                ls->trials, ls->cut, ls->compiled, ls->compiler_runs,
+                ls->compile_s, ls->time_s, ls->total_s, ls->best_ms_sum,
+                ls->default_ms_sum, ls->kept_start);
     if (st == KORCH_OK && S.n_jobs > 0 && quick && env_int("KORCH_TUNE_LOG", 1) >= 2)
         fprintf(stderr,
                 "korch cgen: quick: %d kernels (%d from the database, %d unsupported): %d compiled in %d compiler "
                 "runs (%.2f s), timed in %.2f s, total %.2f s; empty parallel region %.0f us\n",
-                n, last_stats.from_database, last_stats.unsupported, last_stats.quick, last_stats.compiler_runs,
-                last_stats.compile_s, last_stats.time_s, last_stats.total_s, last_stats.fork_join_us);
+                n, ls->from_database, ls->unsupported, ls->quick, ls->compiler_runs,
+                ls->compile_s, ls->time_s, ls->total_s, ls->fork_join_us);
     for (int jj = 0; jj < S.n_jobs; jj++) cg_job_free(&S.jobs[jj]);
     cg_pool_free(S.pool);
     free(S.jobs);
