@@ -30,6 +30,13 @@ int korch_cmd_bench(int argc, char **argv);
 int korch_cmd_export(int argc, char **argv);
 int korch_cmd_db(int argc, char **argv);
 
+/* Settings the CLI takes from the environment (cli_env.c, the only place
+ * that reads it; docs/cli.md, "Environment"), read once. */
+typedef struct korch_cli_env {
+    korch_layout_strategy layout; /* KORCH_LAYOUT: nchw keeps the graph channels-first */
+} korch_cli_env;
+const korch_cli_env *korch_cli_env_get(void);
+
 /* Prints "korch: error: <message>" for the last error and returns 1. */
 int korch_cli_fail(void);
 /* Prints a usage error and returns 2. */

@@ -182,7 +182,8 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
 #endif
     if (s->threads < 1) s->threads = 1;
     double t0 = korch_cli_now_ms();
-    if (korch_plan_model_load(a->model, a->shapes.items, a->shapes.count, &s->model) != KORCH_OK)
+    if (korch_plan_model_load_layout(a->model, a->shapes.items, a->shapes.count, korch_cli_env_get()->layout,
+                                     &s->model) != KORCH_OK)
         return korch_cli_fail();
     FILE *log = a->quiet ? NULL : stdout;
     if (log) {

@@ -8,14 +8,21 @@
 #include "ir/indexmap.h"
 #include "relayout/relayout_internal.h"
 
-korch_layout_strategy korch_layout_strategy_from_env(void) {
-    const char *v = getenv("KORCH_LAYOUT");
-    if (v && (strcmp(v, "nchw") == 0 || strcmp(v, "keep") == 0 || strcmp(v, "none") == 0)) return KORCH_LAYOUT_KEEP;
-    return KORCH_LAYOUT_CHANNELS_LAST;
+bool korch_layout_strategy_parse(const char *text, korch_layout_strategy *out) {
+    if (!text) return false;
+    if (strcmp(text, "nchw") == 0 || strcmp(text, "keep") == 0 || strcmp(text, "none") == 0) *out = KORCH_LAYOUT_KEEP;
+    else if (strcmp(text, "nhwc") == 0 || strcmp(text, "channels_last") == 0 || strcmp(text, "channels-last") == 0)
+        *out = KORCH_LAYOUT_CHANNELS_LAST;
+    else return false;
+    return true;
 }
 
 const char *korch_layout_strategy_name(korch_layout_strategy s) {
     return s == KORCH_LAYOUT_KEEP ? "nchw (unchanged)" : "channels-last";
+}
+
+const char *korch_layout_strategy_token(korch_layout_strategy s) {
+    return s == KORCH_LAYOUT_KEEP ? "nchw" : "channels-last";
 }
 
 static bool grow_mine(lp_state *s) {

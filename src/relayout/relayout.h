@@ -21,8 +21,10 @@
  *
  * The pgraph computes the same function before and after (tested by
  * interpreting both on the tiny zoo models, tests/relayout/). */
-#ifndef KORCH_LAYOUT_LAYOUT_PASS_H
-#define KORCH_LAYOUT_LAYOUT_PASS_H
+#ifndef KORCH_RELAYOUT_RELAYOUT_H
+#define KORCH_RELAYOUT_RELAYOUT_H
+
+#include <stdbool.h>
 
 #include "ir/pgraph.h"
 
@@ -39,10 +41,17 @@ typedef struct korch_layout_stats {
     int transposes_before, transposes_after; /* live transposes of rank >= 3 on activations */
 } korch_layout_stats;
 
-/* The strategy named by $KORCH_LAYOUT ("nchw"/"keep" or "nhwc"/
- * "channels_last"); the default when unset is channels-last. */
-korch_layout_strategy korch_layout_strategy_from_env(void);
+/* The default: channels-last. The CLI's KORCH_LAYOUT=nchw chooses KEEP
+ * (docs/cli.md); a plan records the strategy it was made with. */
+#define KORCH_LAYOUT_DEFAULT KORCH_LAYOUT_CHANNELS_LAST
+
+/* "nchw"/"keep"/"none" or "nhwc"/"channels_last"/"channels-last"; false
+ * for anything else. */
+bool korch_layout_strategy_parse(const char *text, korch_layout_strategy *out);
+/* For people ("nchw (unchanged)") and for plan files ("nchw",
+ * "channels-last", which korch_layout_strategy_parse reads back). */
 const char *korch_layout_strategy_name(korch_layout_strategy s);
+const char *korch_layout_strategy_token(korch_layout_strategy s);
 
 /* Rewrites pg in place (then compacts it: indices held outside are
  * invalidated). stats may be NULL. */

@@ -55,7 +55,9 @@ korch_status korch_plan_save(const korch_plan *plan, const char *path) {
     }
     fprintf(f, "fission version=");
     put_escaped(f, plan->fission_version);
-    fprintf(f, " pgraph-hash=%016" PRIx64 " pgraph-nodes=%d\n", plan->pgraph_hash, plan->pgraph_nodes);
+    fprintf(f, " pgraph-hash=%016" PRIx64 " pgraph-nodes=%d", plan->pgraph_hash, plan->pgraph_nodes);
+    if (plan->layout_recorded) fprintf(f, " layout=%s", korch_layout_strategy_token(plan->layout));
+    fprintf(f, "\n");
     fprintf(f, "strategy name=");
     put_escaped(f, plan->strategy);
     fprintf(f, " threads=%d predicted-ms=%.9g", plan->threads, plan->predicted_ms);
@@ -338,6 +340,9 @@ static korch_status parse_line(parser *p, korch_plan *plan, char *line, bool *en
         if (!parse_long(get(fields, nf, "pgraph-nodes"), 0, 100000000L, &nodes))
             return perr(p, "bad pgraph-nodes", NULL);
         plan->pgraph_nodes = (int)nodes;
+        const char *layout = get(fields, nf, "layout");
+        plan->layout_recorded = layout != NULL;
+        if (layout && !korch_layout_strategy_parse(layout, &plan->layout)) return perr(p, "bad layout ", layout);
     } else if (strcmp(keyword, "strategy") == 0) {
         const char *name = get(fields, nf, "name");
         long threads = 0;
