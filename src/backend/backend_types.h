@@ -42,6 +42,13 @@ typedef struct korch_profile_options {
                              default_only); the orchestrator tunes what its plans use */
     double fresh_after;   /* > 0: stored profiles measured before this time (unix seconds) are
                              measured again and replaced (korch optimize --reprofile) */
+    /* Tuning (cgen; docs/profiling.md). 0 means the default in brackets. The
+     * CLI fills them from KORCH_TUNE_* / KORCH_BUSY_US (docs/cli.md). */
+    int tune_trials;      /* schedules tried per kernel [24] */
+    int tune_explore;     /* of which random exploration before the droplet search [7] */
+    int tune_log;         /* stderr: < 0 nothing, 1 a summary per call, 2 also per kernel [1] */
+    double busy_us;       /* an empty parallel region slower than this: the machine is busy and
+                             quick profiling times serial schedules [100] */
 } korch_profile_options;
 
 typedef struct korch_profile_result {

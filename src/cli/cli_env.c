@@ -14,6 +14,13 @@ static const char *var(const char *name) {
     return v && *v ? v : NULL;
 }
 
+/* A positive integer, or 0 (the library's default) when unset or not one. */
+static int positive(const char *name) {
+    const char *v = var(name);
+    int x = v ? atoi(v) : 0;
+    return x > 0 ? x : 0;
+}
+
 const korch_cli_env *korch_cli_env_get(void) {
     if (env_read) return &env;
     env_read = true;
@@ -22,5 +29,10 @@ const korch_cli_env *korch_cli_env_get(void) {
     if (layout && !korch_layout_strategy_parse(layout, &env.layout))
         fprintf(stderr, "korch: warning: KORCH_LAYOUT=%s is neither nchw nor nhwc; using %s\n", layout,
                 korch_layout_strategy_token(env.layout));
+    env.tune_trials = positive("KORCH_TUNE_TRIALS");
+    env.tune_explore = positive("KORCH_TUNE_EXPLORE");
+    env.busy_us = positive("KORCH_BUSY_US");
+    const char *log = var("KORCH_TUNE_LOG");
+    if (log) env.tune_log = atoi(log) > 0 ? atoi(log) : -1;
     return &env;
 }

@@ -6,6 +6,8 @@
 
 #include <stdbool.h>
 
+#include "core/clock.h"
+
 typedef struct korch_progress {
     bool enabled;
     const char *label;
@@ -19,7 +21,5 @@ void korch_progress_end(korch_progress *p);
 /* Clears the bar's line before something else writes to stderr; the next
  * update draws it again. */
 void korch_progress_clear(korch_progress *p);
-
-double korch_now_ms(void);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/clock.h"
 #include "core/status.h"
 
 /* ---- timer.c ----------------------------------------------------------------
@@ -64,8 +65,7 @@ typedef korch_status (*korch_timed_fn)(void *ctx, int iteration);
 
 korch_timer_options korch_timer_defaults(void);
 korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_options *o, korch_timing *out);
-double korch_now_s(void); /* monotonic seconds */
-double korch_wall_s(void); /* unix time in seconds (when a profile was taken) */
+/* korch_now_s, korch_wall_s: core/clock.h */
 /* Writes back and evicts [p, p + bytes) from every cache level (clflush on
  * x86; elsewhere nothing). */
 void korch_cache_evict(const void *p, size_t bytes);

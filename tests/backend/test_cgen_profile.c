@@ -28,7 +28,6 @@ int main(void) {
     mkdir(dir, 0755);
     snprintf(db, sizeof db, "%s/profile.db", dir);
     snprintf(cache, sizeof cache, "%s/kernels", dir);
-    setenv("KORCH_TUNE_TRIALS", "6", 1);
     /* the second run's answers from the database must not depend on how busy
      * the machine happens to be (provisional profiles: test_profile_quality) */
     setenv("KORCH_PROFILE_STATE", "quiet", 1);
@@ -43,7 +42,7 @@ int main(void) {
     cc_spec_all(a, &specs[0]);
     cc_spec_all(b, &specs[1]);
     cc_spec_all(c, &specs[2]);
-    korch_profile_options opt = {.threads = 2, .db_path = db, .cache_dir = cache};
+    korch_profile_options opt = {.threads = 2, .db_path = db, .cache_dir = cache, .tune_trials = 6};
     korch_profile_result res[3];
 
     korch_cgen_stats st;

@@ -16,12 +16,9 @@
 
 #include "backend/cgen/cgen_profile.h"
 
-static int env_int(const char *name, int fallback) {
-    const char *v = getenv(name);
-    if (!v || !*v) return fallback;
-    int x = atoi(v);
-    return x > 0 ? x : fallback;
-}
+double cg_option(double value, double fallback) { return value > 0 ? value : fallback; }
+
+int cg_tune_log(const korch_profile_options *o) { return o && o->tune_log != 0 ? o->tune_log : 1; }
 
 /* Quick timing: enough to rank kernels (the chosen ones are tuned and timed
  * again with the full methodology): one warm-up run (the pool's buffers are
@@ -134,9 +131,9 @@ static korch_status quick_run(cg_session *S, korch_profile_result *results) {
      * parallel kernel would then measure the wait for the other threads;
      * the tuner still tries parallel schedules for the kernels plans use) */
     S->stats->fork_join_us = cg_fork_join_us(S->threads);
-    bool busy = S->stats->fork_join_us > env_int("KORCH_BUSY_US", 100);
+    bool busy = S->stats->fork_join_us > cg_option(S->options ? S->options->busy_us : 0, 100);
     static bool told;
-    if (busy && !told && env_int("KORCH_TUNE_LOG", 1) >= 1) {
+    if (busy && !told && cg_tune_log(S->options) >= 1) {
         fprintf(stderr,
                 "korch cgen: the machine is busy (an empty parallel region of %d threads takes %.0f us): quick "
                 "profiling times serial schedules\n",
@@ -298,7 +295,8 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
         memset(&results[i], 0, sizeof results[i]);
         st = lookup(&S, &specs[i], quick, &results[i], job_of, i);
     }
-    int budget = env_int("KORCH_TUNE_TRIALS", 24), explore = env_int("KORCH_TUNE_EXPLORE", 7);
+    int budget = (int)cg_option(options ? options->tune_trials : 0, 24);
+    int explore = (int)cg_option(options ? options->tune_explore : 0, 7);
     S.trial_timer = (korch_timer_options){.warmup_runs = 1, .warmup_ms = 0.5, .min_repeats = 5, .max_repeats = 50,
                                           .target_ms = 5, .steady_repeats = 3, .steady_spread = 0.05,
                                           .monitor = S.monitor};
@@ -326,8 +324,7 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
     for (int i = 0; i < n && st == KORCH_OK; i++)
         if (job_of[i] >= 0 && S.jobs[job_of[i]].spec != i) results[i] = results[S.jobs[job_of[i]].spec];
     ls->total_s = korch_now_s() - t_start;
-    const char *lv = getenv("KORCH_TUNE_LOG");
-    bool log = !(lv && strcmp(lv, "0") == 0);
+    bool log = cg_tune_log(options) >= 1;
     if (st == KORCH_OK && S.n_jobs > 0 && !quick && (log || (options && options->progress)))
         fprintf(stderr,
                 "korch cgen: %d kernels (%d from the database, %d unsupported, %d tuned, %d cut short by the budget): "
@@ -338,7 +335,7 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
                 ls->trials, ls->cut, ls->compiled, ls->compiler_runs,
                 ls->compile_s, ls->time_s, ls->total_s, ls->best_ms_sum,
                 ls->default_ms_sum, ls->kept_start);
-    if (st == KORCH_OK && S.n_jobs > 0 && quick && env_int("KORCH_TUNE_LOG", 1) >= 2)
+    if (st == KORCH_OK && S.n_jobs > 0 && quick && cg_tune_log(options) >= 2)
         fprintf(stderr,
                 "korch cgen: quick: %d kernels (%d from the database, %d unsupported): %d compiled in %d compiler "
                 "runs (%.2f s), timed in %.2f s, total %.2f s; empty parallel region %.0f us\n",
