@@ -87,60 +87,142 @@ static korch_status run_once(korch_cli_plan *plan, const korch_graph *g, const k
     return plan ? korch_cli_plan_run(plan, g, inputs, outputs) : korch_reference_run(g, inputs, outputs);
 }
 
-int korch_cmd_run(int argc, char **argv) {
-    const char *model = NULL, *out_dir = NULL, *profile_csv = NULL;
-    long threads = 0, bench = 0;
-    bool profile = false, verify = false;
-    korch_cli_shapes shapes = {0};
+/* What the command line asks for. */
+typedef struct run_args {
+    const char *model, *out_dir, *profile_csv;
+    long threads, bench;
+    bool profile, verify;
+    korch_cli_shapes shapes;
     run_input inputs[256];
-    int n_inputs = 0, rc = 0;
-    char vbuf[200]; /* tensor names in messages: one printable line */
+    int n_inputs;
+} run_args;
+
+/* Parses argv into *a. Returns 0, a usage exit code, or -1 after --help. */
+static int parse_args(int argc, char **argv, run_args *a) {
+    int rc = 0;
     for (int i = 1; i < argc && rc == 0; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (korch_cli_is_help(a)) {
+        const char *arg = argv[i], *v = NULL;
+        if (korch_cli_is_help(arg)) {
             help();
-            korch_cli_shapes_free(&shapes);
-            return 0;
-        } else if (strcmp(a, "--input") == 0 || strcmp(a, "-i") == 0) {
+            return -1;
+        } else if (strcmp(arg, "--input") == 0 || strcmp(arg, "-i") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-            else if (n_inputs >= 256) rc = korch_cli_usage_error("run", "too many inputs");
+            else if (a->n_inputs >= 256) rc = korch_cli_usage_error("run", "too many inputs");
             else {
                 const char *eq = strchr(v, '=');
                 /* NAME=FILE; a bare FILE (no '=') binds the next unbound input */
-                inputs[n_inputs].name = eq ? v : NULL;
-                inputs[n_inputs].path = eq ? eq + 1 : v;
-                n_inputs++;
+                a->inputs[a->n_inputs].name = eq ? v : NULL;
+                a->inputs[a->n_inputs].path = eq ? eq + 1 : v;
+                a->n_inputs++;
             }
-        } else if (strcmp(a, "--output-dir") == 0 || strcmp(a, "-o") == 0) {
-            if (!(out_dir = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-        } else if (strcmp(a, "--threads") == 0) {
+        } else if (strcmp(arg, "--output-dir") == 0 || strcmp(arg, "-o") == 0) {
+            if (!(a->out_dir = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
+        } else if (strcmp(arg, "--threads") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-            else if (!korch_cli_parse_int(v, 1, 1024, &threads))
+            else if (!korch_cli_parse_int(v, 1, 1024, &a->threads))
                 rc = korch_cli_usage_error("run", "--threads expects a number from 1 to 1024");
-        } else if (strcmp(a, "--bench") == 0) {
+        } else if (strcmp(arg, "--bench") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-            else if (!korch_cli_parse_int(v, 1, 1000000, &bench))
+            else if (!korch_cli_parse_int(v, 1, 1000000, &a->bench))
                 rc = korch_cli_usage_error("run", "--bench expects a positive number of runs");
-        } else if (strcmp(a, "--profile") == 0) {
-            profile = true;
-        } else if (strcmp(a, "--verify") == 0) {
-            verify = true;
-        } else if (strcmp(a, "--profile-csv") == 0) {
-            if (!(profile_csv = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-        } else if (strcmp(a, "--input-shape") == 0) {
+        } else if (strcmp(arg, "--profile") == 0) {
+            a->profile = true;
+        } else if (strcmp(arg, "--verify") == 0) {
+            a->verify = true;
+        } else if (strcmp(arg, "--profile-csv") == 0) {
+            if (!(a->profile_csv = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
+        } else if (strcmp(arg, "--input-shape") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-            else rc = korch_cli_shapes_add(&shapes, v, "run");
-        } else if (a[0] == '-') {
-            rc = korch_cli_usage_error("run", "unknown option %s", a);
-        } else if (!model) {
-            model = a;
+            else rc = korch_cli_shapes_add(&a->shapes, v, "run");
+        } else if (arg[0] == '-') {
+            rc = korch_cli_usage_error("run", "unknown option %s", arg);
+        } else if (!a->model) {
+            a->model = arg;
         } else {
             rc = korch_cli_usage_error("run", "more than one model given");
         }
     }
-    if (rc == 0 && !model) rc = korch_cli_usage_error("run", "no model given");
-    if (rc == 0 && (profile || profile_csv) && !bench)
+    if (rc == 0 && !a->model) rc = korch_cli_usage_error("run", "no model given");
+    if (rc == 0 && (a->profile || a->profile_csv) && !a->bench)
         rc = korch_cli_usage_error("run", "--profile and --profile-csv time the runs of --bench N; give --bench");
+    return rc;
+}
+
+/* --output-dir: one .npy per graph output. Returns 0 or an exit code. */
+static int write_outputs(const char *out_dir, const korch_graph *g, const korch_tensor *outputs) {
+    int rc = make_dir(out_dir);
+    for (int i = 0; i < g->n_outputs && rc == 0; i++) {
+        char fname[300], path[4096];
+        korch_sanitize_filename(g->values[g->outputs[i]].name, fname, sizeof fname);
+        snprintf(path, sizeof path, "%s/%s.npy", out_dir, fname);
+        if (korch_npy_write(path, &outputs[i]) != KORCH_OK) rc = korch_cli_fail();
+    }
+    return rc;
+}
+
+/* --bench N (with --profile / --profile-csv): N timed runs after the
+ * warm-up the caller did; prints the contract's last line. Returns 0 or an
+ * exit code. */
+static int bench_runs(const run_args *a, korch_cli_plan *plan, const korch_graph *g, const korch_tensor *bound,
+                      korch_tensor *outputs) {
+    long bench = a->bench;
+    bool profiled = a->profile || a->profile_csv;
+    int rc = 0;
+    double *times = calloc((size_t)bench, sizeof *times);
+    korch_cli_profile *prof = NULL;
+    if (times && profiled) {
+        prof = korch_cli_profile_create(korch_cli_plan_get(plan)->n_kernels, bench);
+        if (prof) korch_cli_plan_time_kernels(plan, korch_cli_profile_slots(prof));
+    }
+    if (!times || (profiled && !prof)) {
+        fprintf(stderr, "korch: error: out of memory for --bench %ld\n", bench);
+        free(times);
+        korch_cli_profile_free(prof);
+        return 1;
+    }
+    for (long r = 0; r < bench && rc == 0; r++) {
+        /* A plan writes into the same output buffers every run, as a C
+         * API caller's bound buffers (allocating them afresh would time
+         * page faults: 64 MiB of output costs ~15 ms of them); the
+         * reference executor allocates its outputs itself. */
+        if (!plan)
+            for (int i = 0; i < g->n_outputs; i++) korch_tensor_free(&outputs[i]);
+        double t0 = korch_now_ms();
+        if (run_once(plan, g, bound, outputs) != KORCH_OK) rc = korch_cli_fail();
+        times[r] = korch_now_ms() - t0;
+        if (prof) korch_cli_profile_record(prof);
+    }
+    if (rc == 0) {
+        qsort(times, (size_t)bench, sizeof *times, cmp_double);
+        double median = bench % 2 ? times[bench / 2] : 0.5 * (times[bench / 2 - 1] + times[bench / 2]);
+        /* the memory plan's arena (intermediate values), before the contract's last line */
+        if (prof && a->profile) korch_cli_profile_report(prof, korch_cli_plan_get(plan), median, 20, stdout);
+        if (prof && a->profile_csv &&
+            korch_cli_profile_write_csv(prof, korch_cli_plan_get(plan), a->profile_csv) != KORCH_OK)
+            rc = korch_cli_fail();
+        if (plan) printf("peak_arena_bytes=%zu\n", korch_cli_plan_arena_bytes(plan));
+        printf("median_ms=%.4f min_ms=%.4f max_ms=%.4f runs=%ld\n", median, times[0], times[bench - 1], bench);
+    }
+    if (prof) korch_cli_plan_time_kernels(plan, NULL);
+    korch_cli_profile_free(prof);
+    free(times);
+    return rc;
+}
+
+int korch_cmd_run(int argc, char **argv) {
+    run_args args = {0};
+    int rc = parse_args(argc, argv, &args);
+    if (rc < 0) {
+        korch_cli_shapes_free(&args.shapes);
+        return 0;
+    }
+    const char *model = args.model, *out_dir = args.out_dir, *profile_csv = args.profile_csv;
+    long threads = args.threads, bench = args.bench;
+    bool profile = args.profile, verify = args.verify;
+    run_input *inputs = args.inputs;
+    int n_inputs = args.n_inputs;
+    korch_cli_shapes shapes = args.shapes;
+    char vbuf[200]; /* tensor names in messages: one printable line */
     /* a plan file: run its model with the plan's kernels and input shapes */
     korch_cli_plan *plan = NULL;
     if (rc == 0 && korch_plan_file_is_plan(model)) {
@@ -294,58 +376,8 @@ int korch_cmd_run(int argc, char **argv) {
         rc = korch_cli_fail();
         goto done;
     }
-    if (out_dir) {
-        if ((rc = make_dir(out_dir))) goto done;
-        for (int i = 0; i < g->n_outputs; i++) {
-            char fname[300], path[4096];
-            korch_sanitize_filename(g->values[g->outputs[i]].name, fname, sizeof fname);
-            snprintf(path, sizeof path, "%s/%s.npy", out_dir, fname);
-            if (korch_npy_write(path, &outputs[i]) != KORCH_OK) {
-                rc = korch_cli_fail();
-                goto done;
-            }
-        }
-    }
-    if (bench) {
-        double *times = calloc((size_t)bench, sizeof *times);
-        korch_cli_profile *prof = NULL;
-        if (times && (profile || profile_csv)) {
-            prof = korch_cli_profile_create(korch_cli_plan_get(plan)->n_kernels, bench);
-            if (prof) korch_cli_plan_time_kernels(plan, korch_cli_profile_slots(prof));
-        }
-        if (!times || ((profile || profile_csv) && !prof)) {
-            fprintf(stderr, "korch: error: out of memory for --bench %ld\n", bench);
-            free(times);
-            korch_cli_profile_free(prof);
-            rc = 1;
-            goto done;
-        }
-        for (long r = 0; r < bench && rc == 0; r++) {
-            /* A plan writes into the same output buffers every run, as a C
-             * API caller's bound buffers (allocating them afresh would time
-             * page faults: 64 MiB of output costs ~15 ms of them); the
-             * reference executor allocates its outputs itself. */
-            if (!plan)
-                for (int i = 0; i < g->n_outputs; i++) korch_tensor_free(&outputs[i]);
-            double t0 = korch_cli_now_ms();
-            if (run_once(plan, g, bound, outputs) != KORCH_OK) rc = korch_cli_fail();
-            times[r] = korch_cli_now_ms() - t0;
-            if (prof) korch_cli_profile_record(prof);
-        }
-        if (rc == 0) {
-            qsort(times, (size_t)bench, sizeof *times, cmp_double);
-            double median = bench % 2 ? times[bench / 2] : 0.5 * (times[bench / 2 - 1] + times[bench / 2]);
-            /* the memory plan's arena (intermediate values), before the contract's last line */
-            if (prof && profile) korch_cli_profile_report(prof, korch_cli_plan_get(plan), median, 20, stdout);
-            if (prof && profile_csv && korch_cli_profile_write_csv(prof, korch_cli_plan_get(plan), profile_csv) != KORCH_OK)
-                rc = korch_cli_fail();
-            if (plan) printf("peak_arena_bytes=%zu\n", korch_cli_plan_arena_bytes(plan));
-            printf("median_ms=%.4f min_ms=%.4f max_ms=%.4f runs=%ld\n", median, times[0], times[bench - 1], bench);
-        }
-        if (prof) korch_cli_plan_time_kernels(plan, NULL);
-        korch_cli_profile_free(prof);
-        free(times);
-    }
+    if (out_dir && (rc = write_outputs(out_dir, g, outputs)) != 0) goto done;
+    if (bench) rc = bench_runs(&args, plan, g, bound, outputs);
 done:
     if (g && outputs)
         for (int i = 0; i < g->n_outputs; i++) korch_tensor_free(&outputs[i]);
