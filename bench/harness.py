@@ -195,6 +195,41 @@ def run_probes(probe, threads):
     return res
 
 
+def apply_nice(value):
+    """Scheduling niceness for this process and everything it starts later;
+    returns what was applied (for the report) or None."""
+    if value is None:
+        return None
+    applied = None
+    try:  # threads and child processes created later inherit it
+        os.setpriority(os.PRIO_PROCESS, 0, value)
+        applied = str(os.getpriority(os.PRIO_PROCESS, 0))
+    except (OSError, AttributeError) as e:
+        log(f"could not set nice {value}: {e}")
+    # With sched_autogroup (the default on Debian kernels), nice only ranks
+    # processes inside one session; sessions share the CPUs equally. The
+    # autogroup's own nice is what competes with other tenants' sessions.
+    try:
+        with open("/proc/self/autogroup") as fh:
+            old = fh.read().split("nice")[-1].strip()
+
+        def restore(old=old):  # the session outlives us: put it back
+            try:
+                with open("/proc/self/autogroup", "w") as fh:
+                    fh.write(old)
+            except OSError:
+                pass
+        import atexit
+        atexit.register(restore)
+        with open("/proc/self/autogroup", "w") as fh:
+            fh.write(str(value))
+        with open("/proc/self/autogroup") as fh:
+            applied = (applied or "?") + " (autogroup " + fh.read().split("nice")[-1].strip() + ")"
+    except OSError:
+        pass
+    return applied
+
+
 def git_commit():
     try:
         c = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"],
@@ -305,6 +340,41 @@ class OrtContender(Contender):
 
     def close(self):
         self.sess = None
+
+
+class OpenVinoContender(Contender):
+    """OpenVINO (PyPI `openvino`) on the CPU plugin, latency hint, T threads.
+    precision "f32" forces FP32 (INFERENCE_PRECISION_HINT=f32); "default"
+    takes the plugin's default, bf16 on CPUs with AVX512_BF16 (the precision
+    it runs in is recorded). Its output check is reported like the others';
+    at bf16 a relative error of ~1e-2 is expected, not a fault."""
+
+    def __init__(self, path, feeds, threads, precision):
+        self.path, self.feeds, self.threads, self.precision = path, feeds, threads, precision
+        self.name = "OpenVINO-f32" if precision == "f32" else "OpenVINO"
+
+    def prepare(self):
+        import openvino as ov
+        core = ov.Core()
+        cfg = {"INFERENCE_NUM_THREADS": self.threads, "PERFORMANCE_HINT": "LATENCY",
+               "NUM_STREAMS": 1}
+        if self.precision == "f32":
+            cfg["INFERENCE_PRECISION_HINT"] = "f32"
+        t0 = time.perf_counter()
+        self.compiled = core.compile_model(self.path, "CPU", cfg)
+        self.load_s = time.perf_counter() - t0
+        self.ran_precision = str(self.compiled.get_property("INFERENCE_PRECISION_HINT"))
+        self.req = self.compiled.create_infer_request()
+        self.req.infer(self.feeds)
+        return [self.req.get_output_tensor(i).data.copy() for i in range(len(self.compiled.outputs))]
+
+    def once(self):
+        t0 = time.perf_counter()
+        self.req.infer(self.feeds)
+        return (time.perf_counter() - t0) * 1e3
+
+    def close(self):
+        self.req = self.compiled = None
 
 
 class TorchContender(Contender):
@@ -478,6 +548,9 @@ def bench_model(name, args, probes):
         cons.append(OrtContender(path, feeds, args.threads))
     if "torch" in args.contenders:
         cons.append(TorchContender(name, x, args.threads))
+    if "openvino" in args.contenders:
+        cons.append(OpenVinoContender(path, feeds, args.threads, "f32"))
+        cons.append(OpenVinoContender(path, feeds, args.threads, "default"))
     if "korch" in args.contenders:
         db = args.korch_db
         if args.korch_cold:
@@ -523,6 +596,8 @@ def bench_model(name, args, probes):
                 r.update(c.opt_stats)
             if getattr(c, "cold", False):
                 r["cold"] = True
+            if getattr(c, "ran_precision", None):
+                r["precision"] = c.ran_precision
             log(f"{name}: {c.name} ready; max_abs={a} max_rel={rel} "
                 f"{'ok' if r['check_ok'] else 'MISMATCH ' + (err or '')}")
         except Exception as e:  # noqa: BLE001
@@ -804,6 +879,8 @@ def markdown(results, probes, vers, args, started, elapsed):
                 notes.append(f"median of per-process medians (--bench {c.get('per_process_bench_k')})")
             if "load_s" in c:
                 notes.append(f"load {c['load_s']:.2f} s")
+            if c.get("precision"):
+                notes.append(f"runs in {c['precision']}")
             ratio = f"{c['ratio_vs_ort']:.2f}" if "ratio_vs_ort" in c else "-"
             L.append(f"| {n} | {fmt_ms(c.get('median_ms'))} | {fmt_ms(c.get('min_ms'))}–"
                      f"{fmt_ms(c.get('max_ms'))} | {ratio} | {chk} | {'; '.join(notes)} |")
@@ -889,7 +966,9 @@ def parse_args(argv):
                     help="idle gap between two contenders' runs, so that the spinning "
                          "worker threads of one (ORT's pool, libgomp) have parked before the "
                          "next starts")
-    ap.add_argument("--contenders", default="ort,torch,korch")
+    ap.add_argument("--contenders", default="ort,torch,openvino,korch",
+                    help="of ort, torch, openvino (two contenders: FP32 forced, and OpenVINO's "
+                         "default precision), korch")
     ap.add_argument("--nice", type=lambda v: None if v == "none" else int(v),
                     default=-20 if os.geteuid() == 0 else None,
                     help="scheduling niceness for the harness and everything it starts "
@@ -954,35 +1033,7 @@ def main(argv=None):
     except OSError:
         args.loadavg = "?"
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
-    args.nice_applied = None
-    if args.nice is not None:
-        try:  # threads and child processes created later inherit it
-            os.setpriority(os.PRIO_PROCESS, 0, args.nice)
-            args.nice_applied = str(os.getpriority(os.PRIO_PROCESS, 0))
-        except (OSError, AttributeError) as e:
-            log(f"could not set nice {args.nice}: {e}")
-        # With sched_autogroup (the default on Debian kernels), nice only ranks
-        # processes inside one session; sessions share the CPUs equally. The
-        # autogroup's own nice is what competes with other tenants' sessions.
-        try:
-            with open("/proc/self/autogroup") as fh:
-                old = fh.read().split("nice")[-1].strip()
-
-            def restore(old=old):  # the session outlives us: put it back
-                try:
-                    with open("/proc/self/autogroup", "w") as fh:
-                        fh.write(old)
-                except OSError:
-                    pass
-            import atexit
-            atexit.register(restore)
-            with open("/proc/self/autogroup", "w") as fh:
-                fh.write(str(args.nice))
-            with open("/proc/self/autogroup") as fh:
-                args.nice_applied = (args.nice_applied or "?") + " (autogroup " + \
-                    fh.read().split("nice")[-1].strip() + ")"
-        except OSError:
-            pass
+    args.nice_applied = apply_nice(args.nice)
     args.blas = preload_blas(args)   # before anything imports numpy or torch
     global np
     import numpy as np  # noqa: F811

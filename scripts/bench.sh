@@ -16,6 +16,14 @@ CMD=$(printf "scripts/bench.sh %s" "$*" | sed "s/ *$//")
 
 "$ROOT/scripts/python-env.sh" --quiet
 PY="$ROOT/build/venv/bin/python"
+# OpenVINO, the CPU peer (issue 19): only the benchmark needs it, so it is not
+# in the test suite's environment. Pinned; numpy stays Debian's (constraints).
+OPENVINO_VERSION=2026.4.0
+if ! "$PY" -c "import openvino, sys; sys.exit(openvino.__version__.split('-')[0] != '$OPENVINO_VERSION')" 2>/dev/null; then
+    echo "[bench] pip install openvino==$OPENVINO_VERSION into build/venv"
+    "$PY" -m pip install -q --disable-pip-version-check -c "$ROOT/build/venv/constraints.txt" \
+        "openvino==$OPENVINO_VERSION"
+fi
 
 # Which models? (needed to build only those)
 MODELS=""

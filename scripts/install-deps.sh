@@ -1,6 +1,9 @@
 #!/bin/sh
 # Installs every system dependency korch needs on Debian 12 (bookworm).
 # Idempotent: quiet when everything is already present.
+# `make models` and `make bench` need Python packages Debian does not ship
+# (onnxruntime, from PyPI): scripts/python-env.sh installs them into
+# build/venv, and both targets run it first.
 set -eu
 
 PACKAGES="build-essential cmake clang libclang-rt-14-dev pkg-config \

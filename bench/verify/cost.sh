@@ -8,7 +8,7 @@
 # s)"). Overhead = verification / (optimise time - verification): what the
 # same optimise would have taken without it, measured in the same process.
 #
-#   bench/verify/cost.sh [--models a,b,...] [--threads N] [--out FILE]
+#   bench/verify/cost.sh [--models a,b,...] [--threads N] [--out FILE] [--korch PATH]
 # Default: the nine zoo models, 2 threads, results appended to
 # bench/verify/RESULTS.md with the CPU model and the exact command.
 set -eu
@@ -23,6 +23,7 @@ while [ $# -gt 0 ]; do
     --models) MODELS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
+    --korch) KORCH=$2; shift 2 ;;
     -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "cost.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -48,9 +49,14 @@ for m in $names; do
         plan=$(sed -n 's/.*matches the reference executor (.*; \([0-9.]*\) s)$/\1/p' "$log" | tail -1)
         checked=$(sed -n 's/^verification: \([0-9]*\) kernels checked.*/\1/p' "$log" | tail -1)
         excl=$(sed -n 's/.*, \([0-9]*\) candidate kernels* excluded as wrong/\1/p' "$log" | tail -1)
+        # the margins (docs/verification.md): the worst error/tolerance ratio of
+        # a kernel the plan uses, and of a plan output, as the plan records them
+        kworst=$(grep -o ' verified=[0-9.eE+-]*' "$WORK/$m/plan" | cut -d= -f2 | sort -g | tail -1)
+        pworst=$(sed -n 's/^checked .* worst=\([0-9.eE+-]*\) .*/\1/p' "$WORK/$m/plan" | sort -g | tail -1)
         row=$(awk -v m="$m" -v p="$phase" -v t="$total" -v k="${kern:-0}" -v c="${plan:-0}" -v n="${checked:-0}" \
-                  -v e="${excl:-0}" 'BEGIN { v = k + c; b = t - v;
-                  printf "| %s | %s | %.1f | %d | %.1f | %.1f | %.1f%% | %d |", m, p, t, n, k, c, b > 0 ? 100 * v / b : 0, e }')
+                  -v e="${excl:-0}" -v kw="${kworst:-nan}" -v pw="${pworst:-nan}" 'BEGIN { v = k + c; b = t - v;
+                  o = b > 0 ? 100 * v / b : 0
+                  printf "| %s | %s | %.1f | %d | %.1f | %.1f | %.1f%% | %d | %.2g | %.2g |", m, p, t, n, k, c, o, e, kw, pw }')
         echo "$row" >&2
         rows="$rows$row
 "
@@ -62,8 +68,8 @@ done
     echo
     echo "Command: \`$CMD\` (korch $(git -C "$ROOT" rev-parse --short HEAD))"
     echo
-    echo "| model | optimise | wall s | kernels checked | kernel checks s | plan check s | overhead | excluded |"
-    echo "|---|---|---:|---:|---:|---:|---:|---:|"
+    echo "| model | optimise | wall s | kernels checked | kernel checks s | plan check s | overhead | excluded | worst kernel err/tol | worst output err/tol |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     printf '%s' "$rows"
 } >>"$OUT"
 echo "cost.sh: appended to $OUT" >&2

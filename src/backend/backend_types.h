@@ -38,6 +38,7 @@ typedef struct korch_profile_options {
     const char *db_path;  /* profile database; NULL: $XDG_CACHE_HOME/korch/profile.db */
     const char *cache_dir;/* compiled-object cache; NULL: $XDG_CACHE_HOME/korch/kernels */
     bool progress;        /* progress bar on stderr (only when stderr is a terminal) */
+    bool quiet;           /* no informational lines on stderr (korch optimize -q); warnings stay */
     bool quick;           /* time one default schedule per kernel, no tuning (results say
                              default_only); the orchestrator tunes what its plans use */
     double fresh_after;   /* > 0: stored profiles measured before this time (unix seconds) are

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/cli_files.h"
 
 int korch_cli_fail(void) {
     fprintf(stderr, "korch: error: %s\n", korch_last_error());
@@ -87,6 +88,7 @@ int korch_cli_model_args(int argc, char **argv, const char *command, void (*help
         }
     }
     if (rc == 0 && !*model) rc = korch_cli_usage_error(command, "no model given");
+    if (rc == 0) rc = korch_cli_expect_model(*model, command);
     if (rc) korch_cli_shapes_free(shapes);
     return rc;
 }

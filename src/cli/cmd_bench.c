@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_files.h"
 #include "cli/cli_orchestrate.h"
 #include "runtime/executor.h"
 #include "runtime/reference.h"
@@ -78,6 +79,7 @@ int korch_cmd_bench(int argc, char **argv) {
         }
     }
     if (rc == 0 && !args.model) rc = korch_cli_usage_error("bench", "no model given");
+    if (rc == 0) rc = korch_cli_expect_model(args.model, "bench");
     if (rc == 0 && args.dry_run) rc = korch_cli_usage_error("bench", "--dry-run is an optimize option");
     if (rc) {
         korch_cli_orchestrate_args_free(&args);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_files.h"
 #include "cli/cli_orchestrate.h"
 
 #ifdef _OPENMP
@@ -57,6 +58,9 @@ int korch_cmd_optimize(int argc, char **argv) {
     }
     if (rc == 0 && !args.model) rc = korch_cli_usage_error("optimize", "no model given");
     if (rc == 0 && !output && !args.dry_run) rc = korch_cli_usage_error("optimize", "no output plan given (-o PLAN)");
+    /* before any work: the model is a model, and the plan can be written */
+    if (rc == 0) rc = korch_cli_expect_model(args.model, "optimize");
+    if (rc == 0 && output && !args.dry_run) rc = korch_cli_check_output_file("-o", output);
     if (rc) {
         korch_cli_orchestrate_args_free(&args);
         return rc;

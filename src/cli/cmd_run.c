@@ -1,10 +1,10 @@
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/cli_files.h"
+#include "cli/cli_inputs.h"
 #include "frontend/onnx_load.h"
 #include "io/npy.h"
 #include "runtime/plan.h"
@@ -24,7 +24,8 @@ static void help(void) {
            "tensor with every character outside [A-Za-z0-9._-] replaced by '_'.\n\n"
            "  --input NAME=FILE       input tensor from a .npy file or an ONNX TensorProto\n"
            "                          (.pb); FILE alone binds the next unbound input\n"
-           "  --output-dir DIR        where to write outputs (created if missing)\n"
+           "  --output-dir DIR        where to write outputs (created if missing); without it\n"
+           "                          (and without --bench) each output's shape and range is printed\n"
            "  --threads N             OpenMP threads (default: all cores)\n"
            "  --bench N               after one warm-up run, time N runs; the last line\n"
            "                          printed is 'median_ms=X min_ms=Y max_ms=Z runs=N';\n"
@@ -52,177 +53,70 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* mkdir -p: creates every missing level of `dir`. */
-static int make_dir(const char *dir) {
-    char path[4096], buf[256];
-    size_t len = strlen(dir);
-    if (len == 0 || len >= sizeof path) {
-        fprintf(stderr, "korch: error: bad output directory \"%s\"\n", korch_printable(dir, buf, sizeof buf));
-        return 1;
-    }
-    memcpy(path, dir, len + 1);
-    for (size_t i = 1; i <= len; i++) {
-        if (path[i] != '/' && path[i] != '\0') continue;
-        char saved = path[i];
-        path[i] = '\0';
-        struct stat sb;
-        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
-            fprintf(stderr, "korch: error: cannot create output directory \"%s\": %s\n",
-                    korch_printable(path, buf, sizeof buf), strerror(errno));
-            return 1;
-        }
-        if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-            fprintf(stderr, "korch: error: output path \"%s\" exists and is not a directory\n",
-                    korch_printable(path, buf, sizeof buf));
-            return 1;
-        }
-        path[i] = saved;
-    }
-    return 0;
-}
-
 /* One run: the plan's executor, or the reference executor for a model. */
 static korch_status run_once(korch_cli_plan *plan, const korch_graph *g, const korch_tensor *inputs,
                              korch_tensor *outputs) {
     return plan ? korch_cli_plan_run(plan, g, inputs, outputs) : korch_reference_run(g, inputs, outputs);
 }
 
-/* What the command line asks for. */
-typedef struct run_args {
-    const char *model, *out_dir, *profile_csv;
-    long threads, bench;
-    bool profile, verify;
-    korch_cli_shapes shapes;
+int korch_cmd_run(int argc, char **argv) {
+    const char *model = NULL, *out_dir = NULL, *profile_csv = NULL;
+    long threads = 0, bench = 0;
+    bool profile = false, verify = false;
+    korch_cli_shapes shapes = {0};
     run_input inputs[256];
-    int n_inputs;
-} run_args;
-
-/* Parses argv into *a. Returns 0, a usage exit code, or -1 after --help. */
-static int parse_args(int argc, char **argv, run_args *a) {
-    int rc = 0;
+    int n_inputs = 0, rc = 0;
+    char vbuf[200]; /* tensor names in messages: one printable line */
     for (int i = 1; i < argc && rc == 0; i++) {
-        const char *arg = argv[i], *v = NULL;
-        if (korch_cli_is_help(arg)) {
+        const char *a = argv[i], *v = NULL;
+        if (korch_cli_is_help(a)) {
             help();
-            return -1;
-        } else if (strcmp(arg, "--input") == 0 || strcmp(arg, "-i") == 0) {
+            korch_cli_shapes_free(&shapes);
+            return 0;
+        } else if (strcmp(a, "--input") == 0 || strcmp(a, "-i") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-            else if (a->n_inputs >= 256) rc = korch_cli_usage_error("run", "too many inputs");
+            else if (n_inputs >= 256) rc = korch_cli_usage_error("run", "too many inputs");
             else {
                 const char *eq = strchr(v, '=');
                 /* NAME=FILE; a bare FILE (no '=') binds the next unbound input */
-                a->inputs[a->n_inputs].name = eq ? v : NULL;
-                a->inputs[a->n_inputs].path = eq ? eq + 1 : v;
-                a->n_inputs++;
+                inputs[n_inputs].name = eq ? v : NULL;
+                inputs[n_inputs].path = eq ? eq + 1 : v;
+                n_inputs++;
             }
-        } else if (strcmp(arg, "--output-dir") == 0 || strcmp(arg, "-o") == 0) {
-            if (!(a->out_dir = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-        } else if (strcmp(arg, "--threads") == 0) {
+        } else if (strcmp(a, "--output-dir") == 0 || strcmp(a, "-o") == 0) {
+            if (!(out_dir = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
+        } else if (strcmp(a, "--threads") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-            else if (!korch_cli_parse_int(v, 1, 1024, &a->threads))
+            else if (!korch_cli_parse_int(v, 1, 1024, &threads))
                 rc = korch_cli_usage_error("run", "--threads expects a number from 1 to 1024");
-        } else if (strcmp(arg, "--bench") == 0) {
+        } else if (strcmp(a, "--bench") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-            else if (!korch_cli_parse_int(v, 1, 1000000, &a->bench))
+            else if (!korch_cli_parse_int(v, 1, 1000000, &bench))
                 rc = korch_cli_usage_error("run", "--bench expects a positive number of runs");
-        } else if (strcmp(arg, "--profile") == 0) {
-            a->profile = true;
-        } else if (strcmp(arg, "--verify") == 0) {
-            a->verify = true;
-        } else if (strcmp(arg, "--profile-csv") == 0) {
-            if (!(a->profile_csv = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-        } else if (strcmp(arg, "--input-shape") == 0) {
+        } else if (strcmp(a, "--profile") == 0) {
+            profile = true;
+        } else if (strcmp(a, "--verify") == 0) {
+            verify = true;
+        } else if (strcmp(a, "--profile-csv") == 0) {
+            if (!(profile_csv = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
+        } else if (strcmp(a, "--input-shape") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-            else rc = korch_cli_shapes_add(&a->shapes, v, "run");
-        } else if (arg[0] == '-') {
-            rc = korch_cli_usage_error("run", "unknown option %s", arg);
-        } else if (!a->model) {
-            a->model = arg;
+            else rc = korch_cli_shapes_add(&shapes, v, "run");
+        } else if (a[0] == '-') {
+            rc = korch_cli_usage_error("run", "unknown option %s", a);
+        } else if (!model) {
+            model = a;
         } else {
             rc = korch_cli_usage_error("run", "more than one model given");
         }
     }
-    if (rc == 0 && !a->model) rc = korch_cli_usage_error("run", "no model given");
-    if (rc == 0 && (a->profile || a->profile_csv) && !a->bench)
+    if (rc == 0 && !model) rc = korch_cli_usage_error("run", "no model given");
+    if (rc == 0 && (profile || profile_csv) && !bench)
         rc = korch_cli_usage_error("run", "--profile and --profile-csv time the runs of --bench N; give --bench");
-    return rc;
-}
-
-/* --output-dir: one .npy per graph output. Returns 0 or an exit code. */
-static int write_outputs(const char *out_dir, const korch_graph *g, const korch_tensor *outputs) {
-    int rc = make_dir(out_dir);
-    for (int i = 0; i < g->n_outputs && rc == 0; i++) {
-        char fname[300], path[4096];
-        korch_sanitize_filename(g->values[g->outputs[i]].name, fname, sizeof fname);
-        snprintf(path, sizeof path, "%s/%s.npy", out_dir, fname);
-        if (korch_npy_write(path, &outputs[i]) != KORCH_OK) rc = korch_cli_fail();
-    }
-    return rc;
-}
-
-/* --bench N (with --profile / --profile-csv): N timed runs after the
- * warm-up the caller did; prints the contract's last line. Returns 0 or an
- * exit code. */
-static int bench_runs(const run_args *a, korch_cli_plan *plan, const korch_graph *g, const korch_tensor *bound,
-                      korch_tensor *outputs) {
-    long bench = a->bench;
-    bool profiled = a->profile || a->profile_csv;
-    int rc = 0;
-    double *times = calloc((size_t)bench, sizeof *times);
-    korch_cli_profile *prof = NULL;
-    if (times && profiled) {
-        prof = korch_cli_profile_create(korch_cli_plan_get(plan)->n_kernels, bench);
-        if (prof) korch_cli_plan_time_kernels(plan, korch_cli_profile_slots(prof));
-    }
-    if (!times || (profiled && !prof)) {
-        fprintf(stderr, "korch: error: out of memory for --bench %ld\n", bench);
-        free(times);
-        korch_cli_profile_free(prof);
-        return 1;
-    }
-    for (long r = 0; r < bench && rc == 0; r++) {
-        /* A plan writes into the same output buffers every run, as a C
-         * API caller's bound buffers (allocating them afresh would time
-         * page faults: 64 MiB of output costs ~15 ms of them); the
-         * reference executor allocates its outputs itself. */
-        if (!plan)
-            for (int i = 0; i < g->n_outputs; i++) korch_tensor_free(&outputs[i]);
-        double t0 = korch_now_ms();
-        if (run_once(plan, g, bound, outputs) != KORCH_OK) rc = korch_cli_fail();
-        times[r] = korch_now_ms() - t0;
-        if (prof) korch_cli_profile_record(prof);
-    }
-    if (rc == 0) {
-        qsort(times, (size_t)bench, sizeof *times, cmp_double);
-        double median = bench % 2 ? times[bench / 2] : 0.5 * (times[bench / 2 - 1] + times[bench / 2]);
-        /* the memory plan's arena (intermediate values), before the contract's last line */
-        if (prof && a->profile) korch_cli_profile_report(prof, korch_cli_plan_get(plan), median, 20, stdout);
-        if (prof && a->profile_csv &&
-            korch_cli_profile_write_csv(prof, korch_cli_plan_get(plan), a->profile_csv) != KORCH_OK)
-            rc = korch_cli_fail();
-        if (plan) printf("peak_arena_bytes=%zu\n", korch_cli_plan_arena_bytes(plan));
-        printf("median_ms=%.4f min_ms=%.4f max_ms=%.4f runs=%ld\n", median, times[0], times[bench - 1], bench);
-    }
-    if (prof) korch_cli_plan_time_kernels(plan, NULL);
-    korch_cli_profile_free(prof);
-    free(times);
-    return rc;
-}
-
-int korch_cmd_run(int argc, char **argv) {
-    run_args args = {0};
-    int rc = parse_args(argc, argv, &args);
-    if (rc < 0) {
-        korch_cli_shapes_free(&args.shapes);
-        return 0;
-    }
-    const char *model = args.model, *out_dir = args.out_dir, *profile_csv = args.profile_csv;
-    long threads = args.threads, bench = args.bench;
-    bool profile = args.profile, verify = args.verify;
-    run_input *inputs = args.inputs;
-    int n_inputs = args.n_inputs;
-    korch_cli_shapes shapes = args.shapes;
-    char vbuf[200]; /* tensor names in messages: one printable line */
+    /* what the file is, and the outputs, before any work */
+    if (rc == 0) rc = korch_cli_expect_model_or_plan(model, "run");
+    if (rc == 0 && out_dir) rc = korch_cli_make_output_dir("--output-dir", out_dir);
+    if (rc == 0 && profile_csv) rc = korch_cli_check_output_file("--profile-csv", profile_csv);
     /* a plan file: run its model with the plan's kernels and input shapes */
     korch_cli_plan *plan = NULL;
     if (rc == 0 && korch_plan_file_is_plan(model)) {
@@ -275,25 +169,25 @@ int korch_cmd_run(int argc, char **argv) {
                 if (strlen(vn) == len && strncmp(vn, inputs[k].name, len) == 0) slot = i;
             }
             if (slot < 0) {
-                char buf[256];
+                char buf[256], names[400];
                 snprintf(buf, sizeof buf, "%.*s", (int)len, inputs[k].name);
-                fprintf(stderr, "korch: error: --input %s: the model has no input of that name\n",
-                        korch_printable(buf, vbuf, sizeof vbuf));
-                rc = 2;
+                rc = korch_cli_usage_error("run", "--input %s=...: the model has no input named \"%s\"; its inputs are %s",
+                                           korch_printable(buf, vbuf, sizeof vbuf), vbuf,
+                                           korch_cli_input_names(g, names, sizeof names));
             }
         } else {
             for (int i = 0; i < g->n_inputs && slot < 0; i++)
                 if (binding[i] < 0) slot = i;
             if (slot < 0) {
-                fprintf(stderr, "korch: error: more --input files than model inputs\n");
-                rc = 2;
+                char names[400];
+                rc = korch_cli_usage_error("run", "more --input files than model inputs (it has %d: %s)", g->n_inputs,
+                                           korch_cli_input_names(g, names, sizeof names));
             }
         }
         if (rc) break;
         if (binding[slot] >= 0) {
-            fprintf(stderr, "korch: error: input \"%s\" is given twice\n",
-                    korch_printable(g->values[g->inputs[slot]].name, vbuf, sizeof vbuf));
-            rc = 2;
+            rc = korch_cli_usage_error("run", "input \"%s\" is given twice",
+                                       korch_printable(g->values[g->inputs[slot]].name, vbuf, sizeof vbuf));
             break;
         }
         binding[slot] = k;
@@ -302,15 +196,20 @@ int korch_cmd_run(int argc, char **argv) {
     for (int i = 0; i < g->n_inputs && rc == 0; i++) {
         const korch_value *v = &g->values[g->inputs[i]];
         if (binding[i] < 0) {
-            if (!bench && !verify) {
-                fprintf(stderr, "korch: error: no --input given for graph input \"%s\"\n",
-                        korch_printable(v->name, vbuf, sizeof vbuf));
-                rc = 2;
-            }
+            if (!bench && !verify)
+                rc = korch_cli_usage_error("run", "no --input given for graph input \"%s\" (--bench N alone runs on "
+                                                  "seeded random data)",
+                                           korch_printable(v->name, vbuf, sizeof vbuf));
             continue;
         }
         bool user_fixed = false;
         for (int s = 0; s < shapes.count; s++) user_fixed |= strcmp(shapes.items[s].name, v->name) == 0;
+        /* a file that cannot fit is named with its shape (not as the
+         * --input-shape it would otherwise turn into) */
+        if (!user_fixed && korch_cli_input_fits(v, &files[binding[i]].shape, inputs[binding[i]].path)) {
+            rc = 1;
+            break;
+        }
         if (!user_fixed) {
             char spec[512], dims[160];
             snprintf(spec, sizeof spec, "%s=%s", v->name, korch_shape_format(&files[binding[i]].shape, dims, sizeof dims));
@@ -376,8 +275,59 @@ int korch_cmd_run(int argc, char **argv) {
         rc = korch_cli_fail();
         goto done;
     }
-    if (out_dir && (rc = write_outputs(out_dir, g, outputs)) != 0) goto done;
-    if (bench) rc = bench_runs(&args, plan, g, bound, outputs);
+    if (!out_dir && !bench) korch_cli_print_outputs(g, outputs); /* never a silent run */
+    if (out_dir) {
+        if ((rc = korch_cli_make_output_dir("--output-dir", out_dir))) goto done;
+        for (int i = 0; i < g->n_outputs; i++) {
+            char fname[300], path[4096];
+            korch_sanitize_filename(g->values[g->outputs[i]].name, fname, sizeof fname);
+            snprintf(path, sizeof path, "%s/%s.npy", out_dir, fname);
+            if (korch_npy_write(path, &outputs[i]) != KORCH_OK) {
+                rc = korch_cli_fail();
+                goto done;
+            }
+        }
+    }
+    if (bench) {
+        double *times = calloc((size_t)bench, sizeof *times);
+        korch_cli_profile *prof = NULL;
+        if (times && (profile || profile_csv)) {
+            prof = korch_cli_profile_create(korch_cli_plan_get(plan)->n_kernels, bench);
+            if (prof) korch_cli_plan_time_kernels(plan, korch_cli_profile_slots(prof));
+        }
+        if (!times || ((profile || profile_csv) && !prof)) {
+            fprintf(stderr, "korch: error: out of memory for --bench %ld\n", bench);
+            free(times);
+            korch_cli_profile_free(prof);
+            rc = 1;
+            goto done;
+        }
+        for (long r = 0; r < bench && rc == 0; r++) {
+            /* A plan writes into the same output buffers every run, as a C
+             * API caller's bound buffers (allocating them afresh would time
+             * page faults: 64 MiB of output costs ~15 ms of them); the
+             * reference executor allocates its outputs itself. */
+            if (!plan)
+                for (int i = 0; i < g->n_outputs; i++) korch_tensor_free(&outputs[i]);
+            double t0 = korch_now_ms();
+            if (run_once(plan, g, bound, outputs) != KORCH_OK) rc = korch_cli_fail();
+            times[r] = korch_now_ms() - t0;
+            if (prof) korch_cli_profile_record(prof);
+        }
+        if (rc == 0) {
+            qsort(times, (size_t)bench, sizeof *times, cmp_double);
+            double median = bench % 2 ? times[bench / 2] : 0.5 * (times[bench / 2 - 1] + times[bench / 2]);
+            /* the memory plan's arena (intermediate values), before the contract's last line */
+            if (prof && profile) korch_cli_profile_report(prof, korch_cli_plan_get(plan), median, 20, stdout);
+            if (prof && profile_csv && korch_cli_profile_write_csv(prof, korch_cli_plan_get(plan), profile_csv) != KORCH_OK)
+                rc = korch_cli_fail();
+            if (plan) printf("peak_arena_bytes=%zu\n", korch_cli_plan_arena_bytes(plan));
+            printf("median_ms=%.4f min_ms=%.4f max_ms=%.4f runs=%ld\n", median, times[0], times[bench - 1], bench);
+        }
+        if (prof) korch_cli_plan_time_kernels(plan, NULL);
+        korch_cli_profile_free(prof);
+        free(times);
+    }
 done:
     if (g && outputs)
         for (int i = 0; i < g->n_outputs; i++) korch_tensor_free(&outputs[i]);

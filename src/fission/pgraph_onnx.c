@@ -1,6 +1,7 @@
 /* pgraph -> ONNX ModelProto (protobuf-c), see pgraph_onnx.h: the
  * non-layout primitives and the graph. Layouts are in pgraph_onnx_layout.c, the
  * writer's building blocks in pgraph_onnx_writer.c. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -417,9 +418,16 @@ korch_status korch_pgraph_export_onnx(const korch_pgraph *pg, const char *path) 
     char pbuf[256];
     FILE *f = fopen(path, "wb");
     korch_status st = KORCH_OK;
-    if (!f) st = korch_error(KORCH_ERR_IO, "cannot write \"%s\"", korch_printable(path, pbuf, sizeof pbuf));
-    else if (fwrite(data, 1, size, f) != size) st = korch_error(KORCH_ERR_IO, "cannot write \"%s\"", korch_printable(path, pbuf, sizeof pbuf));
-    if (f && fclose(f) != 0 && st == KORCH_OK) st = korch_error(KORCH_ERR_IO, "cannot write \"%s\"", korch_printable(path, pbuf, sizeof pbuf));
+    /* every failure says why (errno: no such folder, permission, disk full) */
+    bool ok = f && fwrite(data, 1, size, f) == size;
+    int err = errno;
+    if (f && fclose(f) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    if (!ok)
+        st = korch_error(KORCH_ERR_IO, "cannot write \"%s\": %s", korch_printable(path, pbuf, sizeof pbuf),
+                         strerror(err));
     free(data);
     return st;
 }

@@ -28,6 +28,12 @@ korch_status korch_graph_validate(korch_graph *g);
  * symbolic input dimensions that no override fixes. */
 korch_status korch_graph_infer(korch_graph *g, const korch_input_shape *overrides, int n_overrides);
 
+/* The node part of korch_graph_infer, for a graph whose inputs are bound
+ * (also subgraphs): infers every node in order, folds constants and
+ * resolves Ifs whose condition is constant and unrolls short Loops
+ * (docs/control-flow.md). */
+korch_status korch_graph_infer_nodes(korch_graph *g);
+
 /* Parses "a=1x3x224x224;b=1x128" (also ',' between dims). Names point into
  * `text`, which the caller keeps alive and which is modified in place. */
 korch_status korch_input_shapes_parse(char *text, korch_input_shape *out, int cap, int *count);

@@ -21,6 +21,7 @@ void korch_attr_free(korch_attr *a) {
         korch_tensor_free(a->tensor);
         free(a->tensor);
     }
+    korch_graph_free(a->graph);
     memset(a, 0, sizeof *a);
 }
 
@@ -48,6 +49,9 @@ void korch_graph_free(korch_graph *g) {
     free(g->nodes);
     free(g->inputs);
     free(g->outputs);
+    free(g->captures);
+    free(g->capture_slots);
+    free(g->unusable);
     free(g->name);
     free(g->model_dir);
     korch_strmap_free(&g->value_index);

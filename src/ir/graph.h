@@ -35,6 +35,7 @@ typedef struct korch_attr {
     int64_t *ints;      /* INTS */
     int count;          /* elements in floats / ints */
     korch_tensor *tensor; /* TENSOR */
+    struct korch_graph *graph; /* GRAPH (If branches, Loop/Scan bodies; owned) */
 } korch_attr;
 
 typedef struct korch_value {
@@ -46,6 +47,8 @@ typedef struct korch_value {
     bool is_graph_input;
     bool is_graph_output;
     bool is_constant;      /* initializer or folded: `constant` holds the data */
+    /* In a subgraph: defined in an enclosing graph (docs/control-flow.md). */
+    bool is_outer_scope;
     korch_tensor constant;
     /* For graph inputs with symbolic dims: the dim_param names (NULL if static). */
     char *dim_params[KORCH_MAX_RANK];
@@ -66,6 +69,10 @@ typedef struct korch_node {
     int *inputs;       /* value indices; -1 for an omitted optional input */
     int n_outputs;
     int *outputs;      /* value indices; -1 for an omitted optional output */
+    /* The last n_implicit_inputs of `inputs` are not ONNX inputs: they are the
+     * outer-scope values the node's subgraphs read (If/Loop/Scan), so that
+     * ordering, liveness and fission see the dependency. */
+    int n_implicit_inputs;
     int n_attrs;
     korch_attr *attrs;
     bool dead;         /* removed by folding or clean-up; skipped everywhere */
@@ -94,6 +101,18 @@ typedef struct korch_graph {
     int *inputs;
     int n_outputs;
     int *outputs;
+
+    /* Subgraphs (an attribute of a control-flow node) only: the values read
+     * from enclosing graphs (is_outer_scope), and for each the index of the
+     * owning node's input that carries it (docs/control-flow.md). */
+    int depth;         /* 0 for the main graph */
+    int n_captures;
+    int *captures;
+    int *capture_slots;
+    /* An If branch that cannot be inferred at the model's shapes (the branch
+     * a run-time condition never takes for them): why, or NULL. Running it
+     * is an error; the If takes its types from the other branch. */
+    char *unusable;
 } korch_graph;
 
 korch_status korch_graph_create(korch_graph **out);

@@ -5,6 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "ir/pgraph.h"
 #include "ops/broadcast.h"
 #include "ops/conv_kernel.h"
@@ -12,6 +16,21 @@
 #include "ops/op.h"
 
 static double load(const korch_tensor *t, int64_t i) { return korch_tensor_get_f64(t, i); }
+
+/* Elementwise and layout primitives of at least this many elements run on
+ * every thread (each element is computed on its own: the same results). */
+#define INTERPRET_PARALLEL_MIN ((int64_t)1 << 14)
+
+/* This thread's contiguous share of [0, total) inside a parallel region. */
+static void chunk_of(int64_t total, int64_t *begin, int64_t *end) {
+    int t = 0, nt = 1;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+    nt = omp_get_num_threads();
+#endif
+    *begin = total * t / nt;
+    *end = total * (t + 1) / nt;
+}
 
 /* Integer stores saturate (NaN -> 0): the float-to-integer conversion of an
  * out-of-range value is undefined behaviour in C. */
@@ -133,14 +152,23 @@ static korch_status run_elementwise(const korch_pnode *n, korch_tensor **in, kor
     const korch_shape *shapes[3] = {0};
     for (int i = 0; i < n->n_inputs; i++) shapes[i] = &in[i]->shape;
     int64_t total = korch_tensor_numel(out);
-    korch_broadcast_iter it;
-    korch_broadcast_iter_init(&it, &out->shape, n->n_inputs, shapes);
-    for (int64_t i = 0; i < total; i++) {
-        double a = load(in[0], it.offset[0]);
-        double b = n->n_inputs > 1 ? load(in[1], it.offset[1]) : 0.0;
-        double c = n->n_inputs > 2 ? load(in[2], it.offset[2]) : 0.0;
-        store(out, i, korch_ew_apply(n->u.ew.op, a, b, c, n->u.ew.alpha, n->u.ew.beta));
-        korch_broadcast_iter_next(&it);
+    /* every element is computed alone, so the elements are shared out in
+     * contiguous chunks, each with its own iterator: the same values in any
+     * order (kernel verification spends most of its time here) */
+#pragma omp parallel if (total >= INTERPRET_PARALLEL_MIN)
+    {
+        int64_t begin, end;
+        chunk_of(total, &begin, &end);
+        korch_broadcast_iter it;
+        korch_broadcast_iter_init(&it, &out->shape, n->n_inputs, shapes);
+        korch_broadcast_iter_seek(&it, begin);
+        for (int64_t i = begin; i < end; i++) {
+            double a = load(in[0], it.offset[0]);
+            double b = n->n_inputs > 1 ? load(in[1], it.offset[1]) : 0.0;
+            double c = n->n_inputs > 2 ? load(in[2], it.offset[2]) : 0.0;
+            store(out, i, korch_ew_apply(n->u.ew.op, a, b, c, n->u.ew.alpha, n->u.ew.beta));
+            korch_broadcast_iter_next(&it);
+        }
     }
     return KORCH_OK;
 }
@@ -186,8 +214,16 @@ static korch_status run_layout(const korch_pnode *n, korch_tensor **in, korch_te
     const korch_prim_layout *l = &n->u.layout;
     int64_t total = korch_tensor_numel(out);
     size_t esize = korch_dtype_size(out->dtype);
-    int64_t o[KORCH_MAX_RANK] = {0};
-    for (int64_t i = 0; i < total; i++) {
+#pragma omp parallel if (total >= INTERPRET_PARALLEL_MIN)
+    {
+    int64_t begin, end, o[KORCH_MAX_RANK] = {0};
+    chunk_of(total, &begin, &end);
+    for (int64_t k = out->shape.rank - 1, rest = begin; k >= 0; k--) { /* the coordinates of element begin */
+        int64_t d = out->shape.dims[k] > 0 ? out->shape.dims[k] : 1;
+        o[k] = rest % d;
+        rest /= d;
+    }
+    for (int64_t i = begin; i < end; i++) {
         bool written = false;
         for (int p = 0; p < l->n_maps && !written; p++) {
             int64_t c[KORCH_MAX_RANK];
@@ -202,6 +238,7 @@ static korch_status run_layout(const korch_pnode *n, korch_tensor **in, korch_te
             if (++o[k] < out->shape.dims[k]) break;
             o[k] = 0;
         }
+    }
     }
     return KORCH_OK;
 }

@@ -67,6 +67,8 @@ typedef struct korch_orchestrate_options {
     bool drop_dominated; /* leave out candidates whose split costs no more (solve.c) */
     bool progress; /* progress bar on stderr (only on a terminal) */
     FILE *log; /* statistics; NULL: quiet */
+    bool estimated; /* the oracle estimates (korch_kernel_oracle_estimate): the log says so
+                       rather than speaking of measuring and tuning */
     /* Tuning (phase 2): the optimal strategy tunes the kernels of the greedy
      * plan too (then optimal <= greedy holds between tuned plans) */
     bool tune_greedy;
@@ -158,6 +160,8 @@ korch_status korch_orchestrator_exclude(korch_orchestrator *o, const korch_plan_
 typedef struct korch_plan_verify_options {
     korch_verify_options verify; /* seed, build options; verify.inputs: the caller's inputs or NULL */
     const korch_graph *graph;    /* the inferred op graph pg was lowered from */
+    const char *model_sha256;    /* the model file's hash: a passing check of the same plan is
+                                    remembered (verify/plan_verdict.c); NULL: always checked */
     int max_rounds;              /* <= 0: 8 */
     FILE *log;                   /* what was checked and excluded; NULL: quiet */
 } korch_plan_verify_options;

@@ -82,7 +82,7 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
     korch_progress bar;
     long done_count = 0, timed = 0, from_db = 0, provisional = 0;
     double start_ms = korch_now_ms();
-    korch_progress_begin(&bar, "profiling", remaining, options->progress);
+    korch_progress_begin(&bar, options->estimated ? "estimating" : "profiling", remaining, options->progress);
     for (int size = 1; size <= max_size && st == KORCH_OK; size++) {
         for (int kind = 0; kind < KORCH_BACKEND_COUNT && st == KORCH_OK; kind++) {
             int n_batch = 0;
@@ -179,7 +179,12 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
         const korch_candidate *c = &set->candidates[i];
         if (c->profiled && !c->rejected) set->stats[c->partition].kept++;
     }
-    if (options->log && st == KORCH_OK)
+    if (options->log && st == KORCH_OK && options->estimated)
+        fprintf(options->log,
+                "estimating: %ld distinct kernels for %ld candidates from the roofline model in %.1f s (nothing "
+                "compiled or timed; kernels keep their default schedules)\n",
+                timed, done_count, (korch_now_ms() - start_ms) / 1e3);
+    else if (options->log && st == KORCH_OK)
         fprintf(options->log,
                 "profiling: %ld distinct kernels (%ld from the profile database) for %ld candidates in %.1f s "
                 "(default schedules; the kernels plans use are tuned next)\n",

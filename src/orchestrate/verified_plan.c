@@ -38,12 +38,19 @@ korch_status korch_orchestrator_solve_verified(korch_orchestrator *o, korch_stra
         korch_status st = KORCH_OK;
         double t0 = korch_now_ms();
         bool ok = true;
+        int n_recorded = 0; /* checks answered by a recorded verdict of the same plan */
         /* seeded inputs always; the caller's as well when given */
         for (int pass = 0; pass < (options->verify.inputs ? 2 : 1) && ok && st == KORCH_OK; pass++) {
             korch_verify_options vo = options->verify;
             if (pass == 0) vo.inputs = NULL;
-            st = korch_verify_plan(plan, options->graph, pg, &vo, &c);
-            if (st != KORCH_OK) break;
+            bool recorded = korch_plan_verdict_lookup(plan, options->graph, options->model_sha256, &vo, &c);
+            if (recorded) {
+                n_recorded++;
+            } else {
+                st = korch_verify_plan(plan, options->graph, pg, &vo, &c);
+                if (st != KORCH_OK) break;
+                korch_plan_verdict_store(plan, options->graph, options->model_sha256, &vo, &c);
+            }
             ok = c.ok;
             if (ok) {
                 record_outputs(plan, &c);
@@ -74,10 +81,12 @@ korch_status korch_orchestrator_solve_verified(korch_orchestrator *o, korch_stra
                     if (plan->output_checks[i].worst_ratio > worst) worst = plan->output_checks[i].worst_ratio;
                 fprintf(log,
                         "verification: the %s plan matches the reference executor (%d output%s, worst "
-                        "error/tolerance %.3g, inputs: seed %llu%s; %.1f s)\n",
+                        "error/tolerance %.3g, inputs: seed %llu%s%s; %.1f s)\n",
                         korch_strategy_name(strategy), plan->n_output_checks, plan->n_output_checks == 1 ? "" : "s",
                         worst, (unsigned long long)options->verify.seed,
-                        options->verify.inputs ? " and the given inputs" : "", (korch_now_ms() - t0) / 1e3);
+                        options->verify.inputs ? " and the given inputs" : "",
+                        n_recorded ? ", seeded check recorded for this same plan" : "",
+                        (korch_now_ms() - t0) / 1e3);
             }
             *out = plan;
             return KORCH_OK;

@@ -65,6 +65,9 @@ static korch_status parse_infer(const char *path, const korch_input_shape *shape
         else if (slash == dir) slash[1] = '\0';
         else *slash = '\0';
         st = korch_onnx_load_buffer(out->bytes, out->size, dir, &out->graph);
+        /* the file's name, as korch_onnx_load_file gives it (info, check, run) */
+        char printable[256];
+        if (st != KORCH_OK) st = korch_error_prefix(st, "%s", korch_printable(path, printable, sizeof printable));
     }
     free(dir);
     if (st == KORCH_OK) st = korch_graph_validate(out->graph);

@@ -169,6 +169,22 @@ korch_status korch_verify_plan(const korch_plan *plan, const korch_graph *g, con
                                const korch_verify_options *options, korch_plan_check *out);
 void korch_plan_check_free(korch_plan_check *c);
 
+/* ---- plan_verdict.c ----------------------------------------------------------
+ * Passing checks of whole plans, remembered in the profile database under a
+ * key covering the model's bytes (model_sha256), the input shapes, the
+ * seed, the threads and every kernel (backend, implementation, schedule,
+ * nodes), for a fingerprint of every backend (compiler, oneDNN, CPU, korch
+ * version, KORCH_VERIFY_RULES). Seeded inputs only: with options->inputs set
+ * nothing is looked up or stored. lookup fills out (ok, per-output numbers)
+ * and returns true when the same plan passed before. */
+bool korch_plan_verdict_lookup(const korch_plan *plan, const korch_graph *g, const char *model_sha256,
+                               const korch_verify_options *options, korch_plan_check *out);
+void korch_plan_verdict_store(const korch_plan *plan, const korch_graph *g, const char *model_sha256,
+                              const korch_verify_options *options, const korch_plan_check *c);
+/* The machine column of plan verdicts for a thread count (korch db tells
+ * this machine's verdicts from foreign ones by it). */
+bool korch_plan_verdict_machine(int threads, char machine[65]);
+
 /* ---- verifier.c --------------------------------------------------------------
  * Kernel verification for the orchestrator: korch_verify_kernels with the
  * verdicts kept in the profile database, keyed by (backend, the backend's

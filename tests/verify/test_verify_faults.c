@@ -7,11 +7,16 @@
  *      check catches a fault that shows in the model's outputs, localises
  *      the kernel, excludes it, and the re-solved plan is right;
  *   4. a kernel that reads its output buffer before writing it (right only
- *      on zeroed memory) is caught too.
+ *      on zeroed memory) is caught too;
+ *   5. a passing whole-plan check is remembered and reused for the same plan
+ *      (same model hash and seed), never for another seed, and a failing
+ *      plan is never remembered: the lying verifier's broken plan is caught
+ *      again on a second run with the same database.
  * Latencies come from the roofline estimate (deterministic: no timing), so
  * the first choice always fuses the broken kernels. The model is the bundled
  * example (examples/tiny_net.onnx: convolutions, LayerNorm, attention). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -131,18 +136,42 @@ typedef struct run {
     korch_plan *plan;
 } run;
 
-static korch_status solve(const korch_plan_model *m, korch_kernel_verifier *force, run *r, korch_status *solve_st) {
+/* model_sha256 (NULL: plan checks not remembered), log and seed as the CLI passes them */
+static korch_status solve_with(const korch_plan_model *m, korch_kernel_verifier *force, const char *model_sha256,
+                               FILE *log, uint64_t seed, run *r, korch_status *solve_st) {
     korch_kernel_oracle oracle = {.supports = est_supports, .profile = est_profile, .user = NULL};
     korch_orchestrate_options opt = test_orchestrate_options(2);
-    korch_verify_options vo = {.seed = 5, .build = &build_options};
+    korch_verify_options vo = {.seed = seed, .build = &build_options};
     memset(r, 0, sizeof *r);
     KORCH_TRY(korch_verifier_create(m->pg, &vo, &r->v));
     opt.verifier = force ? *force : korch_verifier_hook(r->v);
     KORCH_TRY(korch_orchestrator_create(m->pg, &oracle, &opt, KORCH_STRATEGY_OPTIMAL, &r->o));
     KORCH_TRY(korch_orchestrator_profile(r->o));
-    korch_plan_verify_options pv = {.verify = vo, .graph = m->graph, .log = stdout};
+    korch_plan_verify_options pv = {.verify = vo, .graph = m->graph, .model_sha256 = model_sha256, .log = log};
     *solve_st = korch_orchestrator_solve_verified(r->o, KORCH_STRATEGY_OPTIMAL, &pv, &r->plan);
     return KORCH_OK;
+}
+
+static korch_status solve(const korch_plan_model *m, korch_kernel_verifier *force, run *r, korch_status *solve_st) {
+    return solve_with(m, force, NULL, stdout, 5, r, solve_st);
+}
+
+/* Solves with plan checks remembered; *recorded: the log says the check was
+ * answered by a recorded verdict of the same plan. */
+static void solve_logged(const korch_plan_model *m, korch_kernel_verifier *force, uint64_t seed, run *r,
+                         bool *recorded) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *log = open_memstream(&text, &len);
+    korch_status st = KORCH_OK;
+    CHECK(log != NULL);
+    if (!log) return;
+    CHECK_OK(solve_with(m, force, m->sha256, log, seed, r, &st));
+    CHECK_OK(st);
+    fclose(log);
+    fputs(text, stdout);
+    *recorded = text && strstr(text, "recorded for this same plan") != NULL;
+    free(text);
 }
 
 static void run_free(run *r) {
@@ -276,6 +305,44 @@ int main(void) {
             CHECK_MSG(res[i].verdict == KORCH_VERDICT_VERIFIED, "kernel %d failed without a fault: %s", i,
                       res[i].detail);
         korch_orchestrator_free(o);
+    }
+
+    /* 5. remembered plan checks */
+    unlink(db_path);
+    korch_backend_set_fault(NULL, NULL);
+    {
+        bool recorded = true;
+        solve_logged(&m, NULL, 5, &r, &recorded);
+        CHECK_MSG(!recorded, "a check was answered from an empty database");
+        int n_checks = r.plan ? r.plan->n_output_checks : 0;
+        double first_worst[8] = {0};
+        for (int i = 0; i < n_checks && i < 8; i++) first_worst[i] = r.plan->output_checks[i].worst_ratio;
+        run_free(&r);
+        solve_logged(&m, NULL, 5, &r, &recorded);
+        CHECK_MSG(recorded, "the same plan was checked again");
+        CHECK(r.plan && r.plan->verified && r.plan->n_output_checks == n_checks);
+        for (int i = 0; r.plan && i < n_checks && i < 8; i++)
+            CHECK_MSG(fabs(r.plan->output_checks[i].worst_ratio - first_worst[i]) <= 1e-5 * first_worst[i] + 1e-12,
+                      "output %d: recorded worst ratio %g, checked %g", i, r.plan->output_checks[i].worst_ratio,
+                      first_worst[i]);
+        run_free(&r);
+        solve_logged(&m, NULL, 6, &r, &recorded);
+        CHECK_MSG(!recorded, "a check on another seed's inputs was answered by seed 5's");
+        run_free(&r);
+
+        /* a failing plan is never remembered */
+        korch_fault scale = KORCH_FAULT_SCALE;
+        korch_backend_set_fault(fault_fused, &scale);
+        for (int pass = 0; pass < 2; pass++) {
+            int rec = 0;
+            korch_kernel_verifier liar = {.check = liar_check, .record = liar_record, .user = &rec};
+            solve_logged(&m, &liar, 7, &r, &recorded);
+            CHECK_MSG(r.o && korch_orchestrator_verify_log(r.o)->rounds > 0,
+                      "pass %d: the broken plan was not caught by the plan check", pass);
+            CHECK(r.plan && r.plan->verified && !plan_uses_broken(r.plan));
+            run_free(&r);
+        }
+        korch_backend_set_fault(NULL, NULL);
     }
 
     korch_plan_model_close(&m);

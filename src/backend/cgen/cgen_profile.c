@@ -133,7 +133,7 @@ static korch_status quick_run(cg_session *S, korch_profile_result *results) {
     S->stats->fork_join_us = cg_fork_join_us(S->threads);
     bool busy = S->stats->fork_join_us > cg_option(S->options ? S->options->busy_us : 0, 100);
     static bool told;
-    if (busy && !told && cg_tune_log(S->options) >= 1) {
+    if (busy && !told && cg_tune_log(S->options) >= 1 && !(S->options && S->options->quiet)) {
         fprintf(stderr,
                 "korch cgen: the machine is busy (an empty parallel region of %d threads takes %.0f us): quick "
                 "profiling times serial schedules\n",
@@ -325,7 +325,8 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
         if (job_of[i] >= 0 && S.jobs[job_of[i]].spec != i) results[i] = results[S.jobs[job_of[i]].spec];
     ls->total_s = korch_now_s() - t_start;
     bool log = cg_tune_log(options) >= 1;
-    if (st == KORCH_OK && S.n_jobs > 0 && !quick && (log || (options && options->progress)))
+    bool quiet = options && options->quiet;
+    if (st == KORCH_OK && S.n_jobs > 0 && !quick && !quiet && (log || (options && options->progress)))
         fprintf(stderr,
                 "korch cgen: %d kernels (%d from the database, %d unsupported, %d tuned, %d cut short by the budget): "
                 "%d schedules timed (%d stopped early), %d functions compiled in %d compiler runs (%.2f s), timing "
