@@ -71,6 +71,14 @@
 extern "C" {
 #endif
 
+/* The library exports exactly the functions marked KORCH_API (it is built
+ * with -fvisibility=hidden; tests/api/check_exports.sh holds it to that). */
+#if defined(__GNUC__) || defined(__clang__)
+#define KORCH_API __attribute__((visibility("default")))
+#else
+#define KORCH_API
+#endif
+
 typedef enum korch_status {
     KORCH_OK = 0,
     KORCH_ERR_INVALID_ARGUMENT, /* a caller passed something unusable */
@@ -106,9 +114,9 @@ typedef enum korch_dtype {
 #define KORCH_MAX_RANK 8
 
 /* Message for the last failed call on this thread ("" if none). */
-const char *korch_last_error(void);
-const char *korch_status_name(korch_status status);
-const char *korch_version(void);
+KORCH_API const char *korch_last_error(void);
+KORCH_API const char *korch_status_name(korch_status status);
+KORCH_API const char *korch_version(void);
 
 /* ---- models --------------------------------------------------------------
  * A model is an ONNX file or a korch plan file, parsed and validated. It is
@@ -117,8 +125,8 @@ const char *korch_version(void);
  * sessions are destroyed: the model goes with the last of them. */
 typedef struct korch_model korch_model;
 
-korch_status korch_model_load(const char *path, korch_model **out);
-void korch_model_free(korch_model *model);
+KORCH_API korch_status korch_model_load(const char *path, korch_model **out);
+KORCH_API void korch_model_free(korch_model *model);
 
 /* ---- sessions ------------------------------------------------------------
  * A session owns the prepared executable and its memory. Sessions are
@@ -132,11 +140,11 @@ typedef struct korch_session_options {
     const char *input_shapes;
 } korch_session_options;
 
-korch_session_options korch_session_options_default(void);
+KORCH_API korch_session_options korch_session_options_default(void);
 
-korch_status korch_session_create(const korch_model *model, const korch_session_options *options,
+KORCH_API korch_status korch_session_create(const korch_model *model, const korch_session_options *options,
                                   korch_session **out);
-void korch_session_destroy(korch_session *session);
+KORCH_API void korch_session_destroy(korch_session *session);
 
 /* name points into the session and lives as long as it. Names come from the
  * model: treat them as untrusted bytes (any byte but NUL). */
@@ -148,18 +156,18 @@ typedef struct korch_tensor_info {
 } korch_tensor_info;
 
 /* Counts cannot fail for a valid session; NULL gives 0. */
-int korch_session_input_count(const korch_session *session);
-int korch_session_output_count(const korch_session *session);
-korch_status korch_session_input_info(const korch_session *session, int index, korch_tensor_info *info);
-korch_status korch_session_output_info(const korch_session *session, int index, korch_tensor_info *info);
+KORCH_API int korch_session_input_count(const korch_session *session);
+KORCH_API int korch_session_output_count(const korch_session *session);
+KORCH_API korch_status korch_session_input_info(const korch_session *session, int index, korch_tensor_info *info);
+KORCH_API korch_status korch_session_output_info(const korch_session *session, int index, korch_tensor_info *info);
 
 /* Zero-copy binding: the session reads from / writes to caller memory during
  * korch_session_run. `bytes` must equal the tensor's size (elements times
  * dtype size); a mismatch is KORCH_ERR_INVALID_ARGUMENT naming the tensor.
  * Running with an unbound input or output is an error. */
-korch_status korch_session_set_input(korch_session *session, int index, const void *data, size_t bytes);
-korch_status korch_session_set_output(korch_session *session, int index, void *data, size_t bytes);
-korch_status korch_session_run(korch_session *session);
+KORCH_API korch_status korch_session_set_input(korch_session *session, int index, const void *data, size_t bytes);
+KORCH_API korch_status korch_session_set_output(korch_session *session, int index, void *data, size_t bytes);
+KORCH_API korch_status korch_session_run(korch_session *session);
 
 #ifdef __cplusplus
 }

@@ -68,12 +68,6 @@ void korch_cli_shapes_free(korch_cli_shapes *s) {
     s->count = 0;
 }
 
-double korch_cli_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 int korch_cli_model_args(int argc, char **argv, const char *command, void (*help)(void), const char **model,
                          korch_cli_shapes *shapes) {
     int rc = 0;

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "frontend/graph.h"
+#include "ir/graph.h"
 
 /* "x, y" (the model's input names, printable, shortened with "..." to fit) */
 const char *korch_cli_input_names(const korch_graph *g, char *buf, size_t size);

@@ -187,8 +187,9 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
     else s->threads = omp_get_max_threads();
 #endif
     if (s->threads < 1) s->threads = 1;
-    double t0 = korch_cli_now_ms();
-    if (korch_plan_model_load(a->model, a->shapes.items, a->shapes.count, &s->model) != KORCH_OK)
+    double t0 = korch_now_ms();
+    if (korch_plan_model_load_layout(a->model, a->shapes.items, a->shapes.count, korch_cli_env_get()->layout,
+                                     &s->model) != KORCH_OK)
         return korch_cli_fail();
     FILE *log = a->quiet ? NULL : stdout;
     if (log) korch_graph_report_control_flow(s->model.graph, log); /* what is not optimized, and why */
@@ -199,11 +200,16 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
         for (int i = 0; i < s->model.pg->n_nodes; i++)
             opaque += !s->model.pg->nodes[i].dead && s->model.pg->nodes[i].kind == KORCH_PRIM_OPAQUE;
         fprintf(log, "model: %d operators -> %d primitives (%d opaque) in %.2f s; %d threads\n", live,
-                s->model.pg->n_nodes, opaque, (korch_cli_now_ms() - t0) / 1e3, s->threads);
+                s->model.pg->n_nodes, opaque, (korch_now_ms() - t0) / 1e3, s->threads);
     }
     s->profile = (korch_profile_options){
         .threads = s->threads, .budget_s = a->budget_s, .db_path = a->db, .cache_dir = a->cache_dir, .progress = false,
         .quiet = a->quiet};
+    const korch_cli_env *env = korch_cli_env_get();
+    s->profile.tune_trials = env->tune_trials;
+    s->profile.tune_explore = env->tune_explore;
+    s->profile.tune_log = env->tune_log;
+    s->profile.busy_us = env->busy_us;
     /* --reprofile: every stored profile older than this run is measured again */
     if (a->reprofile) s->profile.fresh_after = korch_wall_s();
     s->typical = korch_machine_model_typical(s->threads);

@@ -5,7 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_files.h"
-#include "fission/export_onnx.h"
+#include "fission/pgraph_onnx.h"
 #include "fission/fission.h"
 
 static void help(void) {

@@ -65,7 +65,7 @@ int korch_cmd_optimize(int argc, char **argv) {
         korch_cli_orchestrate_args_free(&args);
         return rc;
     }
-    double t0 = korch_cli_now_ms();
+    double t0 = korch_now_ms();
     korch_cli_session session;
     korch_plan *plan = NULL;
     rc = korch_cli_orchestrate_begin(&args, strategy, &session);
@@ -84,7 +84,7 @@ int korch_cmd_optimize(int argc, char **argv) {
                plan->n_kernels, fused, session.model.pg->n_nodes, plan->predicted_ms);
         if (plan->measured_ms > 0) printf(", measured %.4f ms in place", plan->measured_ms);
         printf("; written to %s\n", output);
-        printf("optimize time: %.1f s\n", (korch_cli_now_ms() - t0) / 1e3);
+        printf("optimize time: %.1f s\n", (korch_now_ms() - t0) / 1e3);
     }
     korch_plan_free(plan);
     korch_cli_orchestrate_end(&session);

@@ -4,7 +4,7 @@
 #ifndef KORCH_FRONTEND_FRONTEND_H
 #define KORCH_FRONTEND_FRONTEND_H
 
-#include "frontend/graph.h"
+#include "ir/graph.h"
 
 /* A user-supplied shape for a graph input (--input-shape NAME=1x3x224x224). */
 typedef struct korch_input_shape {

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "frontend/graph.h"
+#include "ir/graph.h"
 
 /* Largest model file korch reads (protobuf's own 2 GiB limit). */
 #define KORCH_MAX_MODEL_BYTES ((size_t)2 << 30)

@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "frontend/graph.h"
+#include "ir/graph.h"
 
 /* Infers a subgraph: formal[i] gives the dtype and shape of its input i
  * (and its value, borrowed as a constant, when data is set); node_inputs are the owning node's inputs as the operator

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/graph.h"
+#include "ir/graph.h"
 #include "frontend/onnx_load.h"
 #include "frontend/onnx_tensor.h"
 

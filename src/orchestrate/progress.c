@@ -4,12 +4,6 @@
 #include <time.h>
 #include <unistd.h>
 
-double korch_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 static void draw(korch_progress *p) {
     enum { WIDTH = 30 };
     long total = p->total > 0 ? p->total : 1;

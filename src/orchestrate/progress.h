@@ -8,6 +8,8 @@
 
 #include <stdbool.h>
 
+#include "core/clock.h"
+
 typedef struct korch_progress {
     bool enabled; /* the bar, on a terminal */
     bool plain;   /* plain lines, when stderr is not a terminal */
@@ -23,7 +25,5 @@ void korch_progress_end(korch_progress *p);
 /* Clears the bar's line before something else writes to stderr; the next
  * update draws it again. */
 void korch_progress_clear(korch_progress *p);
-
-double korch_now_ms(void);
 
 #endif

@@ -4,7 +4,7 @@
 #ifndef KORCH_RUNTIME_REFERENCE_H
 #define KORCH_RUNTIME_REFERENCE_H
 
-#include "frontend/graph.h"
+#include "ir/graph.h"
 
 /* Called after each node with the values it produced (for tracing/tests). */
 typedef void (*korch_value_observer)(void *user, const korch_graph *g, int value, const korch_tensor *t);

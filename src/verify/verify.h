@@ -28,8 +28,8 @@
 
 #include "backend/backend.h"
 #include "core/tensor.h"
-#include "fission/pgraph.h"
-#include "frontend/graph.h"
+#include "ir/pgraph.h"
+#include "ir/graph.h"
 #include "runtime/plan.h"
 
 /* Bumped whenever the rules change: verdicts stored under other rules are

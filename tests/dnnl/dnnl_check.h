@@ -17,8 +17,8 @@
 
 #include "backend/backend.h"
 #include "backend/dnnl/dnnl_backend.h"
-#include "fission/layout.h"
-#include "fission/pgraph.h"
+#include "ir/indexmap.h"
+#include "ir/pgraph.h"
 #include "test.h"
 
 static uint64_t dc_rng = 0x9e3779b97f4a7c15ull;
