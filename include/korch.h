@@ -180,6 +180,9 @@ typedef struct korch_optimize_options {
     void (*log)(void *user, const char *line);
     void *log_user;
     int progress_bar;         /* nonzero: the CLI's progress bar on stderr, if stderr is a terminal */
+    double time_limit_s;      /* wall clock for the binary programs; 0: 120 s, the CLI's default */
+    int estimate;             /* nonzero: latencies from a roofline model, nothing timed (quick, rough:
+                                 `korch optimize --estimate`) */
 } korch_optimize_options;
 
 typedef struct korch_optimize_report {

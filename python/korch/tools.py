@@ -42,7 +42,7 @@ def _print_line(line):
 
 
 def optimize(model_path, plan_path, strategy="optimal", threads=None, db=None, budget=None, progress=True,
-             input_shapes=None):
+             input_shapes=None, estimate=False, time_limit=None):
     """Finds the fastest set of kernels for the ONNX model on this machine and
     writes the plan (`korch optimize MODEL -o PLAN`, with the CLI's defaults).
 
@@ -55,13 +55,17 @@ def optimize(model_path, plan_path, strategy="optimal", threads=None, db=None, b
     each line (str) instead. An exception raised by the callable is raised
     again when the optimisation is over (it cannot stop it).
     input_shapes: {"name": (1, 3, 224, 224)} fixes symbolic dimensions.
+    estimate: latencies from a roofline model, nothing timed (quick, rough;
+    `--estimate`). time_limit: wall clock for the binary programs, seconds
+    (None: 120, the CLI's default).
 
     The GIL is released while it runs. Calls take turns within a process
     (the solver is not thread-safe). Returns an OptimizeReport."""
     if strategy not in ("optimal", "greedy", "none"):
         raise InvalidArgumentError("strategy must be 'optimal', 'greedy' or 'none', got %r" % (strategy,))
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0):
-        raise InvalidArgumentError("budget must be a positive number of seconds or None, got %r" % (budget,))
+    for name, value in (("budget", budget), ("time_limit", time_limit)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
+            raise InvalidArgumentError("%s must be a positive number of seconds or None, got %r" % (name, value))
     if progress is True:
         sink = _print_line
     elif progress is False or progress is None:
@@ -84,7 +88,8 @@ def optimize(model_path, plan_path, strategy="optimal", threads=None, db=None, b
     opts = _lib.OptimizeOptions(
         threads=_threads_arg(threads), strategy=strategy.encode(),
         db_path=os.fsencode(os.fspath(db)) if db is not None else None, budget_s=float(budget or 0),
-        input_shapes=_shape_spec(input_shapes), log=callback, log_user=None, progress_bar=int(progress is True))
+        input_shapes=_shape_spec(input_shapes), log=callback, log_user=None, progress_bar=int(progress is True),
+        time_limit_s=float(time_limit or 0), estimate=int(bool(estimate)))
     report = _lib.OptimizeReport()
     plan_path = os.fspath(plan_path)
     status = _lib_.korch_optimize(os.fsencode(os.fspath(model_path)), os.fsencode(plan_path), ctypes.byref(opts),

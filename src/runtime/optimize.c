@@ -91,9 +91,12 @@ static korch_status optimize_locked(const char *model_path, const char *plan_pat
                 model.pg->n_nodes, opaque, now_s() - t0, threads);
     }
     korch_profile_options profile = {.threads = threads, .budget_s = o->budget_s, .db_path = o->db_path};
-    korch_kernel_oracle oracle = korch_kernel_oracle_backends(&profile);
+    korch_machine_model typical = korch_machine_model_typical(threads);
+    korch_kernel_oracle oracle =
+        o->estimate ? korch_kernel_oracle_estimate(&typical) : korch_kernel_oracle_backends(&profile);
     korch_orchestrate_options options = korch_orchestrate_options_default(threads);
     options.profile_budget_s = o->budget_s;
+    options.solve_time_limit_s = o->time_limit_s > 0 ? o->time_limit_s : 120;
     options.progress = o->progress_bar != 0;
     options.log = log;
     korch_verify_options vo = {.seed = 20241125, .build = &profile}; /* the CLI's --verify-seed default */
@@ -156,6 +159,9 @@ korch_status korch_optimize(const char *model_path, const char *plan_path, const
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "threads %d: expected 0 (all cores) to 1024", options->threads);
     if (!(options->budget_s >= 0) || options->budget_s > 1e7)
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "budget %g s: expected 0 to 1e7 seconds", options->budget_s);
+    if (!(options->time_limit_s >= 0) || options->time_limit_s > 1e7)
+        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "time limit %g s: expected 0 to 1e7 seconds",
+                           options->time_limit_s);
     line_sink sink = {.log = options->log, .user = options->log_user};
     FILE *log = NULL;
     if (options->log) {
