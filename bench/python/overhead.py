@@ -11,6 +11,8 @@ build/libkorch.so, then measures, in interleaved rounds:
   split   inside session.run, the time spent in the korch_session_run call
           against the whole call: the Python side's own time, measured in
           the same calls (no run-to-run noise of the model in it)
+  stubbed session.run with korch_session_run replaced by a no-op: the
+          Python side's work for this model's bindings alone
 
 and the same for a one-node model (Relu on 1x1000 floats), where the run
 itself takes a few microseconds and the overhead shows directly. Medians in
@@ -69,7 +71,7 @@ class TimedLib:
     """korch.session's library, with korch_session_run timed: the split of
     one session.run into the C call and the rest."""
 
-    def __init__(self, lib):
+    def __init__(self, lib, stub=False):
         self._lib = lib
         self.c_ns = 0
         run = lib.korch_session_run
@@ -80,19 +82,23 @@ class TimedLib:
             self.c_ns = time.perf_counter_ns() - t0
             return st
 
-        self.korch_session_run = timed_run
+        # stub: no run at all; what is left is session.run's own work for
+        # this model's bindings (feed checks, output arrays, set_output)
+        self.korch_session_run = (lambda h: 0) if stub else timed_run
+        for name in ("korch_session_set_input", "korch_session_set_output"):
+            setattr(self, name, getattr(lib, name))  # no __getattr__ detour in the timed path
 
     def __getattr__(self, name):
         return getattr(self._lib, name)
 
 
-def py_times(path, runs, threads, split=False):
+def py_times(path, runs, threads, split=False, stub=False):
     s = korch.InferenceSession(path, threads=threads)
     arg = s.get_inputs()[0]
     feeds = {arg.name: fill(arg.shape)}
     saved = korch.session._lib_
-    timed = TimedLib(saved) if split else None
-    if split:
+    timed = TimedLib(saved, stub) if split or stub else None
+    if split or stub:
         korch.session._lib_ = timed
     try:
         total, inner = [], []
@@ -129,6 +135,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--skip-tiny", action="store_true", help="only the model's plan")
     a = ap.parse_args()
     name = os.path.splitext(os.path.basename(a.model))[0]
     plan = os.path.join(WORK, name + ".plan")
@@ -139,8 +146,11 @@ def main():
     print("CPU: %s, %d cores; korch %s; Python %s; numpy %s; load average %s" % (
         cpu_model(), os.cpu_count(), korch.__version__, platform.python_version(), np.__version__,
         " ".join("%.1f" % v for v in os.getloadavg())))
-    for label, path, threads in ((name + " plan", plan, a.threads), ("Relu 1x1000 (ONNX)", tiny_model(), 1)):
-        c_med, py_med, own_med = [], [], []
+    cases = [(name + " plan", plan, a.threads)]
+    if not a.skip_tiny:
+        cases.append(("Relu 1x1000 (ONNX)", tiny_model(), 1))
+    for label, path, threads in cases:
+        c_med, py_med, own_med, stub_med = [], [], [], []
         for _ in range(a.rounds):
             c = c_times(exe, path, a.warmup + a.runs, threads)[a.warmup:]
             total, inner = py_times(path, a.warmup + a.runs, threads, split=True)
@@ -148,14 +158,17 @@ def main():
             c_med.append(statistics.median(c))
             py_med.append(statistics.median(total))
             own_med.append(statistics.median(t - i for t, i in zip(total, inner)))
+            stub_med.append(statistics.median(py_times(path, a.warmup + a.runs, threads, stub=True)[0][a.warmup:]))
         print("\n%s, %d threads, %d rounds of %d calls (medians per round, us):" % (label, threads, a.rounds, a.runs))
         print("  C korch_session_run      " + " ".join("%9.1f" % v for v in c_med))
         print("  Python session.run       " + " ".join("%9.1f" % v for v in py_med))
         print("  difference               " + " ".join("%9.1f" % (p - c) for p, c in zip(py_med, c_med)))
         print("  session.run outside C    " + " ".join("%9.1f" % v for v in own_med))
-        print("  median: C %.1f, Python %.1f, difference %.1f; Python's own time per call %.1f" % (
+        print("  session.run, C stubbed   " + " ".join("%9.1f" % v for v in stub_med))
+        print("  median: C %.1f, Python %.1f, difference %.1f; outside C %.1f; with the run stubbed %.1f" % (
             statistics.median(c_med), statistics.median(py_med),
-            statistics.median(p - c for p, c in zip(py_med, c_med)), statistics.median(own_med)))
+            statistics.median(p - c for p, c in zip(py_med, c_med)), statistics.median(own_med),
+            statistics.median(stub_med)))
 
 
 if __name__ == "__main__":
