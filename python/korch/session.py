@@ -161,8 +161,8 @@ class InferenceSession:
                 # the address through ctypes' buffer view: cheaper than
                 # out.ctypes.data (numpy's Python-level _ctypes), which
                 # counts when the model's run has evicted the caches
-                status = _lib_.korch_session_set_output(h, i, _address(out) if nbytes else out.__array_interface__["data"][0],
-                                                        nbytes)
+                addr = _address(out) if nbytes else out.__array_interface__["data"][0]
+                status = _lib_.korch_session_set_output(h, i, addr, nbytes)
                 if status:
                     _lib.check_status(status)
                 results.append(out)
