@@ -118,6 +118,9 @@ static korch_status optimize_locked(const char *model_path, const char *plan_pat
                 "verification: %ld kernels checked against the interpreter (%.1f s), %ld verdicts from the "
                 "database, %d candidate kernel%s excluded as wrong\n",
                 vs->checked, vs->seconds, vs->from_database, vl->n_excluded, vl->n_excluded == 1 ? "" : "s");
+        for (int i = 0; i < vl->n_excluded && i < 20; i++)
+            fprintf(log, "  excluded: %s: %s\n", vl->excluded[i].impl, vl->excluded[i].detail);
+        if (vl->n_excluded > 20) fprintf(log, "  ... and %d more\n", vl->n_excluded - 20);
     }
     if (st == KORCH_OK) st = korch_plan_set_model(plan, model_path, &model);
     if (st == KORCH_OK) {
