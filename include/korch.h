@@ -169,6 +169,55 @@ KORCH_API korch_status korch_session_set_input(korch_session *session, int index
 KORCH_API korch_status korch_session_set_output(korch_session *session, int index, void *data, size_t bytes);
 KORCH_API korch_status korch_session_run(korch_session *session);
 
+/* ---- optimizing ----------------------------------------------------------
+ * `korch optimize MODEL -o PLAN` as a call, with the CLI's defaults: the
+ * model is split into primitives, candidate kernels are profiled on this
+ * machine (profiles kept in the database), the strategy chooses, every
+ * chosen kernel and the plan are verified against the reference executor,
+ * and the plan is written to plan_path. Calls run one at a time in a process
+ * (the binary program solver is not thread-safe): a second thread waits. The
+ * calling thread's OpenMP thread count is restored afterwards. */
+typedef struct korch_optimize_options {
+    int threads;              /* threads kernels are tuned and run with; 0: all cores (OpenMP's default) */
+    const char *strategy;     /* "optimal" (NULL), "greedy" or "none" */
+    const char *db_path;      /* profile database; NULL: $XDG_CACHE_HOME/korch/profile.db */
+    double budget_s;          /* bound on the total kernel tuning time; 0: the default */
+    const char *input_shapes; /* as korch_session_options.input_shapes; NULL: none */
+    /* Called with each line `korch optimize` prints (no newline), on the
+     * calling thread; NULL: quiet. */
+    void (*log)(void *user, const char *line);
+    void *log_user;
+    int progress_bar;         /* nonzero: the CLI's progress bar on stderr, if stderr is a terminal */
+    double time_limit_s;      /* wall clock for the binary programs; 0: 120 s, the CLI's default */
+    int estimate;             /* nonzero: latencies from a roofline model, nothing timed (quick, rough:
+                                 `korch optimize --estimate`) */
+} korch_optimize_options;
+
+typedef struct korch_optimize_report {
+    char strategy[16];
+    double predicted_ms;      /* sum of the chosen kernels' profiled latencies */
+    int kernels;              /* kernels in the plan */
+    int fused_kernels;        /* of which cover more than one primitive */
+    int primitives;           /* primitives of the model */
+    double seconds;           /* wall time of the call */
+} korch_optimize_report;
+
+korch_optimize_options korch_optimize_options_default(void);
+/* report may be NULL. */
+korch_status korch_optimize(const char *model_path, const char *plan_path, const korch_optimize_options *options,
+                            korch_optimize_report *report);
+
+/* ---- describing a model --------------------------------------------------
+ * What `korch info` prints, as one JSON object (UTF-8 unless the model's
+ * names are not): "path", "graph", "ir_version", "opset", "inputs" and
+ * "outputs" ([{"name", "dtype" (ONNX number), "shape"}]), "nodes_in_file",
+ * "nodes" (after constant folding), "parameters", "parameter_bytes",
+ * "flops", "operators" ([{"op", "count", "flops"}], most frequent first).
+ * An ONNX file only. A model korch cannot run fails like `korch check`, with
+ * the same message. Free *json with korch_string_free. */
+korch_status korch_model_describe(const char *path, const char *input_shapes, char **json);
+void korch_string_free(char *s);
+
 #ifdef __cplusplus
 }
 #endif

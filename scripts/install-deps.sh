@@ -9,7 +9,7 @@ set -eu
 PACKAGES="build-essential cmake clang libclang-rt-14-dev pkg-config \
 libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata \
 coinor-libcbc-dev libdnnl-dev libsqlite3-dev libgomp1 \
-python3 python3-venv python3-numpy python3-onnx python3-torch python3-torchvision"
+python3 python3-venv python3-numpy python3-onnx python3-torch python3-torchvision python3-pytest"
 
 missing=""
 for p in $PACKAGES; do
