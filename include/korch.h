@@ -202,9 +202,9 @@ typedef struct korch_optimize_report {
     double seconds;           /* wall time of the call */
 } korch_optimize_report;
 
-korch_optimize_options korch_optimize_options_default(void);
+KORCH_API korch_optimize_options korch_optimize_options_default(void);
 /* report may be NULL. */
-korch_status korch_optimize(const char *model_path, const char *plan_path, const korch_optimize_options *options,
+KORCH_API korch_status korch_optimize(const char *model_path, const char *plan_path, const korch_optimize_options *options,
                             korch_optimize_report *report);
 
 /* ---- describing a model --------------------------------------------------
@@ -215,8 +215,8 @@ korch_status korch_optimize(const char *model_path, const char *plan_path, const
  * "flops", "operators" ([{"op", "count", "flops"}], most frequent first).
  * An ONNX file only. A model korch cannot run fails like `korch check`, with
  * the same message. Free *json with korch_string_free. */
-korch_status korch_model_describe(const char *path, const char *input_shapes, char **json);
-void korch_string_free(char *s);
+KORCH_API korch_status korch_model_describe(const char *path, const char *input_shapes, char **json);
+KORCH_API void korch_string_free(char *s);
 
 #ifdef __cplusplus
 }
