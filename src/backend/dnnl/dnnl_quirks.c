@@ -33,9 +33,10 @@
  *    on an AVX2-only Zen 3 (tests/dnnl/test_dnnl_epilogue; the AVX-512
  *    machines of earlier sessions pick another implementation). Eltwise-only
  *    chains (ReLU6, hard-swish, swish on the zoo's depthwise convolutions)
- *    compute right there; a chain with a binary post-op on a gemm:jit grouped
- *    convolution is refused (which of its steps oneDNN misplaces was not
- *    isolated); the convolution with a shorter chain remains. */
+ *    compute right there, and so do blocked destinations (nChw8c); a chain
+ *    with a binary post-op on a gemm:jit grouped convolution with a plain
+ *    destination is refused (which of its steps oneDNN misplaces was not
+ *    isolated); the blocked variant or a shorter chain remains. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -220,7 +221,8 @@ bool dn_impl_computes(const dn_desc *d, const char *impl, const dnnl_memory_desc
     if (d->op == KORCH_LINEAR_MATMUL || !impl || !strstr(impl, "gemm:jit")) return true;
     bool binary = false;
     for (int i = 0; i < d->n_post; i++) binary = binary || d->post[i].kind == DN_POST_BINARY;
-    if (d->op == KORCH_LINEAR_CONV && d->params.group > 1 && binary) {
+    bool plain = dst && dst->format_kind == dnnl_blocked && dst->format_desc.blocking.inner_nblks == 0;
+    if (d->op == KORCH_LINEAR_CONV && d->params.group > 1 && binary && plain) {
         if (reason && size)
             snprintf(reason, size,
                      "oneDNN 2.6's %s grouped convolution computes chains with a binary post-op wrongly on this "
