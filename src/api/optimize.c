@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "orchestrate/orchestrate.h"
 #include "runtime/plan.h"
 #include "verify/verify.h"
@@ -61,16 +61,10 @@ static int sink_close(void *cookie) {
     return 0;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* The pipeline, with the lock held and this thread's OpenMP count set. */
 static korch_status optimize_locked(const char *model_path, const char *plan_path, const korch_optimize_options *o,
                                     korch_strategy strategy, int threads, FILE *log, korch_optimize_report *report) {
-    double t0 = now_s();
+    double t0 = korch_now_s();
     korch_input_shape shapes[64];
     int n_shapes = 0;
     char *spec = o->input_shapes ? strdup(o->input_shapes) : NULL;
@@ -88,7 +82,7 @@ static korch_status optimize_locked(const char *model_path, const char *plan_pat
         for (int i = 0; i < model.pg->n_nodes; i++)
             opaque += !model.pg->nodes[i].dead && model.pg->nodes[i].kind == KORCH_PRIM_OPAQUE;
         fprintf(log, "model: %d operators -> %d primitives (%d opaque) in %.2f s; %d threads\n", live,
-                model.pg->n_nodes, opaque, now_s() - t0, threads);
+                model.pg->n_nodes, opaque, korch_now_s() - t0, threads);
     }
     korch_profile_options profile = {.threads = threads, .budget_s = o->budget_s, .db_path = o->db_path};
     korch_machine_model typical = korch_machine_model_typical(threads);
@@ -99,7 +93,7 @@ static korch_status optimize_locked(const char *model_path, const char *plan_pat
     options.solve_time_limit_s = o->time_limit_s > 0 ? o->time_limit_s : 120;
     options.progress = o->progress_bar != 0;
     options.log = log;
-    korch_verify_options vo = {.seed = 20241125, .build = &profile}; /* the CLI's --verify-seed default */
+    korch_verify_options vo = {.seed = KORCH_VERIFY_DEFAULT_SEED, .build = &profile};
     korch_verifier *verifier = NULL;
     korch_orchestrator *orch = NULL;
     korch_plan *plan = NULL;
@@ -109,7 +103,7 @@ static korch_status optimize_locked(const char *model_path, const char *plan_pat
         st = korch_orchestrator_create(model.pg, &oracle, &options, strategy, &orch);
     }
     if (st == KORCH_OK) st = korch_orchestrator_profile(orch);
-    korch_plan_verify_options pv = {.verify = vo, .graph = model.graph, .log = log};
+    korch_plan_verify_options pv = {.verify = vo, .graph = model.graph, .model_sha256 = model.sha256, .log = log};
     if (st == KORCH_OK) st = korch_orchestrator_solve_verified(orch, strategy, &pv, &plan);
     if (st == KORCH_OK && log) {
         const korch_verifier_stats *vs = korch_verifier_get_stats(verifier);
@@ -132,7 +126,7 @@ static korch_status optimize_locked(const char *model_path, const char *plan_pat
                                    .primitives = model.pg->n_nodes};
         snprintf(r.strategy, sizeof r.strategy, "%s", plan->strategy);
         for (int k = 0; k < plan->n_kernels; k++) r.fused_kernels += plan->kernels[k].n_nodes > 1;
-        r.seconds = now_s() - t0;
+        r.seconds = korch_now_s() - t0;
         if (log) {
             fprintf(log, "plan: %s strategy, %d kernels (%d fused) for %d primitives, predicted %.4f ms; written to %s\n",
                     r.strategy, r.kernels, r.fused_kernels, r.primitives, r.predicted_ms, plan_path);

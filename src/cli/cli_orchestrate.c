@@ -19,7 +19,7 @@ void korch_cli_orchestrate_args_init(korch_cli_orchestrate_args *a) {
     a->time_limit_s = 120;
     a->max_kernel_nodes = korch_candidate_options_default().max_kernel_nodes;
     a->max_partition_nodes = korch_candidate_options_default().max_partition_nodes;
-    a->verify_seed = 20241125;
+    a->verify_seed = KORCH_VERIFY_DEFAULT_SEED;
 }
 
 void korch_cli_orchestrate_args_free(korch_cli_orchestrate_args *a) { korch_cli_shapes_free(&a->shapes); }

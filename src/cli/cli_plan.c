@@ -98,7 +98,7 @@ int korch_cli_plan_verify(korch_cli_plan *p, korch_graph *g, const korch_tensor 
     int rc = lower(p, g);
     if (rc) return rc;
     korch_profile_options build = {.threads = threads};
-    uint64_t seed = p->plan->verified ? p->plan->verify_seed : 20241125;
+    uint64_t seed = p->plan->verified ? p->plan->verify_seed : KORCH_VERIFY_DEFAULT_SEED;
     korch_verify_options vo = {.seed = seed, .inputs = inputs, .build = &build};
     korch_plan_check c;
     if (korch_verify_plan(p->plan, g, p->pg, &vo, &c) != KORCH_OK) return korch_cli_fail();

@@ -36,6 +36,10 @@
  * not reused (the database keys them by this). */
 #define KORCH_VERIFY_RULES "v1"
 
+/* The seed of the random inputs plans are verified on unless the user
+ * names another (`--verify-seed`, korch_optimize). */
+#define KORCH_VERIFY_DEFAULT_SEED 20241125
+
 /* ---- compare.c -------------------------------------------------------------- */
 
 typedef struct korch_verify_tolerance {
