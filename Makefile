@@ -33,7 +33,10 @@ sanitize:
 	@$(CMAKE) -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKORCH_SANITIZE=ON >/dev/null
 	@$(CMAKE) --build $(SAN_BUILD) -j $(JOBS)
 
+# The Python env (build/venv: onnxruntime from PyPI) lets the ONNX Runtime
+# comparisons run on a fresh clone; without network they report skipped.
 test: build sanitize
+	@scripts/python-env.sh --quiet || echo "make test: no Python env with onnxruntime: its comparisons will be skipped"
 	@scripts/run-tests.sh $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD)
 
 demo: build
