@@ -38,7 +38,9 @@ static const char *dict_value(const char *header, const char *key) {
  * into the machine's little-endian order: *swap says so. */
 static korch_dtype descr_dtype(const char *d, bool *swap) {
     *swap = false;
-    if (d[0] != '\'' || !strchr("<>|=", d[1])) return KORCH_DTYPE_UNDEFINED;
+    /* d[1] first: strchr also finds the terminator, and a header cut right
+     * after the opening quote must not send the compare past it (fuzz_tensor) */
+    if (d[0] != '\'' || d[1] == '\0' || !strchr("<>|=", d[1])) return KORCH_DTYPE_UNDEFINED;
     for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++) {
         const char *code = npy_types[i].descr + 1; /* "f4" */
         size_t len = strlen(code);
