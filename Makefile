@@ -7,7 +7,10 @@
 #   make demo     korch's main job on the bundled example model
 #   make models   export the model zoo to build/models (PyTorch -> ONNX)
 #   make bench    peer benchmark (korch none/greedy/optimal, cold and warm optimise,
-#                 vs ONNX Runtime and PyTorch) -> bench/RESULTS.md; BENCH_ARGS=... adds options
+#                 vs ONNX Runtime and PyTorch) -> bench/RESULTS.md; BENCH_ARGS=... adds options;
+#                 then the real-model zoo (bench/realzoo: third-party models from PyPI wheels,
+#                 check / reference / optimize / plan vs ORT) -> bench/RESULTS.md; REALZOO_ARGS=...
+#   make bench-realzoo   the real-model zoo alone
 #   make install  install library, header, CLI and pkg-config file (PREFIX, DESTDIR)
 
 MAKEFLAGS += --no-print-directory
@@ -18,7 +21,7 @@ PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 
-.PHONY: all build sanitize test demo models bench install clean
+.PHONY: all build sanitize test demo models bench bench-realzoo install clean
 
 all: build
 
@@ -30,17 +33,28 @@ sanitize:
 	@$(CMAKE) -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DKORCH_SANITIZE=ON >/dev/null
 	@$(CMAKE) --build $(SAN_BUILD) -j $(JOBS)
 
+# The Python env (build/venv: onnxruntime from PyPI) lets the ONNX Runtime
+# comparisons run on a fresh clone; without network they report skipped.
 test: build sanitize
+	@scripts/python-env.sh --quiet || echo "make test: no Python env with onnxruntime: its comparisons will be skipped"
 	@scripts/run-tests.sh $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD)
 
 demo: build
 	@scripts/demo.sh $(BUILD)/korch
 
+# models and bench need onnx, onnxruntime and matplotlib from PyPI (bench also
+# openvino): scripts/python-env.sh installs them into build/venv first.
 models:
+	@scripts/python-env.sh --quiet
 	@scripts/build-models.sh
 
 bench: build
+	@scripts/python-env.sh --quiet
 	@scripts/bench.sh --korch-cold $(BENCH_ARGS)
+	@bench/realzoo/run.sh $(REALZOO_ARGS)
+
+bench-realzoo: build
+	@bench/realzoo/run.sh $(REALZOO_ARGS)
 
 install: build
 	@DESTDIR=$(DESTDIR) $(CMAKE) --install $(BUILD) >/dev/null

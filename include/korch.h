@@ -71,6 +71,14 @@
 extern "C" {
 #endif
 
+/* The library exports exactly the functions marked KORCH_API (it is built
+ * with -fvisibility=hidden; tests/api/check_exports.sh holds it to that). */
+#if defined(__GNUC__) || defined(__clang__)
+#define KORCH_API __attribute__((visibility("default")))
+#else
+#define KORCH_API
+#endif
+
 typedef enum korch_status {
     KORCH_OK = 0,
     KORCH_ERR_INVALID_ARGUMENT, /* a caller passed something unusable */
@@ -106,9 +114,9 @@ typedef enum korch_dtype {
 #define KORCH_MAX_RANK 8
 
 /* Message for the last failed call on this thread ("" if none). */
-const char *korch_last_error(void);
-const char *korch_status_name(korch_status status);
-const char *korch_version(void);
+KORCH_API const char *korch_last_error(void);
+KORCH_API const char *korch_status_name(korch_status status);
+KORCH_API const char *korch_version(void);
 
 /* ---- models --------------------------------------------------------------
  * A model is an ONNX file or a korch plan file, parsed and validated. It is
@@ -117,8 +125,8 @@ const char *korch_version(void);
  * sessions are destroyed: the model goes with the last of them. */
 typedef struct korch_model korch_model;
 
-korch_status korch_model_load(const char *path, korch_model **out);
-void korch_model_free(korch_model *model);
+KORCH_API korch_status korch_model_load(const char *path, korch_model **out);
+KORCH_API void korch_model_free(korch_model *model);
 
 /* ---- sessions ------------------------------------------------------------
  * A session owns the prepared executable and its memory. Sessions are
@@ -132,11 +140,11 @@ typedef struct korch_session_options {
     const char *input_shapes;
 } korch_session_options;
 
-korch_session_options korch_session_options_default(void);
+KORCH_API korch_session_options korch_session_options_default(void);
 
-korch_status korch_session_create(const korch_model *model, const korch_session_options *options,
+KORCH_API korch_status korch_session_create(const korch_model *model, const korch_session_options *options,
                                   korch_session **out);
-void korch_session_destroy(korch_session *session);
+KORCH_API void korch_session_destroy(korch_session *session);
 
 /* name points into the session and lives as long as it. Names come from the
  * model: treat them as untrusted bytes (any byte but NUL). */
@@ -148,18 +156,67 @@ typedef struct korch_tensor_info {
 } korch_tensor_info;
 
 /* Counts cannot fail for a valid session; NULL gives 0. */
-int korch_session_input_count(const korch_session *session);
-int korch_session_output_count(const korch_session *session);
-korch_status korch_session_input_info(const korch_session *session, int index, korch_tensor_info *info);
-korch_status korch_session_output_info(const korch_session *session, int index, korch_tensor_info *info);
+KORCH_API int korch_session_input_count(const korch_session *session);
+KORCH_API int korch_session_output_count(const korch_session *session);
+KORCH_API korch_status korch_session_input_info(const korch_session *session, int index, korch_tensor_info *info);
+KORCH_API korch_status korch_session_output_info(const korch_session *session, int index, korch_tensor_info *info);
 
 /* Zero-copy binding: the session reads from / writes to caller memory during
  * korch_session_run. `bytes` must equal the tensor's size (elements times
  * dtype size); a mismatch is KORCH_ERR_INVALID_ARGUMENT naming the tensor.
  * Running with an unbound input or output is an error. */
-korch_status korch_session_set_input(korch_session *session, int index, const void *data, size_t bytes);
-korch_status korch_session_set_output(korch_session *session, int index, void *data, size_t bytes);
-korch_status korch_session_run(korch_session *session);
+KORCH_API korch_status korch_session_set_input(korch_session *session, int index, const void *data, size_t bytes);
+KORCH_API korch_status korch_session_set_output(korch_session *session, int index, void *data, size_t bytes);
+KORCH_API korch_status korch_session_run(korch_session *session);
+
+/* ---- optimizing ----------------------------------------------------------
+ * `korch optimize MODEL -o PLAN` as a call, with the CLI's defaults: the
+ * model is split into primitives, candidate kernels are profiled on this
+ * machine (profiles kept in the database), the strategy chooses, every
+ * chosen kernel and the plan are verified against the reference executor,
+ * and the plan is written to plan_path. Calls run one at a time in a process
+ * (the binary program solver is not thread-safe): a second thread waits. The
+ * calling thread's OpenMP thread count is restored afterwards. */
+typedef struct korch_optimize_options {
+    int threads;              /* threads kernels are tuned and run with; 0: all cores (OpenMP's default) */
+    const char *strategy;     /* "optimal" (NULL), "greedy" or "none" */
+    const char *db_path;      /* profile database; NULL: $XDG_CACHE_HOME/korch/profile.db */
+    double budget_s;          /* bound on the total kernel tuning time; 0: the default */
+    const char *input_shapes; /* as korch_session_options.input_shapes; NULL: none */
+    /* Called with each line `korch optimize` prints (no newline), on the
+     * calling thread; NULL: quiet. */
+    void (*log)(void *user, const char *line);
+    void *log_user;
+    int progress_bar;         /* nonzero: the CLI's progress bar on stderr, if stderr is a terminal */
+    double time_limit_s;      /* wall clock for the binary programs; 0: 120 s, the CLI's default */
+    int estimate;             /* nonzero: latencies from a roofline model, nothing timed (quick, rough:
+                                 `korch optimize --estimate`) */
+} korch_optimize_options;
+
+typedef struct korch_optimize_report {
+    char strategy[16];
+    double predicted_ms;      /* sum of the chosen kernels' profiled latencies */
+    int kernels;              /* kernels in the plan */
+    int fused_kernels;        /* of which cover more than one primitive */
+    int primitives;           /* primitives of the model */
+    double seconds;           /* wall time of the call */
+} korch_optimize_report;
+
+KORCH_API korch_optimize_options korch_optimize_options_default(void);
+/* report may be NULL. */
+KORCH_API korch_status korch_optimize(const char *model_path, const char *plan_path, const korch_optimize_options *options,
+                            korch_optimize_report *report);
+
+/* ---- describing a model --------------------------------------------------
+ * What `korch info` prints, as one JSON object (UTF-8 unless the model's
+ * names are not): "path", "graph", "ir_version", "opset", "inputs" and
+ * "outputs" ([{"name", "dtype" (ONNX number), "shape"}]), "nodes_in_file",
+ * "nodes" (after constant folding), "parameters", "parameter_bytes",
+ * "flops", "operators" ([{"op", "count", "flops"}], most frequent first).
+ * An ONNX file only. A model korch cannot run fails like `korch check`, with
+ * the same message. Free *json with korch_string_free. */
+KORCH_API korch_status korch_model_describe(const char *path, const char *input_shapes, char **json);
+KORCH_API void korch_string_free(char *s);
 
 #ifdef __cplusplus
 }

@@ -153,9 +153,131 @@ def gen_nesting():
     bad("nested_types.onnx", "nests subgraphs or types deeper than",
         "a graph input whose type is a sequence of sequences, 20,000 deep",
         model_bytes(field_header(11, len(value_info)) + value_info))
-    bad("nested_subgraphs_ok_depth.onnx", "the graph has no outputs",
-        "20 nested If subgraphs: within the nesting bound, so refused for its next fault (no outputs)",
+    bad("nested_subgraphs_ok_depth.onnx", "subgraphs nest more than 16 levels deep",
+        "20 nested If subgraphs: within the protobuf nesting bound, refused by korch's subgraph depth limit",
         model_bytes(nest(20, subgraph_level)))
+    bad("nested_subgraphs_12.onnx", "the graph has no outputs",
+        "12 nested If subgraphs: within korch's depth limit, so refused for its next fault (no outputs)",
+        model_bytes(nest(12, subgraph_level)))
+
+
+def gen_control_flow():
+    x = np.array([[-2.0, -0.5, 0.0], [0.25, 1.0, 4.0]], dtype=np.float32)
+
+    def branch(name, nodes, out):
+        return helper.make_graph(nodes, name, [], [vi(out, None)])
+
+    def shape_condition(prefix, value):
+        """cond = (x.shape[0] == value): constant once shapes are fixed."""
+        return [helper.make_node("Shape", ["x"], [prefix + "_shape"]),
+                helper.make_node("Gather", [prefix + "_shape", prefix + "_zero"], [prefix + "_n"], axis=0),
+                helper.make_node("Equal", [prefix + "_n", prefix + "_two"], [prefix + "_cond"])], \
+            [numpy_helper.from_array(np.array(0, dtype=np.int64), prefix + "_zero"),
+             numpy_helper.from_array(np.array(value, dtype=np.int64), prefix + "_two")]
+
+    # an If whose condition comes from a shape: resolved at load (then: Relu)
+    nodes, inits = shape_condition("c", 2)
+    then_g = branch("then", [helper.make_node("Relu", ["x"], ["t_out"])], "t_out")
+    else_g = branch("else", [helper.make_node("Neg", ["x"], ["e_out"])], "e_out")
+    nodes.append(helper.make_node("If", ["c_cond"], ["y"], name="if_shape", then_branch=then_g, else_branch=else_g))
+    add("control_if_shape.onnx", 0, 0, "-", "valid: an If whose condition is computed from a shape (inlined at load)",
+        needs_op="If", inputs=[save_npy("control_if_shape.x.npy", x)],
+        outputs=[("y.npy", save_npy("control_if_shape.y.npy", np.maximum(x, 0)))],
+        data=model(nodes, [vi("x", [2, 3])], [vi("y", [2, 3])], inits))
+
+    # a run-time If (condition is a graph input) whose then-branch holds an
+    # If on a shape, reading x from two scopes out
+    inner_nodes, inner_inits = shape_condition("k", 2)
+    inner_then = branch("inner_then", [helper.make_node("Relu", ["x"], ["it_r"]),
+                                       helper.make_node("Add", ["it_r", "one"], ["it_out"])], "it_out")
+    inner_else = branch("inner_else", [helper.make_node("Abs", ["x"], ["ie_out"])], "ie_out")
+    inner_nodes.append(helper.make_node("If", ["k_cond"], ["t_out"], name="inner_if", then_branch=inner_then,
+                                        else_branch=inner_else))
+    then_g = helper.make_graph(inner_nodes, "outer_then", [], [vi("t_out", None)], inner_inits)
+    else_g = branch("outer_else", [helper.make_node("Neg", ["x"], ["e_out"])], "e_out")
+    one = numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one")
+    c = np.array(True)
+    add("control_if_nested.onnx", 0, 0, "-",
+        "valid: an If on a bool graph input, with a nested If on a shape inside its then-branch",
+        needs_op="If", inputs=[save_npy("control_if_nested.x.npy", x), save_npy("control_if_nested.c.npy", c)],
+        outputs=[("y.npy", save_npy("control_if_nested.y.npy", np.maximum(x, 0) + 1))],
+        data=model([helper.make_node("If", ["c"], ["y"], name="outer_if", then_branch=then_g, else_branch=else_g)],
+                   [vi("x", [2, 3]), vi("c", [], TensorProto.BOOL)], [vi("y", [2, 3])], [one]))
+
+    # a run-time If whose branches disagree on the output shape
+    then_g = branch("then", [helper.make_node("Relu", ["x"], ["t_out"])], "t_out")
+    else_g = branch("else", [helper.make_node("ReduceSum", ["x"], ["e_out"], keepdims=0)], "e_out")
+    bad("control_if_branch_shapes.onnx", "korch plans static shapes",
+        "an If on a graph input whose branches give outputs of different shapes", needs_op="If",
+        data=model([helper.make_node("If", ["c"], ["y"], name="if", then_branch=then_g, else_branch=else_g)],
+                   [vi("x", [2, 3]), vi("c", [], TensorProto.BOOL)], [vi("y", None)], opset=11))
+
+    # Loop, 3 iterations: acc += x (x from the outer scope), scan output acc
+    body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+                              helper.make_node("Add", ["acc_in", "x"], ["acc_out"]),
+                              helper.make_node("Identity", ["acc_out"], ["acc_scan"])], "body",
+                             [vi("i", [], I64), vi("cond_in", [], TensorProto.BOOL), vi("acc_in", [2, 3])],
+                             [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", [2, 3]), vi("acc_scan", [2, 3])])
+    m = numpy_helper.from_array(np.array(3, dtype=np.int64), "m")
+    zero = numpy_helper.from_array(np.zeros((2, 3), dtype=np.float32), "acc0")
+    add("control_loop.onnx", 0, 0, "-", "valid: a Loop of 3 iterations reading x from the outer scope, with a scan output",
+        needs_op="Loop", inputs=[save_npy("control_loop.x.npy", x)],
+        outputs=[("acc.npy", save_npy("control_loop.acc.npy", 3 * x)),
+                 ("scan.npy", save_npy("control_loop.scan.npy", np.stack([x, 2 * x, 3 * x])))],
+        data=model([helper.make_node("Loop", ["m", "", "acc0"], ["acc", "scan"], name="loop", body=body)],
+                   [vi("x", [2, 3])], [vi("acc", [2, 3]), vi("scan", [3, 2, 3])], [m, zero]))
+
+    # a while-loop (no M) on a run-time limit; its body holds a run-time If on
+    # the iteration number whose branches read x from two scopes out
+    then_g = branch("then", [helper.make_node("Add", ["acc_h", "x"], ["t"])], "t")
+    else_g = branch("else", [helper.make_node("Sub", ["acc_h", "x"], ["e"])], "e")
+    body = helper.make_graph([helper.make_node("Mul", ["acc_in", "half"], ["acc_h"]),
+                              helper.make_node("Mod", ["i", "two"], ["im"]),
+                              helper.make_node("Equal", ["im", "zero"], ["even"]),
+                              helper.make_node("If", ["even"], ["acc_out"], then_branch=then_g, else_branch=else_g),
+                              helper.make_node("Add", ["i", "one"], ["i1"]),
+                              helper.make_node("Less", ["i1", "limit"], ["cond_out"])], "body",
+                             [vi("i", [], I64), vi("c", [], TensorProto.BOOL), vi("acc_in", [2, 3])],
+                             [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", [2, 3])],
+                             [numpy_helper.from_array(np.array(v, dtype=np.int64), n)
+                              for n, v in (("two", 2), ("zero", 0), ("one", 1))])
+    limit = np.array(5, dtype=np.int64)
+    acc = x.copy()
+    for i in range(int(limit)):
+        acc = acc * np.float32(0.5) + (x if i % 2 == 0 else -x)
+    add("control_while_if.onnx", 0, 0, "-",
+        "valid: a Loop with no trip count, stopped by its condition, with a run-time If inside its body",
+        needs_op="Loop", inputs=[save_npy("control_while_if.x.npy", x), save_npy("control_while_if.limit.npy", limit)],
+        outputs=[("acc.npy", save_npy("control_while_if.acc.npy", acc))],
+        data=model([helper.make_node("Loop", ["", "true", "x"], ["acc"], name="loop", body=body)],
+                   [vi("x", [2, 3]), vi("limit", [], I64)], [vi("acc", [2, 3])],
+                   [numpy_helper.from_array(np.array(0.5, dtype=np.float32), "half"),
+                    numpy_helper.from_array(np.array(True), "true")]))
+
+    # Scan (opset 11) with two scan inputs on different axes, one reversed,
+    # and two scan outputs on axis 1, one reversed
+    body = helper.make_graph([helper.make_node("Add", ["s_in", "xt"], ["s_out"]),
+                              helper.make_node("Mul", ["s_out", "yt"], ["o1"]),
+                              helper.make_node("Identity", ["xt"], ["o2"])], "body",
+                             [vi("s_in", [3]), vi("xt", [3]), vi("yt", [3])], [vi("s_out", [3]), vi("o1", [3]), vi("o2", [3])])
+    s0 = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+    xs = np.arange(12, dtype=np.float32).reshape(3, 4) / 4 - 1
+    ys = np.arange(12, dtype=np.float32).reshape(4, 3) / 8
+    state, o1 = s0.copy(), np.zeros((3, 4), dtype=np.float32)
+    for t in range(4):
+        state = state + xs[:, 3 - t]
+        o1[:, t] = state * ys[t]
+    add("control_scan_axes.onnx", 0, 0, "-",
+        "valid: Scan with scan input and output axes and directions", needs_op="Scan",
+        inputs=[save_npy("control_scan_axes.s0.npy", s0), save_npy("control_scan_axes.x.npy", xs),
+                save_npy("control_scan_axes.y.npy", ys)],
+        outputs=[("s.npy", save_npy("control_scan_axes.s.npy", state)), ("a.npy", save_npy("control_scan_axes.a.npy", o1)),
+                 ("b.npy", save_npy("control_scan_axes.b.npy", xs))],
+        data=model([helper.make_node("Scan", ["s0", "x", "y"], ["s", "a", "b"], name="scan", num_scan_inputs=2, body=body,
+                                     scan_input_axes=[1, 0], scan_input_directions=[1, 0], scan_output_axes=[1, -1],
+                                     scan_output_directions=[0, 1])],
+                   [vi("s0", [3]), vi("x", [3, 4]), vi("y", [4, 3])], [vi("s", [3]), vi("a", [3, 4]), vi("b", [3, 4])],
+                   opset=11))
 
 
 def gen_structure():
@@ -479,6 +601,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     gen_bytes_level()
     gen_nesting()
+    gen_control_flow()
     gen_structure()
     gen_tensors()
     gen_external()

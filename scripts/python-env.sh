@@ -53,8 +53,14 @@ if ! check; then
     CONS="$ROOT/build/venv/constraints.txt"
     echo "numpy==$NPVER" > "$CONS"
     echo "python-env: pip install onnx onnxruntime matplotlib (numpy pinned to $NPVER)" >&2
-    "$PY" -m pip install -q --disable-pip-version-check -c "$CONS" \
-        onnx onnxruntime matplotlib >&2
+    if ! "$PY" -m pip install -q --disable-pip-version-check -c "$CONS" \
+        onnx onnxruntime matplotlib >&2; then
+        echo "python-env: pip could not install onnx onnxruntime matplotlib from PyPI (it needs network" >&2
+        echo "python-env: access to pypi.org, or a mirror in PIP_INDEX_URL); once it can, run" >&2
+        echo "python-env:   $PY -m pip install -c $CONS onnx onnxruntime matplotlib" >&2
+        echo "python-env: or simply scripts/python-env.sh again" >&2
+        exit 1
+    fi
     if ! check; then
         echo "python-env: environment still broken after install:" >&2
         "$PY" -c "import numpy, torch, torchvision, onnx, onnxruntime, matplotlib" >&2 || true

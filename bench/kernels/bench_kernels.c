@@ -245,8 +245,8 @@ int main(int argc, char **argv) {
                                   .n_outputs = pg->n_outputs, .outputs = pg->outputs};
         korch_profile_options opt = {.threads = threads, .db_path = db};
         korch_profile_result r;
-        korch_status st = korch_backend_profile(KORCH_BACKEND_CGEN, &spec, 1, &opt, &r);
-        korch_cgen_stats s = korch_cgen_last_stats();
+        korch_cgen_stats s;
+        korch_status st = korch_cgen_profile(&spec, 1, &opt, &r, &s);
         if (st != KORCH_OK || r.status != KORCH_OK) {
             printf("| %s | %s | failed: %s |\n", benches[i].name, benches[i].shape, st ? korch_last_error() : r.reason);
         } else {

@@ -31,7 +31,7 @@
 
 #include "backend/backend.h"
 #include "backend/dnnl/dnnl_backend.h"
-#include "fission/pgraph.h"
+#include "ir/pgraph.h"
 #include "profile/profile.h"
 
 typedef struct shape {

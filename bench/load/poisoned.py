@@ -17,13 +17,11 @@ import argparse
 import datetime
 import os
 import re
-import shlex
 import shutil
 import subprocess
-import sys
 
-from bench.harness import apply_nice, cpu_model, git_commit
-from bench.load.run import LOADS, ROOT, Load, build_load, log
+from bench.harness import cpu_model, git_commit
+from bench.load.run import LOADS, ROOT, Load, add_common_args, log, prepare
 
 # korch bench's table (src/cli/cmd_bench.c): strategy, measured ms, predicted ms, kernels, ...
 ROW = re.compile(r"^(none|greedy|optimal)\s+([0-9.]+)\s+([0-9.]+)\s+\d+\s", re.M)
@@ -38,29 +36,12 @@ def korch(args, argv, env=None):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--models", default="mobilenetv2,resnet50")
-    ap.add_argument("--models-dir", default=os.path.join(ROOT, "build", "models"))
-    ap.add_argument("--korch", default=os.path.join(ROOT, "build", "korch"))
-    ap.add_argument("--threads", type=int, default=2)
+    add_common_args(ap)
     ap.add_argument("--load", default="cpu2", choices=[k for k in LOADS if k != "none"])
     ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--nice", type=lambda v: None if v == "none" else int(v),
-                    default=-20 if os.geteuid() == 0 else None,
-                    help="niceness of the bench and all it starts, its loads included (default -20 as root, "
-                         "as bench/harness.py: its own loads then compete with korch and ORT as "
-                         "equals, and other tenants' work is kept out)")
-    ap.add_argument("--no-record", action="store_true")
-    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "load", "RESULTS.md"))
     args = ap.parse_args(argv)
-    cmd = "python -m bench.load.poisoned " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    nice = apply_nice(args.nice)
-    cmd += f" (nice {nice})" if nice else ""
-    work = os.path.join(ROOT, "build", "bench", "poisoned")
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    exe = build_load(work)
-    subprocess.run([os.path.join(ROOT, "scripts", "build-models.sh")] + args.models.split(","),
-                   check=True, stdout=subprocess.DEVNULL)
+    shutil.rmtree(os.path.join(ROOT, "build", "bench", "poisoned"), ignore_errors=True)
+    cmd, work, exe = prepare(args, argv, "poisoned", "poisoned")
     rows = []
     for m in args.models.split(","):
         model = os.path.join(args.models_dir, m + ".onnx")

@@ -35,7 +35,6 @@ import shlex
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -196,19 +195,12 @@ def markdown(results, args, cmd):
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_common_args(ap):
+    """The options bench.load.run and bench.load.poisoned share."""
     ap.add_argument("--models", default="mobilenetv2,resnet50")
     ap.add_argument("--models-dir", default=os.path.join(ROOT, "build", "models"))
     ap.add_argument("--korch", default=os.path.join(ROOT, "build", "korch"))
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--k", type=int, default=20, help="runs per round and contender")
-    ap.add_argument("--loads", default="none,cpu1,cpu2,stream1")
-    ap.add_argument("--korch-env", action="append", default=[],
-                    help="VAR=VALUE set for korch's processes only (e.g. OMP_WAIT_POLICY=passive)")
-    ap.add_argument("--variant", action="append", default=[], metavar="NAME:VAR=VALUE[,VAR=VALUE]",
-                    help="another korch contender with extra environment variables")
     ap.add_argument("--nice", type=lambda v: None if v == "none" else int(v),
                     default=-20 if os.geteuid() == 0 else None,
                     help="niceness of the bench and all it starts, its loads included (default -20 as root, "
@@ -216,6 +208,32 @@ def main(argv=None):
                          "equals, and other tenants' work is kept out)")
     ap.add_argument("--no-record", action="store_true")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "load", "RESULTS.md"))
+
+
+def prepare(args, argv, module, work_name):
+    """The recorded command, the work folder, the load program; nice applied
+    and the models built."""
+    cmd = f"python -m bench.load.{module} " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    nice = apply_nice(args.nice)
+    cmd += f" (nice {nice})" if nice else ""
+    work = os.path.join(ROOT, "build", "bench", work_name)
+    os.makedirs(work, exist_ok=True)
+    exe = build_load(work)
+    subprocess.run([os.path.join(ROOT, "scripts", "build-models.sh")] + args.models.split(","),
+                   check=True, stdout=subprocess.DEVNULL)
+    return cmd, work, exe
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_common_args(ap)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--k", type=int, default=20, help="runs per round and contender")
+    ap.add_argument("--loads", default="none,cpu1,cpu2,stream1")
+    ap.add_argument("--korch-env", action="append", default=[],
+                    help="VAR=VALUE set for korch's processes only (e.g. OMP_WAIT_POLICY=passive)")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME:VAR=VALUE[,VAR=VALUE]",
+                    help="another korch contender with extra environment variables")
     args = ap.parse_args(argv)
     args.loads = args.loads.split(",")
     args.variants = []
@@ -229,14 +247,7 @@ def main(argv=None):
             ap.error(f"--loads: unknown load '{l}' (one of {', '.join(LOADS)})")
     if args.loads[0] != "none":
         args.loads.insert(0, "none")
-    cmd = "python -m bench.load.run " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
-    nice = apply_nice(args.nice)
-    cmd += f" (nice {nice})" if nice else ""
-    work = os.path.join(ROOT, "build", "bench", "load")
-    os.makedirs(work, exist_ok=True)
-    exe = build_load(work)
-    subprocess.run([os.path.join(ROOT, "scripts", "build-models.sh")] + args.models.split(","),
-                   check=True, stdout=subprocess.DEVNULL)
+    cmd, work, exe = prepare(args, argv, "run", "load")
     results = [bench_model(m, args, exe, work) for m in args.models.split(",")]
     md = markdown(results, args, cmd)
     print(md)

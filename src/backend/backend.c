@@ -1,27 +1,45 @@
-/* Backend dispatch: each call goes to the backend named by `kind`. */
+/* Backend dispatch: each call goes through the table the backend of `kind`
+ * registered (backend_list.h); this file names no backend. */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "backend/backend.h"
-#include "backend/cgen/cgen_backend.h"
-#include "backend/dnnl/dnnl_backend.h"
-#include "backend/ref/ref_backend.h"
+#include <string.h>
 
-const char *korch_backend_name(korch_backend_kind kind) {
-    static const char *const names[] = {"cgen", "dnnl", "ref"};
-    _Static_assert(sizeof names / sizeof names[0] == KORCH_BACKEND_COUNT, "backend names out of step");
-    return (unsigned)kind < KORCH_BACKEND_COUNT ? names[kind] : "?";
+#include "backend/backend.h"
+
+/* The registered backends (backend_list.h), indexed by kind. */
+#define KORCH_BACKEND_DECLARE(KIND, name) extern const korch_backend_ops korch_backend_ops_##name;
+KORCH_BACKEND_LIST(KORCH_BACKEND_DECLARE)
+#undef KORCH_BACKEND_DECLARE
+
+static const korch_backend_ops *const backends[KORCH_BACKEND_COUNT] = {
+#define KORCH_BACKEND_ENTRY(KIND, name) [KORCH_BACKEND_##KIND] = &korch_backend_ops_##name,
+    KORCH_BACKEND_LIST(KORCH_BACKEND_ENTRY)
+#undef KORCH_BACKEND_ENTRY
+};
+
+static const korch_backend_ops *backend_of(korch_backend_kind kind) {
+    if ((unsigned)kind < KORCH_BACKEND_COUNT) return backends[kind];
+    korch_error(KORCH_ERR_INVALID_ARGUMENT, "unknown backend kind %d", (int)kind);
+    return NULL;
 }
 
-static korch_status unknown(korch_backend_kind kind) {
-    return korch_error(KORCH_ERR_INVALID_ARGUMENT, "unknown backend kind %d", (int)kind);
+const char *korch_backend_name(korch_backend_kind kind) {
+    return (unsigned)kind < KORCH_BACKEND_COUNT ? backends[kind]->name : "?";
+}
+
+bool korch_backend_from_name(const char *name, korch_backend_kind *kind) {
+    for (int k = 0; name && k < KORCH_BACKEND_COUNT; k++)
+        if (strcmp(backends[k]->name, name) == 0) {
+            *kind = (korch_backend_kind)k;
+            return true;
+        }
+    return false;
 }
 
 bool korch_backend_supports(korch_backend_kind kind, const korch_kernel_spec *spec, char *reason, size_t size) {
-    if (kind == KORCH_BACKEND_CGEN) return korch_cgen_supports(spec, reason, size);
-    if (kind == KORCH_BACKEND_REF) return korch_ref_supports(spec, reason, size);
-    if (kind == KORCH_BACKEND_DNNL) return korch_dnnl_supports(spec, reason, size);
-    unknown(kind);
+    const korch_backend_ops *b = backend_of(kind);
+    if (b) return b->supports(spec, reason, size);
     if (reason && size) snprintf(reason, size, "%s", korch_last_error());
     return false;
 }
@@ -30,10 +48,8 @@ korch_status korch_backend_profile(korch_backend_kind kind, const korch_kernel_s
                                    const korch_profile_options *options, korch_profile_result *results) {
     if (n < 0 || (n > 0 && (!specs || !results)))
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "korch_backend_profile: bad arguments");
-    if (kind == KORCH_BACKEND_CGEN) return korch_cgen_profile(specs, n, options, results);
-    if (kind == KORCH_BACKEND_REF) return korch_ref_profile(specs, n, options, results);
-    if (kind == KORCH_BACKEND_DNNL) return korch_dnnl_profile(specs, n, options, results);
-    return unknown(kind);
+    const korch_backend_ops *b = backend_of(kind);
+    return b ? b->profile(specs, n, options, results) : KORCH_ERR_INVALID_ARGUMENT;
 }
 
 /* ---- fault injection (tests) ---------------------------------------------- */
@@ -118,11 +134,9 @@ korch_status korch_backend_build(korch_backend_kind kind, const korch_kernel_spe
     if (n < 0 || (n > 0 && (!specs || !kernels)))
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "korch_backend_build: bad arguments");
     for (int i = 0; i < n; i++) kernels[i] = NULL;
-    korch_status st;
-    if (kind == KORCH_BACKEND_CGEN) st = korch_cgen_build(specs, schedules, n, options, kernels);
-    else if (kind == KORCH_BACKEND_REF) st = korch_ref_build(specs, schedules, n, options, kernels);
-    else if (kind == KORCH_BACKEND_DNNL) st = korch_dnnl_build(specs, schedules, n, options, kernels);
-    else return unknown(kind);
+    const korch_backend_ops *b = backend_of(kind);
+    if (!b) return KORCH_ERR_INVALID_ARGUMENT; /* backend_of recorded the message */
+    korch_status st = b->build(specs, schedules, n, options, kernels);
     if (st == KORCH_OK && fault_fn) st = inject_faults(kind, specs, n, kernels);
     return st;
 }
@@ -134,10 +148,5 @@ void korch_kernel_destroy(korch_kernel *k) {
 }
 
 const char *korch_backend_identity(korch_backend_kind kind) {
-    switch (kind) {
-    case KORCH_BACKEND_CGEN: return korch_cgen_identity();
-    case KORCH_BACKEND_DNNL: return korch_dnnl_identity();
-    case KORCH_BACKEND_REF: return "interpreter";
-    default: return "?";
-    }
+    return (unsigned)kind < KORCH_BACKEND_COUNT ? backends[kind]->identity() : "?";
 }

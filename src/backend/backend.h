@@ -7,78 +7,19 @@
  *   ref    the primitive interpreter (opaque operators; never chosen when a
  *          real backend can implement the kernel)
  *
- * Every backend implements the same four calls, dispatched on kind. Buffers
+ * Every backend fills a table of the same four calls (korch_backend_ops,
+ * backend_types.h) and registers it with one line of backend_list.h; these
+ * functions dispatch on kind through that table. Buffers
  * passed to kernels are dense, row-major, in the order of the spec's inputs
  * and outputs. */
 #ifndef KORCH_BACKEND_BACKEND_H
 #define KORCH_BACKEND_BACKEND_H
 
-#include <stdbool.h>
-#include <stddef.h>
-
-#include "fission/pgraph.h"
-
-typedef enum korch_backend_kind {
-    KORCH_BACKEND_CGEN,
-    KORCH_BACKEND_DNNL,
-    KORCH_BACKEND_REF,
-    KORCH_BACKEND_COUNT
-} korch_backend_kind;
+#include "backend/backend_types.h"
 
 const char *korch_backend_name(korch_backend_kind kind);
-
-/* What to implement: a convex, connected set of primitives of `pg`. */
-typedef struct korch_kernel_spec {
-    const korch_pgraph *pg;
-    int n_nodes;
-    const int *nodes;   /* pnode indices in topological order */
-    int n_inputs;
-    const int *inputs;  /* pvalues read from outside the kernel (constants included) */
-    int n_outputs;
-    const int *outputs; /* pvalues written for use outside the kernel */
-} korch_kernel_spec;
-
-/* A runnable kernel, built for one schedule. */
-typedef struct korch_kernel {
-    korch_backend_kind backend;
-    char impl[160]; /* human-readable implementation, e.g. "cgen k3f2a1 tile=64 par=0"
-                       or "dnnl brg:avx512_core" */
-    void *state;
-    /* bit j: input j is a constant the kernel copied when it was built (oneDNN's
-     * reordered weights) and never reads at run time, so its data may be
-     * released (korch_executor_release_constants) */
-    uint64_t inputs_copied;
-    korch_status (*run)(struct korch_kernel *k, void *const *inputs, void *const *outputs);
-    void (*destroy)(struct korch_kernel *k);
-} korch_kernel;
-
-typedef struct korch_profile_options {
-    int threads;          /* OpenMP threads kernels run with */
-    double budget_s;      /* total tuning time budget for this call (<= 0: backend default) */
-    const char *db_path;  /* profile database; NULL: $XDG_CACHE_HOME/korch/profile.db */
-    const char *cache_dir;/* compiled-object cache; NULL: $XDG_CACHE_HOME/korch/kernels */
-    bool progress;        /* progress bar on stderr (only when stderr is a terminal) */
-    bool quick;           /* time one default schedule per kernel, no tuning (results say
-                             default_only); the orchestrator tunes what its plans use */
-    double fresh_after;   /* > 0: stored profiles measured before this time (unix seconds) are
-                             measured again and replaced (korch optimize --reprofile) */
-} korch_profile_options;
-
-typedef struct korch_profile_result {
-    korch_status status;  /* KORCH_OK, or why this spec could not be implemented */
-    char reason[256];     /* when status != KORCH_OK */
-    double latency_ms;    /* median */
-    double spread_ms;     /* max - min of the timed repeats */
-    char schedule[256];   /* opaque to callers; rebuilds the same kernel */
-    char impl[160];
-    char key[48];         /* the backend's signature of the kernel, its profile database key
-                             (with the schedule: the key of stored verdicts, src/verify) */
-    bool from_database;   /* nothing was compiled or timed */
-    bool default_only;    /* only the default schedule was timed (quick mode): tuning can
-                             lower latency_ms; false when tuned or nothing to tune */
-    bool provisional;     /* measured while the machine was disturbed, or a stored profile of
-                             unknown quality (docs/profiling.md, "Profile quality") */
-} korch_profile_result;
+/* The kind whose name (korch_backend_name) is `name`; false if none. */
+bool korch_backend_from_name(const char *name, korch_backend_kind *kind);
 
 /* Cheap structural check; on false, `reason` says why (e.g. "post-op GELU-tanh
  * not expressible as a oneDNN post-op"). */
@@ -101,13 +42,6 @@ void korch_kernel_destroy(korch_kernel *k);
  * hook is set, every kernel korch_backend_build builds gets the fault the
  * hook returns for it. Never set outside tests. NULL removes it. Not
  * thread-safe: set it before building. */
-typedef enum korch_fault {
-    KORCH_FAULT_NONE,
-    KORCH_FAULT_ELEMENT,    /* one element of the first output is off by +1 */
-    KORCH_FAULT_SCALE,      /* every element of the first output becomes 1.5 x + 0.25 */
-    KORCH_FAULT_ACCUMULATE, /* the first output is added to what its buffer held (right on zeroed memory only) */
-} korch_fault;
-typedef korch_fault (*korch_fault_fn)(void *user, korch_backend_kind kind, const korch_kernel_spec *spec);
 void korch_backend_set_fault(korch_fault_fn fn, void *user);
 
 /* What a backend's kernels depend on besides their signature and schedule:

@@ -1,6 +1,6 @@
 /* The analytic lower bound of a candidate's latency: a roofline with
  * optimistic machine constants. Pruning compares it with the best way to run
- * the same nodes as two or more smaller kernels (orchestrate/profile.c); as
+ * the same nodes as two or more smaller kernels (orchestrate/phase1_profile.c); as
  * long as the bound is below the real latency, pruning never loses the
  * optimum (docs/orchestration.md). */
 #include "candidates/candidates.h"

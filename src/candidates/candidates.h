@@ -14,7 +14,7 @@
  * of nodes is a 64-bit mask.
  *
  *     korch_candidates_build   partition + enumerate (structure only)
- *     orchestrate/profile.c    latencies, with pruning by a lower bound
+ *     orchestrate/phase1_profile.c    latencies, with pruning by a lower bound
  *     orchestrate/blp.c        the choice
  */
 #ifndef KORCH_CANDIDATES_CANDIDATES_H
@@ -25,30 +25,12 @@
 #include <stdio.h>
 
 #include "backend/backend.h"
-#include "fission/pgraph.h"
+#include "ir/nodeset.h"
+#include "ir/pgraph.h"
 
 #define KORCH_PARTITION_MAX_NODES 64
 
 typedef uint64_t korch_nodemask; /* bit i: the partition's i-th node */
-
-/* Who reads what, and which nodes matter at all. */
-typedef struct korch_pgraph_uses {
-    int n_values, n_nodes;
-    int *consumer_start; /* consumers of value v: consumers[consumer_start[v] .. consumer_start[v + 1]) */
-    int *consumers; /* live node indices, each listed once per value */
-    bool *live; /* node is live and reaches a graph output */
-} korch_pgraph_uses;
-
-korch_status korch_pgraph_uses_build(const korch_pgraph *pg, korch_pgraph_uses *uses);
-void korch_pgraph_uses_free(korch_pgraph_uses *uses);
-
-/* A node set's inputs (values read from outside it, constants included, in
- * first-use order) and outputs (values it makes that are read outside it or
- * are graph outputs), the rule for candidates and plan kernels alike.
- * inputs and outputs need room for 8 * n_nodes entries each; in_set is
- * scratch of pg->n_nodes bools, all false, and is left all false. */
-void korch_node_set_io(const korch_pgraph *pg, const korch_pgraph_uses *uses, int n_nodes, const int *nodes,
-                       bool *in_set, int *inputs, int *n_inputs, int *outputs, int *n_outputs);
 
 typedef struct korch_partition {
     int n_nodes;
@@ -236,11 +218,6 @@ double korch_kernel_lower_bound_ms(const korch_kernel_spec *spec, const korch_ma
 double korch_candidate_flops(const korch_candidate_set *set, const korch_candidate *c);
 
 uint64_t korch_candidate_signature(const korch_candidate_set *set, const korch_candidate *c);
-uint64_t korch_kernel_signature(const korch_kernel_spec *spec);
-/* Structural hash of a whole pgraph (kinds, parameters, wiring, shapes,
- * dtypes, graph inputs and outputs): plans check it on load. */
-uint64_t korch_pgraph_hash(const korch_pgraph *pg);
-
 /* Prints per-partition counts and rejection reasons. */
 void korch_candidates_report(const korch_candidate_set *set, FILE *out);
 

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 
+#include "core/clock.h"
 #include "frontend/frontend.h"
 #include "runtime/plan.h"
 
@@ -29,6 +30,18 @@ int korch_cmd_explain(int argc, char **argv);
 int korch_cmd_bench(int argc, char **argv);
 int korch_cmd_export(int argc, char **argv);
 int korch_cmd_db(int argc, char **argv);
+
+/* Settings the CLI takes from the environment (cli_env.c, the only place
+ * that reads it; docs/cli.md, "Environment"), read once. */
+typedef struct korch_cli_env {
+    korch_layout_strategy layout; /* KORCH_LAYOUT: nchw keeps the graph channels-first */
+    /* korch_profile_options' tuning fields (0: the library's default) */
+    int tune_trials;  /* KORCH_TUNE_TRIALS */
+    int tune_explore; /* KORCH_TUNE_EXPLORE */
+    int tune_log;     /* KORCH_TUNE_LOG (0 there: -1 here, silent) */
+    double busy_us;   /* KORCH_BUSY_US */
+} korch_cli_env;
+const korch_cli_env *korch_cli_env_get(void);
 
 /* Prints "korch: error: <message>" for the last error and returns 1. */
 int korch_cli_fail(void);
@@ -52,7 +65,6 @@ typedef struct korch_cli_shapes {
 int korch_cli_shapes_add(korch_cli_shapes *s, const char *spec, const char *command);
 void korch_cli_shapes_free(korch_cli_shapes *s);
 
-double korch_cli_now_ms(void);
 
 /* `korch run PLAN` (cli_plan.c). open: loads the plan, checks its model's
  * hash, points *model_path at the model and adds the plan's input shapes.

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/cli_files.h"
 
 int korch_cli_fail(void) {
     fprintf(stderr, "korch: error: %s\n", korch_last_error());
@@ -67,12 +68,6 @@ void korch_cli_shapes_free(korch_cli_shapes *s) {
     s->count = 0;
 }
 
-double korch_cli_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 int korch_cli_model_args(int argc, char **argv, const char *command, void (*help)(void), const char **model,
                          korch_cli_shapes *shapes) {
     int rc = 0;
@@ -93,6 +88,7 @@ int korch_cli_model_args(int argc, char **argv, const char *command, void (*help
         }
     }
     if (rc == 0 && !*model) rc = korch_cli_usage_error(command, "no model given");
+    if (rc == 0) rc = korch_cli_expect_model(*model, command);
     if (rc) korch_cli_shapes_free(shapes);
     return rc;
 }

@@ -1,5 +1,7 @@
 #include "cli/cli_orchestrate.h"
+#include "cli/cli_inputs.h"
 
+#include "frontend/subgraph.h"
 #include "io/npy.h"
 #include "profile/profile.h"
 
@@ -13,10 +15,11 @@
 
 void korch_cli_orchestrate_args_init(korch_cli_orchestrate_args *a) {
     memset(a, 0, sizeof *a);
+    a->command = "optimize";
     a->time_limit_s = 120;
     a->max_kernel_nodes = korch_candidate_options_default().max_kernel_nodes;
     a->max_partition_nodes = korch_candidate_options_default().max_partition_nodes;
-    a->verify_seed = 20241125;
+    a->verify_seed = KORCH_VERIFY_DEFAULT_SEED;
 }
 
 void korch_cli_orchestrate_args_free(korch_cli_orchestrate_args *a) { korch_cli_shapes_free(&a->shapes); }
@@ -33,6 +36,7 @@ int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char *
                                  int *used) {
     const char *opt = argv[*i], *v = NULL;
     *used = 1;
+    a->command = command; /* for the usage errors of later stages */
     if (strcmp(opt, "--db") == 0) {
         if (!(a->db = korch_cli_value(argc, argv, i, command))) return 2;
     } else if (strcmp(opt, "--cache-dir") == 0) {
@@ -134,15 +138,19 @@ static int load_verify_inputs(const korch_cli_orchestrate_args *a, korch_cli_ses
                 slot = i;
         }
         if (slot < 0) {
-            fprintf(stderr, "korch: error: --input %s: %s\n", korch_printable(spec, vbuf, sizeof vbuf),
-                    eq ? "the model has no input of that name" : "more --input files than model inputs");
-            rc = 2;
+            char names[400];
+            korch_cli_input_names(g, names, sizeof names);
+            rc = eq ? korch_cli_usage_error(a->command, "--input %s: the model has no input of that name; its inputs are %s",
+                                            korch_printable(spec, vbuf, sizeof vbuf), names)
+                    : korch_cli_usage_error(a->command, "--input %s: more --input files than model inputs (it has %d: %s)",
+                                            korch_printable(spec, vbuf, sizeof vbuf), g->n_inputs, names);
             break;
         }
         if (bound[slot]) {
-            fprintf(stderr, "korch: error: --input %s: input \"%s\" is given twice\n",
-                    korch_printable(spec, vbuf, sizeof vbuf), g->values[g->inputs[slot]].name);
-            rc = 2;
+            char nbuf[200];
+            rc = korch_cli_usage_error(a->command, "--input %s: input \"%s\" is given twice",
+                                       korch_printable(spec, vbuf, sizeof vbuf),
+                                       korch_printable(g->values[g->inputs[slot]].name, nbuf, sizeof nbuf));
             break;
         }
         char *name = NULL;
@@ -164,11 +172,9 @@ static int load_verify_inputs(const korch_cli_orchestrate_args *a, korch_cli_ses
         }
     }
     for (int i = 0; i < g->n_inputs && rc == 0; i++)
-        if (!bound[i]) {
-            fprintf(stderr, "korch: error: --input given for some inputs but not for \"%s\"\n",
-                    korch_printable(g->values[g->inputs[i]].name, vbuf, sizeof vbuf));
-            rc = 2;
-        }
+        if (!bound[i])
+            rc = korch_cli_usage_error(a->command, "--input given for some inputs but not for \"%s\"",
+                                       korch_printable(g->values[g->inputs[i]].name, vbuf, sizeof vbuf));
     free(bound);
     return rc;
 }
@@ -181,10 +187,12 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
     else s->threads = omp_get_max_threads();
 #endif
     if (s->threads < 1) s->threads = 1;
-    double t0 = korch_cli_now_ms();
-    if (korch_plan_model_load(a->model, a->shapes.items, a->shapes.count, &s->model) != KORCH_OK)
+    double t0 = korch_now_ms();
+    if (korch_plan_model_load_layout(a->model, a->shapes.items, a->shapes.count, korch_cli_env_get()->layout,
+                                     &s->model) != KORCH_OK)
         return korch_cli_fail();
     FILE *log = a->quiet ? NULL : stdout;
+    if (log) korch_graph_report_control_flow(s->model.graph, log); /* what is not optimized, and why */
     if (log) {
         int live = 0;
         for (int i = 0; i < s->model.graph->n_nodes; i++) live += !s->model.graph->nodes[i].dead;
@@ -192,10 +200,16 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
         for (int i = 0; i < s->model.pg->n_nodes; i++)
             opaque += !s->model.pg->nodes[i].dead && s->model.pg->nodes[i].kind == KORCH_PRIM_OPAQUE;
         fprintf(log, "model: %d operators -> %d primitives (%d opaque) in %.2f s; %d threads\n", live,
-                s->model.pg->n_nodes, opaque, (korch_cli_now_ms() - t0) / 1e3, s->threads);
+                s->model.pg->n_nodes, opaque, (korch_now_ms() - t0) / 1e3, s->threads);
     }
     s->profile = (korch_profile_options){
-        .threads = s->threads, .budget_s = a->budget_s, .db_path = a->db, .cache_dir = a->cache_dir, .progress = false};
+        .threads = s->threads, .budget_s = a->budget_s, .db_path = a->db, .cache_dir = a->cache_dir, .progress = false,
+        .quiet = a->quiet};
+    const korch_cli_env *env = korch_cli_env_get();
+    s->profile.tune_trials = env->tune_trials;
+    s->profile.tune_explore = env->tune_explore;
+    s->profile.tune_log = env->tune_log;
+    s->profile.busy_us = env->busy_us;
     /* --reprofile: every stored profile older than this run is measured again */
     if (a->reprofile) s->profile.fresh_after = korch_wall_s();
     s->typical = korch_machine_model_typical(s->threads);
@@ -206,10 +220,12 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
     s->options.prune_by_bound = !a->no_prune;
     s->options.profile_budget_s = a->budget_s;
     s->options.solve_time_limit_s = a->time_limit_s;
-    s->options.progress = true;
+    s->options.progress = !a->quiet; /* -q: neither the bar nor the plain lines */
     s->options.log = log;
+    s->options.estimated = a->estimate;
     if (!a->no_verify && !a->dry_run) {
-        if (load_verify_inputs(a, s) != 0) return 1;
+        int rc = load_verify_inputs(a, s); /* 2: a usage error */
+        if (rc != 0) return rc;
         korch_verify_options vo = {.seed = (uint64_t)a->verify_seed, .inputs = s->verify_inputs, .build = &s->profile};
         if (korch_verifier_create(s->model.pg, &vo, &s->verifier) != KORCH_OK) return korch_cli_fail();
         s->options.verifier = korch_verifier_hook(s->verifier);

@@ -8,6 +8,7 @@
 #include "runtime/plan.h"
 
 typedef struct korch_cli_orchestrate_args {
+    const char *command; /* "optimize" or "bench": usage errors name it */
     const char *model;
     const char *db;
     const char *cache_dir;

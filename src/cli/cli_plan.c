@@ -88,14 +88,9 @@ size_t korch_cli_plan_arena_bytes(const korch_cli_plan *p) { return p->ex ? korc
 /* The primitive graph of g, checked against the plan's. */
 static int lower(korch_cli_plan *p, korch_graph *g) {
     if (p->pg) return 0;
-    if (korch_plan_lower(g, &p->pg) != KORCH_OK) return korch_cli_fail();
-    if (korch_pgraph_hash(p->pg) != p->plan->pgraph_hash) {
-        korch_error(KORCH_ERR_INVALID_MODEL,
-                    "plan \"%s\": the primitive graph of its model differs from the one the plan was made for (plan "
-                    "made by %s, this is %s); re-run korch optimize",
-                    p->plan_path, p->plan->fission_version, korch_plan_fission_version);
-        return korch_cli_fail();
-    }
+    char what[4200];
+    snprintf(what, sizeof what, "plan \"%.4096s\"", p->plan_path);
+    if (korch_plan_lower_checked(p->plan, g, what, &p->pg) != KORCH_OK) return korch_cli_fail();
     return 0;
 }
 
@@ -103,7 +98,7 @@ int korch_cli_plan_verify(korch_cli_plan *p, korch_graph *g, const korch_tensor 
     int rc = lower(p, g);
     if (rc) return rc;
     korch_profile_options build = {.threads = threads};
-    uint64_t seed = p->plan->verified ? p->plan->verify_seed : 20241125;
+    uint64_t seed = p->plan->verified ? p->plan->verify_seed : KORCH_VERIFY_DEFAULT_SEED;
     korch_verify_options vo = {.seed = seed, .inputs = inputs, .build = &build};
     korch_plan_check c;
     if (korch_verify_plan(p->plan, g, p->pg, &vo, &c) != KORCH_OK) return korch_cli_fail();

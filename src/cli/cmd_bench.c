@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_files.h"
 #include "cli/cli_orchestrate.h"
 #include "runtime/executor.h"
 #include "runtime/reference.h"
@@ -78,6 +79,7 @@ int korch_cmd_bench(int argc, char **argv) {
         }
     }
     if (rc == 0 && !args.model) rc = korch_cli_usage_error("bench", "no model given");
+    if (rc == 0) rc = korch_cli_expect_model(args.model, "bench");
     if (rc == 0 && args.dry_run) rc = korch_cli_usage_error("bench", "--dry-run is an optimize option");
     if (rc) {
         korch_cli_orchestrate_args_free(&args);
@@ -118,9 +120,9 @@ int korch_cmd_bench(int argc, char **argv) {
                 rc = korch_cli_fail();
         if (rc == 0 && korch_executor_run(ex, inputs, outputs[strat]) != KORCH_OK) rc = korch_cli_fail(); /* warm-up */
         for (long r = 0; r < runs && rc == 0; r++) {
-            double t0 = korch_cli_now_ms();
+            double t0 = korch_now_ms();
             if (korch_executor_run(ex, inputs, outputs[strat]) != KORCH_OK) rc = korch_cli_fail();
-            times[r] = korch_cli_now_ms() - t0;
+            times[r] = korch_now_ms() - t0;
         }
         if (rc == 0) {
             qsort(times, (size_t)runs, sizeof *times, cmp_double);

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "frontend/subgraph.h"
 
 static void help(void) {
     printf("usage: korch check MODEL [--input-shape NAME=DIMS]...\n\n"
@@ -24,6 +25,7 @@ int korch_cmd_check(int argc, char **argv) {
     for (int i = 0; i < g->n_nodes; i++) live += !g->nodes[i].dead;
     printf("ok: %d nodes (%d after constant folding), %d inputs, %d outputs\n", g->n_nodes, live, g->n_inputs,
            g->n_outputs);
+    korch_graph_report_control_flow(g, stdout); /* what stays control flow, and why */
     korch_graph_free(g);
     return 0;
 }

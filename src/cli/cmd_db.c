@@ -37,7 +37,7 @@ static void help(void) {
 #define MAX_THREADS 1024
 static char **verdict_keys(int *n) {
     *n = 0;
-    char **keys = calloc((size_t)KORCH_BACKEND_COUNT * MAX_THREADS, sizeof *keys);
+    char **keys = calloc((size_t)(KORCH_BACKEND_COUNT + 1) * MAX_THREADS, sizeof *keys);
     if (!keys) return NULL;
     for (int k = 0; k < KORCH_BACKEND_COUNT; k++) {
         char hash[33];
@@ -46,6 +46,13 @@ static char **verdict_keys(int *n) {
             keys[*n] = strdup(hash);
             if (keys[*n]) (*n)++;
         }
+    }
+    /* remembered plan checks (verify/plan_verdict.c) carry all backends' fingerprints in one */
+    for (int t = 1; t <= MAX_THREADS; t++) {
+        char hash[65];
+        if (!korch_plan_verdict_machine(t, hash)) continue;
+        keys[*n] = strdup(hash);
+        if (keys[*n]) (*n)++;
     }
     return keys;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_files.h"
 #include "runtime/arena.h"
 #include "runtime/plan.h"
 
@@ -87,6 +88,7 @@ int korch_cmd_explain(int argc, char **argv) {
         }
     }
     if (!path) return korch_cli_usage_error("explain", "no plan given");
+    if (korch_cli_expect_plan(path, "explain") != 0) return 1;
     korch_plan *plan = NULL;
     if (korch_plan_load(path, &plan) != KORCH_OK) return korch_cli_fail();
     char buf[400], dims[160];

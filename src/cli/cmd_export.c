@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_files.h"
 #include "export/export.h"
 #include "runtime/plan.h"
 
@@ -42,12 +43,9 @@ int korch_cmd_export(int argc, char **argv) {
     }
     if (!plan_path) return korch_cli_usage_error("export", "no plan given");
     if (!dir) return korch_cli_usage_error("export", "no output folder given (-o DIR)");
-    if (!korch_plan_file_is_plan(plan_path)) {
-        char buf[300];
-        korch_error(KORCH_ERR_INVALID_ARGUMENT, "\"%s\" is not a korch plan (make one with korch optimize MODEL -o PLAN)",
-                    korch_printable(plan_path, buf, sizeof buf));
-        return korch_cli_fail();
-    }
+    if (korch_cli_expect_plan(plan_path, "export") != 0) return 1;
+    /* every missing level, as run --output-dir does, before any work */
+    if (korch_cli_make_output_dir("-o", dir) != 0) return 1;
     korch_plan *plan = NULL;
     if (korch_plan_load(plan_path, &plan) != KORCH_OK) return korch_cli_fail();
     korch_export_stats stats;

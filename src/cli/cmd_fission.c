@@ -4,7 +4,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "fission/export_onnx.h"
+#include "cli/cli_files.h"
+#include "fission/pgraph_onnx.h"
 #include "fission/fission.h"
 
 static void help(void) {
@@ -55,6 +56,8 @@ int korch_cmd_fission(int argc, char **argv) {
         }
     }
     if (rc == 0 && !model) rc = korch_cli_usage_error("fission", "no model given");
+    if (rc == 0) rc = korch_cli_expect_model(model, "fission");
+    if (rc == 0 && out) rc = korch_cli_check_output_file("-o", out);
     if (rc) {
         korch_cli_shapes_free(&shapes);
         return rc;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_files.h"
 #include "cli/cli_orchestrate.h"
 
 #ifdef _OPENMP
@@ -57,11 +58,14 @@ int korch_cmd_optimize(int argc, char **argv) {
     }
     if (rc == 0 && !args.model) rc = korch_cli_usage_error("optimize", "no model given");
     if (rc == 0 && !output && !args.dry_run) rc = korch_cli_usage_error("optimize", "no output plan given (-o PLAN)");
+    /* before any work: the model is a model, and the plan can be written */
+    if (rc == 0) rc = korch_cli_expect_model(args.model, "optimize");
+    if (rc == 0 && output && !args.dry_run) rc = korch_cli_check_output_file("-o", output);
     if (rc) {
         korch_cli_orchestrate_args_free(&args);
         return rc;
     }
-    double t0 = korch_cli_now_ms();
+    double t0 = korch_now_ms();
     korch_cli_session session;
     korch_plan *plan = NULL;
     rc = korch_cli_orchestrate_begin(&args, strategy, &session);
@@ -80,7 +84,7 @@ int korch_cmd_optimize(int argc, char **argv) {
                plan->n_kernels, fused, session.model.pg->n_nodes, plan->predicted_ms);
         if (plan->measured_ms > 0) printf(", measured %.4f ms in place", plan->measured_ms);
         printf("; written to %s\n", output);
-        printf("optimize time: %.1f s\n", (korch_cli_now_ms() - t0) / 1e3);
+        printf("optimize time: %.1f s\n", (korch_now_ms() - t0) / 1e3);
     }
     korch_plan_free(plan);
     korch_cli_orchestrate_end(&session);

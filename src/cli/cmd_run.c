@@ -1,10 +1,10 @@
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/cli_files.h"
+#include "cli/cli_inputs.h"
 #include "frontend/onnx_load.h"
 #include "io/npy.h"
 #include "runtime/plan.h"
@@ -24,7 +24,8 @@ static void help(void) {
            "tensor with every character outside [A-Za-z0-9._-] replaced by '_'.\n\n"
            "  --input NAME=FILE       input tensor from a .npy file or an ONNX TensorProto\n"
            "                          (.pb); FILE alone binds the next unbound input\n"
-           "  --output-dir DIR        where to write outputs (created if missing)\n"
+           "  --output-dir DIR        where to write outputs (created if missing); without it\n"
+           "                          (and without --bench) each output's shape and range is printed\n"
            "  --threads N             OpenMP threads (default: all cores)\n"
            "  --bench N               after one warm-up run, time N runs; the last line\n"
            "                          printed is 'median_ms=X min_ms=Y max_ms=Z runs=N';\n"
@@ -50,35 +51,6 @@ typedef struct run_input {
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-/* mkdir -p: creates every missing level of `dir`. */
-static int make_dir(const char *dir) {
-    char path[4096], buf[256];
-    size_t len = strlen(dir);
-    if (len == 0 || len >= sizeof path) {
-        fprintf(stderr, "korch: error: bad output directory \"%s\"\n", korch_printable(dir, buf, sizeof buf));
-        return 1;
-    }
-    memcpy(path, dir, len + 1);
-    for (size_t i = 1; i <= len; i++) {
-        if (path[i] != '/' && path[i] != '\0') continue;
-        char saved = path[i];
-        path[i] = '\0';
-        struct stat sb;
-        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
-            fprintf(stderr, "korch: error: cannot create output directory \"%s\": %s\n",
-                    korch_printable(path, buf, sizeof buf), strerror(errno));
-            return 1;
-        }
-        if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-            fprintf(stderr, "korch: error: output path \"%s\" exists and is not a directory\n",
-                    korch_printable(path, buf, sizeof buf));
-            return 1;
-        }
-        path[i] = saved;
-    }
-    return 0;
 }
 
 /* One run: the plan's executor, or the reference executor for a model. */
@@ -141,6 +113,10 @@ int korch_cmd_run(int argc, char **argv) {
     if (rc == 0 && !model) rc = korch_cli_usage_error("run", "no model given");
     if (rc == 0 && (profile || profile_csv) && !bench)
         rc = korch_cli_usage_error("run", "--profile and --profile-csv time the runs of --bench N; give --bench");
+    /* what the file is, and the outputs, before any work */
+    if (rc == 0) rc = korch_cli_expect_model_or_plan(model, "run");
+    if (rc == 0 && out_dir) rc = korch_cli_make_output_dir("--output-dir", out_dir);
+    if (rc == 0 && profile_csv) rc = korch_cli_check_output_file("--profile-csv", profile_csv);
     /* a plan file: run its model with the plan's kernels and input shapes */
     korch_cli_plan *plan = NULL;
     if (rc == 0 && korch_plan_file_is_plan(model)) {
@@ -193,25 +169,25 @@ int korch_cmd_run(int argc, char **argv) {
                 if (strlen(vn) == len && strncmp(vn, inputs[k].name, len) == 0) slot = i;
             }
             if (slot < 0) {
-                char buf[256];
+                char buf[256], names[400];
                 snprintf(buf, sizeof buf, "%.*s", (int)len, inputs[k].name);
-                fprintf(stderr, "korch: error: --input %s: the model has no input of that name\n",
-                        korch_printable(buf, vbuf, sizeof vbuf));
-                rc = 2;
+                rc = korch_cli_usage_error("run", "--input %s=...: the model has no input named \"%s\"; its inputs are %s",
+                                           korch_printable(buf, vbuf, sizeof vbuf), vbuf,
+                                           korch_cli_input_names(g, names, sizeof names));
             }
         } else {
             for (int i = 0; i < g->n_inputs && slot < 0; i++)
                 if (binding[i] < 0) slot = i;
             if (slot < 0) {
-                fprintf(stderr, "korch: error: more --input files than model inputs\n");
-                rc = 2;
+                char names[400];
+                rc = korch_cli_usage_error("run", "more --input files than model inputs (it has %d: %s)", g->n_inputs,
+                                           korch_cli_input_names(g, names, sizeof names));
             }
         }
         if (rc) break;
         if (binding[slot] >= 0) {
-            fprintf(stderr, "korch: error: input \"%s\" is given twice\n",
-                    korch_printable(g->values[g->inputs[slot]].name, vbuf, sizeof vbuf));
-            rc = 2;
+            rc = korch_cli_usage_error("run", "input \"%s\" is given twice",
+                                       korch_printable(g->values[g->inputs[slot]].name, vbuf, sizeof vbuf));
             break;
         }
         binding[slot] = k;
@@ -220,15 +196,20 @@ int korch_cmd_run(int argc, char **argv) {
     for (int i = 0; i < g->n_inputs && rc == 0; i++) {
         const korch_value *v = &g->values[g->inputs[i]];
         if (binding[i] < 0) {
-            if (!bench && !verify) {
-                fprintf(stderr, "korch: error: no --input given for graph input \"%s\"\n",
-                        korch_printable(v->name, vbuf, sizeof vbuf));
-                rc = 2;
-            }
+            if (!bench && !verify)
+                rc = korch_cli_usage_error("run", "no --input given for graph input \"%s\" (--bench N alone runs on "
+                                                  "seeded random data)",
+                                           korch_printable(v->name, vbuf, sizeof vbuf));
             continue;
         }
         bool user_fixed = false;
         for (int s = 0; s < shapes.count; s++) user_fixed |= strcmp(shapes.items[s].name, v->name) == 0;
+        /* a file that cannot fit is named with its shape (not as the
+         * --input-shape it would otherwise turn into) */
+        if (!user_fixed && korch_cli_input_fits(v, &files[binding[i]].shape, inputs[binding[i]].path)) {
+            rc = 1;
+            break;
+        }
         if (!user_fixed) {
             char spec[512], dims[160];
             snprintf(spec, sizeof spec, "%s=%s", v->name, korch_shape_format(&files[binding[i]].shape, dims, sizeof dims));
@@ -294,8 +275,9 @@ int korch_cmd_run(int argc, char **argv) {
         rc = korch_cli_fail();
         goto done;
     }
+    if (!out_dir && !bench) korch_cli_print_outputs(g, outputs); /* never a silent run */
     if (out_dir) {
-        if ((rc = make_dir(out_dir))) goto done;
+        if ((rc = korch_cli_make_output_dir("--output-dir", out_dir))) goto done;
         for (int i = 0; i < g->n_outputs; i++) {
             char fname[300], path[4096];
             korch_sanitize_filename(g->values[g->outputs[i]].name, fname, sizeof fname);
@@ -327,9 +309,9 @@ int korch_cmd_run(int argc, char **argv) {
              * reference executor allocates its outputs itself. */
             if (!plan)
                 for (int i = 0; i < g->n_outputs; i++) korch_tensor_free(&outputs[i]);
-            double t0 = korch_cli_now_ms();
+            double t0 = korch_now_ms();
             if (run_once(plan, g, bound, outputs) != KORCH_OK) rc = korch_cli_fail();
-            times[r] = korch_cli_now_ms() - t0;
+            times[r] = korch_now_ms() - t0;
             if (prof) korch_cli_profile_record(prof);
         }
         if (rc == 0) {

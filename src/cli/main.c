@@ -17,6 +17,35 @@ static const korch_cli_command commands[] = {
     {"db", "look after the profile database: stats, check, prune, clear", korch_cmd_db},
 };
 
+/* edit distance, for "did you mean" (korch optimise -> optimize) */
+static size_t distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b), row[32];
+    if (la >= 31 || lb >= 31) return 99;
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[lb];
+}
+
+static void unknown_command(const char *name) {
+    fprintf(stderr, "korch: unknown command \"%.64s\"", name);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (distance(name, commands[i].name) <= (strlen(name) >= 5 ? 2u : 1u)) {
+            fprintf(stderr, "; did you mean '%s'?", commands[i].name);
+            break;
+        }
+    fprintf(stderr, "\n\n");
+}
+
 static void usage(FILE *out) {
     fprintf(out,
             "korch %s: optimal kernel orchestration for ONNX models on the CPU\n\n"
@@ -24,7 +53,7 @@ static void usage(FILE *out) {
             korch_version());
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\n'korch <command> --help' describes a command.\n");
+    fprintf(out, "\n'korch <command> --help' (or 'korch help <command>') describes a command.\n");
 }
 
 int main(int argc, char **argv) {
@@ -37,13 +66,28 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    /* korch help [COMMAND]: what a new user types first */
+    if (strcmp(argv[1], "help") == 0) {
+        if (argc < 3) {
+            usage(stdout);
+            return 0;
+        }
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            if (strcmp(argv[2], commands[i].name) == 0) {
+                char *help_argv[] = {argv[2], "--help", NULL};
+                return commands[i].main(2, help_argv);
+            }
+        unknown_command(argv[2]);
+        usage(stderr);
+        return 2;
+    }
     if (strcmp(argv[1], "--version") == 0) {
         printf("korch %s\n", korch_version());
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].main(argc - 1, argv + 1);
-    fprintf(stderr, "korch: unknown command \"%.64s\"\n\n", argv[1]);
+    unknown_command(argv[1]);
     usage(stderr);
     return 2;
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fission/cleanup_internal.h"
-#include "fission/layout.h"
+#include "ir/indexmap.h"
 
 /* Longest chain of layouts checked for an identity composition, and the
  * element count up to which the check enumerates (it is exact, not sampled). */

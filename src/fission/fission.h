@@ -17,7 +17,7 @@
 #ifndef KORCH_FISSION_FISSION_H
 #define KORCH_FISSION_FISSION_H
 
-#include "fission/pgraph.h"
+#include "ir/pgraph.h"
 #include "ops/op.h"
 
 #define KORCH_FISSION_MAX_PASSES 24

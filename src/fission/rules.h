@@ -12,7 +12,7 @@
 #define KORCH_FISSION_RULES_H
 
 #include "fission/fission.h"
-#include "fission/layout.h"
+#include "ir/indexmap.h"
 
 typedef struct korch_fission_ctx {
     korch_pgraph *pg;

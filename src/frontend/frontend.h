@@ -4,7 +4,7 @@
 #ifndef KORCH_FRONTEND_FRONTEND_H
 #define KORCH_FRONTEND_FRONTEND_H
 
-#include "frontend/graph.h"
+#include "ir/graph.h"
 
 /* A user-supplied shape for a graph input (--input-shape NAME=1x3x224x224). */
 typedef struct korch_input_shape {
@@ -27,6 +27,12 @@ korch_status korch_graph_validate(korch_graph *g);
 /* Shapes and dtypes for every value, with constant folding. Fails on
  * symbolic input dimensions that no override fixes. */
 korch_status korch_graph_infer(korch_graph *g, const korch_input_shape *overrides, int n_overrides);
+
+/* The node part of korch_graph_infer, for a graph whose inputs are bound
+ * (also subgraphs): infers every node in order, folds constants and
+ * resolves Ifs whose condition is constant and unrolls short Loops
+ * (docs/control-flow.md). */
+korch_status korch_graph_infer_nodes(korch_graph *g);
 
 /* Parses "a=1x3x224x224;b=1x128" (also ',' between dims). Names point into
  * `text`, which the caller keeps alive and which is modified in place. */

@@ -4,6 +4,7 @@
 
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
+#include "frontend/subgraph.h"
 #include "ops/op.h"
 
 korch_status korch_input_shapes_parse(char *text, korch_input_shape *out, int cap, int *count) {
@@ -66,6 +67,12 @@ static korch_status bind_graph_inputs(korch_graph *g, const korch_input_shape *o
             for (int d = 0; d < val->declared_shape.rank; d++)
                 if (val->declared_shape.dims[d] < 0) {
                     char pbuf[96];
+                    if (!val->dim_params[d] || !val->dim_params[d][0])
+                        return korch_error(KORCH_ERR_SHAPE,
+                                           "graph input \"%s\" has unknown dimension %d (the model writes it as "
+                                           "dim_value -1, an empty dim_param or no value); fix it with "
+                                           "--input-shape %s=...",
+                                           vbuf, d, vbuf);
                     return korch_error(KORCH_ERR_SHAPE,
                                        "graph input \"%s\" has symbolic dimension %d (\"%s\"); fix it with "
                                        "--input-shape %s=...",
@@ -177,16 +184,66 @@ static korch_status infer_node(korch_graph *g, int ni, size_t *fold_budget) {
     return st;
 }
 
+/* An If whose condition is a constant by now is replaced by its branch
+ * (inline_if.c); the branch's nodes are appended, so the order is taken
+ * again and inference goes on with the nodes not yet inferred. */
+static int constant_if_condition(const korch_graph *g, const korch_node *n) {
+    if (strcmp(n->op_type, "If") != 0 || n->n_inputs < 1 || n->inputs[0] < 0) return -1;
+    const korch_value *c = &g->values[n->inputs[0]];
+    if (!c->is_constant || c->constant.dtype != KORCH_DTYPE_BOOL || korch_shape_numel(&c->constant.shape) != 1)
+        return -1;
+    return ((const uint8_t *)c->constant.data)[0] != 0;
+}
+
+korch_status korch_graph_infer_nodes(korch_graph *g) {
+    size_t fold_budget = KORCH_FOLD_TOTAL_BYTES;
+    char *done = NULL;
+    int *order = NULL;
+    int done_cap = 0;
+    korch_status st = KORCH_OK;
+    for (bool again = true; again && st == KORCH_OK;) {
+        again = false;
+        free(order);
+        order = malloc(((size_t)g->n_nodes + 1) * sizeof *order);
+        if (g->n_nodes > done_cap) {
+            char *grown = realloc(done, (size_t)g->n_nodes + 1);
+            if (grown) memset(grown + done_cap, 0, (size_t)(g->n_nodes - done_cap) + 1);
+            if (grown) done = grown, done_cap = g->n_nodes;
+            else st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        }
+        if (!order) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        int count = 0;
+        if (st == KORCH_OK) st = korch_graph_toposort(g, order, &count);
+        for (int i = 0; i < count && st == KORCH_OK && !again; i++) {
+            int ni = order[i];
+            if (done[ni]) continue;
+            done[ni] = 1;
+            int branch = constant_if_condition(g, &g->nodes[ni]);
+            if (branch >= 0) {
+                st = korch_graph_inline_if(g, ni, branch == 1);
+                again = true;
+                continue;
+            }
+            bool unrolled = false;
+            st = korch_graph_unroll_loop(g, ni, &unrolled);
+            if (st != KORCH_OK) break;
+            if (unrolled) {
+                again = true;
+                continue;
+            }
+            st = infer_node(g, ni, &fold_budget);
+            if (st == KORCH_OK && !g->nodes[ni].dead && g->nodes[ni].n_implicit_inputs)
+                st = korch_subgraph_drop_constant_captures(g, ni);
+        }
+    }
+    free(order);
+    free(done);
+    return st;
+}
+
 korch_status korch_graph_infer(korch_graph *g, const korch_input_shape *overrides, int n_overrides) {
     KORCH_TRY(bind_graph_inputs(g, overrides, n_overrides));
-    int *order = malloc(((size_t)g->n_nodes + 1) * sizeof *order);
-    if (!order) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-    int count = 0;
-    korch_status st = korch_graph_toposort(g, order, &count);
-    size_t fold_budget = KORCH_FOLD_TOTAL_BYTES;
-    for (int i = 0; i < count && st == KORCH_OK; i++) st = infer_node(g, order[i], &fold_budget);
-    free(order);
-    return st;
+    return korch_graph_infer_nodes(g);
 }
 
 korch_status korch_frontend_load(const char *path, const korch_input_shape *overrides, int n_overrides,

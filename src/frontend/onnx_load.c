@@ -11,6 +11,9 @@
 
 #include "frontend/onnx_tensor.h"
 
+static korch_status convert_graph(const Onnx__GraphProto *gp, const char *model_dir, const korch_graph *parent,
+                                  korch_graph *g);
+
 korch_status korch_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size) {
     char printable[256];
     korch_printable(path, printable, sizeof printable);
@@ -48,7 +51,9 @@ static char *dup_or_empty(const char *s) { return strdup(s ? s : ""); }
 static korch_status read_value_info(korch_graph *g, const Onnx__ValueInfoProto *vi, int v, bool is_input) {
     korch_value *val = &g->values[v];
     char name[160];
-    if (!vi->type) return KORCH_OK; /* untyped value_info is legal for intermediates */
+    /* untyped value_info is legal for intermediates; exporters also write an
+     * empty TypeProto (no kind set) in subgraphs */
+    if (!vi->type || vi->type->value_case == ONNX__TYPE_PROTO__VALUE__NOT_SET) return KORCH_OK;
     if (vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
         return korch_error(KORCH_ERR_UNSUPPORTED, "value \"%s\": only tensor types are supported",
                            korch_printable(vi->name, name, sizeof name));
@@ -75,7 +80,15 @@ static korch_status read_value_info(korch_graph *g, const Onnx__ValueInfoProto *
     for (size_t d = 0; d < tt->shape->n_dim; d++) {
         const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
         s.dims[d] = -1;
-        if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+        /* Exporters (paddle2onnx, some tf2onnx) write an unknown dimension as
+         * dim_value -1, or as an empty dim_param; ONNX Runtime accepts both,
+         * so both are symbolic here (-1), named "" (docs/shapes.md). */
+        if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && dim->dim_value == -1) {
+            if (is_input) {
+                free(val->dim_params[d]);
+                val->dim_params[d] = strdup("");
+            }
+        } else if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
             if (dim->dim_value < 0 || dim->dim_value > KORCH_MAX_ELEMENTS)
                 return korch_error(KORCH_ERR_INVALID_MODEL, "value \"%s\": dimension %zu is %lld",
                                    korch_printable(vi->name, name, sizeof name), d, (long long)dim->dim_value);
@@ -117,8 +130,8 @@ static korch_attr_type attr_type_from_fields(const Onnx__AttributeProto *ap) {
     return KORCH_ATTR_UNDEFINED;
 }
 
-static korch_status convert_attr(const Onnx__AttributeProto *ap, korch_attr *a, const char *model_dir,
-                                 const char *node_name, const char *op_type) {
+static korch_status convert_attr(const Onnx__AttributeProto *ap, korch_attr *a, const korch_graph *owner,
+                                 const char *model_dir, const char *node_name, const char *op_type) {
     char nbuf[160], abuf[80], what[320];
     a->name = dup_or_empty(ap->name);
     if (!a->name) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
@@ -148,6 +161,17 @@ static korch_status convert_attr(const Onnx__AttributeProto *ap, korch_attr *a, 
         if (!a->ints) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
         if (ap->n_ints) memcpy(a->ints, ap->ints, ap->n_ints * sizeof(int64_t));
         break;
+    case KORCH_ATTR_STRINGS:
+        a->strings = calloc(ap->n_strings + 1, sizeof *a->strings);
+        if (!a->strings) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        a->count = (int)ap->n_strings;
+        for (size_t k = 0; k < ap->n_strings; k++) {
+            a->strings[k] = malloc(ap->strings[k].len + 1);
+            if (!a->strings[k]) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+            if (ap->strings[k].len) memcpy(a->strings[k], ap->strings[k].data, ap->strings[k].len);
+            a->strings[k][ap->strings[k].len] = '\0';
+        }
+        break;
     case KORCH_ATTR_TENSOR:
         if (!ap->t)
             return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): tensor attribute \"%s\" has no tensor",
@@ -159,9 +183,29 @@ static korch_status convert_attr(const Onnx__AttributeProto *ap, korch_attr *a, 
                  op_type, korch_printable(a->name, abuf, sizeof abuf));
         KORCH_TRY(korch_onnx_tensor_convert(ap->t, model_dir, what, a->tensor));
         break;
+    case KORCH_ATTR_GRAPH: {
+        /* If/Loop/Scan subgraphs; the recursion is bounded by
+         * KORCH_MAX_SUBGRAPH_DEPTH (and the bytes by the nesting check). */
+        if (!ap->g)
+            return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): graph attribute \"%s\" has no graph",
+                               korch_printable(node_name, nbuf, sizeof nbuf), op_type,
+                               korch_printable(a->name, abuf, sizeof abuf));
+        if (owner->depth >= KORCH_MAX_SUBGRAPH_DEPTH)
+            return korch_error(KORCH_ERR_UNSUPPORTED, "node \"%s\" (%s): subgraphs nest more than %d levels deep",
+                               korch_printable(node_name, nbuf, sizeof nbuf), op_type, KORCH_MAX_SUBGRAPH_DEPTH);
+        KORCH_TRY(korch_graph_create(&a->graph));
+        a->graph->depth = owner->depth + 1;
+        korch_status st = convert_graph(ap->g, model_dir, owner, a->graph);
+        if (st != KORCH_OK && owner->depth == 0) /* named once, at the top: nested names would repeat */
+            return korch_error_prefix(st, "node \"%s\" (%s) attribute \"%s\"",
+                                      korch_printable(node_name, nbuf, sizeof nbuf), op_type,
+                                      korch_printable(a->name, abuf, sizeof abuf));
+        KORCH_TRY(st);
+        break;
+    }
     default:
-        /* graphs, sparse tensors, type protos, string lists: kept as a type
-         * tag only; no supported operator reads them. */
+        /* lists of graphs, sparse tensors, type protos, string lists: kept
+         * as a type tag only; no supported operator reads them. */
         break;
     }
     return KORCH_OK;
@@ -211,8 +255,9 @@ static korch_status convert_node(korch_graph *g, const Onnx__NodeProto *np, int 
     }
     for (size_t a = 0; a < np->n_attribute; a++) {
         n->n_attrs++;
-        KORCH_TRY(convert_attr(np->attribute[a], &n->attrs[a], model_dir, n->name, n->op_type));
+        KORCH_TRY(convert_attr(np->attribute[a], &n->attrs[a], g, model_dir, n->name, n->op_type));
     }
+    KORCH_TRY(korch_subgraph_link_captures(g, ni));
     /* opset of the node's domain */
     int64_t opset = korch_graph_opset(g, n->domain);
     n->opset = opset > 0 && opset < 1000000 ? (int)opset : -1;
@@ -220,14 +265,8 @@ static korch_status convert_node(korch_graph *g, const Onnx__NodeProto *np, int 
 }
 
 static korch_status convert_model(const Onnx__ModelProto *m, const char *model_dir, korch_graph *g) {
-    char buf[160], what[256];
     if (!m->graph) return korch_error(KORCH_ERR_INVALID_MODEL, "the model has no graph");
-    const Onnx__GraphProto *gp = m->graph;
     g->ir_version = m->has_ir_version ? m->ir_version : 0;
-    g->name = dup_or_empty(gp->name);
-    g->model_dir = model_dir ? strdup(model_dir) : NULL;
-    if (!g->name || (model_dir && !g->model_dir)) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-
     if (m->n_opset_import == 0) return korch_error(KORCH_ERR_INVALID_MODEL, "the model imports no opset");
     g->opsets = calloc(m->n_opset_import, sizeof *g->opsets);
     if (!g->opsets) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
@@ -236,6 +275,28 @@ static korch_status convert_model(const Onnx__ModelProto *m, const char *model_d
         g->opsets[i].version = m->opset_import[i]->has_version ? m->opset_import[i]->version : 0;
         g->n_opsets++;
         if (!g->opsets[i].domain) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    return convert_graph(m->graph, model_dir, NULL, g);
+}
+
+/* The main graph (parent NULL; opsets already set) or a subgraph, which
+ * takes its parent's opsets and may read values of enclosing graphs. */
+static korch_status convert_graph(const Onnx__GraphProto *gp, const char *model_dir, const korch_graph *parent,
+                                  korch_graph *g) {
+    char buf[160], what[256];
+    g->name = dup_or_empty(gp->name);
+    g->model_dir = model_dir ? strdup(model_dir) : NULL;
+    if (!g->name || (model_dir && !g->model_dir)) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    if (parent) {
+        g->ir_version = parent->ir_version;
+        g->opsets = calloc((size_t)parent->n_opsets + 1, sizeof *g->opsets);
+        if (!g->opsets) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        for (int i = 0; i < parent->n_opsets; i++) {
+            g->opsets[i].domain = strdup(parent->opsets[i].domain);
+            g->opsets[i].version = parent->opsets[i].version;
+            g->n_opsets++;
+            if (!g->opsets[i].domain) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        }
     }
     if (gp->n_sparse_initializer)
         return korch_error(KORCH_ERR_UNSUPPORTED, "sparse initializers are not supported");
@@ -298,7 +359,8 @@ static korch_status convert_model(const Onnx__ModelProto *m, const char *model_d
     for (size_t i = 0; i < gp->n_output; i++) {
         const Onnx__ValueInfoProto *vi = gp->output[i];
         if (!vi->name || !*vi->name) return korch_error(KORCH_ERR_INVALID_MODEL, "graph output %zu has no name", i);
-        int v = korch_graph_find_value(g, vi->name);
+        /* a subgraph may return a value of an enclosing graph */
+        int v = parent ? korch_graph_intern_value(g, vi->name) : korch_graph_find_value(g, vi->name);
         if (v < 0)
             return korch_error(KORCH_ERR_INVALID_MODEL, "graph output \"%s\" is not produced by any node",
                                korch_printable(vi->name, buf, sizeof buf));
@@ -309,7 +371,7 @@ static korch_status convert_model(const Onnx__ModelProto *m, const char *model_d
         g->values[v].is_graph_output = true;
         g->outputs[g->n_outputs++] = v;
     }
-    return KORCH_OK;
+    return parent ? korch_subgraph_find_captures(g) : KORCH_OK;
 }
 
 /* Parses with `allocator` (NULL: protobuf-c's default, malloc). */

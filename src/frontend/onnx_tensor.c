@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "frontend/graph.h"
+#include "ir/graph.h"
 
 bool korch_external_location_is_safe(const char *location) {
     if (!location || !*location || location[0] == '/') return false;

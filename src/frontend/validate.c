@@ -88,9 +88,10 @@ static korch_status resolve_node(korch_graph *g, korch_node *n) {
         return korch_error(KORCH_ERR_UNSUPPORTED, "unsupported operator %s at opset %d (node \"%s\"; korch supports %s at opsets %d-%d)",
                            obuf, n->opset, nbuf, obuf, def->opset_min, def->opset_max);
     int present = korch_node_input_count(n);
-    if (present < def->min_inputs || n->n_inputs > def->max_inputs)
+    int onnx_inputs = n->n_inputs - n->n_implicit_inputs; /* subgraph captures are not ONNX inputs */
+    if (present < def->min_inputs || onnx_inputs > def->max_inputs)
         return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): has %d inputs, expected %d to %d", nbuf, obuf,
-                           n->n_inputs, def->min_inputs, def->max_inputs);
+                           onnx_inputs, def->min_inputs, def->max_inputs);
     for (int i = 0; i < def->min_inputs; i++)
         if (n->inputs[i] < 0)
             return korch_error(KORCH_ERR_INVALID_MODEL, "node \"%s\" (%s): required input %d is empty", nbuf, obuf, i);
@@ -105,6 +106,20 @@ static korch_status resolve_node(korch_graph *g, korch_node *n) {
     return KORCH_OK;
 }
 
+/* Each subgraph is validated as a graph of its own (recursion bounded by
+ * KORCH_MAX_SUBGRAPH_DEPTH at load). */
+static korch_status validate_subgraphs(const korch_node *n) {
+    char nbuf[160], abuf[96];
+    for (int a = 0; a < n->n_attrs; a++) {
+        if (!n->attrs[a].graph) continue;
+        korch_status st = korch_graph_validate(n->attrs[a].graph);
+        if (st != KORCH_OK)
+            return korch_error_prefix(st, "node \"%s\" (%s) attribute \"%s\"", korch_printable(n->name, nbuf, sizeof nbuf),
+                                      n->op_type, korch_printable(n->attrs[a].name, abuf, sizeof abuf));
+    }
+    return KORCH_OK;
+}
+
 korch_status korch_graph_validate(korch_graph *g) {
     char nbuf[160], vbuf[160];
     KORCH_TRY(check_opsets(g));
@@ -115,7 +130,7 @@ korch_status korch_graph_validate(korch_graph *g) {
             int v = n->inputs[k];
             if (v < 0) continue;
             const korch_value *val = &g->values[v];
-            if (val->producer < 0 && !val->is_constant && !val->is_graph_input)
+            if (val->producer < 0 && !val->is_constant && !val->is_graph_input && !val->is_outer_scope)
                 return korch_error(KORCH_ERR_INVALID_MODEL,
                                    "node \"%s\" (%s) reads tensor \"%s\", which is neither a graph input, an "
                                    "initializer nor any node's output",
@@ -125,7 +140,7 @@ korch_status korch_graph_validate(korch_graph *g) {
     }
     for (int i = 0; i < g->n_outputs; i++) {
         const korch_value *val = &g->values[g->outputs[i]];
-        if (val->producer < 0 && !val->is_constant && !val->is_graph_input)
+        if (val->producer < 0 && !val->is_constant && !val->is_graph_input && !val->is_outer_scope)
             return korch_error(KORCH_ERR_INVALID_MODEL, "graph output \"%s\" is not produced by any node",
                                korch_printable(val->name, vbuf, sizeof vbuf));
     }
@@ -141,6 +156,7 @@ korch_status korch_graph_validate(korch_graph *g) {
         if (!g->nodes[i].dead) {
             KORCH_TRY(resolve_node(g, &g->nodes[i]));
             KORCH_TRY(check_attr_types(&g->nodes[i]));
+            KORCH_TRY(validate_subgraphs(&g->nodes[i]));
         }
     return KORCH_OK;
 }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/graph.h"
+#include "ir/graph.h"
 #include "frontend/onnx_load.h"
 #include "frontend/onnx_tensor.h"
 
@@ -33,10 +33,53 @@ static const char *dict_value(const char *header, const char *key) {
     return p;
 }
 
+/* The dtype of a descr value ('<f4', '>i8', '|u1', '=f8'...). Big-endian
+ * arrays ('>', what numpy writes for dtype('>f4')) are read and byte-swapped
+ * into the machine's little-endian order: *swap says so. */
+static korch_dtype descr_dtype(const char *d, bool *swap) {
+    *swap = false;
+    /* d[1] first: strchr also finds the terminator, and a header cut right
+     * after the opening quote must not send the compare past it (fuzz_tensor) */
+    if (d[0] != '\'' || d[1] == '\0' || !strchr("<>|=", d[1])) return KORCH_DTYPE_UNDEFINED;
+    for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++) {
+        const char *code = npy_types[i].descr + 1; /* "f4" */
+        size_t len = strlen(code);
+        if (strncmp(d + 2, code, len) != 0 || d[2 + len] != '\'') continue;
+        bool one_byte = npy_types[i].descr[0] == '|';
+        /* numpy writes bytes as '|u1' but also accepts '<u1' and '>u1' */
+        *swap = d[1] == '>' && !one_byte;
+        if (d[1] == '|' && !one_byte) return KORCH_DTYPE_UNDEFINED; /* no byte order for a multi-byte type */
+        return npy_types[i].dtype;
+    }
+    return KORCH_DTYPE_UNDEFINED;
+}
+
+/* the descr value as written, quotes included, for messages */
+static void descr_text(const char *d, char *buf, size_t size) {
+    size_t n = 0;
+    if (*d == '\'') buf[n++] = *d++;
+    while (*d && *d != '\'' && *d != ',' && n + 2 < size) buf[n++] = *d++;
+    if (*d == '\'' && n + 1 < size) buf[n++] = '\'';
+    buf[n] = '\0';
+}
+
+static void swap_bytes(void *data, size_t count, size_t width) {
+    uint8_t *p = data;
+    for (size_t e = 0; e < count; e++, p += width)
+        for (size_t a = 0, b = width - 1; a < b; a++, b--) {
+            uint8_t t = p[a];
+            p[a] = p[b];
+            p[b] = t;
+        }
+}
+
 korch_status korch_npy_parse(const uint8_t *data, size_t size, const char *what, korch_tensor *out) {
     memset(out, 0, sizeof *out);
     if (size < 10 || memcmp(data, "\x93NUMPY", 6) != 0)
-        return korch_error(KORCH_ERR_PARSE, "%s: not a .npy file (bad magic)", what);
+        return korch_error(KORCH_ERR_PARSE,
+                           "%s: not a .npy file (bad magic); a tensor file is a NumPy .npy file or an ONNX "
+                           "TensorProto named .pb",
+                           what);
     int major = data[6];
     size_t header_len, offset;
     if (major == 1) {
@@ -65,22 +108,20 @@ korch_status korch_npy_parse(const uint8_t *data, size_t size, const char *what,
         st = korch_error(KORCH_ERR_PARSE, "%s: .npy header lacks descr, fortran_order or shape", what);
         goto done;
     }
-    for (size_t i = 0; i < sizeof npy_types / sizeof npy_types[0]; i++) {
-        size_t len = strlen(npy_types[i].descr);
-        if (*d == '\'' && strncmp(d + 1, npy_types[i].descr, len) == 0 && d[1 + len] == '\'') dtype = npy_types[i].dtype;
-        /* numpy writes bytes as '|u1' but also accepts '<u1'; be lenient on byte types */
-        if (*d == '\'' && npy_types[i].descr[0] == '|' && d[1] == '<' && strncmp(d + 2, npy_types[i].descr + 1, len - 1) == 0 &&
-            d[1 + len] == '\'')
-            dtype = npy_types[i].dtype;
-    }
+    bool swap = false;
+    dtype = descr_dtype(d, &swap);
     if (dtype == KORCH_DTYPE_UNDEFINED) {
-        char buf[16] = {0};
-        strncpy(buf, d, 12);
-        st = korch_error(KORCH_ERR_UNSUPPORTED, "%s: unsupported .npy dtype %s", what, buf);
+        char buf[40];
+        descr_text(d, buf, sizeof buf);
+        st = korch_error(KORCH_ERR_UNSUPPORTED,
+                         "%s: the .npy dtype %s is not supported; korch reads float16, float32, float64, int8 to "
+                         "int64, uint8 to uint64 and bool arrays",
+                         what, buf);
         goto done;
     }
     if (strncmp(f, "False", 5) != 0) {
-        st = korch_error(KORCH_ERR_UNSUPPORTED, "%s: Fortran-ordered .npy arrays are not supported", what);
+        st = korch_error(KORCH_ERR_UNSUPPORTED, "%s: Fortran-ordered .npy arrays are not supported; save a C-ordered copy "
+                                                  "(numpy.save(path, numpy.ascontiguousarray(a)))", what);
         goto done;
     }
     if (*s != '(') {
@@ -116,6 +157,7 @@ korch_status korch_npy_parse(const uint8_t *data, size_t size, const char *what,
     }
     st = korch_tensor_alloc(out, dtype, &shape);
     if (st == KORCH_OK && bytes) memcpy(out->data, data + offset + header_len, bytes);
+    if (st == KORCH_OK && swap) swap_bytes(out->data, (size_t)korch_shape_numel(&shape), korch_dtype_size(dtype));
 done:
     free(header);
     return st;

@@ -1,6 +1,6 @@
 /* The reference convolution kernels, shared by the Conv and ConvTranspose
  * operators of the reference executor and by the primitive interpreter
- * (fission/interpret.c), so that both oracles compute a convolution the same
+ * (ir/interpret.c), so that both oracles compute a convolution the same
  * way: im2col or col2im around the reference SGEMM (gemm_kernel.h), direct
  * loops for depthwise convolutions. Independent of oneDNN and every other
  * optimised backend, like the SGEMM itself. */

@@ -4,7 +4,7 @@
 #ifndef KORCH_OPS_OP_H
 #define KORCH_OPS_OP_H
 
-#include "frontend/graph.h"
+#include "ir/graph.h"
 #include "ops/op_list.h"
 
 typedef enum korch_op_kind {

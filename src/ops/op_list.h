@@ -6,10 +6,11 @@
 #ifndef KORCH_OPS_OP_LIST_H
 #define KORCH_OPS_OP_LIST_H
 
+#include "ops/op_list_control.h"
 #include "ops/op_list_math.h"
 #include "ops/op_list_nn.h"
 #include "ops/op_list_shape.h"
 
-#define KORCH_OP_LIST(X) KORCH_OP_LIST_MATH(X) KORCH_OP_LIST_NN(X) KORCH_OP_LIST_SHAPE(X)
+#define KORCH_OP_LIST(X) KORCH_OP_LIST_MATH(X) KORCH_OP_LIST_NN(X) KORCH_OP_LIST_SHAPE(X) KORCH_OP_LIST_CONTROL(X)
 
 #endif

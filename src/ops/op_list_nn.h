@@ -9,7 +9,10 @@
     X(Gemm)                 \
     X(GlobalAveragePool)    \
     X(GlobalMaxPool)        \
+    X(GRU)                  \
+    X(LSTM)                 \
     X(MatMul)               \
-    X(MaxPool)
+    X(MaxPool)              \
+    X(RNN)
 
 #endif

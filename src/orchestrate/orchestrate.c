@@ -410,6 +410,11 @@ static korch_status rule_tune(korch_orchestrator *o, korch_strategy strategy, in
 
 static void report_tuning(korch_orchestrator *o, const korch_plan *plan) {
     if (!o->options.log) return;
+    if (o->options.estimated) {
+        fprintf(o->options.log, "tuning: none (latencies are estimates; the plan's kernels use their default "
+                                "schedules)\n");
+        return;
+    }
     const korch_tune_state *t = &o->tune;
     int untuned = 0;
     double untuned_ms = 0;

@@ -13,7 +13,7 @@
  * the summed latency, produce every value the partition must hand on, and
  * produce every non-constant input of a chosen kernel (inside the partition).
  * A solution can still deadlock with multi-output kernels; the solver then
- * adds a cut and solves again (schedule.c, docs/orchestration.md). */
+ * adds a cut and solves again (simulate.c, docs/orchestration.md). */
 #ifndef KORCH_ORCHESTRATE_ORCHESTRATE_H
 #define KORCH_ORCHESTRATE_ORCHESTRATE_H
 
@@ -67,6 +67,8 @@ typedef struct korch_orchestrate_options {
     bool drop_dominated; /* leave out candidates whose split costs no more (solve.c) */
     bool progress; /* progress bar on stderr (only on a terminal) */
     FILE *log; /* statistics; NULL: quiet */
+    bool estimated; /* the oracle estimates (korch_kernel_oracle_estimate): the log says so
+                       rather than speaking of measuring and tuning */
     /* Tuning (phase 2): the optimal strategy tunes the kernels of the greedy
      * plan too (then optimal <= greedy holds between tuned plans) */
     bool tune_greedy;
@@ -91,7 +93,7 @@ korch_orchestrate_options korch_orchestrate_options_default(int threads);
 
 typedef struct korch_blp_stats {
     int variables, rows;
-    int dominated; /* candidates left out: their split costs no more (split.c) */
+    int dominated; /* candidates left out: their split costs no more (split_cost.c) */
     int rounds, cuts, pair_cuts;
     double objective, bound, gap; /* gap = (objective - bound) / objective */
     double seconds;
@@ -223,7 +225,7 @@ korch_candidate_set *korch_orchestrator_candidates(korch_orchestrator *o);
 korch_status korch_greedy_groups(const korch_pgraph *pg, const korch_pgraph_uses *uses, korch_supports_fn supports,
                                  void *supports_user, int max_nodes, int force_backend, int *group_of);
 
-/* split(C) (split.c): the cheapest known way to run the nodes of a convex
+/* split(C) (split_cost.c): the cheapest known way to run the nodes of a convex
  * set as two or more smaller kernels, under `cost` (INFINITY: the candidate
  * is not usable), memoised. The memo assumes the costs it has seen do not
  * change while it lives. */
@@ -243,13 +245,13 @@ void korch_split_free(korch_split_memo *m);
 /* INFINITY when no split is known (or the set has one node) */
 double korch_split_cost(korch_split_memo *m, int p, korch_nodemask mask);
 
-/* Profiling rounds by candidate size (profile.c): phase 1, default schedules. */
+/* Profiling rounds by candidate size (phase1_profile.c): phase 1, default schedules. */
 korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kernel_oracle *oracle,
                                       const korch_orchestrate_options *options);
 /* Copies a backend's result into a candidate (latency, schedule, untuned). */
 void korch_candidate_apply_result(korch_candidate *c, const korch_profile_result *r);
 
-/* Phase 2 (tune.c): tuning the kernels plans use, within the budget. */
+/* Phase 2 (phase2_tune.c): tuning the kernels plans use, within the budget. */
 typedef struct korch_tune_state {
     double start_ms; /* korch_now_ms() when profiling began: the budget counts from here */
     double budget_s; /* <= 0: no limit */
@@ -334,7 +336,7 @@ typedef struct korch_blp_result {
 korch_status korch_blp_solve(const korch_blp *b, const int *start, int n_start, double time_limit_s, bool *x,
                              korch_blp_result *result);
 
-/* ---- schedules and cuts (schedule.c) ------------------------------------ */
+/* ---- schedules and cuts (simulate.c) ------------------------------------ */
 
 /* Kernels as input/output value lists, for simulation. */
 typedef struct korch_sched_kernel {

@@ -38,7 +38,7 @@ static double program_cost(void *user, const korch_candidate *c) {
 }
 
 /* Marks the candidates of partition p that cannot beat their own split under
- * the program's costs (split.c). Leaving them out keeps the optimum: in any
+ * the program's costs (split_cost.c). Leaving them out keeps the optimum: in any
  * choice that uses such a C, the kernels of its split (recursively, down to
  * candidates that are variables) run C's nodes in a schedulable order, make
  * every value C makes, and cost no more. Single primitives, forced (greedy)
@@ -176,6 +176,19 @@ static int weakest_link(const problem *pr, int a, int b) {
 
 /* x_a + x_b <= 1 + sum of the other producers of u_a and u_b, for every pair
  * of candidates that each need a value of the other: R = {a, b}. */
+/* Bounds of one partition's program. REQUIRED_CAP: the values a partition
+ * must produce (korch_partition_required): room for 8 per node of a full
+ * partition. PAIR_ROWS_CAP: pairwise cut rows
+ * added up front; beyond it the program grows faster than the cuts help,
+ * and the simulation loop (below) still adds whatever cut a solution needs.
+ * DEFAULT_CUT_ROUNDS: solve / simulate / cut rounds when
+ * options->max_cut_rounds is 0. */
+enum {
+    REQUIRED_CAP = KORCH_PARTITION_MAX_NODES * 8,
+    PAIR_ROWS_CAP = 20000,
+    DEFAULT_CUT_ROUNDS = 50,
+};
+
 static korch_status pair_rows(problem *pr, korch_blp *b, int cap, int *added) {
     *added = 0;
     for (int a = 0; a < pr->n_vars && *added < cap; a++)
@@ -338,7 +351,7 @@ korch_status korch_solve_partition(korch_candidate_set *set, int p, const int *s
     int *var_of = malloc(((size_t)n_cand + 1) * sizeof *var_of);
     pr.cand = malloc(((size_t)n_cand + 1) * sizeof *pr.cand);
     double *cost = malloc(((size_t)n_cand + 1) * sizeof *cost);
-    int *required = malloc(64 * 8 * sizeof *required);
+    int *required = malloc(REQUIRED_CAP * sizeof *required);
     bool *dominated = malloc(((size_t)n_cand + 1) * sizeof *dominated);
     korch_blp b = {0};
     bool *x = NULL, *ran = NULL;
@@ -390,10 +403,10 @@ korch_status korch_solve_partition(korch_candidate_set *set, int p, const int *s
         goto done;
     }
     reset_available(&pr);
-    int n_required = korch_partition_required(set, p, required, 64 * 8);
+    int n_required = korch_partition_required(set, p, required, REQUIRED_CAP);
     korch_blp_init(&b, pr.n_vars, cost);
     st = base_rows(&pr, &b, required, n_required);
-    if (st == KORCH_OK && options->pairwise_cuts) st = pair_rows(&pr, &b, 20000, &stats->pair_cuts);
+    if (st == KORCH_OK && options->pairwise_cuts) st = pair_rows(&pr, &b, PAIR_ROWS_CAP, &stats->pair_cuts);
     if (st != KORCH_OK) goto done;
     int n_sv = 0;
     for (int i = 0; i < n_start; i++)
@@ -402,7 +415,8 @@ korch_status korch_solve_partition(korch_candidate_set *set, int p, const int *s
     double t_start = korch_now_ms();
     bool solved = false;
     stats->optimal = true;
-    for (int round = 0; round < (options->max_cut_rounds > 0 ? options->max_cut_rounds : 50); round++) {
+    int max_rounds = options->max_cut_rounds > 0 ? options->max_cut_rounds : DEFAULT_CUT_ROUNDS;
+    for (int round = 0; round < max_rounds; round++) {
         double left = time_limit_s - (korch_now_ms() - t_start) / 1e3;
         if (round > 0 && left <= 0) break;
         korch_blp_result res;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/clock.h"
 #include "core/status.h"
 
 /* ---- timer.c ----------------------------------------------------------------
@@ -64,8 +65,7 @@ typedef korch_status (*korch_timed_fn)(void *ctx, int iteration);
 
 korch_timer_options korch_timer_defaults(void);
 korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_options *o, korch_timing *out);
-double korch_now_s(void); /* monotonic seconds */
-double korch_wall_s(void); /* unix time in seconds (when a profile was taken) */
+/* korch_now_s, korch_wall_s: core/clock.h */
 /* Writes back and evicts [p, p + bytes) from every cache level (clflush on
  * x86; elsewhere nothing). */
 void korch_cache_evict(const void *p, size_t bytes);
@@ -213,7 +213,7 @@ void korch_profile_set_hooks(const korch_profile_hooks *hooks);
 /* the run_ms hook applied (the identity without hooks) */
 double korch_profile_hook_run_ms(double measured_ms);
 
-/* ---- tuner.c ----------------------------------------------------------------
+/* ---- schedule_search.c------------------------------------------------------------
  * Explore, then exploit ("droplet search", Canesche et al. 2024): time the
  * start point and `explore` random points, then repeatedly time the unvisited
  * +-1 neighbours of the best point along every knob, moving to the best of

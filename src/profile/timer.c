@@ -14,18 +14,6 @@
 
 #include "profile/profile.h"
 
-double korch_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-double korch_wall_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 korch_timer_options korch_timer_defaults(void) {
     return (korch_timer_options){.warmup_runs = 2, .warmup_ms = 5, .min_repeats = 7, .max_repeats = 200,
                                  .target_ms = 30};

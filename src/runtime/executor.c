@@ -1,6 +1,7 @@
 /* The plan executor. */
 #include "runtime/executor.h"
 
+#include "core/clock.h"
 #include "runtime/arena.h"
 
 #include <stdlib.h>
@@ -31,12 +32,6 @@ struct korch_executor {
     size_t released;
     double *kernel_ms; /* korch_executor_time_kernels: each kernel's time in the last run */
 };
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static void release_setup(korch_executor *ex) {
     const korch_pgraph *pg = ex->pg;
@@ -283,9 +278,9 @@ korch_status korch_executor_run(korch_executor *ex, const korch_tensor *inputs, 
         for (int j = 0; j < k->n_inputs; j++) ex->scratch[j] = ex->value_ptr[k->inputs[j]];
         for (int j = 0; j < k->n_outputs; j++) ex->scratch[k->n_inputs + j] = ex->value_ptr[k->outputs[j]];
         korch_kernel *kernel = ex->kernels[i];
-        double t0 = ex->kernel_ms ? now_ms() : 0;
+        double t0 = ex->kernel_ms ? korch_now_ms() : 0;
         korch_status st = kernel->run(kernel, ex->scratch, ex->scratch + k->n_inputs);
-        if (ex->kernel_ms) ex->kernel_ms[i] = now_ms() - t0;
+        if (ex->kernel_ms) ex->kernel_ms[i] = korch_now_ms() - t0;
         if (st != KORCH_OK)
             return korch_error_prefix(st, "kernel %d (%s, %s)", i, korch_backend_name(k->backend), kernel->impl);
     }

@@ -10,8 +10,8 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
-#include "candidates/candidates.h"
-#include "fission/pgraph.h"
+#include "ir/pgraph.h"
+#include "relayout/relayout.h"
 #include "frontend/frontend.h"
 
 #define KORCH_PLAN_MAGIC "korch-plan"
@@ -71,6 +71,8 @@ typedef struct korch_plan {
     char fission_version[64];
     uint64_t pgraph_hash; /* korch_pgraph_hash of the graph the indices refer to */
     int pgraph_nodes;
+    korch_layout_strategy layout; /* the layout pass the graph was lowered with */
+    bool layout_recorded;         /* false: a plan of an older korch (no layout= field) */
     char strategy[16];
     int threads;
     double predicted_ms; /* sum of kernel latencies */
@@ -124,10 +126,17 @@ char *korch_plan_model_path(const korch_plan *plan, const char *plan_path);
  * that made their node indices. */
 extern const char korch_plan_fission_version[];
 
-/* The primitive graph of an inferred op graph: operator fission (until that
- * stage is merged, every operator stays one opaque primitive). Deterministic:
- * the same op graph always gives the same pgraph. */
-korch_status korch_plan_lower(const korch_graph *g, korch_pgraph **out);
+/* The primitive graph of an inferred op graph: operator fission, then the
+ * layout pass with `layout`. Deterministic: the same op graph and layout
+ * always give the same pgraph. */
+korch_status korch_plan_lower(const korch_graph *g, korch_layout_strategy layout, korch_pgraph **out);
+
+/* The plan-to-model check, the one every consumer of a plan uses: lowers g
+ * with the plan's layout (an older plan without one: the default, then
+ * nchw) and checks the result against the plan's pgraph hash. `what` names
+ * the plan in the error ("plan \"x.plan\""). */
+korch_status korch_plan_lower_checked(const korch_plan *plan, const korch_graph *g, const char *what,
+                                      korch_pgraph **out);
 
 /* A model loaded for optimising or for running a plan. */
 typedef struct korch_plan_model {
@@ -136,11 +145,15 @@ typedef struct korch_plan_model {
     char sha256[65];
     korch_graph *graph; /* inferred */
     korch_pgraph *pg;
+    korch_layout_strategy layout; /* pg was lowered with it */
 } korch_plan_model;
 
-/* Loads, validates, infers (with the given input shapes) and lowers. */
+/* Loads, validates, infers (with the given input shapes) and lowers with
+ * the default layout (KORCH_LAYOUT_DEFAULT) or the given one. */
 korch_status korch_plan_model_load(const char *path, const korch_input_shape *shapes, int n_shapes,
                                    korch_plan_model *out);
+korch_status korch_plan_model_load_layout(const char *path, const korch_input_shape *shapes, int n_shapes,
+                                          korch_layout_strategy layout, korch_plan_model *out);
 /* Loads the model a plan names, with the plan's shapes, and checks the
  * model's hash, the fission version and the pgraph's hash. */
 korch_status korch_plan_model_open(const korch_plan *plan, const char *plan_path, korch_plan_model *out);

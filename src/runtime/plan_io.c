@@ -38,15 +38,6 @@ static void put_list(FILE *f, const int *items, int n) {
     for (int i = 0; i < n; i++) fprintf(f, i ? ",%d" : "%d", items[i]);
 }
 
-static const char *backend_token(korch_backend_kind k) {
-    switch (k) {
-    case KORCH_BACKEND_CGEN: return "cgen";
-    case KORCH_BACKEND_DNNL: return "dnnl";
-    case KORCH_BACKEND_REF: return "ref";
-    default: return "?";
-    }
-}
-
 korch_status korch_plan_save(const korch_plan *plan, const char *path) {
     FILE *f = fopen(path, "w");
     if (!f) return korch_error(KORCH_ERR_IO, "cannot write plan \"%s\": %s", path, strerror(errno));
@@ -64,7 +55,9 @@ korch_status korch_plan_save(const korch_plan *plan, const char *path) {
     }
     fprintf(f, "fission version=");
     put_escaped(f, plan->fission_version);
-    fprintf(f, " pgraph-hash=%016" PRIx64 " pgraph-nodes=%d\n", plan->pgraph_hash, plan->pgraph_nodes);
+    fprintf(f, " pgraph-hash=%016" PRIx64 " pgraph-nodes=%d", plan->pgraph_hash, plan->pgraph_nodes);
+    if (plan->layout_recorded) fprintf(f, " layout=%s", korch_layout_strategy_token(plan->layout));
+    fprintf(f, "\n");
     fprintf(f, "strategy name=");
     put_escaped(f, plan->strategy);
     fprintf(f, " threads=%d predicted-ms=%.9g", plan->threads, plan->predicted_ms);
@@ -90,7 +83,7 @@ korch_status korch_plan_save(const korch_plan *plan, const char *path) {
     }
     for (int i = 0; i < plan->n_kernels; i++) {
         const korch_plan_kernel *k = &plan->kernels[i];
-        fprintf(f, "kernel backend=%s latency-ms=%.9g nodes=", backend_token(k->backend), k->latency_ms);
+        fprintf(f, "kernel backend=%s latency-ms=%.9g nodes=", korch_backend_name(k->backend), k->latency_ms);
         put_list(f, k->nodes, k->n_nodes);
         fprintf(f, " inputs=");
         put_list(f, k->inputs, k->n_inputs);
@@ -247,10 +240,7 @@ static korch_status parse_kernel(parser *p, korch_plan *plan, field *fields, int
     memset(k, 0, sizeof *k);
     const char *backend = get(fields, nf, "backend");
     if (!backend) return perr(p, "kernel without backend=", NULL);
-    if (strcmp(backend, "cgen") == 0) k->backend = KORCH_BACKEND_CGEN;
-    else if (strcmp(backend, "dnnl") == 0) k->backend = KORCH_BACKEND_DNNL;
-    else if (strcmp(backend, "ref") == 0) k->backend = KORCH_BACKEND_REF;
-    else return perr(p, "unknown backend ", backend);
+    if (!korch_backend_from_name(backend, &k->backend)) return perr(p, "unknown backend ", backend);
     if (!parse_double(get(fields, nf, "latency-ms"), &k->latency_ms)) return perr(p, "bad or missing latency-ms", NULL);
     int *nodes = NULL, *ins = NULL, *outs = NULL, nn = 0, ni = 0, no = 0;
     if (!parse_list(get(fields, nf, "nodes"), &nodes, &nn) || nn < 1 || nn > 64 ||
@@ -350,6 +340,9 @@ static korch_status parse_line(parser *p, korch_plan *plan, char *line, bool *en
         if (!parse_long(get(fields, nf, "pgraph-nodes"), 0, 100000000L, &nodes))
             return perr(p, "bad pgraph-nodes", NULL);
         plan->pgraph_nodes = (int)nodes;
+        const char *layout = get(fields, nf, "layout");
+        plan->layout_recorded = layout != NULL;
+        if (layout && !korch_layout_strategy_parse(layout, &plan->layout)) return perr(p, "bad layout ", layout);
     } else if (strcmp(keyword, "strategy") == 0) {
         const char *name = get(fields, nf, "name");
         long threads = 0;

@@ -3,22 +3,22 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "fission/fission.h"
 #include "frontend/onnx_load.h"
-#include "layout/layout_pass.h"
+#include "relayout/relayout.h"
 #include "runtime/plan.h"
 
 /* Informative: which korch lowered the model. Whether a plan still fits is
  * decided by the structural hash of the rebuilt pgraph. */
 const char korch_plan_fission_version[] = "korch-" KORCH_VERSION;
 
-/* Fission, then the layout pass (channels-last convolutions unless
- * $KORCH_LAYOUT=nchw; docs/layout.md). */
-korch_status korch_plan_lower(const korch_graph *g, korch_pgraph **out) {
+/* Fission, then the layout pass (docs/layout.md). */
+korch_status korch_plan_lower(const korch_graph *g, korch_layout_strategy layout, korch_pgraph **out) {
     KORCH_TRY(korch_fission(g, out, NULL));
-    korch_status st = korch_layout_pass(*out, korch_layout_strategy_from_env(), NULL);
+    korch_status st = korch_layout_pass(*out, layout, NULL);
     if (st != KORCH_OK) {
         korch_pgraph_free(*out);
         *out = NULL;
@@ -26,8 +26,36 @@ korch_status korch_plan_lower(const korch_graph *g, korch_pgraph **out) {
     return st;
 }
 
-/* Parses, infers and lowers out->bytes (already read from `path`). */
-static korch_status from_bytes(const char *path, const korch_input_shape *shapes, int n_shapes, korch_plan_model *out) {
+korch_status korch_plan_lower_checked(const korch_plan *plan, const korch_graph *g, const char *what,
+                                      korch_pgraph **out) {
+    /* a plan that does not say its layout was made with the default or,
+     * under the old KORCH_LAYOUT=nchw, without the pass: the hash decides */
+    korch_layout_strategy tries[2] = {plan->layout, KORCH_LAYOUT_DEFAULT};
+    int n_tries = 1;
+    if (!plan->layout_recorded) {
+        tries[0] = KORCH_LAYOUT_DEFAULT;
+        tries[1] = KORCH_LAYOUT_KEEP;
+        n_tries = 2;
+    }
+    *out = NULL;
+    for (int t = 0; t < n_tries; t++) {
+        korch_pgraph *pg = NULL;
+        KORCH_TRY(korch_plan_lower(g, tries[t], &pg));
+        if (korch_pgraph_hash(pg) == plan->pgraph_hash) {
+            *out = pg;
+            return KORCH_OK;
+        }
+        korch_pgraph_free(pg);
+    }
+    return korch_error(KORCH_ERR_INVALID_MODEL,
+                       "%s: the primitive graph of its model differs from the one the plan was made for (plan made "
+                       "by %s, this is %s); re-run korch optimize",
+                       what, plan->fission_version, korch_plan_fission_version);
+}
+
+/* Parses and infers out->bytes (already read from `path`). */
+static korch_status parse_infer(const char *path, const korch_input_shape *shapes, int n_shapes,
+                                korch_plan_model *out) {
     korch_sha256_hex(out->bytes, out->size, out->sha256);
     char *dir = strdup(path);
     korch_status st = dir ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
@@ -37,21 +65,30 @@ static korch_status from_bytes(const char *path, const korch_input_shape *shapes
         else if (slash == dir) slash[1] = '\0';
         else *slash = '\0';
         st = korch_onnx_load_buffer(out->bytes, out->size, dir, &out->graph);
+        /* the file's name, as korch_onnx_load_file gives it (info, check, run) */
+        char printable[256];
+        if (st != KORCH_OK) st = korch_error_prefix(st, "%s", korch_printable(path, printable, sizeof printable));
     }
     free(dir);
     if (st == KORCH_OK) st = korch_graph_validate(out->graph);
     if (st == KORCH_OK) st = korch_graph_infer(out->graph, shapes, n_shapes);
-    if (st == KORCH_OK) st = korch_plan_lower(out->graph, &out->pg);
+    return st;
+}
+
+korch_status korch_plan_model_load_layout(const char *path, const korch_input_shape *shapes, int n_shapes,
+                                          korch_layout_strategy layout, korch_plan_model *out) {
+    memset(out, 0, sizeof *out);
+    KORCH_TRY(korch_read_file(path, KORCH_MAX_MODEL_BYTES, &out->bytes, &out->size));
+    out->layout = layout;
+    korch_status st = parse_infer(path, shapes, n_shapes, out);
+    if (st == KORCH_OK) st = korch_plan_lower(out->graph, layout, &out->pg);
+    if (st != KORCH_OK) korch_plan_model_close(out);
     return st;
 }
 
 korch_status korch_plan_model_load(const char *path, const korch_input_shape *shapes, int n_shapes,
                                    korch_plan_model *out) {
-    memset(out, 0, sizeof *out);
-    KORCH_TRY(korch_read_file(path, KORCH_MAX_MODEL_BYTES, &out->bytes, &out->size));
-    korch_status st = from_bytes(path, shapes, n_shapes, out);
-    if (st != KORCH_OK) korch_plan_model_close(out);
-    return st;
+    return korch_plan_model_load_layout(path, shapes, n_shapes, KORCH_LAYOUT_DEFAULT, out);
 }
 
 void korch_plan_model_close(korch_plan_model *m) {
@@ -84,12 +121,13 @@ korch_status korch_plan_model_open(const korch_plan *plan, const char *plan_path
     } else {
         korch_error_prefix(st, "plan \"%s\" names model \"%s\"", plan_path, plan->model_path);
     }
-    if (st == KORCH_OK) st = from_bytes(path, shapes, plan->n_input_shapes, out);
-    if (st == KORCH_OK && korch_pgraph_hash(out->pg) != plan->pgraph_hash)
-        st = korch_error(KORCH_ERR_INVALID_MODEL,
-                         "plan \"%s\": the primitive graph of \"%s\" differs from the one the plan was made for "
-                         "(plan made by %s, this is %s); re-run korch optimize",
-                         plan_path, path, plan->fission_version, korch_plan_fission_version);
+    if (st == KORCH_OK) st = parse_infer(path, shapes, plan->n_input_shapes, out);
+    if (st == KORCH_OK) {
+        char what[4200];
+        snprintf(what, sizeof what, "plan \"%.2048s\" (model \"%.2048s\")", plan_path, path);
+        st = korch_plan_lower_checked(plan, out->graph, what, &out->pg);
+        if (out->pg) out->layout = plan->layout_recorded ? plan->layout : KORCH_LAYOUT_DEFAULT;
+    }
     if (st != KORCH_OK) korch_plan_model_close(out);
     free(shapes);
     free(path);
@@ -106,6 +144,8 @@ korch_status korch_plan_set_model(korch_plan *plan, const char *model_path, cons
     snprintf(plan->fission_version, sizeof plan->fission_version, "%s", korch_plan_fission_version);
     plan->pgraph_hash = korch_pgraph_hash(m->pg);
     plan->pgraph_nodes = m->pg->n_nodes;
+    plan->layout = m->layout;
+    plan->layout_recorded = true;
     for (int i = 0; i < plan->n_input_shapes; i++) free(plan->input_shapes[i].name);
     free(plan->input_shapes);
     plan->n_input_shapes = 0;

@@ -22,8 +22,8 @@ static korch_status check_input(const korch_graph *g, int i, const korch_tensor 
 /* into != NULL: graph outputs made by nodes are written straight into the
  * caller's tensors into[i]; outputs that are inputs or constants are copied
  * there at the end. into == NULL: outputs[i] receive owned copies. */
-static korch_status run(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs, korch_tensor *into,
-                        korch_value_observer observer, void *user) {
+static korch_status run(const korch_graph *g, const korch_tensor *inputs, korch_tensor *const *captures,
+                        korch_tensor *outputs, korch_tensor *into, korch_value_observer observer, void *user) {
     korch_status st = KORCH_OK;
     int *order = malloc(((size_t)g->n_nodes + 1) * sizeof *order);
     int *uses = calloc((size_t)g->n_values + 1, sizeof *uses);
@@ -49,6 +49,19 @@ static korch_status run(const korch_graph *g, const korch_tensor *inputs, korch_
         st = check_input(g, i, &inputs[i]);
         if (st != KORCH_OK) goto done;
         vals[g->inputs[i]] = (korch_tensor){.dtype = inputs[i].dtype, .shape = inputs[i].shape, .data = inputs[i].data};
+    }
+    /* a subgraph's outer-scope values, borrowed like inputs (those that
+     * were constant at load are constants of the subgraph already) */
+    for (int c = 0; c < g->n_captures; c++) {
+        int v = g->captures[c];
+        if (g->values[v].is_constant) continue;
+        const korch_tensor *t = captures ? captures[c] : NULL;
+        if (!t || t->dtype != g->values[v].dtype || !korch_shape_equal(&t->shape, &g->values[v].shape)) {
+            st = korch_error(KORCH_ERR_INTERNAL, "subgraph value \"%s\" from the enclosing graph is missing or mistyped",
+                             g->values[v].name);
+            goto done;
+        }
+        vals[v] = (korch_tensor){.dtype = t->dtype, .shape = t->shape, .data = t->data};
     }
     for (int i = 0; i < count; i++) {
         const korch_node *n = &g->nodes[order[i]];
@@ -115,11 +128,11 @@ done:
 
 korch_status korch_reference_run_observed(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs,
                                           korch_value_observer observer, void *user) {
-    return run(g, inputs, outputs, NULL, observer, user);
+    return run(g, inputs, NULL, outputs, NULL, observer, user);
 }
 
 korch_status korch_reference_run(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs) {
-    return run(g, inputs, outputs, NULL, NULL, NULL);
+    return run(g, inputs, NULL, outputs, NULL, NULL, NULL);
 }
 
 korch_status korch_reference_run_into(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs) {
@@ -133,5 +146,10 @@ korch_status korch_reference_run_into(const korch_graph *g, const korch_tensor *
                                korch_shape_format(&outputs[i].shape, a, sizeof a), korch_dtype_name(val->dtype),
                                korch_shape_format(&val->shape, b, sizeof b));
     }
-    return run(g, inputs, NULL, outputs, NULL, NULL);
+    return run(g, inputs, NULL, NULL, outputs, NULL, NULL);
+}
+
+korch_status korch_reference_run_subgraph(const korch_graph *g, const korch_tensor *inputs,
+                                          korch_tensor *const *captures, korch_tensor *outputs) {
+    return run(g, inputs, captures, NULL, outputs, NULL, NULL);
 }

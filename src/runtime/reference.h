@@ -4,7 +4,7 @@
 #ifndef KORCH_RUNTIME_REFERENCE_H
 #define KORCH_RUNTIME_REFERENCE_H
 
-#include "frontend/graph.h"
+#include "ir/graph.h"
 
 /* Called after each node with the values it produced (for tracing/tests). */
 typedef void (*korch_value_observer)(void *user, const korch_graph *g, int value, const korch_tensor *t);
@@ -17,6 +17,11 @@ korch_status korch_reference_run(const korch_graph *g, const korch_tensor *input
  * that is a graph input or a constant is copied. Storage must not overlap the
  * inputs. */
 korch_status korch_reference_run_into(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs);
+/* A subgraph of a control-flow node: as korch_reference_run_into, and
+ * captures[c] binds the outer-scope value g->captures[c] (ignored for
+ * captures that were constant at load). */
+korch_status korch_reference_run_subgraph(const korch_graph *g, const korch_tensor *inputs,
+                                          korch_tensor *const *captures, korch_tensor *outputs);
 korch_status korch_reference_run_observed(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs,
                                           korch_value_observer observer, void *user);
 

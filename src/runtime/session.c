@@ -126,12 +126,7 @@ korch_status korch_session_create(const korch_model *model, const korch_session_
     if (st == KORCH_OK) st = korch_graph_infer(s->graph, shapes, n_shapes);
     free(spec);
     if (st == KORCH_OK && model->plan) {
-        st = korch_plan_lower(s->graph, &s->pg);
-        if (st == KORCH_OK && korch_pgraph_hash(s->pg) != model->plan->pgraph_hash)
-            st = korch_error(KORCH_ERR_INVALID_MODEL,
-                             "the plan was made for a different primitive graph (plan made by %s, this is %s); re-run "
-                             "korch optimize",
-                             model->plan->fission_version, korch_plan_fission_version);
+        st = korch_plan_lower_checked(model->plan, s->graph, "the plan", &s->pg);
         korch_profile_options popts = {.threads = options->threads > 0 ? options->threads : model->plan->threads};
         /* the session's graph and primitive graph are its own */
         if (st == KORCH_OK) st = korch_executor_create_owned(model->plan, s->pg, s->graph, &popts, &s->exec);

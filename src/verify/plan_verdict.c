@@ -11,7 +11,6 @@
  * caller's inputs are checked every time), and a plan that fails is always
  * checked afresh, so that the fault is localised. */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,77 +18,50 @@
 #include "profile/profile.h"
 #include "verify/verify.h"
 
-/* Growing text buffer; the key is the SHA-256 of the text. */
-typedef struct text {
-    char *s;
-    size_t len, cap;
-    bool failed;
-} text;
-
-static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text *t, const char *fmt, ...) {
-    if (t->failed) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            t->failed = true;
-            return;
-        }
-        if (t->s && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = t->cap ? 2 * t->cap : 4096;
-        while (cap <= t->len + (size_t)n) cap *= 2;
-        char *s = realloc(t->s, cap);
-        if (!s) {
-            t->failed = true;
-            return;
-        }
-        t->s = s;
-        t->cap = cap;
-    }
-}
-
 /* The key of a check: everything the check's outcome depends on. */
 static bool check_key(const korch_plan *plan, const korch_graph *g, const char *model_sha256,
                       const korch_verify_options *o, char key[65], char machine[65]) {
-    text t = {0};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *t = open_memstream(&text, &len); /* the key is the SHA-256 of this text */
+    if (!t) return false;
     int threads = o->build && o->build->threads > 0 ? o->build->threads : 0;
-    put(&t, "plan check %s; model %s; seed %" PRIu64 "; threads %d; inputs", KORCH_VERIFY_RULES, model_sha256,
-        o->seed, threads);
+    fprintf(t, "plan check %s; model %s; seed %" PRIu64 "; threads %d; inputs", KORCH_VERIFY_RULES, model_sha256,
+            o->seed, threads);
     for (int i = 0; i < g->n_inputs; i++) { /* the shapes the model was fixed to (--input-shape) */
         char dims[160];
         const korch_value *v = &g->values[g->inputs[i]];
         korch_shape_format(&v->shape, dims, sizeof dims);
-        put(&t, " %d:%s", (int)v->dtype, dims);
+        fprintf(t, " %d:%s", (int)v->dtype, dims);
     }
-    put(&t, "\n");
+    fputc('\n', t);
     for (int k = 0; k < plan->n_kernels; k++) {
         const korch_plan_kernel *pk = &plan->kernels[k];
-        put(&t, "%s|%s|%s|", korch_backend_name(pk->backend), pk->impl, pk->schedule);
-        for (int i = 0; i < pk->n_nodes; i++) put(&t, "%d,", pk->nodes[i]);
-        put(&t, "\n");
+        fprintf(t, "%s|%s|%s|", korch_backend_name(pk->backend), pk->impl, pk->schedule);
+        for (int i = 0; i < pk->n_nodes; i++) fprintf(t, "%d,", pk->nodes[i]);
+        fputc('\n', t);
     }
-    bool ok = !t.failed && t.s;
-    if (ok) korch_sha256_hex(t.s, t.len, key);
-    /* the machine part: every backend's fingerprint (compiler, oneDNN, CPU, korch version) */
-    t.len = 0;
-    for (int b = 0; ok && b < KORCH_BACKEND_COUNT; b++) {
+    bool ok = !ferror(t);
+    if (fclose(t) != 0 || !text) ok = false;
+    if (ok) korch_sha256_hex(text, len, key);
+    free(text);
+    return ok && korch_plan_verdict_machine(threads > 0 ? threads : 1, machine);
+}
+
+bool korch_plan_verdict_machine(int threads, char machine[65]) {
+    /* every backend's fingerprint (compiler, oneDNN, CPU, korch version, rules) */
+    char text[KORCH_BACKEND_COUNT * 34 + 1];
+    size_t len = 0;
+    for (int b = 0; b < KORCH_BACKEND_COUNT; b++) {
         char fp[33];
-        if (korch_verify_fingerprint((korch_backend_kind)b, threads > 0 ? threads : 1, fp) != KORCH_OK) {
+        if (korch_verify_fingerprint((korch_backend_kind)b, threads, fp) != KORCH_OK) {
             korch_error_clear();
-            ok = false;
+            return false;
         }
-        put(&t, "%s;", fp);
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s;", fp);
     }
-    ok = ok && !t.failed;
-    if (ok) korch_sha256_hex(t.s, t.len, machine);
-    free(t.s);
-    return ok;
+    korch_sha256_hex(text, len, machine);
+    return true;
 }
 
 /* detail holds the per-output numbers: "worst max_abs;" in graph-output order */

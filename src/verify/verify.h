@@ -28,13 +28,17 @@
 
 #include "backend/backend.h"
 #include "core/tensor.h"
-#include "fission/pgraph.h"
-#include "frontend/graph.h"
+#include "ir/pgraph.h"
+#include "ir/graph.h"
 #include "runtime/plan.h"
 
 /* Bumped whenever the rules change: verdicts stored under other rules are
  * not reused (the database keys them by this). */
 #define KORCH_VERIFY_RULES "v1"
+
+/* The seed of the random inputs plans are verified on unless the user
+ * names another (`--verify-seed`, korch_optimize). */
+#define KORCH_VERIFY_DEFAULT_SEED 20241125
 
 /* ---- compare.c -------------------------------------------------------------- */
 
@@ -181,6 +185,9 @@ bool korch_plan_verdict_lookup(const korch_plan *plan, const korch_graph *g, con
                                const korch_verify_options *options, korch_plan_check *out);
 void korch_plan_verdict_store(const korch_plan *plan, const korch_graph *g, const char *model_sha256,
                               const korch_verify_options *options, const korch_plan_check *c);
+/* The machine column of plan verdicts for a thread count (korch db tells
+ * this machine's verdicts from foreign ones by it). */
+bool korch_plan_verdict_machine(int threads, char machine[65]);
 
 /* ---- verifier.c --------------------------------------------------------------
  * Kernel verification for the orchestrator: korch_verify_kernels with the

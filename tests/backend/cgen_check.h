@@ -17,7 +17,7 @@
 
 #include "backend/backend.h"
 #include "backend/cgen/cgen_backend.h"
-#include "fission/pgraph.h"
+#include "ir/pgraph.h"
 #include "test.h"
 
 static uint64_t cc_rng = 0x2545f4914f6cdd1dull;

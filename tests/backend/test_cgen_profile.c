@@ -28,7 +28,6 @@ int main(void) {
     mkdir(dir, 0755);
     snprintf(db, sizeof db, "%s/profile.db", dir);
     snprintf(cache, sizeof cache, "%s/kernels", dir);
-    setenv("KORCH_TUNE_TRIALS", "6", 1);
     /* the second run's answers from the database must not depend on how busy
      * the machine happens to be (provisional profiles: test_profile_quality) */
     setenv("KORCH_PROFILE_STATE", "quiet", 1);
@@ -43,11 +42,11 @@ int main(void) {
     cc_spec_all(a, &specs[0]);
     cc_spec_all(b, &specs[1]);
     cc_spec_all(c, &specs[2]);
-    korch_profile_options opt = {.threads = 2, .db_path = db, .cache_dir = cache};
+    korch_profile_options opt = {.threads = 2, .db_path = db, .cache_dir = cache, .tune_trials = 6};
     korch_profile_result res[3];
 
-    CHECK_OK(korch_backend_profile(KORCH_BACKEND_CGEN, specs, 3, &opt, res));
-    korch_cgen_stats st = korch_cgen_last_stats();
+    korch_cgen_stats st;
+    CHECK_OK(korch_cgen_profile(specs, 3, &opt, res, &st));
     CHECK(res[0].status == KORCH_OK && res[0].latency_ms > 0 && !res[0].from_database);
     CHECK(res[1].status == KORCH_OK && strcmp(res[0].schedule, res[1].schedule) == 0);
     CHECK(res[2].status == KORCH_ERR_UNSUPPORTED && strstr(res[2].reason, "linear") != NULL);
@@ -58,8 +57,7 @@ int main(void) {
 
     /* second run: everything from the database */
     korch_profile_result again[3];
-    CHECK_OK(korch_backend_profile(KORCH_BACKEND_CGEN, specs, 3, &opt, again));
-    st = korch_cgen_last_stats();
+    CHECK_OK(korch_cgen_profile(specs, 3, &opt, again, &st));
     CHECK_MSG(st.compiled == 0 && st.trials == 0 && st.compiler_runs == 0, "second run compiled %d, timed %d",
               st.compiled, st.trials);
     CHECK(again[0].from_database && again[1].from_database);

@@ -49,6 +49,10 @@ def main():
     save_npy("x_int64.npy", np.arange(6, dtype=np.int64).reshape(2, 3))
     save_npy("add_relu.relu.npy", np.maximum(x + y, 0))
     save_npy("add_relu.sum.npy", x + y)
+    # byte order and dtypes a user may bring: big-endian (read, byte-swapped),
+    # complex (refused with a sentence naming what korch reads)
+    save_npy("x_be.npy", x.astype(">f4"))
+    save_npy("x_c8.npy", x.astype(np.complex64))
 
     # a symbolic batch dimension
     save_model("symbolic", [helper.make_node("Relu", ["x"], ["y"], name="relu")],

@@ -22,7 +22,9 @@
 #define DEFAULT_FOLDERS "node,pytorch-converted,pytorch-operator,simple"
 
 typedef struct options {
-    const char *data, *folders, *filter, *known_path, *report_path;
+    const char *data, *folders, *filter, *report_path;
+    const char *known_paths[4]; /* --known-failures, repeatable: a mode's own list beside the common one */
+    int n_known_paths;
     bool verbose, fork_tests;
     unsigned timeout_s;
 } options;
@@ -54,7 +56,7 @@ typedef struct run_state {
 } run_state;
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: conformance [--data DIR] [--folders a,b] [--filter SUBSTR] [--known-failures FILE]\n"
+    fprintf(f, "usage: conformance [--data DIR] [--folders a,b] [--filter SUBSTR] [--known-failures FILE]...\n"
                "                   [--report FILE] [--timeout SECONDS] [--no-fork] [--fission] [-v]\n\n"
                "Runs every ONNX backend test folder (model.onnx + test_data_set_*) under\n"
                "DIR/<folder> (default " DEFAULT_DATA ", folders " DEFAULT_FOLDERS ")\n"
@@ -65,11 +67,10 @@ static void usage(FILE *f) {
 }
 
 /* Reads "folder/test_name  one-line reason" lines; '#' starts a comment. */
-static int load_known(run_state *s) {
-    if (!s->opt.known_path) return 0;
-    FILE *f = fopen(s->opt.known_path, "r");
+static int load_known_file(run_state *s, const char *path) {
+    FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "conformance: cannot open %s: %s\n", s->opt.known_path, strerror(errno));
+        fprintf(stderr, "conformance: cannot open %s: %s\n", path, strerror(errno));
         return -1;
     }
     char line[1024];
@@ -90,7 +91,7 @@ static int load_known(run_state *s) {
         p += len;
         while (*p == ' ' || *p == '\t') p++;
         if (!*p) {
-            fprintf(stderr, "%s:%d: \"%s\" needs a one-line reason\n", s->opt.known_path, lineno, k->name);
+            fprintf(stderr, "%s:%d: \"%s\" needs a one-line reason\n", path, lineno, k->name);
             fclose(f);
             return -1;
         }
@@ -98,6 +99,12 @@ static int load_known(run_state *s) {
         s->n_known++;
     }
     fclose(f);
+    return 0;
+}
+
+static int load_known(run_state *s) {
+    for (int i = 0; i < s->opt.n_known_paths; i++)
+        if (load_known_file(s, s->opt.known_paths[i]) != 0) return -1;
     return 0;
 }
 
@@ -341,7 +348,8 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (strcmp(a, "--data") == 0 && has_value) o->data = argv[++i];
         else if (strcmp(a, "--folders") == 0 && has_value) o->folders = argv[++i];
         else if (strcmp(a, "--filter") == 0 && has_value) o->filter = argv[++i];
-        else if (strcmp(a, "--known-failures") == 0 && has_value) o->known_path = argv[++i];
+        else if (strcmp(a, "--known-failures") == 0 && has_value && o->n_known_paths < 4)
+            o->known_paths[o->n_known_paths++] = argv[++i];
         else if (strcmp(a, "--report") == 0 && has_value) o->report_path = argv[++i];
         else if (strcmp(a, "--timeout") == 0 && has_value) o->timeout_s = (unsigned)strtoul(argv[++i], NULL, 10);
         else {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "conformance.h"
-#include "fission/export_onnx.h"
+#include "fission/pgraph_onnx.h"
 #include "fission/fission.h"
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"

@@ -204,11 +204,15 @@ static void check_fission(const korch_graph *g, const korch_tensor *bound, const
  * the input korch named: it becomes a constant holding the test's data, which
  * is the model korch is designed for, and the op still runs. When the named
  * tensor is computed from inputs (a window size cast to float, say), the
- * runner freezes every integer input instead. */
+ * runner freezes every integer input instead. A control-flow node (Loop's
+ * trip count, a Slice at the iteration number inside a body) may need values
+ * computed from float inputs too: only then, every input is frozen, and the
+ * Loop is evaluated at load (the operator under test still runs). */
 typedef struct freeze_list {
     int count;
     char names[MAX_TENSORS][160];
     bool all_integers;
+    bool all_inputs;
 } freeze_list;
 
 static bool is_integer(korch_dtype d) { return d == KORCH_DTYPE_INT64 || d == KORCH_DTYPE_INT32; }
@@ -223,7 +227,8 @@ static korch_status freeze_inputs(korch_graph *g, const tensor_files *in, const 
                                   bool *frozen) {
     for (int k = 0; k < in->count; k++) {
         if (value_of[k] < 0 || in->status[k] != KORCH_OK) continue;
-        if (!in_freeze_list(f, g->values[value_of[k]].name) && !(f->all_integers && is_integer(in->tensors[k].dtype)))
+        if (!in_freeze_list(f, g->values[value_of[k]].name) && !(f->all_integers && is_integer(in->tensors[k].dtype)) &&
+            !f->all_inputs)
             continue;
         korch_value *v = &g->values[value_of[k]];
         KORCH_TRY(korch_tensor_clone(&in->tensors[k], &v->constant));
@@ -353,6 +358,9 @@ static void run_data_set_or_freeze(const char *model, const char *set_dir, confo
             f->count++;
         } else if (!f->all_integers) {
             f->all_integers = true; /* freezing it did not help: it is computed, not an input */
+        } else if (!f->all_inputs && (strstr(r->detail, "(Loop, ") || strstr(r->detail, "(Scan, ") ||
+                                      strstr(r->detail, "(If, "))) {
+            f->all_inputs = true; /* control flow: see freeze_list */
         } else {
             break; /* korch's refusal stands */
         }

@@ -15,7 +15,7 @@
 
 #include <stdbool.h>
 
-#include "frontend/graph.h"
+#include "ir/graph.h"
 
 #define DT_RTOL 1e-4
 #define DT_ATOL 2e-5

@@ -6,7 +6,7 @@
 #define KORCH_DIFFTEST_GEN_INTERNAL_H
 
 #include "core/tensor.h"
-#include "fission/export_internal.h"
+#include "fission/pgraph_onnx_internal.h"
 #include "gen.h"
 #include "rng.h"
 

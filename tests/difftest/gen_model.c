@@ -1,6 +1,6 @@
 /* The generator's building blocks: values, constants, nodes, and the final
  * ModelProto, written with korch's own protobuf-c writer helpers
- * (src/fission/export_writer.c). */
+ * (src/fission/pgraph_onnx_writer.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

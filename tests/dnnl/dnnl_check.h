@@ -17,8 +17,8 @@
 
 #include "backend/backend.h"
 #include "backend/dnnl/dnnl_backend.h"
-#include "fission/layout.h"
-#include "fission/pgraph.h"
+#include "ir/indexmap.h"
+#include "ir/pgraph.h"
 #include "test.h"
 
 static uint64_t dc_rng = 0x9e3779b97f4a7c15ull;
@@ -149,6 +149,15 @@ static inline int dc_check(korch_pgraph *pg, double lo, double hi, const char *w
         const char *sched = v;
         korch_profile_options o = {.threads = 2};
         korch_status st = korch_backend_build(KORCH_BACKEND_DNNL, &spec, &sched, 1, &o, &k);
+        /* a variant refused for a documented oneDNN defect (src/backend/dnnl/
+         * dnnl_quirks.c: the reasons start "oneDNN 2.6's") is handled: korch
+         * never runs it; which variants are refused depends on the CPU */
+        if (st != KORCH_OK && strstr(korch_last_error(), "oneDNN 2.6's")) {
+            printf("%s [%s]: refused: %s\n", what, v, korch_last_error());
+            korch_error_clear();
+            checked++;
+            continue;
+        }
         CHECK_MSG(st == KORCH_OK, "%s [%s]: build failed: %s", what, v, korch_last_error());
         if (st != KORCH_OK) continue;
         memset(got, 0xff, (size_t)korch_shape_numel(&out->shape) * sizeof(float));

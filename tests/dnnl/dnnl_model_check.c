@@ -31,11 +31,11 @@
 #include "backend/backend.h"
 #include "backend/dnnl/dnnl_backend.h"
 #include "fission/fission.h"
-#include "fission/layout.h"
+#include "ir/indexmap.h"
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
 #include "io/npy.h"
-#include "layout/layout_pass.h"
+#include "relayout/relayout.h"
 #include "tensor_compare.h"
 
 enum { MAX_T = 64, MAX_GROUP = 13 };

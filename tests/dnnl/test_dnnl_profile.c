@@ -47,7 +47,8 @@ static void test_profile_and_database(const char *db) {
     for (int i = 0; i < 3; i++) dc_spec_all(pgs[i], &specs[i]);
     korch_profile_options o = {.threads = 2, .db_path = db};
     korch_profile_result r[3];
-    CHECK_OK(korch_backend_profile(KORCH_BACKEND_DNNL, specs, 3, &o, r));
+    korch_dnnl_stats st;
+    CHECK_OK(korch_dnnl_profile(specs, 3, &o, r, &st));
     for (int i = 0; i < 3; i++) {
         CHECK_MSG(r[i].status == KORCH_OK, "spec %d: %s", i, r[i].reason);
         CHECK_MSG(r[i].latency_ms > 0 && isfinite(r[i].latency_ms), "spec %d latency %g", i, r[i].latency_ms);
@@ -56,19 +57,18 @@ static void test_profile_and_database(const char *db) {
         CHECK(!r[i].from_database);
         printf("spec %d: %.4f ms, %s [%s]\n", i, r[i].latency_ms, r[i].impl, r[i].schedule);
     }
-    korch_dnnl_stats st = korch_dnnl_last_stats();
     CHECK_MSG(st.kernels == 3 && st.timed >= 2, "stats: %d kernels, %d timed", st.kernels, st.timed);
     /* the third spec has the first one's signature: same answer, not re-timed */
     CHECK(strcmp(r[0].schedule, r[2].schedule) == 0 && r[0].latency_ms == r[2].latency_ms);
 
     korch_profile_result again[3];
-    CHECK_OK(korch_backend_profile(KORCH_BACKEND_DNNL, specs, 3, &o, again));
+    CHECK_OK(korch_dnnl_profile(specs, 3, &o, again, &st));
     for (int i = 0; i < 3; i++) {
         CHECK_MSG(again[i].status == KORCH_OK && again[i].from_database, "spec %d not from the database", i);
         CHECK_MSG(strcmp(again[i].schedule, r[i].schedule) == 0, "spec %d schedule changed", i);
         CHECK_MSG(strcmp(again[i].impl, r[i].impl) == 0, "impl \"%s\" vs \"%s\"", again[i].impl, r[i].impl);
     }
-    CHECK(korch_dnnl_last_stats().timed == 0 && korch_dnnl_last_stats().from_database == 2);
+    CHECK(st.timed == 0 && st.from_database == 2);
 
     /* the stored schedule builds a kernel that computes the right thing */
     korch_kernel *k[2] = {NULL, NULL};
@@ -120,11 +120,12 @@ static void test_reference_policy(const char *db) {
               k ? k->impl : "nothing");
     korch_kernel_destroy(k);
     korch_profile_result r;
-    CHECK_OK(korch_backend_profile(KORCH_BACKEND_DNNL, &spec, 1, &o, &r));
+    korch_dnnl_stats st;
+    CHECK_OK(korch_dnnl_profile(&spec, 1, &o, &r, &st));
     CHECK_MSG(r.status == KORCH_OK && strstr(r.impl, "ref:") && strstr(r.impl, "REFERENCE"), "bare: impl \"%s\"",
               r.impl);
     CHECK(r.latency_ms > 0);
-    CHECK(korch_dnnl_last_stats().reference_kept == 1);
+    CHECK(st.reference_kept == 1);
     CHECK_OK(korch_backend_profile(KORCH_BACKEND_DNNL, &fspec, 1, &o, &r));
     CHECK_MSG(r.status == KORCH_ERR_UNSUPPORTED && strstr(r.reason, "reference implementation"), "fused: \"%s\"",
               r.reason);

@@ -47,9 +47,15 @@ static void run_case(bool owned) {
     CHECK_OK(owned ? korch_executor_create_owned(plan, pg, NULL, &opts, &ex) : korch_executor_create(plan, pg, &opts, &ex));
     size_t released = korch_executor_released_bytes(ex);
     if (owned) {
-        /* oneDNN reorders constant matmul weights into its blocked layout */
-        CHECK_MSG(released == 16 * 5 * sizeof(float), "released %zu bytes, want the 320 of w2", released);
-        CHECK_MSG(pg->values[w2].constant.data == NULL, "w2 (read only by its oneDNN kernel) was not released");
+        /* where oneDNN reorders constant matmul weights into its blocked layout
+         * (the AVX-512 machines), w2 is released; where it reads them in place
+         * (seen on an AVX2-only Zen 3), it must stay: either way consistent */
+        if (released) {
+            CHECK_MSG(released == 16 * 5 * sizeof(float), "released %zu bytes, want the 320 of w2", released);
+            CHECK_MSG(pg->values[w2].constant.data == NULL, "w2 counted as released but still held");
+        } else {
+            CHECK_MSG(pg->values[w2].constant.data != NULL, "w2 released without being counted");
+        }
     } else {
         CHECK_MSG(released == 0 && pg->values[w2].constant.data != NULL, "a shared graph lost a constant");
     }

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "export_harness.h"
-#include "fission/layout.h"
+#include "ir/indexmap.h"
 #include "orchestrate/fake_oracle.h"
 #include "orchestrate/pgraph_gen.h"
 #include "runtime/arena.h"

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fission/export_onnx.h"
+#include "fission/pgraph_onnx.h"
 #include "fission/fission.h"
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"

@@ -1,7 +1,7 @@
 /* The clean-up passes: each must remove exactly what it claims, keep the
  * numbers, and keep the graph's outputs. Expected structures are worked out
  * by hand from the op graphs below. */
-#include "fission/layout.h"
+#include "ir/indexmap.h"
 #include "fission_harness.h"
 
 static int count_live(const korch_pgraph *pg, korch_prim_kind kind) { return fh_count_kind(pg, kind); }

@@ -1,7 +1,7 @@
-/* Layout constructors (fission/layout.h) and the recognisers that read an
+/* Layout constructors (ir/indexmap.h) and the recognisers that read an
  * index map back as a standard operation; hand-computed small cases, then
  * random shapes checked element by element against a direct computation. */
-#include "fission/layout.h"
+#include "ir/indexmap.h"
 #include "fission_harness.h"
 
 static korch_pgraph *new_graph(void) {

@@ -1,6 +1,7 @@
 /* libFuzzer target: like fuzz_load (model bytes -> load, validate, infer),
  * then, when the inferred graph is small (every tensor at most 2^16 elements,
- * at most 10^8 FLOPs by the op table's counts), runs it with the reference
+ * at most 10^8 FLOPs by the op table's counts, subgraphs included, every
+ * Loop with a small constant trip count), runs it with the reference
  * executor on inputs filled from a fixed pattern. This reaches the kernels
  * with hostile attributes and shapes that shape inference accepted. */
 #include <stdint.h>
@@ -39,17 +40,50 @@ static int64_t node_flops(const korch_graph *g, const korch_node *n) {
     return n->def->flops ? n->def->flops(&ctx) : elements;
 }
 
-static int small_enough(const korch_graph *g) {
+/* A Loop runs its body M times; a run is bounded only when M is a constant
+ * this small (a while-loop stopped by its condition, or an M read from the
+ * pattern-filled inputs, could spin for 2^24 iterations under the
+ * sanitizers: longer than the fuzzer's per-input timeout). */
+#define MAX_LOOP_TRIPS 256
+
+static int64_t graph_flops(const korch_graph *g);
+
+/* Work of a node's subgraphs per execution of the node, times how often the
+ * node runs them; -1 when that cannot be bounded before running. */
+static int64_t subgraph_flops(const korch_graph *g, const korch_node *n) {
+    int64_t trips = 1, total = 0;
+    if (!strcmp(n->op_type, "Loop")) {
+        const korch_value *m = n->n_inputs > 0 && n->inputs[0] >= 0 ? &g->values[n->inputs[0]] : NULL;
+        if (!m || !m->is_constant || m->constant.dtype != KORCH_DTYPE_INT64 || korch_shape_numel(&m->shape) != 1)
+            return -1;
+        trips = ((const int64_t *)m->constant.data)[0];
+        if (trips < 0 || trips > MAX_LOOP_TRIPS) return -1;
+    } else if (!strcmp(n->op_type, "Scan")) {
+        for (int k = 0; k < n->n_inputs; k++) /* the sequence is no longer than any scanned tensor */
+            if (n->inputs[k] >= 0) trips = korch_shape_numel(&g->values[n->inputs[k]].shape) > trips
+                                               ? korch_shape_numel(&g->values[n->inputs[k]].shape) : trips;
+    }
+    for (int a = 0; a < n->n_attrs; a++) {
+        if (n->attrs[a].type != KORCH_ATTR_GRAPH || !n->attrs[a].graph) continue;
+        int64_t f = graph_flops(n->attrs[a].graph);
+        if (f < 0 || f > MAX_FLOPS || (total += f) > MAX_FLOPS) return -1;
+    }
+    return total > MAX_FLOPS / (trips ? trips : 1) ? -1 : total * trips;
+}
+
+static int64_t graph_flops(const korch_graph *g) {
     for (int v = 0; v < g->n_values; v++)
-        if (g->values[v].has_shape && korch_shape_numel(&g->values[v].shape) > MAX_NUMEL) return 0;
+        if (g->values[v].has_shape && korch_shape_numel(&g->values[v].shape) > MAX_NUMEL) return -1;
     int64_t flops = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         if (g->nodes[i].dead) continue;
-        int64_t f = node_flops(g, &g->nodes[i]);
-        if (f < 0 || f > MAX_FLOPS || (flops += f) > MAX_FLOPS) return 0;
+        int64_t f = node_flops(g, &g->nodes[i]), sub = subgraph_flops(g, &g->nodes[i]);
+        if (f < 0 || sub < 0 || f > MAX_FLOPS || (flops += f + sub) > MAX_FLOPS) return -1;
     }
-    return 1;
+    return flops;
 }
+
+static int small_enough(const korch_graph *g) { return graph_flops(g) >= 0; }
 
 static void run(const korch_graph *g) {
     korch_tensor *inputs = calloc((size_t)g->n_inputs + 1, sizeof *inputs);

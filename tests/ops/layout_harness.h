@@ -8,7 +8,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "frontend/graph.h"
+#include "ir/graph.h"
 #include "ops/op.h"
 #include "test.h"
 

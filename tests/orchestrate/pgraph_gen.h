@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fission/pgraph.h"
+#include "ir/pgraph.h"
 
 typedef struct gen_rng {
     uint64_t s;

@@ -1,4 +1,4 @@
-/* Two-phase profiling (orchestrate/tune.c, orchestrate.c) against full
+/* Two-phase profiling (orchestrate/phase2_tune.c, orchestrate.c) against full
  * tuning, with a fake backend whose tuning lowers kernels by known factors.
  *
  * Every kernel has a default latency D (what quick profiling measures) and

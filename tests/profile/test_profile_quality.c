@@ -233,7 +233,9 @@ static void backend_rules(korch_backend_kind kind, const korch_kernel_spec *spec
     char path[300], cache[300];
     snprintf(path, sizeof path, "%s/%s%s.db", dir, korch_backend_name(kind), quick ? "-quick" : "");
     snprintf(cache, sizeof cache, "%s/kernels", dir);
-    korch_profile_options o = {.threads = 2, .db_path = path, .cache_dir = cache, .quick = quick};
+    /* the rules, not the tuner: few schedules, quietly */
+    korch_profile_options o = {.threads = 2, .db_path = path, .cache_dir = cache, .quick = quick, .tune_trials = 4,
+                               .tune_log = -1};
     fake f = {.busy = true, .idle_ms = 0.25, .slowdown = 4.0};
     install(&f);
     const char *name = korch_backend_name(kind);
@@ -295,8 +297,6 @@ static void test_backend_rules(void) {
 
 int main(void) {
     if (!mkdtemp(dir)) return 1;
-    setenv("KORCH_TUNE_TRIALS", "4", 1); /* the rules, not the tuner: few schedules */
-    setenv("KORCH_TUNE_LOG", "0", 1);
     test_timer_statistics();
     test_monitor_verdicts();
     test_database_rules();

@@ -95,7 +95,7 @@ typedef struct cg_schedule {
 
 #define CG_KNOBS 8
 /* Whether a layout primitive of k reads its input with a stride of a page or
- * more along its output's innermost dimension (schedule.c). Such kernels are
+ * more along its output's innermost dimension (schedule_space.c). Such kernels are
  * always tiled: the tile knob's 0 means CG_PAGE_STRIDE_TILE for them. */
 bool cg_kernel_strides_pages(const cg_kernel *k);
 #define CG_PAGE_STRIDE_TILE 16

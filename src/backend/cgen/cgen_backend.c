@@ -129,3 +129,16 @@ done:
     cg_buf_free(&what);
     return st;
 }
+
+static korch_status profile(const korch_kernel_spec *specs, int n, const korch_profile_options *options,
+                            korch_profile_result *results) {
+    return korch_cgen_profile(specs, n, options, results, NULL);
+}
+
+const korch_backend_ops korch_backend_ops_cgen = {
+    .name = "cgen",
+    .supports = korch_cgen_supports,
+    .profile = profile,
+    .build = korch_cgen_build,
+    .identity = korch_cgen_identity,
+};

@@ -5,8 +5,6 @@
 #include "backend/backend.h"
 
 bool korch_cgen_supports(const korch_kernel_spec *spec, char *reason, size_t size);
-korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const korch_profile_options *options,
-                                korch_profile_result *results);
 /* schedules[i] NULL or "" means the default schedule. */
 korch_status korch_cgen_build(const korch_kernel_spec *specs, const char *const *schedules, int n,
                               const korch_profile_options *options, korch_kernel **kernels);
@@ -14,7 +12,7 @@ korch_status korch_cgen_build(const korch_kernel_spec *specs, const char *const 
 /* Generated C of one kernel (prelude included), for tests and `explain`. */
 korch_status korch_cgen_source(const korch_kernel_spec *spec, const char *schedule, char **source);
 
-/* What the last korch_cgen_profile call did (for tests and reports). */
+/* What a korch_cgen_profile call did (for tests and reports). */
 typedef struct korch_cgen_stats {
     int kernels;          /* specs profiled */
     int from_database;    /* answered from the profile database */
@@ -32,9 +30,16 @@ typedef struct korch_cgen_stats {
     double default_ms_sum, best_ms_sum; /* over tuned kernels */
 } korch_cgen_stats;
 
-korch_cgen_stats korch_cgen_last_stats(void);
 
 /* The compiler, its version and flags (korch_backend_identity). */
 const char *korch_cgen_identity(void);
+
+/* The backend's profile call (korch_backend_profile) with what it did in
+ * *stats (NULL: not wanted). */
+korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const korch_profile_options *options,
+                                korch_profile_result *results, korch_cgen_stats *stats);
+
+/* The backend's table (backend_list.h). */
+extern const korch_backend_ops korch_backend_ops_cgen;
 
 #endif

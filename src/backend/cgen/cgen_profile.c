@@ -16,15 +16,9 @@
 
 #include "backend/cgen/cgen_profile.h"
 
-static korch_cgen_stats last_stats;
-korch_cgen_stats korch_cgen_last_stats(void) { return last_stats; }
+double cg_option(double value, double fallback) { return value > 0 ? value : fallback; }
 
-static int env_int(const char *name, int fallback) {
-    const char *v = getenv(name);
-    if (!v || !*v) return fallback;
-    int x = atoi(v);
-    return x > 0 ? x : fallback;
-}
+int cg_tune_log(const korch_profile_options *o) { return o && o->tune_log != 0 ? o->tune_log : 1; }
 
 /* Quick timing: enough to rank kernels (the chosen ones are tuned and timed
  * again with the full methodology): one warm-up run (the pool's buffers are
@@ -137,9 +131,9 @@ static korch_status quick_run(cg_session *S, korch_profile_result *results) {
      * parallel kernel would then measure the wait for the other threads;
      * the tuner still tries parallel schedules for the kernels plans use) */
     S->stats->fork_join_us = cg_fork_join_us(S->threads);
-    bool busy = S->stats->fork_join_us > env_int("KORCH_BUSY_US", 100);
+    bool busy = S->stats->fork_join_us > cg_option(S->options ? S->options->busy_us : 0, 100);
     static bool told;
-    if (busy && !told && env_int("KORCH_TUNE_LOG", 1) >= 1) {
+    if (busy && !told && cg_tune_log(S->options) >= 1 && !(S->options && S->options->quiet)) {
         fprintf(stderr,
                 "korch cgen: the machine is busy (an empty parallel region of %d threads takes %.0f us): quick "
                 "profiling times serial schedules\n",
@@ -222,7 +216,7 @@ static korch_status lookup(cg_session *S, const korch_kernel_spec *spec, bool qu
     if (!korch_cgen_supports(spec, r->reason, sizeof r->reason) ||
         cg_kernel_from_spec(spec, &k, r->reason, sizeof r->reason) != KORCH_OK) {
         r->status = KORCH_ERR_UNSUPPORTED;
-        last_stats.unsupported++;
+        S->stats->unsupported++;
         return KORCH_OK;
     }
     for (int jj = 0; jj < S->n_jobs; jj++)
@@ -237,7 +231,7 @@ static korch_status lookup(cg_session *S, const korch_kernel_spec *spec, bool qu
     KORCH_TRY(korch_profile_db_get_best(S->db, "cgen", k.sig, S->machine, &rec, &found));
     if (found && cg_schedule_parse(rec.schedule, &check)) {
         set_result(r, &k, rec.schedule, rec.latency_ms, rec.spread_ms, true, false, rec.quality.provisional);
-        last_stats.from_database++;
+        S->stats->from_database++;
         cg_kernel_free(&k);
         return KORCH_OK;
     }
@@ -260,7 +254,7 @@ static korch_status lookup(cg_session *S, const korch_kernel_spec *spec, bool qu
                 set_result(r, &k, text, tr.latency_ms, tr.spread_ms, true, true, tr.quality.provisional);
         }
         if (hits > 0) {
-            last_stats.from_database++;
+            S->stats->from_database++;
             cg_kernel_free(&k);
             return KORCH_OK;
         }
@@ -274,14 +268,16 @@ static korch_status lookup(cg_session *S, const korch_kernel_spec *spec, bool qu
 }
 
 korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const korch_profile_options *options,
-                                korch_profile_result *results) {
+                                korch_profile_result *results, korch_cgen_stats *stats) {
     double t_start = korch_now_s();
-    memset(&last_stats, 0, sizeof last_stats);
-    last_stats.kernels = n;
+    korch_cgen_stats local;
+    korch_cgen_stats *ls = stats ? stats : &local; /* what this call did, for its log line and the caller */
+    memset(ls, 0, sizeof *ls);
+    ls->kernels = n;
     if (n == 0) return KORCH_OK;
     bool quick = options && options->quick;
     cg_session S = {.options = options, .threads = cg_threads(options), .compile_jobs = cg_compile_jobs(),
-                    .stats = &last_stats};
+                    .stats = ls};
     char machine[33], machine_text[1024];
     const char *ccv = cg_compiler_version();
     char compiler[512];
@@ -299,7 +295,8 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
         memset(&results[i], 0, sizeof results[i]);
         st = lookup(&S, &specs[i], quick, &results[i], job_of, i);
     }
-    int budget = env_int("KORCH_TUNE_TRIALS", 24), explore = env_int("KORCH_TUNE_EXPLORE", 7);
+    int budget = (int)cg_option(options ? options->tune_trials : 0, 24);
+    int explore = (int)cg_option(options ? options->tune_explore : 0, 7);
     S.trial_timer = (korch_timer_options){.warmup_runs = 1, .warmup_ms = 0.5, .min_repeats = 5, .max_repeats = 50,
                                           .target_ms = 5, .steady_repeats = 3, .steady_spread = 0.05,
                                           .monitor = S.monitor};
@@ -326,25 +323,25 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
     }
     for (int i = 0; i < n && st == KORCH_OK; i++)
         if (job_of[i] >= 0 && S.jobs[job_of[i]].spec != i) results[i] = results[S.jobs[job_of[i]].spec];
-    last_stats.total_s = korch_now_s() - t_start;
-    const char *lv = getenv("KORCH_TUNE_LOG");
-    bool log = !(lv && strcmp(lv, "0") == 0);
-    if (st == KORCH_OK && S.n_jobs > 0 && !quick && (log || (options && options->progress)))
+    ls->total_s = korch_now_s() - t_start;
+    bool log = cg_tune_log(options) >= 1;
+    bool quiet = options && options->quiet;
+    if (st == KORCH_OK && S.n_jobs > 0 && !quick && !quiet && (log || (options && options->progress)))
         fprintf(stderr,
                 "korch cgen: %d kernels (%d from the database, %d unsupported, %d tuned, %d cut short by the budget): "
                 "%d schedules timed (%d stopped early), %d functions compiled in %d compiler runs (%.2f s), timing "
                 "%.2f s, total %.2f s; tuned/default latency %.4f/%.4f ms (%d winners lost to the start when timed "
                 "again)\n",
-                n, last_stats.from_database, last_stats.unsupported, last_stats.tuned, last_stats.interrupted,
-                last_stats.trials, last_stats.cut, last_stats.compiled, last_stats.compiler_runs,
-                last_stats.compile_s, last_stats.time_s, last_stats.total_s, last_stats.best_ms_sum,
-                last_stats.default_ms_sum, last_stats.kept_start);
-    if (st == KORCH_OK && S.n_jobs > 0 && quick && env_int("KORCH_TUNE_LOG", 1) >= 2)
+                n, ls->from_database, ls->unsupported, ls->tuned, ls->interrupted,
+                ls->trials, ls->cut, ls->compiled, ls->compiler_runs,
+                ls->compile_s, ls->time_s, ls->total_s, ls->best_ms_sum,
+                ls->default_ms_sum, ls->kept_start);
+    if (st == KORCH_OK && S.n_jobs > 0 && quick && cg_tune_log(options) >= 2)
         fprintf(stderr,
                 "korch cgen: quick: %d kernels (%d from the database, %d unsupported): %d compiled in %d compiler "
                 "runs (%.2f s), timed in %.2f s, total %.2f s; empty parallel region %.0f us\n",
-                n, last_stats.from_database, last_stats.unsupported, last_stats.quick, last_stats.compiler_runs,
-                last_stats.compile_s, last_stats.time_s, last_stats.total_s, last_stats.fork_join_us);
+                n, ls->from_database, ls->unsupported, ls->quick, ls->compiler_runs,
+                ls->compile_s, ls->time_s, ls->total_s, ls->fork_join_us);
     for (int jj = 0; jj < S.n_jobs; jj++) cg_job_free(&S.jobs[jj]);
     cg_pool_free(S.pool);
     free(S.jobs);

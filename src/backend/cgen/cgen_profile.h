@@ -46,6 +46,10 @@ typedef struct cg_session {
 /* Function names of generated kernels (cgen_backend.c). */
 void cg_kernel_name(const cg_kernel *k, const cg_schedule *s, char *buf, size_t size);
 int cg_threads(const korch_profile_options *o);
+/* An option's value, or `fallback` when it is 0 (unset). */
+double cg_option(double value, double fallback);
+/* The tuning log level of o (korch_profile_options.tune_log, default 1). */
+int cg_tune_log(const korch_profile_options *o);
 
 /* cgen_tune.c */
 /* The tuner of a job, starting from its fastest quick schedule in the

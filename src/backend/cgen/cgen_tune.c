@@ -13,13 +13,6 @@
 
 #include "backend/cgen/cgen_profile.h"
 
-static int env_int(const char *name, int fallback) {
-    const char *v = getenv(name);
-    if (!v || !*v) return fallback;
-    int x = atoi(v);
-    return x > 0 ? x : fallback;
-}
-
 static cg_schedule point_schedule(const korch_tune_point *p) {
     cg_schedule s = {0};
     for (int knob = 0; knob < CG_KNOBS; knob++) {
@@ -406,7 +399,7 @@ void cg_tune_finish(cg_session *S, cg_job *j, korch_profile_result *r) {
     S->stats->interrupted += j->interrupted;
     S->stats->default_ms_sum += start_ms;
     S->stats->best_ms_sum += t.median_ms < start_ms ? t.median_ms : start_ms;
-    if (env_int("KORCH_TUNE_LOG", 1) >= 2)
+    if (cg_tune_log(S->options) >= 2)
         fprintf(stderr, "korch cgen: k%.16s: default %.4f ms -> best %.4f ms (%s) after %d schedules, %d timed%s\n",
                 j->k.sig, start_ms, t.median_ms, text, j->tuner.n_seen, j->trials,
                 j->interrupted ? ", interrupted by the budget" : "");

@@ -212,7 +212,7 @@ korch_status cg_emit_kernel(const cg_kernel *k, const cg_schedule *s, const char
     }
     reason[0] = '\0';
     plan *pl = calloc(1, sizeof *pl);
-    /* page-striding kernels are always tiled (schedule.c): t0 emits as the
+    /* page-striding kernels are always tiled (schedule_space.c): t0 emits as the
      * default tile, and the tuner sees the two as the same code */
     cg_schedule tiled = *s;
     if (tiled.tile == 0 && cg_kernel_strides_pages(k)) tiled.tile = CG_PAGE_STRIDE_TILE;

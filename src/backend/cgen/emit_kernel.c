@@ -209,12 +209,26 @@ static void combine(cg_emit *e, bool is_max, const char *acc, const char *v) {
             v);
 }
 
+/* Limits of the two reduction strategies (docs/codegen.md). Kept-inner
+ * (red & 2): the reduced window of one output element is at most
+ * KEPT_INNER_MAX_WINDOW elements and the last kept axis, whose accumulators
+ * live in a stack array, at most KEPT_INNER_MAX_AXIS. Row cache (red & 1):
+ * one cached row is at most ROW_CACHE_MAX_ELEMENTS, and the row caches of
+ * one outer iteration at most ROW_CACHE_MAX_BYTES (192 KiB: they live on
+ * the worker threads' stacks). */
+enum {
+    KEPT_INNER_MAX_WINDOW = 64,
+    KEPT_INNER_MAX_AXIS = 4096,
+    ROW_CACHE_MAX_ELEMENTS = 16384,
+    ROW_CACHE_MAX_BYTES = 192 * 1024,
+};
+
 bool cg_kept_inner(const cg_schedule *s, const cg_value *x, uint32_t axes) {
     int R = x->shape.rank, K = R;
     int64_t window = 1;
     while (K > 0 && ((axes >> (K - 1)) & 1u)) window *= x->shape.dims[--K];
-    return (s->red & 2) && K >= 1 && K < R && window <= 64 && x->shape.dims[K - 1] <= 4096 &&
-           x->shape.dims[K - 1] > 1;
+    return (s->red & 2) && K >= 1 && K < R && window <= KEPT_INNER_MAX_WINDOW &&
+           x->shape.dims[K - 1] <= KEPT_INNER_MAX_AXIS && x->shape.dims[K - 1] > 1;
 }
 
 /* The reduced suffix [K, R) with the last kept axis K-1 innermost: one
@@ -323,10 +337,10 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
         if (!red[d]) kept.ext[kept.n++] = x->shape.dims[d];
     int64_t inner = 1;
     for (int d = P; d < R; d++) inner *= x->shape.dims[d];
-    /* at most 192 KiB of row caches per outer iteration (worker stacks) */
     int64_t rc_size = inner * (int64_t)korch_dtype_size(x->dtype);
     bool cache = (e->s->red & 1) && P > 0 && e->loc[n->in[0]] == CG_LOC_COMPUTE && !e->rc_has[n->in[0]] &&
-                 inner <= 16384 && e->rc_bytes + rc_size <= 196608 && consumers(e->k, n->in[0]) > 1;
+                 inner <= ROW_CACHE_MAX_ELEMENTS && e->rc_bytes + rc_size <= ROW_CACHE_MAX_BYTES &&
+                 consumers(e->k, n->in[0]) > 1;
     if (cache) {
         cg_stmt(e, e->depth - 1, "%s rc%d[%lld] CG_ALIGN;", cg_ctype(x->dtype), n->in[0], (long long)inner);
         e->rc_bytes += rc_size;

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "backend/dnnl/dnnl_analyze.h"
-#include "fission/layout.h"
+#include "ir/indexmap.h"
 
 KORCH_PRINTF(2, 3) bool an_fail(actx *c, const char *fmt, ...) {
     if (c->reason && c->size) {

@@ -119,3 +119,16 @@ korch_status korch_dnnl_build(const korch_kernel_spec *specs, const char *const 
         }
     return st;
 }
+
+static korch_status profile(const korch_kernel_spec *specs, int n, const korch_profile_options *options,
+                            korch_profile_result *results) {
+    return korch_dnnl_profile(specs, n, options, results, NULL);
+}
+
+const korch_backend_ops korch_backend_ops_dnnl = {
+    .name = "dnnl",
+    .supports = korch_dnnl_supports,
+    .profile = profile,
+    .build = korch_dnnl_build,
+    .identity = korch_dnnl_identity,
+};

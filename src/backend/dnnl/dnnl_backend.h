@@ -14,8 +14,6 @@
 #include "backend/backend.h"
 
 bool korch_dnnl_supports(const korch_kernel_spec *spec, char *reason, size_t size);
-korch_status korch_dnnl_profile(const korch_kernel_spec *specs, int n, const korch_profile_options *options,
-                                korch_profile_result *results);
 /* schedules[i] NULL or "" means the default variant of the spec. */
 korch_status korch_dnnl_build(const korch_kernel_spec *specs, const char *const *schedules, int n,
                               const korch_profile_options *options, korch_kernel **kernels);
@@ -31,7 +29,7 @@ bool korch_dnnl_variants(const korch_kernel_spec *spec, int threads, char *out, 
  * +bias +eltwise_relu +binary_add[1x56x56x64]"), for tests and explain. */
 korch_status korch_dnnl_describe(const korch_kernel_spec *spec, char *out, size_t size);
 
-/* What the last korch_dnnl_profile call did (tests and reports). */
+/* What a korch_dnnl_profile call did (tests and reports). */
 typedef struct korch_dnnl_stats {
     int kernels, from_database, unsupported, timed;
     int variants_tried;   /* primitive descriptors created */
@@ -40,9 +38,16 @@ typedef struct korch_dnnl_stats {
     double total_s;
 } korch_dnnl_stats;
 
-korch_dnnl_stats korch_dnnl_last_stats(void);
 
 /* The oneDNN version (korch_backend_identity). */
 const char *korch_dnnl_identity(void);
+
+/* The backend's profile call (korch_backend_profile) with what it did in
+ * *stats (NULL: not wanted). */
+korch_status korch_dnnl_profile(const korch_kernel_spec *specs, int n, const korch_profile_options *options,
+                                korch_profile_result *results, korch_dnnl_stats *stats);
+
+/* The backend's table (backend_list.h). */
+extern const korch_backend_ops korch_backend_ops_dnnl;
 
 #endif

@@ -21,9 +21,6 @@
 #include "backend/dnnl/dnnl_internal.h"
 #include "profile/profile.h"
 
-static korch_dnnl_stats last_stats;
-korch_dnnl_stats korch_dnnl_last_stats(void) { return last_stats; }
-
 /* Timing buffers: enough copies of the non-constant inputs and the output
  * that one sweep exceeds the L2 caches (the cgen profiler's rule), so each
  * run finds its operands in L3 or DRAM as inside a plan. */
@@ -120,6 +117,7 @@ typedef struct session {
     korch_profile_monitor *monitor; /* the machine state around every measurement */
     const char *machine;
     int threads;
+    korch_dnnl_stats *stats; /* what this call did */
 } session;
 
 static korch_status profile_one(session *S, const korch_kernel_spec *spec, const dn_desc *d, korch_profile_result *r) {
@@ -134,7 +132,7 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
     char impls[DN_MAX_VARIANTS][128] = {{0}}, why[256] = "";
     for (int i = 0; i < nv && st == KORCH_OK; i++) {
         dn_kernel *k = NULL;
-        last_stats.variants_tried++;
+        S->stats->variants_tried++;
         korch_status cs = dn_kernel_create(d, &vs[i], S->threads, &k, impls[i], sizeof impls[i]);
         if (cs != KORCH_OK) {
             if (cs == KORCH_ERR_OUT_OF_MEMORY) st = cs;
@@ -142,7 +140,7 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
             continue;
         }
         if (dn_impl_is_reference(impls[i])) {
-            last_stats.reference_rejected++;
+            S->stats->reference_rejected++;
             if (ref_variant < 0) ref_variant = i;
             dn_kernel_free(k);
             continue;
@@ -152,7 +150,7 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
         st = korch_profile_time(run_once, &t, &trial, &tm);
         dn_kernel_free(k);
         if (st != KORCH_OK) break;
-        last_stats.timed++;
+        S->stats->timed++;
         char sched[40];
         dn_variant_format(&vs[i], sched, sizeof sched);
         if (getenv("KORCH_DNNL_LOG"))
@@ -183,7 +181,7 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
         }
         best = ref_variant;
         reference = true;
-        last_stats.reference_kept++;
+        S->stats->reference_kept++;
     }
     if (st == KORCH_OK && best < 0) {
         bufset_free(&b);
@@ -227,12 +225,14 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
 }
 
 korch_status korch_dnnl_profile(const korch_kernel_spec *specs, int n, const korch_profile_options *options,
-                                korch_profile_result *results) {
+                                korch_profile_result *results, korch_dnnl_stats *stats) {
     double t0 = korch_now_s();
-    memset(&last_stats, 0, sizeof last_stats);
-    last_stats.kernels = n;
+    korch_dnnl_stats local;
+    korch_dnnl_stats *ls = stats ? stats : &local;
+    memset(ls, 0, sizeof *ls);
+    ls->kernels = n;
     if (n == 0) return KORCH_OK;
-    session S = {.threads = options && options->threads > 0 ? options->threads : omp_get_max_threads()};
+    session S = {.threads = options && options->threads > 0 ? options->threads : omp_get_max_threads(), .stats = ls};
     char machine[33], machine_text[1024];
     /* timed with cold constants since 2026-11-25: a new methodology, never
      * mixed with the warm timings of older databases */
@@ -250,7 +250,7 @@ korch_status korch_dnnl_profile(const korch_kernel_spec *specs, int n, const kor
         memset(r, 0, sizeof *r);
         if (!dn_analyze(&specs[i], &descs[i], r->reason, sizeof r->reason)) {
             r->status = KORCH_ERR_UNSUPPORTED;
-            last_stats.unsupported++;
+            ls->unsupported++;
             continue;
         }
         int same = -1;
@@ -276,7 +276,7 @@ korch_status korch_dnnl_profile(const korch_kernel_spec *specs, int n, const kor
             dn_variant_format(&v, fmt, sizeof fmt);
             snprintf(r->impl, sizeof r->impl, "dnnl %.100s %s", impl ? impl + 5 : "?", fmt);
             snprintf(r->key, sizeof r->key, "%s", descs[i].sig);
-            last_stats.from_database++;
+            ls->from_database++;
             continue;
         }
         if (st == KORCH_OK) st = profile_one(&S, &specs[i], &descs[i], r);
@@ -284,6 +284,6 @@ korch_status korch_dnnl_profile(const korch_kernel_spec *specs, int n, const kor
     free(descs);
     korch_profile_db_unwatch(S.db, S.monitor);
     korch_profile_db_close(S.db);
-    last_stats.total_s = korch_now_s() - t0;
+    ls->total_s = korch_now_s() - t0;
     return st;
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "backend/ref/ref_backend.h"
-#include "candidates/candidates.h"
+#include "ir/nodeset.h"
 #include "profile/profile.h"
 
 #ifdef _OPENMP
@@ -235,3 +235,13 @@ korch_status korch_ref_profile(const korch_kernel_spec *specs, int n, const korc
     korch_profile_db_close(db);
     return KORCH_OK;
 }
+
+static const char *identity(void) { return "interpreter"; }
+
+const korch_backend_ops korch_backend_ops_ref = {
+    .name = "ref",
+    .supports = korch_ref_supports,
+    .profile = korch_ref_profile,
+    .build = korch_ref_build,
+    .identity = identity,
+};

@@ -2,8 +2,9 @@
  * interpreter (opaque nodes through their operator's reference kernel).
  * It is what keeps every model runnable: primitives that no real backend
  * implements, and opaque operators, become REF kernels. The orchestrator
- * never prefers it for a fused kernel a real backend can implement. The
- * dispatcher in backend/backend.c calls these for KORCH_BACKEND_REF. */
+ * never prefers it for a fused kernel a real backend can implement. Its
+ * table, korch_backend_ops_ref, is what backend/backend.c calls for
+ * KORCH_BACKEND_REF. */
 #ifndef KORCH_BACKEND_REF_REF_BACKEND_H
 #define KORCH_BACKEND_REF_REF_BACKEND_H
 
@@ -21,5 +22,8 @@ korch_status korch_ref_build(const korch_kernel_spec *specs, const char *const *
  * graph inputs (constants stay constants, borrowed), spec outputs graph
  * outputs. Used by the REF backend and by tests. */
 korch_status korch_ref_extract(const korch_kernel_spec *spec, korch_pgraph **out);
+
+/* The backend's table (backend_list.h). */
+extern const korch_backend_ops korch_backend_ops_ref;
 
 #endif

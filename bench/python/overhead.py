@@ -1,0 +1,175 @@
+"""Per-call overhead of korch.InferenceSession.run over the C API.
+
+    nice -n 19 build/venv/bin/python bench/python/overhead.py [--model build/models/mobilenetv2.onnx]
+
+Makes (once) the model's optimal plan into build/bench-python (its own
+profile database and kernel cache there), builds c_loop.c against
+build/libkorch.so, then measures, in interleaved rounds:
+
+  C       korch_session_run in a C loop (c_loop.c), per call
+  Python  session.run(None, {name: x}) per call (same input pattern)
+  split   inside session.run, the time spent in the korch_session_run call
+          against the whole call: the Python side's own time, measured in
+          the same calls (no run-to-run noise of the model in it)
+  stubbed session.run with korch_session_run replaced by a no-op: the
+          Python side's work for this model's bindings alone
+
+and the same for a one-node model (Relu on 1x1000 floats), where the run
+itself takes a few microseconds and the overhead shows directly. Medians in
+microseconds. Not a test: nothing is asserted (bench/python/RESULTS.md)."""
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WORK = os.path.join(ROOT, "build", "bench-python")
+os.makedirs(WORK, exist_ok=True)
+os.environ.setdefault("XDG_CACHE_HOME", os.path.join(WORK, "cache"))
+if os.path.exists(os.path.join(ROOT, "build", "libkorch.so")):
+    os.environ.setdefault("KORCH_LIBRARY", os.path.join(ROOT, "build", "libkorch.so"))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import numpy as np  # noqa: E402
+
+import korch  # noqa: E402
+import korch.session  # noqa: E402
+
+
+def fill(shape):
+    """The input pattern of c_loop.c."""
+    n = int(np.prod(shape))
+    k = np.arange(n, dtype=np.int64)
+    return (((k * 7919) % 1000).astype(np.float32) / np.float32(1000.0) - np.float32(0.5)).reshape(shape)
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def build_c_loop():
+    exe = os.path.join(WORK, "c_loop")
+    lib = os.path.dirname(os.environ["KORCH_LIBRARY"])
+    subprocess.run(["cc", "-O2", "-I", os.path.join(ROOT, "include"), os.path.join(ROOT, "bench", "python", "c_loop.c"),
+                    "-L", lib, "-lkorch", "-Wl,-rpath," + lib, "-o", exe], check=True)
+    return exe
+
+
+def c_times(exe, path, runs, threads):
+    out = subprocess.run([exe, path, str(runs), str(threads)], check=True, capture_output=True, text=True).stdout
+    return [float(v) for v in out.split()]
+
+
+class TimedLib:
+    """korch.session's library, with korch_session_run timed: the split of
+    one session.run into the C call and the rest."""
+
+    def __init__(self, lib, stub=False):
+        self._lib = lib
+        self.c_ns = 0
+        run = lib.korch_session_run
+
+        def timed_run(h):
+            t0 = time.perf_counter_ns()
+            st = run(h)
+            self.c_ns = time.perf_counter_ns() - t0
+            return st
+
+        # stub: no run at all; what is left is session.run's own work for
+        # this model's bindings (feed checks, output arrays, set_output)
+        self.korch_session_run = (lambda h: 0) if stub else timed_run
+        for name in ("korch_session_set_input", "korch_session_set_output"):
+            setattr(self, name, getattr(lib, name))  # no __getattr__ detour in the timed path
+
+    def __getattr__(self, name):
+        return getattr(self._lib, name)
+
+
+def py_times(path, runs, threads, split=False, stub=False):
+    s = korch.InferenceSession(path, threads=threads)
+    arg = s.get_inputs()[0]
+    feeds = {arg.name: fill(arg.shape)}
+    saved = korch.session._lib_
+    timed = TimedLib(saved, stub) if split or stub else None
+    if split or stub:
+        korch.session._lib_ = timed
+    try:
+        total, inner = [], []
+        for _ in range(runs):
+            t0 = time.perf_counter_ns()
+            s.run(None, feeds)
+            total.append((time.perf_counter_ns() - t0) / 1e3)
+            if split:
+                inner.append(timed.c_ns / 1e3)
+    finally:
+        korch.session._lib_ = saved
+    s.close()
+    return total, inner
+
+
+def tiny_model():
+    path = os.path.join(WORK, "relu_1000.onnx")
+    if not os.path.exists(path):
+        import onnx
+        from onnx import TensorProto, helper
+        g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1000])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1000])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        onnx.save(m, path)
+    return path
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default=os.path.join(ROOT, "build", "models", "mobilenetv2.onnx"))
+    ap.add_argument("--runs", type=int, default=300, help="timed calls per round and side")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--skip-tiny", action="store_true", help="only the model's plan")
+    a = ap.parse_args()
+    name = os.path.splitext(os.path.basename(a.model))[0]
+    plan = os.path.join(WORK, name + ".plan")
+    if not os.path.exists(plan):
+        print("making %s (korch.optimize, %d threads)" % (plan, a.threads), flush=True)
+        korch.optimize(a.model, plan, threads=a.threads, progress=False)
+    exe = build_c_loop()
+    print("CPU: %s, %d cores; korch %s; Python %s; numpy %s; load average %s" % (
+        cpu_model(), os.cpu_count(), korch.__version__, platform.python_version(), np.__version__,
+        " ".join("%.1f" % v for v in os.getloadavg())))
+    cases = [(name + " plan", plan, a.threads)]
+    if not a.skip_tiny:
+        cases.append(("Relu 1x1000 (ONNX)", tiny_model(), 1))
+    for label, path, threads in cases:
+        c_med, py_med, own_med, stub_med = [], [], [], []
+        for _ in range(a.rounds):
+            c = c_times(exe, path, a.warmup + a.runs, threads)[a.warmup:]
+            total, inner = py_times(path, a.warmup + a.runs, threads, split=True)
+            total, inner = total[a.warmup:], inner[a.warmup:]
+            c_med.append(statistics.median(c))
+            py_med.append(statistics.median(total))
+            own_med.append(statistics.median(t - i for t, i in zip(total, inner)))
+            stub_med.append(statistics.median(py_times(path, a.warmup + a.runs, threads, stub=True)[0][a.warmup:]))
+        print("\n%s, %d threads, %d rounds of %d calls (medians per round, us):" % (label, threads, a.rounds, a.runs))
+        print("  C korch_session_run      " + " ".join("%9.1f" % v for v in c_med))
+        print("  Python session.run       " + " ".join("%9.1f" % v for v in py_med))
+        print("  difference               " + " ".join("%9.1f" % (p - c) for p, c in zip(py_med, c_med)))
+        print("  session.run outside C    " + " ".join("%9.1f" % v for v in own_med))
+        print("  session.run, C stubbed   " + " ".join("%9.1f" % v for v in stub_med))
+        print("  median: C %.1f, Python %.1f, difference %.1f; outside C %.1f; with the run stubbed %.1f" % (
+            statistics.median(c_med), statistics.median(py_med),
+            statistics.median(p - c for p, c in zip(py_med, c_med)), statistics.median(own_med),
+            statistics.median(stub_med)))
+
+
+if __name__ == "__main__":
+    main()

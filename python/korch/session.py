@@ -1,0 +1,222 @@
+"""korch.InferenceSession: ONNX Runtime's session interface over the C API's
+korch_session (include/korch.h, docs/c-api.md, docs/python.md)."""
+import ctypes
+import os
+import threading
+import weakref
+
+import numpy as np
+
+from . import _lib
+from ._errors import InvalidArgumentError
+from ._types import decode_name, numpy_dtype, type_string
+
+_lib_ = _lib.lib
+_c_char = ctypes.c_char
+_addressof = ctypes.addressof
+
+
+def _address(out):
+    """The data address of a writable array of at least one byte."""
+    return _addressof(_c_char.from_buffer(out))
+
+
+class NodeArg:
+    """An input or output, as ONNX Runtime's get_inputs() gives them: .name,
+    .shape (list of ints), .type ("tensor(float)"); .dtype is NumPy's."""
+
+    __slots__ = ("name", "shape", "type", "dtype")
+
+    def __init__(self, name, shape, type_, dtype):
+        self.name, self.shape, self.type, self.dtype = name, shape, type_, dtype
+
+    def __repr__(self):
+        return "NodeArg(name=%r, type=%r, shape=%r)" % (self.name, self.type, self.shape)
+
+
+def _shape_spec(input_shapes):
+    """{"x": (1, 3, 224, 224)} -> b"x=1x3x224x224" (korch_session_options)."""
+    if input_shapes is None:
+        return None
+    if isinstance(input_shapes, (str, bytes)):
+        return os.fsencode(input_shapes) if isinstance(input_shapes, str) else input_shapes
+    parts = []
+    for name, dims in input_shapes.items():
+        if ";" in name or "=" in name:
+            raise InvalidArgumentError("input_shapes: the name %r cannot be given here (it holds ';' or '=')" % name)
+        parts.append("%s=%s" % (name, "x".join(str(int(d)) for d in dims)))
+    return ";".join(parts).encode("utf-8", "surrogateescape")
+
+
+def _threads_arg(threads, what="threads"):
+    if threads is None:
+        return 0
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise InvalidArgumentError("%s must be a positive int or None, got %r" % (what, threads))
+    return threads
+
+
+class InferenceSession:
+    """Runs an ONNX model (korch's reference executor) or a plan made by
+    korch.optimize / `korch optimize` (the chosen kernels).
+
+        sess = korch.InferenceSession("model.plan")
+        y, = sess.run(None, {"x": x})
+
+    threads: OpenMP threads of each run (None: OpenMP's default, for a plan
+    the plan's thread count). input_shapes: {"name": (1, 3, 224, 224)} fixes
+    symbolic input dimensions of an ONNX model. providers and sess_options
+    are accepted for drop-in use in ONNX Runtime code and ignored, except
+    sess_options.intra_op_num_threads when threads is None.
+
+    One session may be shared by threads: its runs take turns (the C
+    session is not reentrant). Sessions run concurrently, with the GIL
+    released during each run."""
+
+    def __init__(self, path_or_plan, threads=None, input_shapes=None, providers=None, sess_options=None, **_ignored):
+        if threads is None and sess_options is not None:
+            threads = getattr(sess_options, "intra_op_num_threads", 0) or None
+        self._path = os.fspath(path_or_plan)
+        opts = _lib.SessionOptions(_threads_arg(threads), _shape_spec(input_shapes))
+        model = ctypes.c_void_p()
+        _lib.check_status(_lib_.korch_model_load(os.fsencode(self._path), ctypes.byref(model)))
+        handle = ctypes.c_void_p()
+        try:
+            _lib.check_status(_lib_.korch_session_create(model, ctypes.byref(opts), ctypes.byref(handle)))
+        finally:
+            _lib_.korch_model_free(model)  # the session holds its own reference
+        self._handle = handle.value
+        self._finalizer = weakref.finalize(self, _lib_.korch_session_destroy, self._handle)
+        self._lock = threading.Lock()
+        self._inputs = [self._info(_lib_.korch_session_input_info, i)
+                        for i in range(_lib_.korch_session_input_count(self._handle))]
+        self._outputs = [self._info(_lib_.korch_session_output_info, i)
+                         for i in range(_lib_.korch_session_output_count(self._handle))]
+        self._input_index = {a.name: i for i, a in enumerate(self._inputs)}
+        self._output_index = {a.name: i for i, a in enumerate(self._outputs)}
+        for a in self._outputs:
+            if a.dtype is None:
+                raise InvalidArgumentError("output \"%s\" is a %s: korch's Python binding has no NumPy type for it"
+                                           % (a.name, a.type))
+        # per input: (numpy dtype, shape tuple, bytes); per output: (dtype, shape, bytes)
+        self._in_spec = [(a.dtype, tuple(a.shape), self._nbytes(a)) for a in self._inputs]
+        self._out_spec = [(a.dtype, tuple(a.shape), self._nbytes(a)) for a in self._outputs]
+        # the arrays bound to the C session's inputs: kept alive (the session
+        # holds their pointers) and rebound only when a different array comes
+        self._bound = [None] * len(self._inputs)
+
+    def _info(self, fn, index):
+        info = _lib.TensorInfo()
+        _lib.check_status(fn(self._handle, index, ctypes.byref(info)))
+        return NodeArg(decode_name(info.name), [int(info.dims[d]) for d in range(info.rank)], type_string(info.dtype),
+                       numpy_dtype(info.dtype))
+
+    @staticmethod
+    def _nbytes(arg):
+        n = 1
+        for d in arg.shape:
+            n *= d
+        return n * (arg.dtype.itemsize if arg.dtype is not None else 0)
+
+    # ---- ONNX Runtime's interface ----------------------------------------
+    def get_inputs(self):
+        return list(self._inputs)
+
+    def get_outputs(self):
+        return list(self._outputs)
+
+    def get_providers(self):
+        return ["KorchExecutionProvider"]
+
+    def run(self, output_names, input_feed, run_options=None):
+        """Runs once; returns the outputs named (None: all, in model order)
+        as new NumPy arrays. Inputs are bound without a copy when they are
+        C-contiguous NumPy arrays of the input's dtype (anything else
+        array-like is copied into one); the dtype and shape must be the
+        model's (no conversion, as in ONNX Runtime)."""
+        if len(input_feed) != len(self._inputs) or not all(k in self._input_index for k in input_feed):
+            self._feed_error(input_feed)
+        copies = []  # inputs converted here: alive until the run is over
+        with self._lock:
+            h = self._handle
+            if h is None:
+                raise InvalidArgumentError("run: the session is closed")
+            for i, arg in enumerate(self._inputs):
+                arr = input_feed[arg.name]
+                if arr is self._bound[i]:
+                    continue  # bound already; its data may have changed, its address has not
+                dtype, shape, nbytes = self._in_spec[i]
+                if type(arr) is not np.ndarray or arr.dtype != dtype or arr.shape != shape \
+                        or not arr.flags.c_contiguous:
+                    arr = self._conform(arg, arr)
+                self._bound[i] = None
+                _lib.check_status(_lib_.korch_session_set_input(h, i, arr.__array_interface__["data"][0], nbytes))
+                if arr is input_feed[arg.name]:
+                    self._bound[i] = arr
+                else:
+                    copies.append(arr)  # rebound on the next run
+            results = []
+            for i, (dtype, shape, nbytes) in enumerate(self._out_spec):
+                out = np.empty(shape, dtype)
+                # the address through ctypes' buffer view: cheaper than
+                # out.ctypes.data (numpy's Python-level _ctypes), which
+                # counts when the model's run has evicted the caches
+                addr = _address(out) if nbytes else out.__array_interface__["data"][0]
+                status = _lib_.korch_session_set_output(h, i, addr, nbytes)
+                if status:
+                    _lib.check_status(status)
+                results.append(out)
+            _lib.check_status(_lib_.korch_session_run(h))
+        if output_names is None:
+            return results
+        try:
+            return [results[self._output_index[n]] for n in output_names]
+        except (KeyError, TypeError):
+            bad = [n for n in output_names if n not in self._output_index]
+            raise InvalidArgumentError("run: no output named %s; the outputs are %s"
+                                       % (", ".join(repr(n) for n in bad),
+                                          ", ".join(repr(a.name) for a in self._outputs))) from None
+
+    def _feed_error(self, input_feed):
+        unknown = [k for k in input_feed if k not in self._input_index]
+        missing = [a.name for a in self._inputs if a.name not in input_feed]
+        parts = []
+        if unknown:
+            parts.append("no input named %s" % ", ".join(repr(k) for k in unknown))
+        if missing:
+            parts.append("input %s not given" % ", ".join(repr(k) for k in missing))
+        raise InvalidArgumentError("run: %s; the inputs are %s" % ("; ".join(parts),
+                                                                  ", ".join(repr(a.name) for a in self._inputs)))
+
+    @staticmethod
+    def _conform(arg, value):
+        """A C-contiguous array of the input's dtype and shape, or an error
+        naming the input. Copies only for layout (and non-array values)."""
+        arr = np.asarray(value)
+        if arr.dtype != arg.dtype:
+            if arg.dtype is None:
+                raise InvalidArgumentError("input \"%s\" is a %s: korch's Python binding cannot bind it"
+                                           % (arg.name, arg.type))
+            raise InvalidArgumentError("input \"%s\" expects %s (%s), got %s" % (arg.name, arg.type, arg.dtype,
+                                                                                  arr.dtype))
+        if list(arr.shape) != arg.shape:
+            raise InvalidArgumentError("input \"%s\" expects shape %s, got %s" % (arg.name, tuple(arg.shape),
+                                                                                 tuple(arr.shape)))
+        return np.ascontiguousarray(arr)
+
+    # ---- lifetime ----------------------------------------------------------
+    def close(self):
+        """Releases the session now (otherwise when it is garbage)."""
+        with self._lock:
+            self._finalizer()
+            self._handle = None
+            self._bound = [None] * len(self._inputs)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "korch.InferenceSession(%r, inputs=%r, outputs=%r)" % (self._path, self._inputs, self._outputs)

@@ -1,0 +1,31 @@
+/* What `korch info` reports about an ONNX model: its inputs and outputs,
+ * node counts, parameters, FLOPs and an operator histogram. One computation
+ * for the CLI (cmd_info.c prints it) and the C API (korch_model_describe in
+ * src/runtime/describe.c writes it as JSON). */
+#ifndef KORCH_FRONTEND_SUMMARY_H
+#define KORCH_FRONTEND_SUMMARY_H
+
+#include "frontend/frontend.h"
+
+typedef struct korch_op_summary {
+    const char *op; /* points into the summary's raw graph */
+    int count;      /* nodes in the file */
+    int64_t flops;  /* of the live nodes after folding */
+} korch_op_summary;
+
+typedef struct korch_model_summary {
+    korch_graph *graph;  /* loaded, validated, inferred and folded */
+    korch_graph *raw;    /* the file as parsed (parameters, operator names) */
+    int nodes_in_file;
+    int nodes_live;      /* after constant folding */
+    int64_t param_count, param_bytes;
+    int64_t flops;       /* one run */
+    int n_ops;
+    korch_op_summary *ops; /* most frequent first, then by name */
+} korch_model_summary;
+
+korch_status korch_model_summary_load(const char *path, const korch_input_shape *shapes, int n_shapes,
+                                      korch_model_summary *out);
+void korch_model_summary_free(korch_model_summary *s);
+
+#endif

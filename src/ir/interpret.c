@@ -1,0 +1,475 @@
+/* The primitive interpreter: the numerical meaning of every primitive, in
+ * plain C. Generated kernels and fission rules are checked against it. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "ir/pgraph.h"
+#include "ops/broadcast.h"
+#include "ops/conv_kernel.h"
+#include "ops/gemm_kernel.h"
+#include "ops/op.h"
+
+static double load(const korch_tensor *t, int64_t i) { return korch_tensor_get_f64(t, i); }
+
+/* Elementwise and layout primitives of at least this many elements run on
+ * every thread (each element is computed on its own: the same results). */
+#define INTERPRET_PARALLEL_MIN ((int64_t)1 << 14)
+
+/* This thread's contiguous share of [0, total) inside a parallel region. */
+static void chunk_of(int64_t total, int64_t *begin, int64_t *end) {
+    int t = 0, nt = 1;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+    nt = omp_get_num_threads();
+#endif
+    *begin = total * t / nt;
+    *end = total * (t + 1) / nt;
+}
+
+/* Integer stores saturate (NaN -> 0): the float-to-integer conversion of an
+ * out-of-range value is undefined behaviour in C. */
+static int64_t saturate(double v, double lo, double hi) {
+    if (v != v) return 0;
+    if (v <= lo) return (int64_t)lo;
+    if (v >= hi) return (int64_t)hi;
+    return (int64_t)v;
+}
+
+static void store(korch_tensor *t, int64_t i, double v) {
+    switch (t->dtype) {
+    case KORCH_DTYPE_FLOAT32: ((float *)t->data)[i] = (float)v; break;
+    case KORCH_DTYPE_FLOAT64: ((double *)t->data)[i] = v; break;
+    case KORCH_DTYPE_INT64: ((int64_t *)t->data)[i] = saturate(v, -9223372036854775808.0, 9223372036854774784.0); break;
+    case KORCH_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)saturate(v, INT32_MIN, INT32_MAX); break;
+    case KORCH_DTYPE_INT16: ((int16_t *)t->data)[i] = (int16_t)saturate(v, INT16_MIN, INT16_MAX); break;
+    case KORCH_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)saturate(v, INT8_MIN, INT8_MAX); break;
+    case KORCH_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)saturate(v, 0, UINT8_MAX); break;
+    case KORCH_DTYPE_UINT16: ((uint16_t *)t->data)[i] = (uint16_t)saturate(v, 0, UINT16_MAX); break;
+    case KORCH_DTYPE_UINT32: ((uint32_t *)t->data)[i] = (uint32_t)saturate(v, 0, UINT32_MAX); break;
+    case KORCH_DTYPE_UINT64: ((uint64_t *)t->data)[i] = (uint64_t)saturate(v, 0, 9223372036854774784.0); break;
+    case KORCH_DTYPE_BOOL: ((uint8_t *)t->data)[i] = v != 0.0; break;
+    default: break;
+    }
+}
+
+static double softplus(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
+
+/* The scalar semantics of every elementwise function; float maths in double,
+ * rounded once on store. */
+double korch_ew_apply(korch_ew_op op, double a, double b, double c, float alpha, float beta) {
+    switch (op) {
+    case KORCH_EW_COPY: return a;
+    case KORCH_EW_NEG: return -a;
+    case KORCH_EW_ABS: return fabs(a);
+    case KORCH_EW_EXP: return exp(a);
+    case KORCH_EW_LOG: return log(a);
+    case KORCH_EW_SQRT: return sqrt(a);
+    case KORCH_EW_RSQRT: return 1.0 / sqrt(a);
+    case KORCH_EW_RECIP: return 1.0 / a;
+    case KORCH_EW_TANH: return tanh(a);
+    case KORCH_EW_ERF: return erf(a);
+    case KORCH_EW_SIGMOID: return 1.0 / (1.0 + exp(-a));
+    case KORCH_EW_RELU: return a > 0 ? a : (a == a ? 0.0 : a);
+    case KORCH_EW_FLOOR: return floor(a);
+    case KORCH_EW_CEIL: return ceil(a);
+    case KORCH_EW_SIN: return sin(a);
+    case KORCH_EW_COS: return cos(a);
+    case KORCH_EW_SOFTPLUS: return softplus(a);
+    case KORCH_EW_NOT: return a == 0.0;
+    case KORCH_EW_CAST: return a;
+    case KORCH_EW_LEAKY_RELU: return a >= 0 ? a : alpha * a;
+    case KORCH_EW_ELU: return a >= 0 ? a : alpha * (exp(a) - 1.0);
+    case KORCH_EW_CLIP: return a < alpha ? alpha : (a > beta ? beta : a);
+    case KORCH_EW_AFFINE: return (double)alpha * a + beta;
+    case KORCH_EW_POWC: return pow(a, alpha);
+    case KORCH_EW_ADD: return a + b;
+    case KORCH_EW_SUB: return a - b;
+    case KORCH_EW_MUL: return a * b;
+    case KORCH_EW_DIV: return a / b;
+    case KORCH_EW_POW: return pow(a, b);
+    case KORCH_EW_MAX: return (a != a || b != b) ? NAN : (a > b ? a : b);
+    case KORCH_EW_MIN: return (a != a || b != b) ? NAN : (a < b ? a : b);
+    case KORCH_EW_PRELU: return a >= 0 ? a : a * b;
+    case KORCH_EW_EQUAL: return a == b;
+    case KORCH_EW_LESS: return a < b;
+    case KORCH_EW_LESS_EQUAL: return a <= b;
+    case KORCH_EW_GREATER: return a > b;
+    case KORCH_EW_GREATER_EQUAL: return a >= b;
+    case KORCH_EW_AND: return (a != 0.0) && (b != 0.0);
+    case KORCH_EW_OR: return (a != 0.0) || (b != 0.0);
+    case KORCH_EW_WHERE: return a != 0.0 ? b : c;
+    case KORCH_EW_TAN: return tan(a);
+    case KORCH_EW_ASIN: return asin(a);
+    case KORCH_EW_ACOS: return acos(a);
+    case KORCH_EW_ATAN: return atan(a);
+    case KORCH_EW_SINH: return sinh(a);
+    case KORCH_EW_COSH: return cosh(a);
+    case KORCH_EW_ASINH: return asinh(a);
+    case KORCH_EW_ACOSH: return acosh(a);
+    case KORCH_EW_ATANH: return atanh(a);
+    case KORCH_EW_ROUND: return nearbyint(a);
+    case KORCH_EW_SIGN: return a > 0 ? 1.0 : (a < 0 ? -1.0 : a);
+    case KORCH_EW_MOD: {
+        double r = fmod(a, b);
+        if (alpha == 0.0f && r != 0.0 && (r < 0) != (b < 0)) r += b;
+        return r;
+    }
+    default: return NAN;
+    }
+}
+
+static bool is_float(korch_dtype dt) { return dt == KORCH_DTYPE_FLOAT32 || dt == KORCH_DTYPE_FLOAT64; }
+
+/* Integer-to-integer casts wrap (two's complement), as C and ONNX do; going
+ * through double would saturate and lose bits above 2^53. */
+static void store_wrapped(korch_tensor *t, int64_t i, int64_t v) {
+    switch (t->dtype) {
+    case KORCH_DTYPE_INT64: ((int64_t *)t->data)[i] = v; break;
+    case KORCH_DTYPE_UINT64: ((uint64_t *)t->data)[i] = (uint64_t)v; break;
+    case KORCH_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)(uint32_t)v; break;
+    case KORCH_DTYPE_UINT32: ((uint32_t *)t->data)[i] = (uint32_t)v; break;
+    case KORCH_DTYPE_INT16: ((int16_t *)t->data)[i] = (int16_t)(uint16_t)v; break;
+    case KORCH_DTYPE_UINT16: ((uint16_t *)t->data)[i] = (uint16_t)v; break;
+    case KORCH_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)(uint8_t)v; break;
+    case KORCH_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
+    case KORCH_DTYPE_BOOL: ((uint8_t *)t->data)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+static korch_status run_elementwise(const korch_pnode *n, korch_tensor **in, korch_tensor *out) {
+    if (n->u.ew.op == KORCH_EW_CAST && !is_float(in[0]->dtype) && !is_float(out->dtype)) {
+        int64_t total = korch_tensor_numel(out);
+        for (int64_t i = 0; i < total; i++) store_wrapped(out, i, korch_tensor_get_i64(in[0], i));
+        return KORCH_OK;
+    }
+    const korch_shape *shapes[3] = {0};
+    for (int i = 0; i < n->n_inputs; i++) shapes[i] = &in[i]->shape;
+    int64_t total = korch_tensor_numel(out);
+    /* every element is computed alone, so the elements are shared out in
+     * contiguous chunks, each with its own iterator: the same values in any
+     * order (kernel verification spends most of its time here) */
+#pragma omp parallel if (total >= INTERPRET_PARALLEL_MIN)
+    {
+        int64_t begin, end;
+        chunk_of(total, &begin, &end);
+        korch_broadcast_iter it;
+        korch_broadcast_iter_init(&it, &out->shape, n->n_inputs, shapes);
+        korch_broadcast_iter_seek(&it, begin);
+        for (int64_t i = begin; i < end; i++) {
+            double a = load(in[0], it.offset[0]);
+            double b = n->n_inputs > 1 ? load(in[1], it.offset[1]) : 0.0;
+            double c = n->n_inputs > 2 ? load(in[2], it.offset[2]) : 0.0;
+            store(out, i, korch_ew_apply(n->u.ew.op, a, b, c, n->u.ew.alpha, n->u.ew.beta));
+            korch_broadcast_iter_next(&it);
+        }
+    }
+    return KORCH_OK;
+}
+
+static korch_status run_reduce(const korch_pnode *n, const korch_tensor *x, korch_tensor *y) {
+    const korch_prim_reduce *r = &n->u.reduce;
+    int64_t out_n = korch_tensor_numel(y), in_n = korch_tensor_numel(x);
+    double *acc = malloc((size_t)(out_n ? out_n : 1) * sizeof *acc);
+    if (!acc) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "interpreter: out of memory");
+    double init = r->op == KORCH_REDUCE_MAX ? -INFINITY : r->op == KORCH_REDUCE_MIN ? INFINITY : 0.0;
+    for (int64_t i = 0; i < out_n; i++) acc[i] = init;
+    /* output strides over the input coordinates (0 on reduced axes) */
+    int64_t ostride[KORCH_MAX_RANK] = {0}, s = 1;
+    for (int k = x->shape.rank - 1; k >= 0; k--) {
+        if (r->axes & (1u << k)) continue;
+        ostride[k] = s;
+        s *= x->shape.dims[k];
+    }
+    int64_t idx[KORCH_MAX_RANK] = {0}, o = 0;
+    for (int64_t i = 0; i < in_n; i++) {
+        double v = load(x, i);
+        switch (r->op) {
+        case KORCH_REDUCE_SUM:
+        case KORCH_REDUCE_MEAN: acc[o] += v; break;
+        case KORCH_REDUCE_MAX: acc[o] = (v > acc[o] || v != v) ? v : acc[o]; break;
+        case KORCH_REDUCE_MIN: acc[o] = (v < acc[o] || v != v) ? v : acc[o]; break;
+        }
+        for (int k = x->shape.rank - 1; k >= 0; k--) {
+            idx[k]++;
+            o += ostride[k];
+            if (idx[k] < x->shape.dims[k]) break;
+            o -= ostride[k] * idx[k];
+            idx[k] = 0;
+        }
+    }
+    int64_t count = out_n ? in_n / out_n : 0;
+    for (int64_t i = 0; i < out_n; i++) store(y, i, r->op == KORCH_REDUCE_MEAN ? acc[i] / (double)count : acc[i]);
+    free(acc);
+    return KORCH_OK;
+}
+
+static korch_status run_layout(const korch_pnode *n, korch_tensor **in, korch_tensor *out) {
+    const korch_prim_layout *l = &n->u.layout;
+    int64_t total = korch_tensor_numel(out);
+    size_t esize = korch_dtype_size(out->dtype);
+#pragma omp parallel if (total >= INTERPRET_PARALLEL_MIN)
+    {
+    int64_t begin, end, o[KORCH_MAX_RANK] = {0};
+    chunk_of(total, &begin, &end);
+    for (int64_t k = out->shape.rank - 1, rest = begin; k >= 0; k--) { /* the coordinates of element begin */
+        int64_t d = out->shape.dims[k] > 0 ? out->shape.dims[k] : 1;
+        o[k] = rest % d;
+        rest /= d;
+    }
+    for (int64_t i = begin; i < end; i++) {
+        bool written = false;
+        for (int p = 0; p < l->n_maps && !written; p++) {
+            int64_t c[KORCH_MAX_RANK];
+            if (!korch_index_map_eval(&l->maps[p], &in[p]->shape, o, c)) continue;
+            int64_t off = 0;
+            for (int k = 0; k < in[p]->shape.rank; k++) off = off * in[p]->shape.dims[k] + c[k];
+            memcpy((char *)out->data + i * (int64_t)esize, (const char *)in[p]->data + off * (int64_t)esize, esize);
+            written = true;
+        }
+        if (!written) store(out, i, l->pad_value);
+        for (int k = out->shape.rank - 1; k >= 0; k--) {
+            if (++o[k] < out->shape.dims[k]) break;
+            o[k] = 0;
+        }
+    }
+    }
+    return KORCH_OK;
+}
+
+/* Linear primitives go through the reference executor's kernels (SGEMM,
+ * im2col / col2im), so the interpreter is fast enough to check whole models
+ * (src/verify) and computes a convolution exactly as the reference executor
+ * does. */
+static korch_status run_matmul(const korch_tensor *a, const korch_tensor *b, korch_tensor *y) {
+    int ra = a->shape.rank, rb = b->shape.rank, ry = y->shape.rank;
+    int64_t M = a->shape.dims[ra - 2], K = a->shape.dims[ra - 1], N = b->shape.dims[rb - 1];
+    korch_shape batch = y->shape, ba = a->shape, bb = b->shape;
+    batch.rank = ry - 2;
+    ba.rank = ra - 2;
+    bb.rank = rb - 2;
+    int64_t sa[KORCH_MAX_RANK], sb[KORCH_MAX_RANK];
+    korch_broadcast_strides(&ba, &batch, sa);
+    korch_broadcast_strides(&bb, &batch, sb);
+    int64_t nb = korch_shape_numel(&batch);
+    const float *pa = a->data, *pb = b->data;
+    float *py = y->data;
+    for (int64_t bi = 0; bi < nb; bi++) {
+        int64_t rem = bi, oa = 0, ob = 0;
+        for (int k = batch.rank - 1; k >= 0; k--) {
+            int64_t c = rem % batch.dims[k];
+            rem /= batch.dims[k];
+            oa += c * sa[k];
+            ob += c * sb[k];
+        }
+        KORCH_TRY(korch_sgemm(false, false, M, N, K, 1.0f, pa + oa * M * K, K, pb + ob * K * N, N, 0.0f,
+                              py + bi * M * N, N));
+    }
+    return KORCH_OK;
+}
+
+/* Convolution and its transpose over 1-3 spatial dims, NCHW. */
+static korch_status run_conv(const korch_prim_linear *p, const korch_tensor *x, const korch_tensor *w, korch_tensor *y) {
+    int s = p->spatial;
+    bool transpose = p->op == KORCH_LINEAR_CONV_TRANSPOSE;
+    korch_conv_geometry g = {.batch = x->shape.dims[0], .channels = x->shape.dims[1], .groups = p->group,
+                             .out_channels = y->shape.dims[1]};
+    g.channels_per_group = g.channels / g.groups;
+    g.out_per_group = g.out_channels / g.groups;
+    korch_window *win = &g.w;
+    win->spatial = s;
+    for (int j = 0; j < 3; j++) {
+        win->in[j] = win->kernel[j] = win->stride[j] = win->dilation[j] = win->out[j] = 1;
+        win->pad_begin[j] = win->pad_end[j] = 0;
+    }
+    for (int d = 0; d < s; d++) {
+        int j = 3 - s + d;
+        win->in[j] = x->shape.dims[2 + d];
+        win->out[j] = y->shape.dims[2 + d];
+        win->kernel[j] = w->shape.dims[2 + d];
+        win->stride[j] = p->strides[d];
+        win->dilation[j] = p->dilations[d];
+        win->pad_begin[j] = p->pads_begin[d];
+        win->pad_end[j] = p->pads_end[d];
+    }
+    return transpose ? korch_conv_transpose_run(&g, x->data, w->data, NULL, y->data)
+                     : korch_conv_run(&g, x->data, w->data, NULL, y->data);
+}
+
+/* Moves the channel axis: to_last false reads an N,spatial...,C tensor into
+ * N,C,spatial..., true the other way round (shapes already set). */
+static void move_channels(const korch_tensor *src, korch_tensor *dst, bool to_last) {
+    const korch_shape *cf = to_last ? &src->shape : &dst->shape; /* channels-first shape */
+    int64_t N = cf->dims[0], C = cf->dims[1], S = 1;
+    for (int k = 2; k < cf->rank; k++) S *= cf->dims[k];
+    const float *a = src->data;
+    float *b = dst->data;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t i = 0; i < S; i++) {
+                int64_t first = (n * C + c) * S + i, last = (n * S + i) * C + c;
+                if (to_last) b[last] = a[first];
+                else b[first] = a[last];
+            }
+}
+
+/* channels_last: the same convolution between two transposes. */
+static korch_status run_conv_channels_last(const korch_prim_linear *p, const korch_tensor *x, const korch_tensor *w,
+                                           korch_tensor *y) {
+    korch_shape xs = x->shape, ys = y->shape;
+    for (int k = 1; k < x->shape.rank; k++) {
+        xs.dims[k] = x->shape.dims[k == 1 ? x->shape.rank - 1 : k - 1];
+        ys.dims[k] = y->shape.dims[k == 1 ? y->shape.rank - 1 : k - 1];
+    }
+    korch_tensor xt = {0}, yt = {0};
+    korch_status st = korch_tensor_alloc(&xt, KORCH_DTYPE_FLOAT32, &xs);
+    if (st == KORCH_OK) st = korch_tensor_alloc(&yt, KORCH_DTYPE_FLOAT32, &ys);
+    if (st == KORCH_OK) {
+        move_channels(x, &xt, false);
+        korch_prim_linear q = *p;
+        q.channels_last = false;
+        st = run_conv(&q, &xt, w, &yt);
+    }
+    if (st == KORCH_OK) move_channels(&yt, y, true);
+    korch_tensor_free(&xt);
+    korch_tensor_free(&yt);
+    return st;
+}
+
+static korch_status run_opaque(const korch_pgraph *pg, const korch_pnode *n, korch_tensor **in, korch_tensor **out) {
+    const korch_node *src = &pg->source->nodes[n->u.opaque.source_node];
+    korch_tensor *ins[64] = {0}, *outs[8] = {0};
+    /* inputs are positional like the source node's (omitted ones stay NULL) */
+    int j = 0;
+    for (int k = 0; k < src->n_inputs && k < 64; k++) {
+        if (src->inputs[k] < 0) continue;
+        if (j < n->n_inputs) ins[k] = in[j++];
+    }
+    for (int k = 0; k < n->n_outputs; k++) outs[k] = out[k];
+    korch_op_ctx ctx = {.graph = pg->source, .node = src, .n_inputs = src->n_inputs, .inputs = ins,
+                        .n_outputs = src->n_outputs, .outputs = outs};
+    return src->def->run(&ctx);
+}
+
+korch_status korch_pgraph_run_node(const korch_pgraph *pg, int node, korch_tensor *const *in,
+                                   korch_tensor *const *out) {
+    const korch_pnode *n = &pg->nodes[node];
+    korch_tensor *ins[KORCH_MAX_RANK] = {0};
+    for (int k = 0; k < n->n_inputs; k++) ins[k] = in[k];
+    switch (n->kind) {
+    case KORCH_PRIM_ELEMENTWISE: return run_elementwise(n, ins, out[0]);
+    case KORCH_PRIM_REDUCE: return run_reduce(n, in[0], out[0]);
+    case KORCH_PRIM_LAYOUT: return run_layout(n, ins, out[0]);
+    case KORCH_PRIM_LINEAR:
+        if (in[0]->dtype != KORCH_DTYPE_FLOAT32 || in[1]->dtype != KORCH_DTYPE_FLOAT32)
+            return korch_error(KORCH_ERR_UNSUPPORTED, "interpreter: linear primitives are float32 only");
+        if (n->u.linear.op == KORCH_LINEAR_MATMUL) return run_matmul(in[0], in[1], out[0]);
+        if (n->u.linear.channels_last) return run_conv_channels_last(&n->u.linear, in[0], in[1], out[0]);
+        return run_conv(&n->u.linear, in[0], in[1], out[0]);
+    case KORCH_PRIM_OPAQUE: {
+        korch_tensor *outs[8] = {0};
+        for (int k = 0; k < n->n_outputs && k < 8; k++) outs[k] = out[k];
+        return run_opaque(pg, n, ins, outs);
+    }
+    default: return korch_error(KORCH_ERR_INTERNAL, "interpreter: unknown primitive kind %d", n->kind);
+    }
+}
+
+korch_status korch_pgraph_interpret(const korch_pgraph *pg, const korch_tensor *inputs, korch_tensor *outputs) {
+    korch_status st = KORCH_OK;
+    int *order = malloc(((size_t)pg->n_nodes + 1) * sizeof *order);
+    korch_tensor *vals = calloc((size_t)pg->n_values + 1, sizeof *vals);
+    int *uses = calloc((size_t)pg->n_values + 1, sizeof *uses);
+    int count = 0;
+    if (!order || !vals || !uses) {
+        st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "interpreter: out of memory");
+        goto done;
+    }
+    for (int i = 0; i < pg->n_outputs; i++) outputs[i] = (korch_tensor){0};
+    st = korch_pgraph_toposort(pg, order, &count);
+    if (st != KORCH_OK) goto done;
+    for (int v = 0; v < pg->n_values; v++)
+        if (pg->values[v].is_constant)
+            vals[v] = (korch_tensor){.dtype = pg->values[v].dtype, .shape = pg->values[v].shape,
+                                     .data = pg->values[v].constant.data};
+    for (int i = 0; i < pg->n_inputs; i++) {
+        const korch_pvalue *pv = &pg->values[pg->inputs[i]];
+        if (inputs[i].dtype != pv->dtype || !korch_shape_equal(&inputs[i].shape, &pv->shape)) {
+            st = korch_error(KORCH_ERR_SHAPE, "interpreter: input %d does not match the primitive graph", i);
+            goto done;
+        }
+        vals[pg->inputs[i]] = (korch_tensor){.dtype = inputs[i].dtype, .shape = inputs[i].shape, .data = inputs[i].data};
+    }
+    for (int i = 0; i < count; i++)
+        for (int k = 0; k < pg->nodes[order[i]].n_inputs; k++) uses[pg->nodes[order[i]].inputs[k]]++;
+    for (int i = 0; i < pg->n_outputs; i++) uses[pg->outputs[i]]++;
+
+    for (int i = 0; i < count && st == KORCH_OK; i++) {
+        const korch_pnode *n = &pg->nodes[order[i]];
+        korch_tensor *in[KORCH_MAX_RANK] = {0}, *out[8] = {0};
+        for (int k = 0; k < n->n_inputs; k++) in[k] = &vals[n->inputs[k]];
+        for (int k = 0; k < n->n_outputs && st == KORCH_OK; k++) {
+            int v = n->outputs[k];
+            if (v < 0) continue;
+            st = korch_tensor_alloc(&vals[v], pg->values[v].dtype, &pg->values[v].shape);
+            out[k] = &vals[v];
+        }
+        if (st != KORCH_OK) break;
+        st = korch_pgraph_run_node(pg, order[i], in, out);
+        for (int k = 0; k < n->n_inputs; k++)
+            if (--uses[n->inputs[k]] == 0) korch_tensor_free(&vals[n->inputs[k]]);
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] >= 0 && uses[n->outputs[k]] == 0) korch_tensor_free(&vals[n->outputs[k]]);
+    }
+    for (int i = 0; i < pg->n_outputs && st == KORCH_OK; i++) st = korch_tensor_clone(&vals[pg->outputs[i]], &outputs[i]);
+    if (st != KORCH_OK)
+        for (int i = 0; i < pg->n_outputs; i++) korch_tensor_free(&outputs[i]);
+done:
+    if (vals)
+        for (int v = 0; v < pg->n_values; v++) korch_tensor_free(&vals[v]);
+    free(vals);
+    free(uses);
+    free(order);
+    return st;
+}
+
+const char *korch_layout_tag_name(korch_layout_tag t) {
+    static const char *const names[] = {"generic", "transpose", "reshape", "slice", "concat", "pad",
+                                        "expand",  "gather",    "resize",  "window", "depth_space"};
+    _Static_assert(sizeof names / sizeof names[0] == KORCH_LAYOUT_TAG_COUNT, "layout tag names out of step");
+    return (unsigned)t < KORCH_LAYOUT_TAG_COUNT ? names[t] : "?";
+}
+
+void korch_pgraph_dump(const korch_pgraph *pg, void *file) {
+    FILE *f = file;
+    static const char *const reduce_names[] = {"sum", "max", "min", "mean"};
+    for (int i = 0; i < pg->n_nodes; i++) {
+        const korch_pnode *n = &pg->nodes[i];
+        if (n->dead) continue;
+        char shape[96];
+        int y = n->outputs[0];
+        fprintf(f, "%%%d = ", y);
+        switch (n->kind) {
+        case KORCH_PRIM_ELEMENTWISE: fprintf(f, "ew.%s", korch_ew_name(n->u.ew.op)); break;
+        case KORCH_PRIM_REDUCE: fprintf(f, "reduce.%s[axes=0x%x]", reduce_names[n->u.reduce.op], n->u.reduce.axes); break;
+        case KORCH_PRIM_LAYOUT: fprintf(f, "layout.%s", korch_layout_tag_name(n->u.layout.tag)); break;
+        case KORCH_PRIM_LINEAR:
+            fprintf(f, "linear.%s", n->u.linear.op == KORCH_LINEAR_MATMUL ? "matmul"
+                                    : n->u.linear.op == KORCH_LINEAR_CONV ? "conv" : "conv_transpose");
+            if (n->u.linear.channels_last) fprintf(f, ".nhwc");
+            break;
+        case KORCH_PRIM_OPAQUE: fprintf(f, "opaque.%s", pg->source->nodes[n->u.opaque.source_node].op_type); break;
+        default: fprintf(f, "?"); break;
+        }
+        fprintf(f, "(");
+        for (int k = 0; k < n->n_inputs; k++) fprintf(f, k ? ", %%%d" : "%%%d", n->inputs[k]);
+        fprintf(f, ") : %s %s\n", korch_dtype_name(pg->values[y].dtype),
+                korch_shape_format(&pg->values[y].shape, shape, sizeof shape));
+    }
+}

@@ -1,0 +1,328 @@
+/* The primitive graph (pgraph): the IR every stage after fission works on.
+ *
+ * Operator fission splits compound ONNX operators into five kinds of
+ * primitives. Each primitive has exactly one output (opaque nodes may have
+ * several). Values are tensors; constants (weights, folded tables) are values
+ * with data.
+ *
+ *   elementwise  y = f(x0, x1, x2) with numpy broadcasting of the inputs to
+ *                the output shape (unary, binary, ternary scalar maps)
+ *   reduce       y = reduce_{axes}(x) (sum, max, min, mean), keepdims or not
+ *   layout       a pure index map: every output element is one input element
+ *                (or a pad value). See korch_index_map below.
+ *   linear       batched matmul or convolution (no bias: bias is an add)
+ *   opaque       an ONNX operator kept whole; always a kernel of its own
+ *
+ * The layout index map is the point of having layout primitives: a code
+ * generator folds it into the load addresses of whatever kernel consumes it,
+ * so transposes, slices, pads, pooling windows and nearest resizes cost no
+ * memory traffic of their own once fused.
+ */
+#ifndef KORCH_IR_PGRAPH_H
+#define KORCH_IR_PGRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/tensor.h"
+#include "ir/graph.h"
+
+typedef enum korch_prim_kind {
+    KORCH_PRIM_ELEMENTWISE,
+    KORCH_PRIM_REDUCE,
+    KORCH_PRIM_LAYOUT,
+    KORCH_PRIM_LINEAR,
+    KORCH_PRIM_OPAQUE,
+    KORCH_PRIM_KIND_COUNT
+} korch_prim_kind;
+
+/* ---- elementwise ------------------------------------------------------- */
+
+/* Scalar functions. `alpha`/`beta` parameters are listed where used. The
+ * arity is fixed per function (korch_ew_arity). */
+#define KORCH_EW_LIST(X)                                                                           \
+    /* unary */                                                                                    \
+    X(COPY, 1)                                                                                     \
+    X(NEG, 1)                                                                                      \
+    X(ABS, 1)                                                                                      \
+    X(EXP, 1)                                                                                      \
+    X(LOG, 1)                                                                                      \
+    X(SQRT, 1)                                                                                     \
+    X(RSQRT, 1)                                                                                    \
+    X(RECIP, 1)                                                                                    \
+    X(TANH, 1)                                                                                     \
+    X(ERF, 1)                                                                                      \
+    X(SIGMOID, 1)                                                                                  \
+    X(RELU, 1)                                                                                     \
+    X(FLOOR, 1)                                                                                    \
+    X(CEIL, 1)                                                                                     \
+    X(SIN, 1)                                                                                      \
+    X(COS, 1)                                                                                      \
+    X(SOFTPLUS, 1)    /* log(1 + exp(x)), computed stably */                                       \
+    X(NOT, 1)         /* bool */                                                                   \
+    X(CAST, 1)        /* to the output value's dtype */                                            \
+    X(LEAKY_RELU, 1)  /* x >= 0 ? x : alpha * x */                                                 \
+    X(ELU, 1)         /* x >= 0 ? x : alpha * (exp(x) - 1) */                                      \
+    X(CLIP, 1)        /* min(max(x, alpha), beta) */                                               \
+    X(AFFINE, 1)      /* alpha * x + beta */                                                       \
+    X(POWC, 1)        /* pow(x, alpha) */                                                          \
+    /* binary */                                                                                   \
+    X(ADD, 2)                                                                                      \
+    X(SUB, 2)                                                                                      \
+    X(MUL, 2)                                                                                      \
+    X(DIV, 2)                                                                                      \
+    X(POW, 2)                                                                                      \
+    X(MAX, 2)                                                                                      \
+    X(MIN, 2)                                                                                      \
+    X(PRELU, 2)       /* x >= 0 ? x : slope * x */                                                 \
+    X(EQUAL, 2)                                                                                    \
+    X(LESS, 2)                                                                                     \
+    X(LESS_EQUAL, 2)                                                                               \
+    X(GREATER, 2)                                                                                  \
+    X(GREATER_EQUAL, 2)                                                                            \
+    X(AND, 2)                                                                                      \
+    X(OR, 2)                                                                                       \
+    /* ternary */                                                                                  \
+    X(WHERE, 3)       /* cond ? a : b */                                                           \
+    /* appended later (existing values stay put): more unary maths, and Mod */                     \
+    X(TAN, 1)                                                                                      \
+    X(ASIN, 1)                                                                                     \
+    X(ACOS, 1)                                                                                     \
+    X(ATAN, 1)                                                                                     \
+    X(SINH, 1)                                                                                     \
+    X(COSH, 1)                                                                                     \
+    X(ASINH, 1)                                                                                    \
+    X(ACOSH, 1)                                                                                    \
+    X(ATANH, 1)                                                                                    \
+    X(ROUND, 1)       /* to nearest, halves to even (nearbyint) */                                 \
+    X(SIGN, 1)        /* -1, 0 or 1; NaN stays NaN */                                              \
+    X(MOD, 2)         /* alpha 1: C fmod (sign of a); alpha 0: Python % (sign of b); x mod 0 = NaN, \
+                         stored as 0 in integer dtypes */
+
+typedef enum korch_ew_op {
+#define KORCH_EW_ENUM(name, arity) KORCH_EW_##name,
+    KORCH_EW_LIST(KORCH_EW_ENUM)
+#undef KORCH_EW_ENUM
+    KORCH_EW_COUNT
+} korch_ew_op;
+
+int korch_ew_arity(korch_ew_op op);
+const char *korch_ew_name(korch_ew_op op);
+
+typedef struct korch_prim_elementwise {
+    korch_ew_op op;
+    float alpha, beta;
+} korch_prim_elementwise;
+
+/* ---- reduce ------------------------------------------------------------ */
+
+typedef enum korch_reduce_op { KORCH_REDUCE_SUM, KORCH_REDUCE_MAX, KORCH_REDUCE_MIN, KORCH_REDUCE_MEAN } korch_reduce_op;
+
+typedef struct korch_prim_reduce {
+    korch_reduce_op op;
+    uint32_t axes; /* bit k set: input axis k is reduced */
+    bool keepdims;
+} korch_prim_reduce;
+
+/* ---- layout ------------------------------------------------------------ */
+
+/* How one input coordinate is computed from the output coordinates o[]:
+ *
+ *     t    = sum_j coef[j] * o[j] + offset
+ *     t    = div > 1 ? floor(t / div) : t        (div >= 1)
+ *     t    = mod > 0 ? t mod mod : t             (mod >= 0; 0 means none)
+ *     in_k = table ? table[t] : t                (table has table_size entries)
+ *
+ * Affine terms cover transpose, slice (with steps), broadcast/expand (coef 0),
+ * squeeze/unsqueeze, constant pad (offset -pad; bounds checked) and pooling
+ * windows (in_h = stride*o_oh + dilation*o_kh - pad). div/mod cover reshape
+ * (split and merge of dimensions). Tables cover gather with constant indices,
+ * nearest resize, reflect and edge pads. A table entry < 0 means "out of
+ * bounds" (the pad value is used). */
+typedef struct korch_index_term {
+    int64_t coef[KORCH_MAX_RANK];
+    int64_t offset;
+    int64_t div;
+    int64_t mod;
+    int64_t *table; /* owned; NULL when unused */
+    int64_t table_size;
+} korch_index_term;
+
+/* The map from the output to one input of a layout node. */
+typedef struct korch_index_map {
+    int input_rank;
+    korch_index_term terms[KORCH_MAX_RANK]; /* one per input dimension */
+    /* false when every output coordinate maps in bounds (no checks needed) */
+    bool may_be_out_of_bounds;
+} korch_index_map;
+
+/* Where a layout node came from; the map alone defines its meaning, the tag
+ * only helps export (native ONNX ops) and humans. */
+typedef enum korch_layout_tag {
+    KORCH_LAYOUT_GENERIC,
+    KORCH_LAYOUT_TRANSPOSE,
+    KORCH_LAYOUT_RESHAPE,
+    KORCH_LAYOUT_SLICE,
+    KORCH_LAYOUT_CONCAT,
+    KORCH_LAYOUT_PAD,
+    KORCH_LAYOUT_EXPAND,
+    KORCH_LAYOUT_GATHER,
+    KORCH_LAYOUT_RESIZE_NEAREST,
+    KORCH_LAYOUT_WINDOW, /* pooling windows: (..., oh, ow, kh, kw) */
+    KORCH_LAYOUT_DEPTH_SPACE,
+    KORCH_LAYOUT_TAG_COUNT
+} korch_layout_tag;
+
+/* Output element at coordinates o is input p's element at map[p](o) for the
+ * first p whose map is in bounds; if none is, it is pad_value. Concat is one
+ * map per input with an offset along the axis; everything else has one input. */
+typedef struct korch_prim_layout {
+    korch_layout_tag tag;
+    int n_maps;              /* == node's n_inputs */
+    korch_index_map *maps;   /* owned */
+    double pad_value;        /* in the output dtype */
+    /* Tag-specific parameters kept for export and explain (informative). */
+    int64_t perm[KORCH_MAX_RANK]; /* TRANSPOSE */
+    int axis;                     /* CONCAT, GATHER */
+} korch_prim_layout;
+
+/* ---- linear ------------------------------------------------------------ */
+
+typedef enum korch_linear_op {
+    KORCH_LINEAR_MATMUL,         /* y[b,m,n] = sum_k a[b,m,k] b[b,k,n]; numpy batch broadcasting */
+    KORCH_LINEAR_CONV,           /* NC(D)HW input, (M, C/group, k...) weight */
+    KORCH_LINEAR_CONV_TRANSPOSE, /* NC(D)HW input, (C, M/group, k...) weight */
+} korch_linear_op;
+
+/* Convolutions with channels_last read an N(D)HWC input and write an N(D)HWC
+ * output; the weight keeps its ONNX layout (backends reorder constant weights
+ * once). The layout pass (src/relayout/, docs/layout.md) sets it. */
+
+typedef struct korch_prim_linear {
+    korch_linear_op op;
+    /* convolution parameters (spatial rank = input rank - 2) */
+    int spatial;
+    int64_t group;
+    int64_t strides[3], dilations[3];
+    int64_t pads_begin[3], pads_end[3];
+    int64_t output_padding[3]; /* conv transpose */
+    bool channels_last;        /* conv / conv transpose: N(D)HWC input and output */
+} korch_prim_linear;
+
+/* ---- opaque ------------------------------------------------------------ */
+
+typedef struct korch_prim_opaque {
+    int source_node; /* index into the source op graph; run with its reference kernel */
+    const char *reason; /* static string: why the operator was not decomposed (docs/fission.md) */
+} korch_prim_opaque;
+
+/* ---- graph ------------------------------------------------------------- */
+
+typedef struct korch_pvalue {
+    korch_dtype dtype;
+    korch_shape shape;
+    int producer;        /* node index or -1 */
+    bool is_constant;
+    korch_tensor constant; /* when is_constant (owned) */
+    int graph_input;     /* index into pgraph inputs, or -1 */
+    int graph_output;    /* index into pgraph outputs, or -1 */
+    int source_value;    /* op-graph value this equals, or -1 (for names) */
+} korch_pvalue;
+
+typedef struct korch_pnode {
+    korch_prim_kind kind;
+    union {
+        korch_prim_elementwise ew;
+        korch_prim_reduce reduce;
+        korch_prim_layout layout;
+        korch_prim_linear linear;
+        korch_prim_opaque opaque;
+    } u;
+    int n_inputs;
+    int inputs[KORCH_MAX_RANK]; /* value indices (at most 8; concat with more inputs is split) */
+    int n_outputs;               /* 1 except for opaque nodes */
+    int outputs[8];
+    int source_node;             /* op-graph node this primitive came from (for explain), -1 if none */
+    bool dead;
+} korch_pnode;
+
+typedef struct korch_pgraph {
+    const korch_graph *source; /* the op graph (names, opaque nodes); not owned */
+    int n_values, cap_values;
+    korch_pvalue *values;
+    int n_nodes, cap_nodes;
+    korch_pnode *nodes;
+    int n_inputs;
+    int *inputs;  /* value indices, in op-graph input order */
+    int n_outputs;
+    int *outputs; /* value indices, in op-graph output order */
+} korch_pgraph;
+
+korch_status korch_pgraph_create(const korch_graph *source, korch_pgraph **out);
+void korch_pgraph_free(korch_pgraph *pg);
+
+/* Adds a non-constant value (its producer is set by the node constructors). */
+int korch_pgraph_add_value(korch_pgraph *pg, korch_dtype dtype, const korch_shape *shape);
+/* A new graph input (appended to pg->inputs), or -1. */
+int korch_pgraph_add_input(korch_pgraph *pg, korch_dtype dtype, const korch_shape *shape);
+/* Appends value v to the graph outputs. */
+korch_status korch_pgraph_add_output(korch_pgraph *pg, int v);
+/* Adds a constant; takes ownership of t's data. */
+int korch_pgraph_add_constant(korch_pgraph *pg, korch_tensor *t);
+int korch_pgraph_add_scalar(korch_pgraph *pg, float v);
+
+/* Node constructors: check operands, infer the output dtype and shape, add
+ * the output value, and return its index (or -1 with the error set). */
+int korch_pgraph_elementwise(korch_pgraph *pg, korch_ew_op op, int n, const int *inputs, float alpha, float beta,
+                             korch_dtype cast_to);
+int korch_pgraph_reduce(korch_pgraph *pg, korch_reduce_op op, int x, uint32_t axes, bool keepdims);
+/* Takes ownership of the maps' tables. */
+int korch_pgraph_layout(korch_pgraph *pg, korch_layout_tag tag, int n, const int *inputs, const korch_shape *out_shape,
+                        const korch_index_map *maps, double pad_value);
+int korch_pgraph_linear(korch_pgraph *pg, const korch_prim_linear *params, int x, int w);
+/* Opaque: outputs get the source node's inferred dtypes/shapes. Returns the
+ * node index. */
+int korch_pgraph_opaque(korch_pgraph *pg, int source_node, int n, const int *inputs);
+
+/* Evaluates one layout map at output coordinates o: writes the input
+ * coordinates and returns false when they are out of bounds. */
+bool korch_index_map_eval(const korch_index_map *map, const korch_shape *input_shape, const int64_t *o,
+                          int64_t *in_coords);
+
+korch_status korch_pgraph_toposort(const korch_pgraph *pg, int *order, int *count);
+
+/* Numerical reference for primitives: runs the pgraph node by node. inputs
+ * and outputs are as for korch_reference_run. */
+korch_status korch_pgraph_interpret(const korch_pgraph *pg, const korch_tensor *inputs, korch_tensor *outputs);
+
+/* The scalar meaning of an elementwise function (float maths in double). */
+double korch_ew_apply(korch_ew_op op, double a, double b, double c, float alpha, float beta);
+
+/* Human-readable dump, one node per line. */
+void korch_pgraph_dump(const korch_pgraph *pg, void *file /* FILE* */);
+
+/* ---- additions (fission stage) ------------------------------------------ */
+
+/* Adds a constant that borrows t's data (not copied, not freed). The data
+ * must outlive the pgraph; used for op-graph initializers, since the source
+ * op graph must outlive the pgraph anyway (opaque nodes run from it). */
+int korch_pgraph_add_constant_ref(korch_pgraph *pg, const korch_tensor *t);
+
+/* Runs one node on given tensors (outputs preallocated with the node's output
+ * dtypes and shapes). The interpreter's kernels, for constant propagation and
+ * for checking generated kernels one node at a time. */
+korch_status korch_pgraph_run_node(const korch_pgraph *pg, int node, korch_tensor *const *inputs,
+                                   korch_tensor *const *outputs);
+
+/* Number of live (not dead) nodes. */
+int korch_pgraph_live_nodes(const korch_pgraph *pg);
+
+/* Drops dead nodes and values nothing refers to, renumbering the rest (graph
+ * inputs are always kept, in order). Indices held outside are invalidated. */
+korch_status korch_pgraph_compact(korch_pgraph *pg);
+
+const char *korch_layout_tag_name(korch_layout_tag tag);
+const char *korch_prim_kind_name(korch_prim_kind kind);
+const char *korch_reduce_op_name(korch_reduce_op op);
+
+#endif

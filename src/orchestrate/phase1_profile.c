@@ -1,0 +1,207 @@
+/* Phase 1 of profiling: every candidate timed with its default schedule
+ * (quick mode; phase2_tune.c tunes the kernels plans use), smallest first, with
+ * pruning by a lower bound.
+ *
+ * Candidates are timed in rounds of increasing size. Before a round, each
+ * candidate C gets split(C): the cheapest known way to run the same nodes as
+ * smaller kernels, found by peeling a source or sink node off C (which keeps
+ * the rest convex) and splitting disconnected rests into components, using
+ * the latencies already measured. If the roofline bound of C is not below
+ * split(C), C cannot beat its own split and is not timed: any plan using C
+ * stays valid and gets no slower when C is replaced by the split's kernels
+ * (docs/orchestration.md). Candidates with equal signatures are timed once.
+ * Calls go to the oracle in chunks, so one progress bar covers everything. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orchestrate/orchestrate.h"
+#include "orchestrate/progress.h"
+
+/* signature -> representative candidate (within one round and backend) */
+typedef struct sig_map {
+    uint64_t *keys;
+    int *reps;
+    size_t cap;
+} sig_map;
+
+static int sig_find_or_add(sig_map *s, uint64_t key, int ci) {
+    size_t h = (key ^ (key >> 31)) & (s->cap - 1);
+    while (s->reps[h] >= 0) {
+        if (s->keys[h] == key) return s->reps[h];
+        h = (h + 1) & (s->cap - 1);
+    }
+    s->keys[h] = key;
+    s->reps[h] = ci;
+    return ci;
+}
+
+void korch_candidate_apply_result(korch_candidate *c, const korch_profile_result *r) {
+    c->profiled = true;
+    c->latency_ms = r->latency_ms;
+    c->untuned = r->default_only;
+    snprintf(c->schedule, sizeof c->schedule, "%s", r->schedule);
+    snprintf(c->impl, sizeof c->impl, "%s", r->impl);
+    snprintf(c->key, sizeof c->key, "%s", r->key);
+}
+
+/* Rounds go by size, so every candidate smaller than the one asked about has
+ * its final phase-1 answer when the memo first sees it. */
+static double measured_cost(void *user, const korch_candidate *c) {
+    (void)user;
+    return c->profiled && !c->rejected ? c->latency_ms : INFINITY;
+}
+
+korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kernel_oracle *oracle,
+                                      const korch_orchestrate_options *options) {
+    korch_status st = KORCH_OK;
+    int n = set->n_candidates, max_size = 0;
+    long remaining = 0;
+    for (int i = 0; i < n; i++) {
+        const korch_candidate *c = &set->candidates[i];
+        if (c->n_nodes > max_size) max_size = c->n_nodes;
+        remaining += !c->profiled && !c->rejected;
+    }
+    int chunk = options->profile_chunk > 0 ? options->profile_chunk : 48;
+    korch_split_memo m;
+    korch_split_init(&m, set, measured_cost, NULL);
+    int *batch = malloc(((size_t)n + 1) * sizeof *batch);
+    int *rep_of = malloc(((size_t)n + 1) * sizeof *rep_of);
+    int *reps = malloc(((size_t)n + 1) * sizeof *reps);
+    korch_kernel_spec *specs = malloc((size_t)chunk * sizeof *specs);
+    korch_profile_result *results = malloc((size_t)chunk * sizeof *results);
+    sig_map sigs = {0};
+    sigs.cap = 16;
+    while (sigs.cap < 2 * (size_t)n + 2) sigs.cap *= 2;
+    sigs.keys = malloc(sigs.cap * sizeof *sigs.keys);
+    sigs.reps = malloc(sigs.cap * sizeof *sigs.reps);
+    if (!batch || !rep_of || !reps || !specs || !results || !sigs.keys || !sigs.reps) {
+        st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "profile: out of memory");
+        goto done;
+    }
+    korch_progress bar;
+    long done_count = 0, timed = 0, from_db = 0, provisional = 0;
+    double start_ms = korch_now_ms();
+    korch_progress_begin(&bar, options->estimated ? "estimating" : "profiling", remaining, options->progress);
+    for (int size = 1; size <= max_size && st == KORCH_OK; size++) {
+        for (int kind = 0; kind < KORCH_BACKEND_COUNT && st == KORCH_OK; kind++) {
+            int n_batch = 0;
+            for (int i = 0; i < n; i++) {
+                korch_candidate *c = &set->candidates[i];
+                if (c->n_nodes != size || c->profiled || c->rejected || (int)c->backend != kind) continue;
+                c->lower_bound_ms = korch_candidate_lower_bound_ms(set, c, &options->machine);
+                if (options->prune_by_bound && size > 1 && !c->forced) {
+                    double split = korch_split_cost(&m, c->partition, c->mask);
+                    if (c->lower_bound_ms >= split) {
+                        c->rejected = true;
+                        c->reject_reason = KORCH_REJECT_BOUND;
+                        set->stats[c->partition].rejected[KORCH_REJECT_BOUND]++;
+                        remaining--;
+                        continue;
+                    }
+                }
+                batch[n_batch++] = i;
+            }
+            /* one representative per signature */
+            for (size_t h = 0; h < sigs.cap; h++) sigs.reps[h] = -1;
+            int n_reps = 0;
+            for (int b = 0; b < n_batch; b++) {
+                int ci = batch[b];
+                int rep = sig_find_or_add(&sigs, set->candidates[ci].signature, ci);
+                rep_of[ci] = rep;
+                if (rep == ci) reps[n_reps++] = ci;
+            }
+            for (int first = 0; first < n_reps && st == KORCH_OK; first += chunk) {
+                int count = n_reps - first < chunk ? n_reps - first : chunk;
+                for (int j = 0; j < count; j++) specs[j] = korch_candidate_spec(set, &set->candidates[reps[first + j]]);
+                double budget = 0; /* quick mode tunes nothing: the budget is for phase2_tune.c */
+                korch_progress_clear(&bar); /* backends may print a line of their own */
+                st = oracle->profile(oracle->user, (korch_backend_kind)kind, specs, count, budget, true, results);
+                for (int j = 0; j < count && st == KORCH_OK; j++) {
+                    korch_candidate *c = &set->candidates[reps[first + j]];
+                    if (results[j].status == KORCH_OK) {
+                        korch_candidate_apply_result(c, &results[j]);
+                        from_db += results[j].from_database;
+                        provisional += results[j].provisional;
+                        continue;
+                    }
+                    if (c->n_nodes == 1 && c->backend != KORCH_BACKEND_REF) {
+                        /* a primitive must run somewhere: fall back to REF */
+                        korch_profile_result ref;
+                        korch_kernel_spec spec = korch_candidate_spec(set, c);
+                        c->backend = KORCH_BACKEND_REF;
+                        st = oracle->profile(oracle->user, KORCH_BACKEND_REF, &spec, 1, budget, true, &ref);
+                        if (st == KORCH_OK && ref.status == KORCH_OK) {
+                            korch_candidate_apply_result(c, &ref);
+                            continue;
+                        }
+                        if (st == KORCH_OK)
+                            st = korch_error(KORCH_ERR_RUNTIME, "profiling: primitive %d runs on no backend: %s",
+                                             c->nodes[0], ref.reason);
+                        break;
+                    }
+                    if (c->n_nodes == 1)
+                        st = korch_error(KORCH_ERR_RUNTIME, "profiling: primitive %d runs on no backend: %s",
+                                         c->nodes[0], results[j].reason);
+                    c->rejected = true;
+                    c->reject_reason = KORCH_REJECT_PROFILE;
+                    set->stats[c->partition].rejected[KORCH_REJECT_PROFILE]++;
+                }
+                timed += count;
+                done_count += count;
+                korch_progress_update(&bar, done_count, remaining);
+            }
+            /* duplicates take their representative's result */
+            for (int b = 0; b < n_batch && st == KORCH_OK; b++) {
+                int ci = batch[b];
+                korch_candidate *c = &set->candidates[ci], *r = &set->candidates[rep_of[ci]];
+                if (ci == rep_of[ci]) continue;
+                if (r->profiled && !r->rejected && r->backend == c->backend) {
+                    c->profiled = true;
+                    c->latency_ms = r->latency_ms;
+                    c->untuned = r->untuned;
+                    memcpy(c->schedule, r->schedule, sizeof c->schedule);
+                    memcpy(c->impl, r->impl, sizeof c->impl);
+                    memcpy(c->key, r->key, sizeof c->key);
+                } else {
+                    c->rejected = true;
+                    c->reject_reason = KORCH_REJECT_PROFILE;
+                    set->stats[c->partition].rejected[KORCH_REJECT_PROFILE]++;
+                }
+                done_count++;
+            }
+            korch_progress_update(&bar, done_count, remaining);
+        }
+    }
+    korch_progress_end(&bar);
+    for (int p = 0; p < set->n_partitions; p++) set->stats[p].kept = 0;
+    for (int i = 0; i < n; i++) {
+        const korch_candidate *c = &set->candidates[i];
+        if (c->profiled && !c->rejected) set->stats[c->partition].kept++;
+    }
+    if (options->log && st == KORCH_OK && options->estimated)
+        fprintf(options->log,
+                "estimating: %ld distinct kernels for %ld candidates from the roofline model in %.1f s (nothing "
+                "compiled or timed; kernels keep their default schedules)\n",
+                timed, done_count, (korch_now_ms() - start_ms) / 1e3);
+    else if (options->log && st == KORCH_OK)
+        fprintf(options->log,
+                "profiling: %ld distinct kernels (%ld from the profile database) for %ld candidates in %.1f s "
+                "(default schedules; the kernels plans use are tuned next)\n",
+                timed, from_db, done_count, (korch_now_ms() - start_ms) / 1e3);
+    if (options->log && st == KORCH_OK && provisional > 0)
+        fprintf(options->log,
+                "profiling: %ld of them provisional (measured while the machine was busy; measured again when next "
+                "needed on a quiet machine; 'korch db check' lists them)\n",
+                provisional);
+done:
+    korch_split_free(&m);
+    free(batch);
+    free(rep_of);
+    free(reps);
+    free(specs);
+    free(results);
+    free(sigs.keys);
+    free(sigs.reps);
+    return st;
+}

@@ -1,0 +1,182 @@
+#!/bin/sh
+# CLI test: the command line as a new user meets it (issue 21). Each block is
+# one of the issue's numbered cases, asserting on the words a user reads:
+# outputs checked before any work, -q silent, plain progress lines off a
+# terminal, byte-swapped .npy, input shapes named by file, file kinds named,
+# usage errors pointing at --help, output folders created, reasons given.
+# Nothing here depends on timing. Uses a private cache under WORK_DIR.
+# usage: run_newuser.sh KORCH FIXTURES_DIR TENSOR_COMPARE_TOOL WORK_DIR SOURCE_DIR
+set -u
+if [ $# -ne 5 ]; then
+    echo "usage: $0 KORCH FIXTURES_DIR TENSOR_COMPARE_TOOL WORK_DIR SOURCE_DIR" >&2
+    exit 2
+fi
+korch=$1 fx=$2 compare=$3 work=$4 src=$5
+rm -rf "$work"
+mkdir -p "$work" || exit 2
+out="$work/stdout" err="$work/stderr"
+passed=0 failed=0
+# every optimize below profiles into this private cache (never ~/.cache)
+XDG_CACHE_HOME="$work/cache"
+export XDG_CACHE_HOME
+
+fail() {
+    echo "FAIL  $*"
+    echo "      stdout: $(head -c 600 "$out" | tr '\n' '|')"
+    echo "      stderr: $(head -c 600 "$err" | tr '\n' '|')"
+    failed=$((failed + 1))
+}
+pass() { passed=$((passed + 1)); }
+
+# expect LABEL EXIT COMMAND...: korch COMMAND exits EXIT (a crash or a
+# 600 s hang, a guard and not a speed check, always fails)
+expect() {
+    label=$1 want=$2
+    shift 2
+    timeout -k 5 600 "$korch" "$@" </dev/null >"$out" 2>"$err"
+    rc=$?
+    if [ "$rc" -ne "$want" ]; then
+        fail "$label: exit $rc, expected $want"
+        return 1
+    fi
+    pass
+}
+has() {
+    if grep -qF -- "$3" "$2"; then pass; else fail "$1: no \"$3\" in $(basename "$2")"; fi
+}
+lacks() {
+    if grep -qF -- "$3" "$2"; then fail "$1: \"$3\" in $(basename "$2")"; else pass; fi
+}
+empty() {
+    if [ -s "$2" ]; then fail "$1: $(basename "$2") not empty"; else pass; fi
+}
+# one_error LABEL TEXT: stderr is one "korch: error:" line containing TEXT
+one_error() {
+    if [ "$(wc -l <"$err")" -eq 1 ] && grep -q '^korch: error: ' "$err" && grep -qF -- "$2" "$err"; then
+        pass
+    else
+        fail "$1: expected one \"korch: error: ...$2...\" line"
+    fi
+}
+# usage_error LABEL CMD TEXT: a usage error naming TEXT that ends with the
+# pointer to the command's help (docs/cli.md, "Exit codes")
+usage_error() {
+    has "$1" "$err" "$3"
+    if [ "$(tail -n 1 "$err")" = "(see 'korch $2 --help')" ]; then pass; else fail "$1: last line is not (see 'korch $2 --help')"; fi
+}
+same() {
+    if "$compare" "$2" "$3" 2>"$work/cmp"; then pass; else fail "$1: $(cat "$work/cmp")"; fi
+}
+
+m="$fx/add_relu.onnx"
+ins="--input x=$fx/x.npy --input y=$fx/y.npy"
+
+# ---- 1. outputs are checked before any work ------------------------------
+# (a cold database: the work this would cost is profiling and tuning)
+expect "1: optimize -o into a missing folder" 1 optimize "$m" -o "$work/no/such/dir/x.plan" &&
+    one_error "1: optimize -o into a missing folder" "no/such/dir\": No such file or directory" &&
+    has "1: optimize -o names the path" "$err" "-o $work/no/such/dir/x.plan: cannot write there"
+empty "1: nothing was done (no model line)" "$out"
+if [ -e "$work/cache/korch/profile.db" ]; then fail "1: a profile database was made before the error"; else pass; fi
+: >"$work/plainfile"
+expect "1: optimize -o through a file" 1 optimize "$m" -o "$work/plainfile/x.plan" &&
+    one_error "1: optimize -o through a file" "not a folder"
+expect "1: optimize -o a folder" 1 optimize "$m" -o "$work" && one_error "1: optimize -o a folder" "it is a folder"
+expect "1: run --output-dir through a file, before running" 1 run "$m" $ins --output-dir "$work/plainfile/o" &&
+    one_error "1: run --output-dir through a file" "is not a directory"
+
+# ---- 2, 3. -q is silent; off a terminal, plain progress lines ------------
+expect "3: optimize, stderr to a file" 0 optimize "$m" -o "$work/p.plan" --threads 1 && {
+    has "3: a plain progress line for profiling" "$err" "korch: profiling "
+    has "3: the stage's closing line" "$err" ", done in "
+    lacks "3: no terminal control codes in a log" "$err" "$(printf '\033')"
+    lacks "3: no carriage returns in a log" "$err" "$(printf '\r')"
+    has "3: the plan summary" "$out" "written to $work/p.plan"
+}
+expect "1: run PLAN --profile-csv into a missing folder" 1 run "$work/p.plan" --bench 1 --profile-csv "$work/no/p.csv" &&
+    one_error "1: run PLAN --profile-csv into a missing folder" "--profile-csv $work/no/p.csv: cannot write there"
+# a fresh cache again, so that kernels are compiled and tuned (the cgen
+# summary line) and the busy note has a chance
+XDG_CACHE_HOME="$work/cache-quiet"
+KORCH_BUSY_US=1
+export KORCH_BUSY_US
+expect "2: optimize -q, cold cache" 0 optimize "$m" -o "$work/q.plan" --threads 1 -q && {
+    empty "2: -q: stdout" "$out"
+    empty "2: -q: stderr (no korch cgen lines, no progress)" "$err"
+}
+XDG_CACHE_HOME="$work/cache-loud"
+expect "2: without -q, the cgen summary is there" 0 optimize "$m" -o "$work/l.plan" --threads 1 &&
+    has "2: cgen summary without -q" "$err" "korch cgen: "
+unset KORCH_BUSY_US
+XDG_CACHE_HOME="$work/cache"
+
+# ---- 4. big-endian .npy: read and byte-swapped; other dtypes in a sentence --
+d="$work/be"
+expect "4: big-endian .npy" 0 run "$m" --input x="$fx/x_be.npy" --input y="$fx/y.npy" --output-dir "$d" &&
+    same "4: big-endian .npy gives the little-endian answer" "$d/relu_out_1.npy" "$fx/add_relu.relu.npy"
+expect "4: complex .npy" 1 run "$m" --input x="$fx/x_c8.npy" --input y="$fx/y.npy" &&
+    one_error "4: complex .npy" "x_c8.npy\": the .npy dtype '<c8' is not supported; korch reads float16, float32"
+
+# ---- 5. a wrong-shape input names the file, its shape and the model's ----
+expect "5: wrong-shape input file" 1 run "$m" --input x="$fx/x4.npy" --input y="$fx/y.npy" && {
+    one_error "5: wrong-shape input file" "input file \"$fx/x4.npy\" holds a 4x3 tensor; the model's input \"x\" is 2x3"
+    lacks "5: no flag the user never passed" "$err" "--input-shape"
+}
+
+# ---- 6. each file kind named as such --------------------------------------
+expect "6: export a missing plan" 1 export "$work/nonexist.plan" -o "$work/e0" &&
+    one_error "6: export a missing plan" "cannot open \"$work/nonexist.plan\": No such file or directory"
+expect "6: explain a model" 1 explain "$m" &&
+    one_error "6: explain a model" "is an ONNX model, not a korch plan; korch explain reads a plan (make one with korch optimize"
+expect "6: info a plan" 1 info "$work/p.plan" &&
+    one_error "6: info a plan" "is a korch plan, not an ONNX model; korch info reads a model"
+expect "6: check a plan" 1 check "$work/p.plan" && one_error "6: check a plan" "is a korch plan, not an ONNX model"
+expect "6: optimize a .npy" 1 optimize "$fx/x.npy" -o "$work/n.plan" && one_error "6: optimize a .npy" "is a .npy tensor, not an ONNX model"
+expect "6: run a .npy" 1 run "$fx/x.npy" && one_error "6: run a .npy" "is a .npy tensor, not an ONNX model or a korch plan"
+expect "6: export a model" 1 export "$m" -o "$work/e1" && one_error "6: export a model" "is an ONNX model, not a korch plan"
+expect "6: info a folder" 1 info "$work" && one_error "6: info a folder" "is a folder, not a file"
+
+# ---- 7. optimize names the file it cannot parse ---------------------------
+head -c 60 "$m" >"$work/truncated.onnx"
+expect "7: optimize a truncated model" 1 optimize "$work/truncated.onnx" -o "$work/t.plan" &&
+    one_error "7: optimize a truncated model" "$work/truncated.onnx: "
+
+# ---- 8. usage errors end with the pointer to --help -----------------------
+expect "8: unknown input name" 2 run "$m" --input wrong="$fx/x.npy" --input y="$fx/y.npy" &&
+    usage_error "8: unknown input name" run "the model has no input named \"wrong\"; its inputs are \"x\", \"y\""
+expect "8: input given twice" 2 run "$m" --input x="$fx/x.npy" --input x="$fx/y.npy" &&
+    usage_error "8: input given twice" run "input \"x\" is given twice"
+expect "8: missing input" 2 run "$m" --input x="$fx/x.npy" &&
+    usage_error "8: missing input" run "no --input given for graph input \"y\""
+expect "8: too many inputs" 2 run "$m" --input "$fx/x.npy" --input "$fx/y.npy" --input "$fx/y.npy" &&
+    usage_error "8: too many inputs" run "more --input files than model inputs (it has 2: \"x\", \"y\")"
+expect "8: optimize --input unknown name" 2 optimize "$m" -o "$work/u.plan" --input wrong="$fx/x.npy" &&
+    usage_error "8: optimize --input unknown name" optimize "its inputs are \"x\", \"y\""
+
+# ---- 9. export -o creates every missing level -----------------------------
+expect "9: export -o a/b/c" 0 export "$work/p.plan" -o "$work/exp/a/b/c" -q &&
+    if [ -f "$work/exp/a/b/c/model.c" ]; then pass; else fail "9: export -o a/b/c: no model.c"; fi
+
+# ---- 10. fission says why it cannot write ---------------------------------
+expect "10: fission -o into a missing folder" 1 fission "$m" -o "$work/nonexistent/x.onnx" &&
+    one_error "10: fission -o into a missing folder" "No such file or directory"
+
+# ---- 11. --estimate says what it did, not that kernels were tuned ---------
+expect "11: optimize --estimate" 0 optimize "$m" -o "$work/est.plan" --estimate --no-verify && {
+    has "11: estimates named" "$out" "estimating: "
+    has "11: no tuning" "$out" "tuning: none (latencies are estimates"
+    lacks "11: not 'tuned next'" "$out" "tuned next"
+    lacks "11: not 'every kernel of the plan is tuned'" "$out" "every kernel of the plan is tuned"
+}
+
+# ---- 12. make models / make bench set up their Python environment --------
+if (cd "$src" && make -n models bench BUILD="$work/no-build") >"$out" 2>"$err"; then
+    has "12: make models runs python-env.sh" "$out" "scripts/python-env.sh"
+else
+    fail "12: make -n models bench failed"
+fi
+has "12: README names onnxruntime for make models" "$src/README.md" "onnxruntime"
+has "12: README names the script that installs it" "$src/README.md" "scripts/python-env.sh"
+
+echo "cli/newuser: $passed checks passed, $failed failed"
+[ "$failed" -eq 0 ]
