@@ -3,36 +3,106 @@
  *
  * A plan runs one parallel region per kernel, dozens per inference. By
  * default libgomp's idle threads spin for a long time (GOMP_SPINCOUNT
- * 300,000) before they sleep. On an idle machine that costs nothing; on a
- * shared one a spinning worker burns its time slice, the scheduler then runs
- * the competing process for a full slice while the next kernel waits at the
- * barrier (bench/load/RESULTS.md has the numbers). A sleeping thread that is
- * woken is scheduled promptly, so a short spin degrades gracefully.
+ * 300,000) before they sleep. On an idle machine that is the fastest choice
+ * (a sleeping thread costs a futex wake per kernel: 7-9% on ResNet-50 and
+ * MobileNetV2); on a machine where other processes want the same cores a
+ * spinning worker burns its time slice, the scheduler then runs the
+ * competitor for a full slice while the next kernel waits at the barrier:
+ * beside two CPU-bound processes a plan ran 4-40x slower, against 2-3x for
+ * ONNX Runtime and for korch with passive waiting (bench/load/RESULTS.md).
+ *
+ * So the CLI looks at the machine when it starts: when other runnable
+ * processes plus korch's threads exceed the CPUs, its threads wait
+ * passively; otherwise libgomp's default stands. The look is the minimum of
+ * a few samples of the kernel's count of runnable tasks, so that a
+ * momentary spike (a compiler starting) does not count, a sustained load
+ * does.
  *
  * libgomp reads its environment in its constructor, before main(), and
  * nothing runs early enough to change it in-process: the executable's
  * .preinit_array runs before libc has even set `environ` (glibc sets it in
  * its own initialiser, after preinit, discarding a setenv made there). So
- * when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, the CLI sets
- * GOMP_SPINCOUNT and executes itself again (once: the second process finds
- * it set). A user's own setting is never overridden, and
- * KORCH_OMP_DEFAULTS=0 keeps libgomp's default. Programs that link libkorch
- * keep their own OpenMP settings (docs/cli.md, "Environment"). */
+ * the CLI sets OMP_WAIT_POLICY and executes itself again (once: the second
+ * process finds it set). A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is
+ * never overridden, and KORCH_OMP_DEFAULTS=0 keeps libgomp's default.
+ * Programs that link libkorch keep their own OpenMP settings (docs/cli.md,
+ * "Environment"). */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 
-/* chosen by measurement, bench/load/RESULTS.md */
-#define KORCH_CLI_GOMP_SPINCOUNT "1000"
+#define SAMPLES 4
+#define SAMPLE_GAP_NS 2000000L /* 2 ms: 8 ms at most added to a start on a busy machine */
+
+/* runnable tasks on the machine now, this process included; -1 if unknown */
+static int procs_running(void) {
+    FILE *f = fopen("/proc/stat", "r");
+    char line[256];
+    int n = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "procs_running %d", &n) == 1) break;
+    if (f) fclose(f);
+    return n;
+}
+
+static int cpus_usable(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* the threads this run will use: --threads N on the command line, else
+ * OMP_NUM_THREADS, else every usable CPU (the CLI's default) */
+static int threads_wanted(char **argv, int cpus) {
+    for (int i = 1; argv[i]; i++) {
+        const char *v = NULL;
+        if (strcmp(argv[i], "--threads") == 0) v = argv[i + 1];
+        else if (strncmp(argv[i], "--threads=", 10) == 0) v = argv[i] + 10;
+        if (v && atoi(v) > 0) return atoi(v);
+    }
+    const char *env = getenv("OMP_NUM_THREADS");
+    return env && atoi(env) > 0 ? atoi(env) : cpus;
+}
+
+/* other runnable processes, the least seen over a few samples */
+static int others_running(void) {
+    int least = -1;
+    for (int s = 0; s < SAMPLES; s++) {
+        if (s) nanosleep(&(struct timespec){.tv_nsec = SAMPLE_GAP_NS}, NULL);
+        int n = procs_running();
+        if (n < 0) return 0;
+        if (least < 0 || n - 1 < least) least = n - 1;
+        if (least <= 0) return 0;
+    }
+    return least;
+}
 
 void korch_cli_omp_policy(char **argv) {
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
     const char *opt = getenv("KORCH_OMP_DEFAULTS");
     if (opt && strcmp(opt, "0") == 0) return;
-    if (setenv("GOMP_SPINCOUNT", KORCH_CLI_GOMP_SPINCOUNT, 0) != 0) return;
+    int cpus = cpus_usable(), others = others_running();
+    if (others <= 0 || others + threads_wanted(argv, cpus) <= cpus) return;
+    char why[96];
+    snprintf(why, sizeof why, "passive (%d other runnable process%s on %d CPUs at start)", others,
+             others == 1 ? "" : "es", cpus);
+    if (setenv("OMP_WAIT_POLICY", "passive", 0) != 0 || setenv("KORCH_OMP_CHOSEN", why, 1) != 0) return;
     execv("/proc/self/exe", argv);
     /* exec failed (no /proc): run on with libgomp's default */
-    unsetenv("GOMP_SPINCOUNT");
+    unsetenv("OMP_WAIT_POLICY");
+    unsetenv("KORCH_OMP_CHOSEN");
+}
+
+void korch_cli_omp_note(void) {
+    const char *why = getenv("KORCH_OMP_CHOSEN");
+    if (why && *why)
+        fprintf(stderr, "korch: OpenMP threads wait %s; timings differ from an idle machine's (KORCH_OMP_DEFAULTS=0 "
+                        "keeps libgomp's spinning)\n", why);
 }
