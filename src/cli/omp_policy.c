@@ -16,7 +16,8 @@
  * passively; otherwise libgomp's default stands. The look is the minimum of
  * a few samples of the kernel's count of runnable tasks, so that a
  * momentary spike (a compiler starting) does not count, a sustained load
- * does.
+ * does; tasks much nicer than korch (a background build at nice 19) do not
+ * count, since they barely take CPU from it.
  *
  * libgomp reads its environment in its constructor, before main(), and
  * nothing runs early enough to change it in-process: the executable's
@@ -28,11 +29,15 @@
  * Programs that link libkorch keep their own OpenMP settings (docs/cli.md,
  * "Environment"). */
 #define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -71,7 +76,66 @@ static int threads_wanted(char **argv, int cpus) {
     return env && atoi(env) > 0 ? atoi(env) : cpus;
 }
 
-/* other runnable processes, the least seen over a few samples */
+/* Whether a runnable task of another process takes CPU time from ours: one
+ * much nicer than us gets a sliver of a shared core (nice 19 against nice 0:
+ * 15/1024 of the weight), unless the kernel groups tasks per session
+ * (sched_autogroup), where another session weighs as a whole whatever its
+ * tasks' nice values. */
+#define NICE_MARGIN 5 /* weight ratio about 1/3 */
+
+static bool autogroup_enabled(void) {
+    FILE *f = fopen("/proc/sys/kernel/sched_autogroup_enabled", "r");
+    int on = 0;
+    if (f) {
+        if (fscanf(f, "%d", &on) != 1) on = 0;
+        fclose(f);
+    }
+    return on != 0;
+}
+
+/* runnable tasks (threads) of other processes that compete with ours;
+ * -1 if /proc cannot say */
+static int competing_tasks(int my_nice, long my_session, bool autogroup) {
+    DIR *proc = opendir("/proc");
+    if (!proc) return -1;
+    int count = 0;
+    pid_t self = getpid();
+    struct dirent *p;
+    while ((p = readdir(proc))) {
+        char *end;
+        long pid = strtol(p->d_name, &end, 10);
+        if (*end || pid <= 0 || pid == self) continue;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%ld/task", pid);
+        DIR *tasks = opendir(path);
+        struct dirent *t;
+        while (tasks && (t = readdir(tasks))) {
+            if (t->d_name[0] == '.') continue;
+            char stat[96], line[512];
+            snprintf(stat, sizeof stat, "/proc/%ld/task/%.20s/stat", pid, t->d_name);
+            FILE *f = fopen(stat, "r");
+            size_t n = f ? fread(line, 1, sizeof line - 1, f) : 0;
+            if (f) fclose(f);
+            line[n] = '\0';
+            char *rest = strrchr(line, ')'); /* the command name may hold spaces and parentheses */
+            char state;
+            long session, nice;
+            /* after the name: state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+             * utime stime cutime cstime priority nice */
+            if (!rest || sscanf(rest + 1, " %c %*d %*d %ld %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %ld",
+                                &state, &session, &nice) != 3 || state != 'R')
+                continue;
+            if ((autogroup && session != my_session) || nice <= my_nice + NICE_MARGIN) count++;
+        }
+        if (tasks) closedir(tasks);
+    }
+    closedir(proc);
+    return count;
+}
+
+/* other runnable tasks that compete with ours, the least seen over a few
+ * samples: the kernel's count first (cheap, and enough on an idle machine),
+ * then, when it sees others, a look at each to leave out the much nicer */
 static int others_running(void) {
     int least = -1;
     for (int s = 0; s < SAMPLES; s++) {
@@ -80,6 +144,16 @@ static int others_running(void) {
         if (n < 0) return 0;
         if (least < 0 || n - 1 < least) least = n - 1;
         if (least <= 0) return 0;
+    }
+    errno = 0;
+    int my_nice = getpriority(PRIO_PROCESS, 0);
+    if (errno) return least;
+    bool autogroup = autogroup_enabled();
+    long session = (long)getsid(0);
+    for (int s = 0; s < 2 && least > 0; s++) {
+        if (s) nanosleep(&(struct timespec){.tv_nsec = SAMPLE_GAP_NS}, NULL);
+        int n = competing_tasks(my_nice, session, autogroup);
+        if (n >= 0 && n < least) least = n;
     }
     return least;
 }
