@@ -48,6 +48,12 @@ int korch_cli_fail(void);
 /* Prints a usage error and returns 2. */
 int korch_cli_usage_error(const char *command, const char *fmt, ...) KORCH_PRINTF(2, 3);
 bool korch_cli_is_help(const char *arg);
+/* Makes the CLI's OpenMP threads wait passively when the machine is busy at
+ * start and the user set no wait policy, by
+ * executing the CLI again (omp_policy.c); returns when nothing is to be done. */
+void korch_cli_omp_policy(char **argv);
+/* Says on stderr when korch_cli_omp_policy chose passive waiting (before timings). */
+void korch_cli_omp_note(void);
 /* Parses an option value at argv[*i + 1]; returns NULL (after printing) if missing. */
 const char *korch_cli_value(int argc, char **argv, int *i, const char *command);
 bool korch_cli_parse_int(const char *text, long lo, long hi, long *out);

@@ -104,6 +104,7 @@ int korch_cmd_bench(int argc, char **argv) {
         reference = calloc((size_t)pg->n_outputs + 1, sizeof *reference);
         if (!reference || korch_reference_run(s.model.graph, inputs, reference) != KORCH_OK) rc = korch_cli_fail();
     }
+    korch_cli_omp_note();
     for (int strat = 0; strat < KORCH_STRATEGY_COUNT && rc == 0; strat++) {
         korch_plan *plan = NULL;
         korch_executor *ex = NULL;

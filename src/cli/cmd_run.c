@@ -302,6 +302,7 @@ int korch_cmd_run(int argc, char **argv) {
             rc = 1;
             goto done;
         }
+        korch_cli_omp_note();
         for (long r = 0; r < bench && rc == 0; r++) {
             /* A plan writes into the same output buffers every run, as a C
              * API caller's bound buffers (allocating them afresh would time

@@ -57,6 +57,7 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+    korch_cli_omp_policy(argv);
     if (argc < 2) {
         usage(stderr);
         return 2;
