@@ -31,6 +31,7 @@ struct korch_orchestrator {
     int *n_solution;
     korch_blp_stats *part_stats;
     bool *dirty;
+    korch_solve_memo *memo; /* programs solved so far, for identical partitions */
     double solve_seconds; /* all binary programs, every round */
     int tune_rounds;
     korch_verify_log vlog;
@@ -117,6 +118,7 @@ void korch_orchestrator_free(korch_orchestrator *o) {
     free(o->n_solution);
     free(o->part_stats);
     free(o->dirty);
+    korch_solve_memo_free(o->memo);
     korch_tune_state_free(&o->tune);
     korch_verify_log_free(&o->vlog);
     korch_candidates_free(o->set);
@@ -176,7 +178,8 @@ korch_status korch_orchestrator_profile(korch_orchestrator *o) {
         o->n_solution = calloc((size_t)np + 1, sizeof *o->n_solution);
         o->part_stats = calloc((size_t)np + 1, sizeof *o->part_stats);
         o->dirty = calloc((size_t)np + 1, sizeof *o->dirty);
-        if (!o->solution || !o->n_solution || !o->part_stats || !o->dirty)
+        o->memo = korch_solve_memo_new();
+        if (!o->solution || !o->n_solution || !o->part_stats || !o->dirty || !o->memo)
             return korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
     }
     for (int p = 0; p < np; p++) o->dirty[p] = true;
@@ -275,6 +278,7 @@ static void add_stats(korch_blp_stats *sum, const korch_blp_stats *s) {
     sum->optimal &= s->optimal;
     sum->time_limit |= s->time_limit;
     sum->fell_back |= s->fell_back;
+    sum->reused += s->reused;
 }
 
 static double choice_cost(const korch_candidate_set *set, const int *c, int n, double untuned_scale) {
@@ -310,8 +314,8 @@ static korch_status solve_dirty(korch_orchestrator *o, double untuned_scale, boo
         double share = left / (double)left_parts--;
         if (share < 0.2) share = 0.2;
         int n_chosen = 0;
-        KORCH_TRY(korch_solve_partition(set, p, start, n_start, share, untuned_scale, &o->options, available, chosen,
-                                        &n_chosen, &o->part_stats[p]));
+        KORCH_TRY(korch_solve_partition(set, p, start, n_start, share, untuned_scale, &o->options, available, o->memo,
+                                        chosen, &n_chosen, &o->part_stats[p]));
         int *copy = malloc(((size_t)n_chosen + 1) * sizeof *copy);
         if (!copy) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "orchestrate: out of memory");
         memcpy(copy, chosen, (size_t)n_chosen * sizeof *copy);
@@ -491,11 +495,12 @@ korch_status korch_orchestrator_solve(korch_orchestrator *o, korch_strategy stra
             if (o->options.log)
                 fprintf(o->options.log,
                         "  partition %3d: %5d vars (%d dominated) %5d rows, objective %.4f ms, bound %.4f ms, "
-                        "gap %.2f%%, %.3f s, %d round%s, %d cuts, %d pair cuts%s%s\n",
+                        "gap %.2f%%, %.3f s, %d round%s, %d cuts, %d pair cuts%s%s%s\n",
                         p, stats->variables, stats->dominated, stats->rows, stats->objective, stats->bound,
                         100.0 * stats->gap,
                         stats->seconds, stats->rounds, stats->rounds == 1 ? "" : "s", stats->cuts, stats->pair_cuts,
-                        stats->time_limit ? ", time limit" : "", stats->fell_back ? ", kept greedy" : "");
+                        stats->time_limit ? ", time limit" : "", stats->fell_back ? ", kept greedy" : "",
+                        stats->reused ? ", the solution of an identical program" : "");
         }
         for (int i = 0; i < n_chosen && st == KORCH_OK; i++) {
             const korch_candidate *c = &set->candidates[chosen[i]];

@@ -100,6 +100,7 @@ typedef struct korch_blp_stats {
     bool optimal; /* proven optimal (every round) */
     bool time_limit; /* a time limit stopped a round */
     bool fell_back; /* no usable solution: the greedy choice was kept */
+    int reused; /* 1: the same program was solved for another partition (solve_memo.c); summed: partitions */
 } korch_blp_stats;
 
 typedef struct korch_orchestrator korch_orchestrator;
@@ -286,9 +287,13 @@ korch_status korch_tune_candidates(korch_candidate_set *set, const korch_kernel_
  * receives candidate indices in a schedulable order. The cost of a candidate
  * is its latency, times untuned_scale while it is untuned and could still be
  * tuned (1: the measured latencies). */
+/* Solutions of programs solved before, keyed by the whole program
+ * (solve_memo.c); NULL disables reuse. */
+typedef struct korch_solve_memo korch_solve_memo;
+
 korch_status korch_solve_partition(korch_candidate_set *set, int p, const int *start, int n_start, double time_limit_s,
                                    double untuned_scale, const korch_orchestrate_options *options, bool *available,
-                                   int *chosen, int *n_chosen, korch_blp_stats *stats);
+                                   korch_solve_memo *memo, int *chosen, int *n_chosen, korch_blp_stats *stats);
 
 /* Verification (verify_choice.c). Stored verdicts for every usable
  * candidate, nothing run: the known-wrong are rejected. */
@@ -335,6 +340,15 @@ typedef struct korch_blp_result {
  * 1 in a known feasible solution (MIP start). x receives 0/1 per variable. */
 korch_status korch_blp_solve(const korch_blp *b, const int *start, int n_start, double time_limit_s, bool *x,
                              korch_blp_result *result);
+
+/* ---- solutions reused between identical programs (solve_memo.c) -------- */
+
+korch_solve_memo *korch_solve_memo_new(void);
+void korch_solve_memo_free(korch_solve_memo *m);
+bool korch_solve_memo_find(const korch_solve_memo *m, const korch_blp *b, const int *start, int n_start, bool *x,
+                           korch_blp_stats *stats);
+void korch_solve_memo_put(korch_solve_memo *m, const korch_blp *b, const int *start, int n_start, const bool *x,
+                          const korch_blp_stats *stats);
 
 /* ---- schedules and cuts (simulate.c) ------------------------------------ */
 

@@ -342,7 +342,7 @@ static void reset_available(problem *pr) {
 
 korch_status korch_solve_partition(korch_candidate_set *set, int p, const int *start, int n_start, double time_limit_s,
                                    double untuned_scale, const korch_orchestrate_options *options, bool *available,
-                                   int *chosen, int *n_chosen, korch_blp_stats *stats) {
+                                   korch_solve_memo *memo, int *chosen, int *n_chosen, korch_blp_stats *stats) {
     memset(stats, 0, sizeof *stats);
     *n_chosen = 0;
     problem pr = {.set = set, .p = p, .available = available};
@@ -416,6 +416,22 @@ korch_status korch_solve_partition(korch_candidate_set *set, int p, const int *s
     bool solved = false;
     stats->optimal = true;
     int max_rounds = options->max_cut_rounds > 0 ? options->max_cut_rounds : DEFAULT_CUT_ROUNDS;
+    korch_blp_stats seen;
+    if (korch_solve_memo_find(memo, &b, start_vars, n_sv, x, &seen)) {
+        /* the same program, solved for another partition: its choice holds
+         * here if it schedules here (solve_memo.c has the argument) */
+        if (simulate(&pr, x, sel, order, ran) >= 0) {
+            solved = true;
+            max_rounds = 0;
+            stats->rounds = seen.rounds;
+            stats->optimal = seen.optimal;
+            stats->time_limit = seen.time_limit;
+            stats->objective = seen.objective;
+            stats->bound = seen.bound;
+            stats->reused = 1;
+        }
+        reset_available(&pr);
+    }
     for (int round = 0; round < max_rounds; round++) {
         double left = time_limit_s - (korch_now_ms() - t_start) / 1e3;
         if (round > 0 && left <= 0) break;
@@ -430,6 +446,8 @@ korch_status korch_solve_partition(korch_candidate_set *set, int p, const int *s
         if (!res.feasible) break;
         if (simulate(&pr, x, sel, order, ran) >= 0) {
             solved = true;
+            /* no deadlock cut: the optimum of the base program, reusable */
+            if (stats->cuts == 0) korch_solve_memo_put(memo, &b, start_vars, n_sv, x, stats);
             break;
         }
         int added = 0;
