@@ -18,7 +18,8 @@ Method: korch optimises each model once (strategy optimal, a private profile
 database in build/bench/load/, on the idle machine), then for every load: the
 load starts, 1 s passes, and R rounds follow; in each round korch runs one
 `korch run PLAN --bench K` process (its median) and ORT K in-process runs (their
-median), in an order alternated every round. A contender's figure under a load
+median), in an order alternated every round, with 0.2 s of pause before
+each (ORT's pool threads spin for ~40 ms after a run). A contender's figure under a load
 is the median of its round medians; its slowdown is that figure over its
 figure with no load. Both contenders see the same load at the same minutes,
 so the comparison is the ratio of slowdowns, not absolute times. A --variant
@@ -151,6 +152,13 @@ class Ort:
         return statistics.median(ts)
 
 
+# A pause before each contender's turn: ORT's pool threads spin about 40 ms
+# after its last run (measured on this VM), and korch's CLI, which looks at
+# the runnable tasks when it starts (src/cli/omp_policy.c), would otherwise
+# count the previous contender as a competing load.
+SETTLE_S = 0.2
+
+
 def bench_model(name, args, exe, work):
     with open(os.path.join(args.models_dir, name + ".json")) as fh:
         meta = json.load(fh)
@@ -172,6 +180,7 @@ def bench_model(name, args, exe, work):
             for r in range(args.rounds):
                 for i in range(len(cons)):  # the order rotates every round
                     c = cons[(i + r) % len(cons)]
+                    time.sleep(SETTLE_S)
                     rounds[c.label].append(c.once())
         res["loads"][load] = {c: {"median": statistics.median(v), "rounds": v} for c, v in rounds.items()}
         log(f"{name} {load}: " + ", ".join(f"{c} {statistics.median(v):.3f} ms" for c, v in rounds.items()))
