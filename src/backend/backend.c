@@ -147,6 +147,6 @@ void korch_kernel_destroy(korch_kernel *k) {
     free(k);
 }
 
-const char *korch_backend_identity(korch_backend_kind kind) {
-    return (unsigned)kind < KORCH_BACKEND_COUNT ? backends[kind]->identity() : "?";
+const char *korch_backend_identity(korch_backend_kind kind, const korch_profile_options *options) {
+    return (unsigned)kind < KORCH_BACKEND_COUNT ? backends[kind]->identity(options) : "?";
 }

@@ -47,7 +47,8 @@ void korch_backend_set_fault(korch_fault_fn fn, void *user);
 /* What a backend's kernels depend on besides their signature and schedule:
  * generator version, compiler and flags, library version. Stored verdicts
  * (src/verify) are keyed by it, so a new compiler or oneDNN is checked
- * again. */
-const char *korch_backend_identity(korch_backend_kind kind);
+ * again. options (may be NULL) name the compiler and flags kernels are built
+ * with (korch_profile_options.cc, cc_opt). */
+const char *korch_backend_identity(korch_backend_kind kind, const korch_profile_options *options);
 
 #endif

@@ -50,6 +50,22 @@ typedef struct korch_profile_options {
     int tune_log;         /* stderr: < 0 nothing, 1 a summary per call, 2 also per kernel [1] */
     double busy_us;       /* an empty parallel region slower than this: the machine is busy and
                              quick profiling times serial schedules [100] */
+    /* Toolchain, measurement and test settings. The library never reads the
+     * environment for them: the CLI fills them from KORCH_CC, KORCH_CC_OPT,
+     * ... (src/cli/cli_env.c, docs/cli.md "Environment"); a C API caller gets
+     * the defaults in brackets (0 / NULL). */
+    const char *cc;       /* C compiler for generated kernels ["cc"] */
+    const char *cc_opt;   /* its optimisation flags: words starting with -O or -f, at most 8;
+                             anything else is ignored ["-O3"]. The compiler and flags are part
+                             of the kernel cache key and the machine fingerprint */
+    int cc_jobs;          /* compilers run at once while profiling [one per CPU, at most 4] */
+    long long cg_stream_min_bytes; /* cgen: outputs at least this large may be written with
+                             non-temporal stores [the last-level cache]; tests lower it */
+    int scrub_mib;        /* MiB each core writes before every timed run, 1..4096 [0: off];
+                             part of the machine fingerprint (docs/profiling.md, "Cache state") */
+    int db_busy_ms;       /* how long to wait for a locked profile database [10000] */
+    const char *dnnl_variants; /* oneDNN variants timed, e.g. "fmt=plain;fmt=plain thr=1" [all] */
+    bool dnnl_log;        /* one stderr line per timed oneDNN variant */
 } korch_profile_options;
 
 typedef struct korch_profile_result {
@@ -87,7 +103,7 @@ typedef struct korch_backend_ops {
                             korch_profile_result *results);
     korch_status (*build)(const korch_kernel_spec *specs, const char *const *schedules, int n,
                           const korch_profile_options *options, korch_kernel **kernels);
-    const char *(*identity)(void);
+    const char *(*identity)(const korch_profile_options *options);
 } korch_backend_ops;
 
 #endif

@@ -40,8 +40,23 @@ typedef struct korch_cli_env {
     int tune_explore; /* KORCH_TUNE_EXPLORE */
     int tune_log;     /* KORCH_TUNE_LOG (0 there: -1 here, silent) */
     double busy_us;   /* KORCH_BUSY_US */
+    /* korch_profile_options' toolchain, measurement and test fields */
+    const char *cc;              /* KORCH_CC */
+    const char *cc_opt;          /* KORCH_CC_OPT */
+    int cc_jobs;                 /* KORCH_CC_JOBS */
+    long long cg_stream_min_bytes; /* KORCH_CG_STREAM_MIN_BYTES */
+    int scrub_mib;               /* KORCH_PROFILE_SCRUB_MB (1..4096, else off) */
+    int db_busy_ms;              /* KORCH_DB_BUSY_MS */
+    const char *dnnl_variants;   /* KORCH_DNNL_VARIANTS */
+    bool dnnl_log;               /* KORCH_DNNL_LOG (any value) */
 } korch_cli_env;
+/* Reads the environment once; the first call also installs the profiling
+ * state hook KORCH_PROFILE_STATE asks for (main() calls it at start). */
 const korch_cli_env *korch_cli_env_get(void);
+/* Copies the environment's settings into o's fields of korch_profile_options
+ * that the environment governs (tuning, toolchain, measurement, database
+ * wait, oneDNN variants); the caller sets threads, paths and the rest. */
+void korch_cli_env_profile(korch_profile_options *o);
 
 /* Prints "korch: error: <message>" for the last error and returns 1. */
 int korch_cli_fail(void);

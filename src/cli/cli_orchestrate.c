@@ -205,11 +205,7 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
     s->profile = (korch_profile_options){
         .threads = s->threads, .budget_s = a->budget_s, .db_path = a->db, .cache_dir = a->cache_dir, .progress = false,
         .quiet = a->quiet};
-    const korch_cli_env *env = korch_cli_env_get();
-    s->profile.tune_trials = env->tune_trials;
-    s->profile.tune_explore = env->tune_explore;
-    s->profile.tune_log = env->tune_log;
-    s->profile.busy_us = env->busy_us;
+    korch_cli_env_profile(&s->profile);
     /* --reprofile: every stored profile older than this run is measured again */
     if (a->reprofile) s->profile.fresh_after = korch_wall_s();
     s->typical = korch_machine_model_typical(s->threads);

@@ -98,6 +98,7 @@ int korch_cli_plan_verify(korch_cli_plan *p, korch_graph *g, const korch_tensor 
     int rc = lower(p, g);
     if (rc) return rc;
     korch_profile_options build = {.threads = threads};
+    korch_cli_env_profile(&build);
     uint64_t seed = p->plan->verified ? p->plan->verify_seed : KORCH_VERIFY_DEFAULT_SEED;
     korch_verify_options vo = {.seed = seed, .inputs = inputs, .build = &build};
     korch_plan_check c;
@@ -125,6 +126,7 @@ int korch_cli_plan_prepare(korch_cli_plan *p, korch_graph *g, int threads) {
     int rc = lower(p, g);
     if (rc) return rc;
     korch_profile_options options = {.threads = threads};
+    korch_cli_env_profile(&options);
     /* p->pg and g are the command's own */
     if (korch_executor_create_owned(p->plan, p->pg, g, &options, &p->ex) != KORCH_OK) return korch_cli_fail();
     return 0;

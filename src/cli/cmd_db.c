@@ -37,12 +37,14 @@ static void help(void) {
 #define MAX_THREADS 1024
 static char **verdict_keys(int *n) {
     *n = 0;
+    korch_profile_options build = {0}; /* the compiler and flags this environment builds with */
+    korch_cli_env_profile(&build);
     char **keys = calloc((size_t)(KORCH_BACKEND_COUNT + 1) * MAX_THREADS, sizeof *keys);
     if (!keys) return NULL;
     for (int k = 0; k < KORCH_BACKEND_COUNT; k++) {
         char hash[33];
         for (int t = 1; t <= MAX_THREADS; t++) {
-            if (korch_verify_fingerprint((korch_backend_kind)k, t, hash) != KORCH_OK) continue;
+            if (korch_verify_fingerprint((korch_backend_kind)k, t, &build, hash) != KORCH_OK) continue;
             keys[*n] = strdup(hash);
             if (keys[*n]) (*n)++;
         }
@@ -50,7 +52,7 @@ static char **verdict_keys(int *n) {
     /* remembered plan checks (verify/plan_verdict.c) carry all backends' fingerprints in one */
     for (int t = 1; t <= MAX_THREADS; t++) {
         char hash[65];
-        if (!korch_plan_verdict_machine(t, hash)) continue;
+        if (!korch_plan_verdict_machine(t, &build, hash)) continue;
         keys[*n] = strdup(hash);
         if (keys[*n]) (*n)++;
     }
@@ -60,7 +62,7 @@ static char **verdict_keys(int *n) {
 /* "cpu=<model>;isa=<flags>;": the part of every fingerprint that names this machine */
 static bool machine_prefix(char *out, size_t size) {
     char hash[33], text[2048];
-    if (korch_machine_fingerprint(1, "none", hash, text, sizeof text) != KORCH_OK) return false;
+    if (korch_machine_fingerprint(1, "none", 0, hash, text, sizeof text) != KORCH_OK) return false;
     char *threads = strstr(text, ";threads=");
     if (!threads) return false;
     size_t len = (size_t)(threads - text) + 1;
@@ -121,7 +123,7 @@ int korch_cmd_db(int argc, char **argv) {
     if (this_machine && !clear) return korch_cli_usage_error("db", "--machine is a clear option");
 
     korch_profile_db *db = NULL;
-    if (korch_db_admin_open(db_path, &db) != KORCH_OK) {
+    if (korch_db_admin_open(db_path, korch_cli_env_get()->db_busy_ms, &db) != KORCH_OK) {
         char buf[600];
         fprintf(stderr, "korch: error: %s%s\n", db_path ? "--db: " : "",
                 korch_printable(korch_last_error(), buf, sizeof buf));

@@ -58,6 +58,7 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
     korch_cli_omp_policy(argv);
+    korch_cli_env_get(); /* the environment, read once, before any command */
     if (argc < 2) {
         usage(stderr);
         return 2;

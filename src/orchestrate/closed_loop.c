@@ -77,7 +77,8 @@ static korch_status run_plan(void *user, const korch_plan *plan, double *kernel_
     korch_profile_db *db = NULL;
     korch_profile_monitor *monitor = NULL;
     korch_monitor_mark mark;
-    if (st == KORCH_OK && korch_profile_db_open(c->loop->build ? c->loop->build->db_path : NULL, &db) != KORCH_OK) {
+    if (st == KORCH_OK && korch_profile_db_open(c->loop->build ? c->loop->build->db_path : NULL,
+                                                   c->loop->build ? c->loop->build->db_busy_ms : 0, &db) != KORCH_OK) {
         korch_error_clear();
         db = NULL;
     }

@@ -74,14 +74,12 @@ static korch_status default_path(char *buf, size_t size) {
 }
 
 /* Opens and checks; returns the SQLite result code of the first failure. */
-static int try_open(korch_profile_db *p, bool readonly) {
+static int try_open(korch_profile_db *p, bool readonly, int busy_ms) {
     int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
     int rc = sqlite3_open_v2(p->path, &p->db, flags, NULL);
     if (rc != SQLITE_OK) return rc;
-    /* KORCH_DB_BUSY_MS shortens the wait (tests) */
-    const char *busy = getenv("KORCH_DB_BUSY_MS");
-    int busy_ms = busy && atoi(busy) > 0 ? atoi(busy) : 10000;
-    sqlite3_busy_timeout(p->db, busy_ms);
+    /* tests shorten the wait (korch_profile_options.db_busy_ms) */
+    sqlite3_busy_timeout(p->db, busy_ms > 0 ? busy_ms : 10000);
     p->readonly = readonly || sqlite3_db_readonly(p->db, "main") == 1;
     /* touching the schema detects "not a database" and most corruption */
     rc = sqlite3_exec(p->db, "SELECT count(*) FROM sqlite_master;", NULL, NULL, NULL);
@@ -108,7 +106,7 @@ static void close_db(korch_profile_db *p) {
     p->db = NULL;
 }
 
-korch_status korch_profile_db_open(const char *path, korch_profile_db **out) {
+korch_status korch_profile_db_open(const char *path, int busy_ms, korch_profile_db **out) {
     *out = NULL;
     korch_profile_db *p = calloc(1, sizeof *p);
     if (!p) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "profile database: out of memory");
@@ -123,10 +121,10 @@ korch_status korch_profile_db_open(const char *path, korch_profile_db **out) {
         free(p);
         return st;
     }
-    int rc = try_open(p, false);
+    int rc = try_open(p, false, busy_ms);
     if (rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN) {
         close_db(p);
-        if (access(p->path, F_OK) == 0 && try_open(p, true) == SQLITE_OK) rc = SQLITE_OK;
+        if (access(p->path, F_OK) == 0 && try_open(p, true, busy_ms) == SQLITE_OK) rc = SQLITE_OK;
     }
     if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT || rc == SQLITE_MISMATCH) {
         close_db(p);
@@ -140,7 +138,7 @@ korch_status korch_profile_db_open(const char *path, korch_profile_db **out) {
         unlink(side);
         snprintf(side, sizeof side, "%s-shm", p->path);
         unlink(side);
-        rc = try_open(p, false);
+        rc = try_open(p, false, busy_ms);
     }
     if (rc != SQLITE_OK) {
         if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)

@@ -70,7 +70,7 @@ static long count_where(korch_profile_db *db, const char *table, const char *whe
     return n;
 }
 
-korch_status korch_db_admin_open(const char *path, korch_profile_db **out) {
+korch_status korch_db_admin_open(const char *path, int busy_ms, korch_profile_db **out) {
     *out = NULL;
     char buf[4096];
     if (!path || !*path) {
@@ -86,7 +86,7 @@ korch_status korch_db_admin_open(const char *path, korch_profile_db **out) {
                            errno == ENOENT ? "no such file (nothing profiled there yet, or a wrong --db)"
                                            : strerror(errno));
     if (!S_ISREG(sb.st_mode)) return korch_error(KORCH_ERR_IO, "profile database %s: not a regular file", path);
-    return korch_profile_db_open(path, out);
+    return korch_profile_db_open(path, busy_ms, out);
 }
 
 /* ---- stats ------------------------------------------------------------------ */

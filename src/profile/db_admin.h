@@ -38,7 +38,7 @@ typedef struct korch_db_admin_options {
 
 /* The database a command names: path, or the default location. Never
  * creates one: a missing file is an error naming the path. */
-korch_status korch_db_admin_open(const char *path, korch_profile_db **out);
+korch_status korch_db_admin_open(const char *path, int busy_ms, korch_profile_db **out);
 
 korch_status korch_db_stats(korch_profile_db *db, FILE *out);
 /* Lists suspect rows; *n_suspect counts them all. */

@@ -62,14 +62,15 @@ static char cached_model[256], cached_isa[512];
 static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
 static void read_cpu_once(void) { cpu_info(cached_model, sizeof cached_model, cached_isa, sizeof cached_isa); }
 
-korch_status korch_machine_fingerprint(int threads, const char *compiler, char hash[33], char *text, size_t size) {
+korch_status korch_machine_fingerprint(int threads, const char *compiler, int scrub_mib, char hash[33], char *text,
+                                       size_t size) {
     pthread_once(&cpu_once, read_cpu_once);
     const char *model = cached_model, *isa = cached_isa;
     int n = snprintf(text, size, "cpu=%s;isa=%s;threads=%d;compiler=%s", model, isa, threads,
                      compiler ? compiler : "none");
     /* scrubbed timings measure another cache state: never mixed with plain ones */
-    if (n > 0 && (size_t)n < size && korch_profile_scrub_mib() > 0)
-        n += snprintf(text + n, size - (size_t)n, ";scrub=%zuMiB", korch_profile_scrub_mib());
+    if (n > 0 && (size_t)n < size && scrub_mib > 0)
+        n += snprintf(text + n, size - (size_t)n, ";scrub=%dMiB", scrub_mib);
     if (n < 0 || (size_t)n >= size) return korch_error(KORCH_ERR_INTERNAL, "machine fingerprint too long");
     digest(text, (size_t)n, hash);
     return KORCH_OK;

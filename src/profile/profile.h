@@ -59,7 +59,12 @@ typedef struct korch_timer_options {
     void (*before_run)(void *ctx);
     /* the machine state around the measurement (NULL: not assessed) */
     korch_profile_monitor *monitor;
+    /* MiB each core writes, untimed, before every timed run (0: off; at most
+     * KORCH_SCRUB_MAX_MIB); korch_profile_options.scrub_mib. Give the same
+     * value to korch_machine_fingerprint. */
+    int scrub_mib;
 } korch_timer_options;
+#define KORCH_SCRUB_MAX_MIB 4096
 
 typedef korch_status (*korch_timed_fn)(void *ctx, int iteration);
 
@@ -69,14 +74,14 @@ korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_
 /* Writes back and evicts [p, p + bytes) from every cache level (clflush on
  * x86; elsewhere nothing). */
 void korch_cache_evict(const void *p, size_t bytes);
-/* MiB each core sweeps before every timed run (KORCH_PROFILE_SCRUB_MB; 0: off) */
-size_t korch_profile_scrub_mib(void);
 
 /* ---- fingerprint.c ----------------------------------------------------------
  * What makes a latency measured on one machine valid on another: CPU model,
- * ISA flags, thread count, compiler and its version. `hash` keys the database;
- * `text` is the readable form stored beside it. */
-korch_status korch_machine_fingerprint(int threads, const char *compiler, char hash[33], char *text, size_t size);
+ * ISA flags, thread count, compiler and its version, and the cache scrub
+ * the latencies were measured with (scrub_mib > 0, korch_timer_options).
+ * `hash` keys the database; `text` is the readable form stored beside it. */
+korch_status korch_machine_fingerprint(int threads, const char *compiler, int scrub_mib, char hash[33], char *text,
+                                       size_t size);
 
 /* ---- database.c ------------------------------------------------------------ */
 typedef struct korch_profile_db korch_profile_db;
@@ -94,8 +99,9 @@ typedef struct korch_profile_record {
 /* path NULL or "": $XDG_CACHE_HOME/korch/profile.db (~/.cache fallback).
  * A corrupt file is moved aside (<path>.corrupt) and rebuilt, with a warning;
  * a read-only one is used read-only (nothing is saved), with a warning; a
- * locked one is waited for (busy timeout), then a clear error. */
-korch_status korch_profile_db_open(const char *path, korch_profile_db **out);
+ * locked one is waited for (busy_ms, korch_profile_options.db_busy_ms;
+ * <= 0: 10 s), then a clear error. */
+korch_status korch_profile_db_open(const char *path, int busy_ms, korch_profile_db **out);
 void korch_profile_db_close(korch_profile_db *db);
 const char *korch_profile_db_path(const korch_profile_db *db);
 bool korch_profile_db_readonly(const korch_profile_db *db);
@@ -211,8 +217,8 @@ void korch_profile_monitor_end(korch_profile_monitor *m, const korch_monitor_mar
 /* Test hooks (never set outside tests; not thread-safe: set before
  * profiling). run_ms: the duration every timed run is recorded with, given
  * the measured one (a fake timer). state: the machine state instead of
- * probing it. NULL removes the hooks. Without hooks, KORCH_PROFILE_STATE=
- * quiet or busy pins the state the same way (for tests of whole commands). */
+ * probing it. NULL removes the hooks. The CLI sets a state hook for
+ * KORCH_PROFILE_STATE=quiet|busy (tests of whole commands; src/cli/cli_env.c). */
 typedef struct korch_profile_hooks {
     double (*run_ms)(void *user, double measured_ms);
     void (*state)(void *user, double *probe, double *wait);

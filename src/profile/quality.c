@@ -38,7 +38,7 @@ bool korch_profile_quieter(double probe, double wait, double row_probe, double r
     return row_wait > KORCH_WAIT_LIMIT && wait >= 0 && wait <= KORCH_WAIT_LIMIT && (row_probe <= 0 || probe <= row_probe);
 }
 
-/* ---- test hooks, and the KORCH_PROFILE_STATE pin ------------------------- */
+/* ---- test hooks (the CLI turns KORCH_PROFILE_STATE into one) -------------- */
 
 static korch_profile_hooks hooks;
 
@@ -55,17 +55,6 @@ double korch_profile_hook_run_ms(double measured_ms) {
 static bool given_state(double *probe, double *wait) {
     if (hooks.state) {
         hooks.state(hooks.user, probe, wait);
-        return true;
-    }
-    const char *e = getenv("KORCH_PROFILE_STATE");
-    if (e && strcmp(e, "quiet") == 0) {
-        *probe = 1.0;
-        *wait = 0.0;
-        return true;
-    }
-    if (e && strcmp(e, "busy") == 0) {
-        *probe = 2.0;
-        *wait = 0.5;
         return true;
     }
     return false;
@@ -203,7 +192,7 @@ korch_status korch_profile_monitor_open(korch_profile_db *db, int threads, korch
 #else
     snprintf(what, sizeof what, "machine-state probe 1; korch %s", korch_version());
 #endif
-    korch_status st = korch_machine_fingerprint(m->threads, what, m->key, m->text, sizeof m->text);
+    korch_status st = korch_machine_fingerprint(m->threads, what, 0, m->key, m->text, sizeof m->text);
     int samples = 0;
     bool found = false;
     if (st == KORCH_OK && db) st = korch_profile_db_get_probe(db, m->key, &m->idle_ms, &samples, &found);

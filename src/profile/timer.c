@@ -1,6 +1,7 @@
 /* Timing methodology (docs/profiling.md): warm-up, then the median of
  * repeated runs, with the spread reported. The median resists the occasional
  * preempted run on a shared machine; the spread tells how noisy it was. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,42 +20,43 @@ korch_timer_options korch_timer_defaults(void) {
                                  .target_ms = 30};
 }
 
-/* Cache scrub (KORCH_PROFILE_SCRUB_MB, docs/profiling.md "Cache state"):
- * before each timed run, every core writes its own slice of a buffer of that
- * many MiB, untimed. A kernel repeated back to back finds its weights, its
- * code's data and its page translations warm; inside a plan the other
- * kernels ran in between. Off by default: it slows profiling down (4x for
- * 24 MiB on EfficientViT). Read once per process; part of the machine
- * fingerprint, so scrubbed and unscrubbed latencies never mix. */
-static size_t scrub_mib(void) {
-    static int cached = -1;
-    if (cached < 0) {
-        const char *e = getenv("KORCH_PROFILE_SCRUB_MB");
-        char *end = NULL;
-        long v = e && *e ? strtol(e, &end, 10) : 0;
-        cached = e && *e && end && *end == '\0' && v > 0 && v <= 4096 ? (int)v : 0;
-    }
-    return (size_t)cached;
-}
-
-size_t korch_profile_scrub_mib(void) { return scrub_mib(); }
-
-static void scrub(void) {
+/* Cache scrub (korch_timer_options.scrub_mib, docs/profiling.md "Cache
+ * state"): before each timed run, every core writes its own slice of a
+ * buffer of that many MiB, untimed. A kernel repeated back to back finds its
+ * weights, its code's data and its page translations warm; inside a plan the
+ * other kernels ran in between. Off by default: it slows profiling down (4x
+ * for 24 MiB on EfficientViT). The caller puts the same size into the
+ * machine fingerprint, so scrubbed and unscrubbed latencies never mix. The
+ * buffer is kept for the process and grows to the largest size asked for;
+ * the lock keeps a growing buffer from being swept by another caller. */
+static void scrub(int mib) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     static char *buf;
-    static size_t per;
+    static size_t have;
     static int workers;
-    if (scrub_mib() == 0) return;
-    if (!buf) {
+    if (mib <= 0) return;
+    size_t per = (size_t)(mib > KORCH_SCRUB_MAX_MIB ? KORCH_SCRUB_MAX_MIB : mib) << 20;
+    pthread_mutex_lock(&lock);
+    if (per > have) {
 #ifdef _OPENMP
         workers = omp_get_num_procs();
 #else
         workers = 1;
 #endif
-        per = scrub_mib() << 20;
+        free(buf);
+        have = 0;
         buf = aligned_alloc(64, per * (size_t)workers);
-        if (!buf) return; /* no scrub rather than no profile */
-        memset(buf, 1, per * (size_t)workers);
+        if (buf) {
+            memset(buf, 1, per * (size_t)workers);
+            have = per;
+        }
     }
+    if (!buf) { /* no scrub rather than no profile */
+        pthread_mutex_unlock(&lock);
+        return;
+    }
+    char *base = buf;
+    size_t stride = have;
 #pragma omp parallel num_threads(workers)
     {
 #ifdef _OPENMP
@@ -62,9 +64,10 @@ static void scrub(void) {
 #else
         size_t t = 0;
 #endif
-        volatile char *b = buf + t * per;
+        volatile char *b = base + t * stride;
         for (size_t i = 0; i < per; i += 64) b[i]++;
     }
+    pthread_mutex_unlock(&lock);
 }
 
 void korch_cache_evict(const void *p, size_t bytes) {
@@ -112,7 +115,7 @@ korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_
     double spent = 0;
     bool cut = false;
     while (n < d.max_repeats && (n < d.min_repeats || spent < d.target_ms)) {
-        scrub();
+        scrub(d.scrub_mib);
         if (d.before_run) d.before_run(ctx);
         double a = korch_now_s();
         korch_status st = fn(ctx, it++);

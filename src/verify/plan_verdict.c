@@ -45,16 +45,16 @@ static bool check_key(const korch_plan *plan, const korch_graph *g, const char *
     if (fclose(t) != 0 || !text) ok = false;
     if (ok) korch_sha256_hex(text, len, key);
     free(text);
-    return ok && korch_plan_verdict_machine(threads > 0 ? threads : 1, machine);
+    return ok && korch_plan_verdict_machine(threads > 0 ? threads : 1, o->build, machine);
 }
 
-bool korch_plan_verdict_machine(int threads, char machine[65]) {
+bool korch_plan_verdict_machine(int threads, const korch_profile_options *build, char machine[65]) {
     /* every backend's fingerprint (compiler, oneDNN, CPU, korch version, rules) */
     char text[KORCH_BACKEND_COUNT * 34 + 1];
     size_t len = 0;
     for (int b = 0; b < KORCH_BACKEND_COUNT; b++) {
         char fp[33];
-        if (korch_verify_fingerprint((korch_backend_kind)b, threads, fp) != KORCH_OK) {
+        if (korch_verify_fingerprint((korch_backend_kind)b, threads, build, fp) != KORCH_OK) {
             korch_error_clear();
             return false;
         }
@@ -73,7 +73,7 @@ bool korch_plan_verdict_lookup(const korch_plan *plan, const korch_graph *g, con
     if (!model_sha256 || !*model_sha256 || o->inputs || !check_key(plan, g, model_sha256, o, key, machine))
         return false;
     korch_profile_db *db = NULL;
-    if (korch_profile_db_open(o->build ? o->build->db_path : NULL, &db) != KORCH_OK) {
+    if (korch_profile_db_open(o->build ? o->build->db_path : NULL, o->build ? o->build->db_busy_ms : 0, &db) != KORCH_OK) {
         korch_error_clear();
         return false;
     }
@@ -125,7 +125,7 @@ void korch_plan_verdict_store(const korch_plan *plan, const korch_graph *g, cons
         if (oc->max_abs > rec.max_abs) rec.max_abs = oc->max_abs;
     }
     korch_profile_db *db = NULL;
-    if (korch_profile_db_open(o->build ? o->build->db_path : NULL, &db) != KORCH_OK) {
+    if (korch_profile_db_open(o->build ? o->build->db_path : NULL, o->build ? o->build->db_busy_ms : 0, &db) != KORCH_OK) {
         korch_error_clear();
         return;
     }

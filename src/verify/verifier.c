@@ -29,11 +29,13 @@ struct korch_verifier {
     korch_verifier_stats stats;
 };
 
-korch_status korch_verify_fingerprint(korch_backend_kind kind, int threads, char hash[33]) {
+korch_status korch_verify_fingerprint(korch_backend_kind kind, int threads, const korch_profile_options *build,
+                                      char hash[33]) {
     char what[1400], text[2048];
     snprintf(what, sizeof what, "verification %s; korch %s; %s", KORCH_VERIFY_RULES, korch_version(),
-             korch_backend_identity(kind));
-    return korch_machine_fingerprint(threads, what, hash, text, sizeof text);
+             korch_backend_identity(kind, build));
+    /* no cache scrub: a verdict does not depend on how latencies were measured */
+    return korch_machine_fingerprint(threads, what, 0, hash, text, sizeof text);
 }
 
 korch_status korch_verifier_create(const korch_pgraph *pg, const korch_verify_options *options,
@@ -49,14 +51,15 @@ korch_status korch_verifier_create(const korch_pgraph *pg, const korch_verify_op
     if (!(options->build && options->build->threads > 0)) threads = omp_get_max_threads();
 #endif
     for (int k = 0; k < KORCH_BACKEND_COUNT; k++) {
-        korch_status st = korch_verify_fingerprint((korch_backend_kind)k, threads, v->machine[k]);
+        korch_status st = korch_verify_fingerprint((korch_backend_kind)k, threads, options->build, v->machine[k]);
         if (st != KORCH_OK) {
             free(v);
             return st;
         }
     }
     /* without a database verdicts live for this process only */
-    if (korch_profile_db_open(options->build ? options->build->db_path : NULL, &v->db) != KORCH_OK) {
+    if (korch_profile_db_open(options->build ? options->build->db_path : NULL,
+                              options->build ? options->build->db_busy_ms : 0, &v->db) != KORCH_OK) {
         fprintf(stderr, "korch: warning: verdicts of kernel verification will not be kept: %s\n", korch_last_error());
         korch_error_clear();
         v->db = NULL;

@@ -187,7 +187,7 @@ void korch_plan_verdict_store(const korch_plan *plan, const korch_graph *g, cons
                               const korch_verify_options *options, const korch_plan_check *c);
 /* The machine column of plan verdicts for a thread count (korch db tells
  * this machine's verdicts from foreign ones by it). */
-bool korch_plan_verdict_machine(int threads, char machine[65]);
+bool korch_plan_verdict_machine(int threads, const korch_profile_options *build, char machine[65]);
 
 /* ---- verifier.c --------------------------------------------------------------
  * Kernel verification for the orchestrator: korch_verify_kernels with the
@@ -207,8 +207,10 @@ typedef struct korch_verifier_stats {
 } korch_verifier_stats;
 
 /* The fingerprint verdicts of `kind`'s kernels run with `threads` threads
- * are stored under (hash: 32 hex digits + NUL). */
-korch_status korch_verify_fingerprint(korch_backend_kind kind, int threads, char hash[33]);
+ * and built with `build` (compiler and flags; may be NULL) are stored under
+ * (hash: 32 hex digits + NUL). */
+korch_status korch_verify_fingerprint(korch_backend_kind kind, int threads, const korch_profile_options *build,
+                                      char hash[33]);
 
 /* pg and options (and what they point to) must outlive the verifier. */
 korch_status korch_verifier_create(const korch_pgraph *pg, const korch_verify_options *options,

@@ -97,6 +97,9 @@ static inline void cc_spec_free(korch_kernel_spec *spec) {
 }
 
 static double cc_max_err = 0; /* largest relative error seen (reported by tests) */
+/* korch_profile_options.cg_stream_min_bytes of cc_check's builds (0: the
+ * library's default, the last-level cache; test_cgen_stream lowers it) */
+static long long cc_stream_min_bytes = 0;
 
 /* Compares one output; returns the number of mismatches. */
 static inline int cc_compare(const korch_tensor *want, const void *got, const char *what) {
@@ -149,7 +152,7 @@ static inline int cc_check(const korch_pgraph *pg, const char *const *schedules,
     }
     for (int s = 0; s < n_sched && st == KORCH_OK; s++) {
         korch_kernel *k = NULL;
-        korch_profile_options opt = {.threads = 2};
+        korch_profile_options opt = {.threads = 2, .cg_stream_min_bytes = cc_stream_min_bytes};
         const char *sched = schedules[s];
         korch_status bs = korch_backend_build(KORCH_BACKEND_CGEN, &spec, &sched, 1, &opt, &k);
         CHECK_MSG(bs == KORCH_OK, "%s [%s]: build: %s", what, sched, korch_last_error());
@@ -174,7 +177,7 @@ static inline int cc_check(const korch_pgraph *pg, const char *const *schedules,
         if (bad) {
             failures++;
             char *src = NULL;
-            if (getenv("KORCH_TEST_DUMP") && korch_cgen_source(&spec, sched, &src) == KORCH_OK) fputs(src, stderr);
+            if (getenv("KORCH_TEST_DUMP") && korch_cgen_source(&spec, sched, NULL, &src) == KORCH_OK) fputs(src, stderr);
             free(src);
         }
         korch_kernel_destroy(k);

@@ -30,7 +30,7 @@ static void test_softmax(void) {
             korch_kernel_spec spec;
             cc_spec_all(pg, &spec);
             char *src = NULL;
-            CHECK_OK(korch_cgen_source(&spec, "p1.g0.v1.u1.t0.o0.r1", &src));
+            CHECK_OK(korch_cgen_source(&spec, "p1.g0.v1.u1.t0.o0.r1", NULL, &src));
             if (src) {
                 int parallel = 0;
                 for (const char *p = src; (p = strstr(p, "omp parallel")) != NULL; p++) parallel++;
@@ -151,7 +151,7 @@ static void test_scalar_signature(void) {
         korch_kernel_spec spec;
         cc_spec_all(pg, &spec);
         char *src = NULL;
-        CHECK_OK(korch_cgen_source(&spec, NULL, &src));
+        CHECK_OK(korch_cgen_source(&spec, NULL, NULL, &src));
         const char *k = src ? strstr(src, "korch_k") : NULL;
         snprintf(sig[i], sizeof sig[i], "%.23s", k ? k : "");
         free(src);

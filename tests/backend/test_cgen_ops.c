@@ -75,7 +75,7 @@ static bool source_has(const korch_pgraph *pg, const char *sched, const char *ne
     korch_kernel_spec spec;
     cc_spec_all(pg, &spec);
     char *src = NULL;
-    korch_status st = korch_cgen_source(&spec, sched, &src);
+    korch_status st = korch_cgen_source(&spec, sched, NULL, &src);
     CHECK_MSG(st == KORCH_OK, "source [%s]: %s", sched, korch_last_error());
     bool has = src && strstr(src, needle) != NULL;
     if (getenv("KORCH_TEST_DUMP") && src) fputs(src, stderr);

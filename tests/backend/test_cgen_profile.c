@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cgen_check.h"
+#include "profile/profile.h"
 
 static korch_pgraph *softmax_graph(int64_t rows, int64_t cols) {
     korch_pgraph *pg = NULL;
@@ -22,6 +23,13 @@ static korch_pgraph *softmax_graph(int64_t rows, int64_t cols) {
     return pg;
 }
 
+/* the machine state pinned quiet (the CLI's KORCH_PROFILE_STATE=quiet) */
+static void quiet_state(void *user, double *probe, double *wait) {
+    (void)user;
+    *probe = 1.0;
+    *wait = 0.0;
+}
+
 int main(void) {
     char dir[128], db[160], cache[160];
     snprintf(dir, sizeof dir, "/tmp/korch-test-profile-%d", (int)getpid());
@@ -30,7 +38,7 @@ int main(void) {
     snprintf(cache, sizeof cache, "%s/kernels", dir);
     /* the second run's answers from the database must not depend on how busy
      * the machine happens to be (provisional profiles: test_profile_quality) */
-    setenv("KORCH_PROFILE_STATE", "quiet", 1);
+    korch_profile_set_hooks(&(korch_profile_hooks){.state = quiet_state});
 
     korch_pgraph *a = softmax_graph(64, 256), *b = softmax_graph(64, 256), *c = NULL;
     CHECK_OK(korch_pgraph_create(NULL, &c));
@@ -72,15 +80,15 @@ int main(void) {
     snprintf(cache2, sizeof cache2, "%s/fresh", dir);
     korch_profile_options fresh = {.threads = 2, .cache_dir = cache2};
     korch_kernel *k = NULL;
-    setenv("KORCH_CC", "/nonexistent/korch-cc", 1);
+    fresh.cc = "/nonexistent/korch-cc";
     korch_status s = korch_backend_build(KORCH_BACKEND_CGEN, &specs[0], NULL, 1, &fresh, &k);
     CHECK(s == KORCH_ERR_RUNTIME && k == NULL);
     CHECK_MSG(strstr(korch_last_error(), "korch_k") && strstr(korch_last_error(), "KORCH_CC"), "%s", korch_last_error());
-    setenv("KORCH_CC", "false", 1);
+    fresh.cc = "false";
     s = korch_backend_build(KORCH_BACKEND_CGEN, &specs[0], NULL, 1, &fresh, &k);
     CHECK(s == KORCH_ERR_RUNTIME && k == NULL);
     CHECK_MSG(strstr(korch_last_error(), "failed") && strstr(korch_last_error(), "korch_k"), "%s", korch_last_error());
-    unsetenv("KORCH_CC");
+    fresh.cc = NULL;
 
     for (int i = 0; i < 3; i++) cc_spec_free(&specs[i]);
     korch_pgraph_free(a);

@@ -207,7 +207,7 @@ static int check_batch(korch_pgraph **pgs, int n, const char *sched_in, int *che
             CHECK_MSG(bad == 0, "random graph under %s differs", scheds[i]);
             korch_pgraph_dump(pg, stderr);
             char *src = NULL;
-            if (getenv("KORCH_TEST_DUMP") && korch_cgen_source(&specs[i], scheds[i], &src) == KORCH_OK) fputs(src, stderr);
+            if (getenv("KORCH_TEST_DUMP") && korch_cgen_source(&specs[i], scheds[i], NULL, &src) == KORCH_OK) fputs(src, stderr);
             free(src);
         }
         for (int j = 0; j < pg->n_inputs; j++) korch_tensor_free(&in[j]);

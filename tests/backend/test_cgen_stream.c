@@ -2,7 +2,8 @@
  * are written with _mm512_stream_ps agree with the interpreter, on aligned
  * and unaligned output buffers, fused (softmax rows) and unfused, 1-D and
  * N-D, one and several outputs; the knob's text form is strict. The size
- * threshold is lowered with KORCH_CG_STREAM_MIN_BYTES so small tensors take
+ * threshold is lowered (korch_profile_options.cg_stream_min_bytes, the
+ * CLI's KORCH_CG_STREAM_MIN_BYTES) so small tensors take
  * the streaming path; the generated source is checked to really contain it. */
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,8 @@ static bool source_streams(const korch_pgraph *pg, const char *sched) {
     korch_kernel_spec spec;
     cc_spec_all(pg, &spec);
     char *src = NULL;
-    CHECK_OK(korch_cgen_source(&spec, sched, &src));
+    korch_profile_options opt = {.cg_stream_min_bytes = cc_stream_min_bytes};
+    CHECK_OK(korch_cgen_source(&spec, sched, &opt, &src));
     bool yes = src && strstr(src, "cg_stream16(&out") && strstr(src, "cg_stream_fence();");
     free(src);
     cc_spec_free(&spec);
@@ -99,7 +101,7 @@ static void test_alignment(void) {
     cc_spec_all(pg, &spec);
     const char *sched = "p1.g0.v1.u1.t0.o0.r0.s1";
     korch_kernel *k = NULL;
-    korch_profile_options opt = {.threads = 2};
+    korch_profile_options opt = {.threads = 2, .cg_stream_min_bytes = cc_stream_min_bytes};
     CHECK_OK(korch_backend_build(KORCH_BACKEND_CGEN, &spec, &sched, 1, &opt, &k));
     float *buf = aligned_alloc(64, (size_t)(n + 16) * sizeof(float));
     for (int shift = 0; shift < 2 && k && buf; shift++) {
@@ -143,7 +145,7 @@ static void test_knob_text(void) {
 int main(void) {
     test_knob_text();
     /* the default threshold is the last-level cache: nothing this small streams */
-    unsetenv("KORCH_CG_STREAM_MIN_BYTES");
+    cc_stream_min_bytes = 0;
     {
         int64_t n = 4096;
         korch_pgraph *pg = cc_graph();
@@ -151,7 +153,7 @@ int main(void) {
         CHECK(!source_streams(pg, "p1.g0.v1.u1.t0.o0.r1.s1"));
         korch_pgraph_free(pg);
     }
-    setenv("KORCH_CG_STREAM_MIN_BYTES", "64", 1);
+    cc_stream_min_bytes = 64;
     test_shapes();
     test_fused();
     test_alignment();

@@ -61,10 +61,10 @@ static korch_profile_record rec(double ms, double iqr, int provisional, const ch
  * inconsistent, 1 damaged) and a foreign verdict; half on another machine */
 static void fill(const char *path, char *here, char *there) {
     char text_here[2048];
-    CHECK_OK(korch_machine_fingerprint(2, "test compiler", here, text_here, sizeof text_here));
+    CHECK_OK(korch_machine_fingerprint(2, "test compiler", 0, here, text_here, sizeof text_here));
     snprintf(there, 33, "0123456789abcdef0123456789abcdef");
     korch_profile_db *db = NULL;
-    CHECK_OK(korch_profile_db_open(path, &db));
+    CHECK_OK(korch_profile_db_open(path, 0, &db));
     if (!db) return;
     CHECK_OK(korch_profile_db_put_machine(db, here, text_here));
     CHECK_OK(korch_profile_db_put_machine(db, there, "cpu=Another CPU;isa=avx2;threads=4;compiler=other"));

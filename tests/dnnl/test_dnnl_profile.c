@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "dnnl_check.h"
+#include "profile/profile.h"
 
 static korch_pgraph *conv_bias_relu(void) {
     korch_pgraph *pg = dc_graph();
@@ -106,8 +107,7 @@ static void test_unsupported(const char *db) {
 }
 
 static void test_reference_policy(const char *db) {
-    setenv("KORCH_DNNL_VARIANTS", "fmt=plain", 1);
-    korch_profile_options o = {.threads = 2, .db_path = db};
+    korch_profile_options o = {.threads = 2, .db_path = db, .dnnl_variants = "fmt=plain"};
     /* premise: oneDNN has only ref:any for it */
     korch_pgraph *bare = tiny_deconv(false), *fused = tiny_deconv(true);
     korch_kernel_spec spec, fspec;
@@ -130,7 +130,7 @@ static void test_reference_policy(const char *db) {
     CHECK_MSG(r.status == KORCH_ERR_UNSUPPORTED && strstr(r.reason, "reference implementation"), "fused: \"%s\"",
               r.reason);
     /* with every variant allowed, the reorder variant has a real kernel */
-    unsetenv("KORCH_DNNL_VARIANTS");
+    o.dnnl_variants = NULL;
     CHECK_OK(korch_backend_profile(KORCH_BACKEND_DNNL, &fspec, 1, &o, &r));
     CHECK_MSG(r.status == KORCH_OK && !strstr(r.impl, "ref:"), "all variants: %s %s", r.impl, r.reason);
     dc_spec_free(&spec);
@@ -139,10 +139,17 @@ static void test_reference_policy(const char *db) {
     korch_pgraph_free(fused);
 }
 
+/* the machine state pinned quiet (the CLI's KORCH_PROFILE_STATE=quiet) */
+static void quiet_state(void *user, double *probe, double *wait) {
+    (void)user;
+    *probe = 1.0;
+    *wait = 0.0;
+}
+
 int main(void) {
     /* answers from the database must not depend on how busy the machine
      * happens to be (provisional profiles: tests/profile/test_profile_quality) */
-    setenv("KORCH_PROFILE_STATE", "quiet", 1);
+    korch_profile_set_hooks(&(korch_profile_hooks){.state = quiet_state});
     char db[] = "/tmp/korch-dnnl-profile-XXXXXX";
     int fd = mkstemp(db);
     CHECK(fd >= 0);

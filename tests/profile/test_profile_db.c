@@ -17,7 +17,7 @@ static void test_round_trip(void) {
     char path[300];
     path_of("a.db", path, sizeof path);
     korch_profile_db *db = NULL;
-    CHECK_OK(korch_profile_db_open(path, &db));
+    CHECK_OK(korch_profile_db_open(path, 0, &db));
     if (!db) return;
     CHECK(!korch_profile_db_readonly(db));
     korch_profile_record rec = {.latency_ms = 1.25, .spread_ms = 0.5, .default_ms = 2.0, .trials = 17};
@@ -26,7 +26,7 @@ static void test_round_trip(void) {
     CHECK_OK(korch_profile_db_put_trial(db, "cgen", "sigA", "p0.g0.v0.u1.t0.o0.r0", "m1", 3.5, 0.25));
     korch_profile_db_close(db);
     /* reopen: data persisted; other machine / backend / signature: absent */
-    CHECK_OK(korch_profile_db_open(path, &db));
+    CHECK_OK(korch_profile_db_open(path, 0, &db));
     korch_profile_record got;
     bool found = false;
     CHECK_OK(korch_profile_db_get_best(db, "cgen", "sigA", "m1", &got, &found));
@@ -48,7 +48,7 @@ static void test_corrupt(void) {
     for (int i = 0; i < 4096; i++) fputc((i * 7919) & 0xff, f);
     fclose(f);
     korch_profile_db *db = NULL;
-    CHECK_OK(korch_profile_db_open(path, &db)); /* rebuilt, with a warning */
+    CHECK_OK(korch_profile_db_open(path, 0, &db)); /* rebuilt, with a warning */
     snprintf(aside, sizeof aside, "%s.corrupt", path);
     CHECK(access(aside, F_OK) == 0);
     if (db) {
@@ -59,7 +59,7 @@ static void test_corrupt(void) {
         korch_profile_db_close(db);
     }
     /* a damaged row (negative latency) reads as absent, never as a result */
-    CHECK_OK(korch_profile_db_open(path, &db));
+    CHECK_OK(korch_profile_db_open(path, 0, &db));
     if (!db) return;
     korch_profile_record bad = {.latency_ms = -1};
     snprintf(bad.schedule, sizeof bad.schedule, "p0.g0.v0.u1.t0.o0.r0");
@@ -78,7 +78,7 @@ static void test_readonly(void) {
     char path[300];
     path_of("ro.db", path, sizeof path);
     korch_profile_db *db = NULL;
-    CHECK_OK(korch_profile_db_open(path, &db));
+    CHECK_OK(korch_profile_db_open(path, 0, &db));
     korch_profile_record rec = {.latency_ms = 2.5};
     snprintf(rec.schedule, sizeof rec.schedule, "p0.g0.v0.u1.t0.o0.r0");
     if (db) {
@@ -92,7 +92,7 @@ static void test_readonly(void) {
     sqlite3_close(raw);
     chmod(path, 0444);
     if (geteuid() != 0) {
-        CHECK_OK(korch_profile_db_open(path, &db));
+        CHECK_OK(korch_profile_db_open(path, 0, &db));
         if (db) {
             CHECK(korch_profile_db_readonly(db));
             korch_profile_record got;
@@ -110,14 +110,13 @@ static void test_locked(void) {
     char path[300];
     path_of("locked.db", path, sizeof path);
     korch_profile_db *db = NULL;
-    CHECK_OK(korch_profile_db_open(path, &db));
+    CHECK_OK(korch_profile_db_open(path, 0, &db));
     korch_profile_db_close(db);
     /* another connection holds an exclusive lock: opening waits, then fails clearly */
     sqlite3 *raw = NULL;
     sqlite3_open(path, &raw);
     sqlite3_exec(raw, "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE;", NULL, NULL, NULL);
-    setenv("KORCH_DB_BUSY_MS", "200", 1);
-    korch_status st = korch_profile_db_open(path, &db);
+    korch_status st = korch_profile_db_open(path, 200, &db); /* korch_profile_options.db_busy_ms */
     CHECK_MSG(st == KORCH_ERR_IO, "status %d", st);
     CHECK_MSG(strstr(korch_last_error(), "locked") != NULL, "message: %s", korch_last_error());
     if (st == KORCH_OK) korch_profile_db_close(db);

@@ -115,7 +115,7 @@ static void test_database_rules(void) {
     char path[300];
     snprintf(path, sizeof path, "%s/rules.db", dir);
     korch_profile_db *db = NULL;
-    CHECK_OK(korch_profile_db_open(path, &db));
+    CHECK_OK(korch_profile_db_open(path, 0, &db));
     if (!db) return;
     korch_profile_record got, r;
     bool found = false;
@@ -222,7 +222,7 @@ static void test_old_database(void) {
                        NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(raw);
     korch_profile_db *db = NULL;
-    CHECK_OK(korch_profile_db_open(path, &db)); /* migrated in place, not moved aside */
+    CHECK_OK(korch_profile_db_open(path, 0, &db)); /* migrated in place, not moved aside */
     char aside[320];
     snprintf(aside, sizeof aside, "%s.corrupt", path);
     CHECK(access(aside, F_OK) != 0);

@@ -71,6 +71,9 @@ typedef struct cg_kernel {
     int *output_value;    /* spec output position -> local value */
     char sig[33];         /* canonical signature hash (hex) */
     char *sig_text;       /* the canonical text the hash is of (for tests and debugging) */
+    int64_t stream_min_bytes; /* korch_profile_options.cg_stream_min_bytes (0: the last-level
+                                 cache): outputs this large may stream (emit_stream.c); not
+                                 part of sig, set by whoever has the options */
 } cg_kernel;
 
 /* KORCH_ERR_UNSUPPORTED with `reason` when the spec is not a memory-bound
@@ -128,7 +131,8 @@ typedef struct cg_library cg_library;
 
 /* Compiles `source` (or reuses the cached object of identical source and
  * compiler) and loads it. `what` names the kernels for error messages. */
-korch_status cg_compile(const char *source, size_t len, const char *cache_dir, const char *what, cg_library **out);
+korch_status cg_compile(const char *source, size_t len, const korch_profile_options *options, const char *what,
+                        cg_library **out);
 
 /* Several translation units, up to `jobs` compilers at once (each cached like
  * cg_compile). Fails only when the cache directory is unusable; a unit that
@@ -141,15 +145,17 @@ typedef struct cg_unit {
     korch_status status;
     char error[1536];
 } cg_unit;
-korch_status cg_compile_units(cg_unit *units, int n, const char *cache_dir, int jobs);
-int cg_compile_jobs(void); /* KORCH_CC_JOBS, else one per CPU (at most 4) */
+korch_status cg_compile_units(cg_unit *units, int n, const korch_profile_options *options, int jobs);
+int cg_compile_jobs(const korch_profile_options *options); /* options->cc_jobs, else one per CPU (at most 4) */
 void *cg_library_symbol(cg_library *lib, const char *name);
 void cg_library_retain(cg_library *lib);
 void cg_library_release(cg_library *lib);
-/* The compiler command line generated code is built with (for fingerprints). */
-const char *cg_compiler(void);
-const char *cg_compiler_flags(void);
-const char *cg_compiler_version(void); /* first line of `cc --version`, or NULL */
+/* The compiler command line generated code is built with (for fingerprints):
+ * options->cc and cc_opt, or the defaults ("cc", -O3); options may be NULL.
+ * The compile calls above take the cache directory from options too. */
+const char *cg_compiler(const korch_profile_options *options);
+const char *cg_compiler_flags(const korch_profile_options *options);
+const char *cg_compiler_version(const korch_profile_options *options); /* first line of `cc --version`, or NULL */
 /* Resolves the kernel cache directory (options value, or the XDG default). */
 korch_status cg_cache_dir(const char *requested, char *buf, size_t size);
 

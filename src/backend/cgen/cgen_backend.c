@@ -34,11 +34,13 @@ int cg_threads(const korch_profile_options *o) {
     return omp_get_max_threads();
 }
 
-korch_status korch_cgen_source(const korch_kernel_spec *spec, const char *schedule, char **source) {
+korch_status korch_cgen_source(const korch_kernel_spec *spec, const char *schedule, const korch_profile_options *options,
+                               char **source) {
     *source = NULL;
     cg_kernel k;
     char reason[256];
     KORCH_TRY(cg_kernel_from_spec(spec, &k, reason, sizeof reason));
+    k.stream_min_bytes = options ? options->cg_stream_min_bytes : 0;
     cg_schedule s = cg_schedule_default(&k);
     if (schedule && *schedule && !cg_schedule_parse(schedule, &s)) {
         cg_kernel_free(&k);
@@ -80,6 +82,7 @@ korch_status korch_cgen_build(const korch_kernel_spec *specs, const char *const 
             st = korch_error_prefix(st, "kernel spec %d", i);
             break;
         }
+        ks[i].stream_min_bytes = options ? options->cg_stream_min_bytes : 0;
         ss[i] = cg_schedule_default(&ks[i]);
         const char *sched = schedules ? schedules[i] : NULL;
         if (sched && *sched && !cg_schedule_parse(sched, &ss[i])) {
@@ -99,7 +102,7 @@ korch_status korch_cgen_build(const korch_kernel_spec *specs, const char *const 
         st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
         goto done;
     }
-    st = cg_compile(src.data, src.len, options ? options->cache_dir : NULL, what.data, &lib);
+    st = cg_compile(src.data, src.len, options, what.data, &lib);
     for (int i = 0; i < n && st == KORCH_OK; i++) {
         cg_entry fn;
         void *sym = cg_library_symbol(lib, names[i]);

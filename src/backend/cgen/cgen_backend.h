@@ -10,7 +10,8 @@ korch_status korch_cgen_build(const korch_kernel_spec *specs, const char *const 
                               const korch_profile_options *options, korch_kernel **kernels);
 
 /* Generated C of one kernel (prelude included), for tests and `explain`. */
-korch_status korch_cgen_source(const korch_kernel_spec *spec, const char *schedule, char **source);
+korch_status korch_cgen_source(const korch_kernel_spec *spec, const char *schedule, const korch_profile_options *options,
+                               char **source);
 
 /* What a korch_cgen_profile call did (for tests and reports). */
 typedef struct korch_cgen_stats {
@@ -32,7 +33,7 @@ typedef struct korch_cgen_stats {
 
 
 /* The compiler, its version and flags (korch_backend_identity). */
-const char *korch_cgen_identity(void);
+const char *korch_cgen_identity(const korch_profile_options *options);
 
 /* The backend's profile call (korch_backend_profile) with what it did in
  * *stats (NULL: not wanted). */

@@ -83,10 +83,10 @@ static korch_status quick_compile(cg_session *S, quick_item *items, int n, cg_un
         if (src[u].oom || what[u].oom) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
         units[u] = (cg_unit){.source = src[u].data, .len = src[u].len, .what = what[u].data ? what[u].data : ""};
     }
-    if (st == KORCH_OK) st = cg_compile_units(units, n_units, S->options ? S->options->cache_dir : NULL, S->compile_jobs);
+    if (st == KORCH_OK) st = cg_compile_units(units, n_units, S->options, S->compile_jobs);
     S->stats->compiler_runs += n_units;
     for (int u = 0; u < n_units && st == KORCH_OK; u++)
-        if (units[u].status != KORCH_OK && !cg_compiler_version())
+        if (units[u].status != KORCH_OK && !cg_compiler_version(S->options))
             st = korch_error(units[u].status, "%s", units[u].error); /* no compiler at all */
     for (int i = 0; i < n && st == KORCH_OK; i++) {
         quick_item *it = &items[i];
@@ -98,7 +98,7 @@ static korch_status quick_compile(cg_session *S, quick_item *items, int n, cg_un
         cg_emit_prelude(&one);
         cg_emit_kernel(&S->jobs[it->job].k, &s, it->name, &one, reason, sizeof reason);
         korch_status cs = one.oom ? korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory")
-                                  : cg_compile(one.data, one.len, S->options ? S->options->cache_dir : NULL, it->name,
+                                  : cg_compile(one.data, one.len, S->options, it->name,
                                                &it->lib);
         S->stats->compiler_runs++;
         cg_buf_free(&one);
@@ -159,6 +159,7 @@ static korch_status quick_run(cg_session *S, korch_profile_result *results) {
     if (st == KORCH_OK) st = korch_profile_db_begin(S->db);
     korch_timer_options timer = quick_timer();
     timer.monitor = S->monitor;
+    timer.scrub_mib = S->options ? S->options->scrub_mib : 0;
     for (int i = 0; i < n && st == KORCH_OK; i++) {
         quick_item *it = &items[i];
         if (!it->emitted) continue;
@@ -219,6 +220,7 @@ static korch_status lookup(cg_session *S, const korch_kernel_spec *spec, bool qu
         S->stats->unsupported++;
         return KORCH_OK;
     }
+    k.stream_min_bytes = S->options ? S->options->cg_stream_min_bytes : 0;
     for (int jj = 0; jj < S->n_jobs; jj++)
         if (strcmp(S->jobs[jj].k.sig, k.sig) == 0) {
             job_of[i] = jj;
@@ -276,15 +278,16 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
     ls->kernels = n;
     if (n == 0) return KORCH_OK;
     bool quick = options && options->quick;
-    cg_session S = {.options = options, .threads = cg_threads(options), .compile_jobs = cg_compile_jobs(),
+    cg_session S = {.options = options, .threads = cg_threads(options), .compile_jobs = cg_compile_jobs(options),
                     .stats = ls};
     char machine[33], machine_text[1024];
-    const char *ccv = cg_compiler_version();
+    const char *ccv = cg_compiler_version(options);
     char compiler[512];
-    snprintf(compiler, sizeof compiler, "%s (%s) %s", cg_compiler(), ccv ? ccv : "not found", cg_compiler_flags());
-    KORCH_TRY(korch_machine_fingerprint(S.threads, compiler, machine, machine_text, sizeof machine_text));
+    snprintf(compiler, sizeof compiler, "%s (%s) %s", cg_compiler(options), ccv ? ccv : "not found", cg_compiler_flags(options));
+    KORCH_TRY(korch_machine_fingerprint(S.threads, compiler, options ? options->scrub_mib : 0, machine, machine_text,
+                                        sizeof machine_text));
     S.machine = machine;
-    KORCH_TRY(korch_profile_db_open(options ? options->db_path : NULL, &S.db));
+    KORCH_TRY(korch_profile_db_open(options ? options->db_path : NULL, options ? options->db_busy_ms : 0, &S.db));
     korch_status st = korch_profile_db_put_machine(S.db, machine, machine_text);
     if (st == KORCH_OK) st = korch_profile_db_watch(S.db, S.threads, options ? options->fresh_after : 0, &S.monitor);
     S.jobs = calloc((size_t)n, sizeof *S.jobs);
@@ -299,7 +302,7 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
     int explore = (int)cg_option(options ? options->tune_explore : 0, 7);
     S.trial_timer = (korch_timer_options){.warmup_runs = 1, .warmup_ms = 0.5, .min_repeats = 5, .max_repeats = 50,
                                           .target_ms = 5, .steady_repeats = 3, .steady_spread = 0.05,
-                                          .monitor = S.monitor};
+                                          .monitor = S.monitor, .scrub_mib = options ? options->scrub_mib : 0};
     if (st == KORCH_OK && quick) {
         st = quick_run(&S, results);
     } else if (st == KORCH_OK) {

@@ -130,13 +130,13 @@ static korch_status compile_items(cg_session *S, item *items, int n) {
         if (src[u].oom || what[u].oom) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
         units[u] = (cg_unit){.source = src[u].data, .len = src[u].len, .what = what[u].data};
     }
-    if (st == KORCH_OK) st = cg_compile_units(units, n_units, S->options ? S->options->cache_dir : NULL, S->compile_jobs);
+    if (st == KORCH_OK) st = cg_compile_units(units, n_units, S->options, S->compile_jobs);
     S->stats->compiler_runs += n_units;
     bool retry = false;
     for (int u = 0; u < n_units && st == KORCH_OK; u++) {
         if (units[u].status == KORCH_OK) continue;
         /* the compiler does not even start: nothing will compile */
-        if (!cg_compiler_version()) return korch_error(units[u].status, "%s", units[u].error);
+        if (!cg_compiler_version(S->options)) return korch_error(units[u].status, "%s", units[u].error);
         fprintf(stderr, "korch cgen: warning: %s; retrying kernels one by one\n", units[u].error);
         retry = true;
     }
@@ -167,7 +167,7 @@ static korch_status compile_items(cg_session *S, item *items, int n) {
             which[m++] = i;
         }
         if (st == KORCH_OK)
-            st = cg_compile_units(singles, m, S->options ? S->options->cache_dir : NULL, S->compile_jobs);
+            st = cg_compile_units(singles, m, S->options, S->compile_jobs);
         S->stats->compiler_runs += m;
         for (int q = 0; q < m && st == KORCH_OK; q++) {
             item *it = &items[which[q]];
@@ -361,6 +361,7 @@ void cg_tune_finish(cg_session *S, cg_job *j, korch_profile_result *r) {
     if (j->best_fn && j->best_ms <= ms) {
         korch_timer_options o = korch_timer_defaults();
         o.monitor = S->monitor;
+        o.scrub_mib = S->trial_timer.scrub_mib;
         if (cg_time_kernel(S->pool, &j->k, j->best_fn, S->threads, &o, &t) != KORCH_OK)
             t = (korch_timing){.median_ms = j->best_ms, .quality = {.wait = -1, .provisional = true}};
     } else {

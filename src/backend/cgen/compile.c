@@ -22,17 +22,14 @@
 
 extern char **environ;
 
-const char *cg_compiler(void) {
-    const char *cc = getenv("KORCH_CC");
-    return cc && *cc ? cc : "cc";
-}
+const char *cg_compiler(const korch_profile_options *o) { return o && o->cc && *o->cc ? o->cc : "cc"; }
 
-static bool is_clang(void) { return strstr(cg_compiler(), "clang") != NULL; }
+static bool is_clang(const korch_profile_options *o) { return strstr(cg_compiler(o), "clang") != NULL; }
 
 /* -fno-math-errno lets calls to maths functions vectorise (see the prelude);
  * no -ffast-math, so NaN and inf keep their meaning. With clang, OpenMP must
  * be libgomp, the runtime oneDNN and korch itself use. The optimisation
- * level is -O3 unless KORCH_CC_OPT says -O1 or -O2 (for measurements; the
+ * level is -O3 unless korch_profile_options.cc_opt (KORCH_CC_OPT) says -O1 or -O2 (for measurements; the
  * level is part of the flags, hence of the machine fingerprint and the
  * object cache key). */
 static const char *const gcc_flags[] = {"-march=native", "-fopenmp", "-fno-math-errno", "-fno-trapping-math",
@@ -40,10 +37,10 @@ static const char *const gcc_flags[] = {"-march=native", "-fopenmp", "-fno-math-
 static const char *const clang_flags[] = {"-march=native", "-fopenmp=libgomp", "-fno-math-errno",
                                           "-fno-trapping-math", "-fPIC", "-shared", "-w", NULL};
 
-/* The optimisation flags: KORCH_CC_OPT (words starting with -O or -f, at
+/* The optimisation flags: options->cc_opt (words starting with -O or -f, at
  * most 8, for experiments), else -O3. */
-static const char *opt_level(void) {
-    const char *v = getenv("KORCH_CC_OPT");
+static const char *opt_level(const korch_profile_options *o) {
+    const char *v = o ? o->cc_opt : NULL;
     if (!v || !*v || strlen(v) > 200) return "-O3";
     int words = 0;
     for (const char *p = v; *p;) {
@@ -59,22 +56,21 @@ static const char *opt_level(void) {
 }
 
 /* Splits the optimisation flags into argv. */
-static int opt_argv(const char **argv, char *buf, size_t size) {
-    snprintf(buf, size, "%s", opt_level());
+static int opt_argv(const korch_profile_options *o, const char **argv, char *buf, size_t size) {
+    snprintf(buf, size, "%s", opt_level(o));
     int n = 0;
     char *save = NULL;
     for (char *tok = strtok_r(buf, " ", &save); tok && n < 8; tok = strtok_r(NULL, " ", &save)) argv[n++] = tok;
     return n;
 }
 
-/* Per thread: sessions are created concurrently, and KORCH_CC_OPT is read each
- * call. */
+/* Per thread: sessions are created concurrently, each with its options. */
 /* Derived from the argv arrays, so that a changed flag changes the object
  * cache key and the machine fingerprint (a hand-kept copy once did not). */
-const char *cg_compiler_flags(void) {
+const char *cg_compiler_flags(const korch_profile_options *o) {
     static _Thread_local char buf[512];
-    int n = snprintf(buf, sizeof buf, "%s", opt_level());
-    for (const char *const *f = is_clang() ? clang_flags : gcc_flags; *f && n > 0 && (size_t)n < sizeof buf; f++)
+    int n = snprintf(buf, sizeof buf, "%s", opt_level(o));
+    for (const char *const *f = is_clang(o) ? clang_flags : gcc_flags; *f && n > 0 && (size_t)n < sizeof buf; f++)
         n += snprintf(buf + n, sizeof buf - (size_t)n, " %s", *f);
     return buf;
 }
@@ -166,13 +162,9 @@ static void read_head(const char *path, char *buf, size_t size) {
 
 korch_status cg_library_open(const char *path, cg_library **out); /* loader.c */
 
-/* Compilers run at once: KORCH_CC_JOBS, default one per online CPU (at most 4). */
-int cg_compile_jobs(void) {
-    const char *v = getenv("KORCH_CC_JOBS");
-    if (v && *v) {
-        int j = atoi(v);
-        if (j >= 1) return j < 16 ? j : 16;
-    }
+/* Compilers run at once: options->cc_jobs, default one per online CPU (at most 4). */
+int cg_compile_jobs(const korch_profile_options *o) {
+    if (o && o->cc_jobs >= 1) return o->cc_jobs < 16 ? o->cc_jobs : 16;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     return cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
 }
@@ -191,7 +183,7 @@ static void unit_fail(cg_unit *u, korch_status st) {
 
 /* Key, cache lookup, source file and compiler start. Returns false when the
  * unit is finished already (cached, or failed). */
-static bool unit_start(cg_unit *u, int index, const char *dir, pending *p) {
+static bool unit_start(const korch_profile_options *o, cg_unit *u, int index, const char *dir, pending *p) {
     u->lib = NULL;
     u->status = KORCH_OK;
     u->error[0] = '\0';
@@ -203,7 +195,7 @@ static bool unit_start(cg_unit *u, int index, const char *dir, pending *p) {
         return false;
     }
     memcpy(keytext, u->source, u->len);
-    int extra = snprintf(keytext + u->len, 1024, "\n/* %s %s */", cg_compiler(), cg_compiler_flags());
+    int extra = snprintf(keytext + u->len, 1024, "\n/* %s %s */", cg_compiler(o), cg_compiler_flags(o));
     char key[33];
     cg_hash_hex(keytext, u->len + (size_t)(extra > 0 ? extra : 0), key);
     free(keytext);
@@ -228,10 +220,10 @@ static bool unit_start(cg_unit *u, int index, const char *dir, pending *p) {
     }
     const char *argv[32];
     int a = 0;
-    argv[a++] = cg_compiler();
+    argv[a++] = cg_compiler(o);
     char opt_buf[256];
-    a += opt_argv(argv + a, opt_buf, sizeof opt_buf);
-    for (const char *const *f = is_clang() ? clang_flags : gcc_flags; *f; f++) argv[a++] = *f;
+    a += opt_argv(o, argv + a, opt_buf, sizeof opt_buf);
+    for (const char *const *f = is_clang(o) ? clang_flags : gcc_flags; *f; f++) argv[a++] = *f;
     argv[a++] = "-o";
     argv[a++] = p->tmp_so;
     argv[a++] = p->tmp_c;
@@ -242,22 +234,23 @@ static bool unit_start(cg_unit *u, int index, const char *dir, pending *p) {
         unlink(p->tmp_c);
         unlink(p->log);
         unit_fail(u, korch_error(KORCH_ERR_RUNTIME,
-                                 "cannot run the C compiler \"%s\" (%s; set KORCH_CC) to build kernel(s) %.200s%s",
-                                 cg_compiler(), strerror(err), u->what, strlen(u->what) > 200 ? "..." : ""));
+                                 "cannot run the C compiler \"%s\" (%s; set KORCH_CC, korch_profile_options.cc) to build "
+                                 "kernel(s) %.200s%s",
+                                 cg_compiler(o), strerror(err), u->what, strlen(u->what) > 200 ? "..." : ""));
         return false;
     }
     return true;
 }
 
 /* The compiler of p exited with rc: load the object or record the failure. */
-static void unit_finish(cg_unit *u, pending *p, int rc) {
+static void unit_finish(const korch_profile_options *o, cg_unit *u, pending *p, int rc) {
     if (rc != 0) {
         char head[1200];
         read_head(p->log, head, sizeof head);
         unlink(p->tmp_so);
         unit_fail(u, korch_error(KORCH_ERR_RUNTIME,
                                  "C compiler \"%s\" failed (exit %d) on kernel(s) %.200s%s: %s (source kept at %s)",
-                                 cg_compiler(), rc, u->what, strlen(u->what) > 200 ? "..." : "", head, p->tmp_c));
+                                 cg_compiler(o), rc, u->what, strlen(u->what) > 200 ? "..." : "", head, p->tmp_c));
         return;
     }
     unlink(p->tmp_c);
@@ -272,16 +265,16 @@ static void unit_finish(cg_unit *u, pending *p, int rc) {
     if (st != KORCH_OK) unit_fail(u, st);
 }
 
-korch_status cg_compile_units(cg_unit *units, int n, const char *cache_dir, int jobs) {
+korch_status cg_compile_units(cg_unit *units, int n, const korch_profile_options *o, int jobs) {
     char dir[4096];
-    KORCH_TRY(cg_cache_dir(cache_dir, dir, sizeof dir));
+    KORCH_TRY(cg_cache_dir(o ? o->cache_dir : NULL, dir, sizeof dir));
     if (jobs < 1) jobs = 1;
     if (jobs > 16) jobs = 16;
     pending run_[16];
     int running = 0, next = 0;
     while (next < n || running > 0) {
         while (running < jobs && next < n) {
-            if (unit_start(&units[next], next, dir, &run_[running])) running++;
+            if (unit_start(o, &units[next], next, dir, &run_[running])) running++;
             next++;
         }
         if (running == 0) continue;
@@ -299,25 +292,26 @@ korch_status cg_compile_units(cg_unit *units, int n, const char *cache_dir, int 
             }
             if (done < 0) nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
         }
-        unit_finish(&units[run_[done].unit], &run_[done], rc);
+        unit_finish(o, &units[run_[done].unit], &run_[done], rc);
         run_[done] = run_[--running];
     }
     return KORCH_OK;
 }
 
-korch_status cg_compile(const char *source, size_t len, const char *cache_dir, const char *what, cg_library **out) {
+korch_status cg_compile(const char *source, size_t len, const korch_profile_options *o, const char *what,
+                        cg_library **out) {
     cg_unit u = {.source = source, .len = len, .what = what};
     *out = NULL;
-    KORCH_TRY(cg_compile_units(&u, 1, cache_dir, 1));
+    KORCH_TRY(cg_compile_units(&u, 1, o, 1));
     if (u.status != KORCH_OK) return korch_error(u.status, "%s", u.error);
     *out = u.lib;
     return KORCH_OK;
 }
 
 /* First line of `cc --version` (cached per compiler), or NULL. */
-const char *cg_compiler_version(void) {
+const char *cg_compiler_version(const korch_profile_options *o) {
     static char cached_for[256], version[256];
-    const char *cc = cg_compiler();
+    const char *cc = cg_compiler(o);
     if (version[0] && strcmp(cached_for, cc) == 0) return version;
     char dir[4096], log[4200];
     const char *tmp = getenv("TMPDIR");
@@ -338,9 +332,9 @@ const char *cg_compiler_version(void) {
     return version;
 }
 
-const char *korch_cgen_identity(void) {
+const char *korch_cgen_identity(const korch_profile_options *o) {
     static _Thread_local char buf[1024];
-    const char *v = cg_compiler_version();
-    snprintf(buf, sizeof buf, "%s; %s; %s", CG_GENERATOR_VERSION, v ? v : cg_compiler(), cg_compiler_flags());
+    const char *v = cg_compiler_version(o);
+    snprintf(buf, sizeof buf, "%s; %s; %s", CG_GENERATOR_VERSION, v ? v : cg_compiler(o), cg_compiler_flags(o));
     return buf;
 }

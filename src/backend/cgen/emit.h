@@ -146,7 +146,7 @@ void cg_emit_reduce_pass(cg_emit *e, int node);
 /* Non-temporal stores for outputs too large to stay in cache (emit_stream.c):
  * the size threshold, whether `value`'s output pass at fused depth P
  * qualifies, and the pass itself. */
-int64_t cg_stream_min_bytes(void);
+int64_t cg_stream_min_bytes(const cg_kernel *k);
 bool cg_stream_applies(const cg_emit *e, int value, int P);
 void cg_emit_stream_pass(cg_emit *e, int value, int slot);
 bool cg_kept_inner(const cg_schedule *s, const cg_value *x, uint32_t axes);

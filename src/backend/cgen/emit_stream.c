@@ -45,16 +45,11 @@ static int64_t llc_bytes(void) {
     return best > 0 ? best : (int64_t)32 << 20;
 }
 
-int64_t cg_stream_min_bytes(void) {
-    /* KORCH_CG_STREAM_MIN_BYTES lowers the threshold so tests can cover this
-     * path on small tensors (it changes the generated source, hence the
-     * compiled-object hash) */
-    const char *v = getenv("KORCH_CG_STREAM_MIN_BYTES");
-    if (v && *v) {
-        char *end;
-        long long b = strtoll(v, &end, 10);
-        if (*end == '\0' && b > 0) return b;
-    }
+int64_t cg_stream_min_bytes(const cg_kernel *k) {
+    /* korch_profile_options.cg_stream_min_bytes lowers the threshold so tests
+     * can cover this path on small tensors (it changes the generated source,
+     * hence the compiled-object hash) */
+    if (k->stream_min_bytes > 0) return k->stream_min_bytes;
     static _Atomic int64_t cached;
     int64_t c = cached;
     if (c == 0) cached = c = llc_bytes();
@@ -71,7 +66,7 @@ bool cg_stream_applies(const cg_emit *e, int value, int P) {
      * of the fused nest); the lanes must run along the contiguous last
      * dimension, so those schedules keep plain stores and the tuner picks */
     if (e->s->order || e->s->tile) return false;
-    return korch_shape_numel(&w->shape) * 4 >= cg_stream_min_bytes();
+    return korch_shape_numel(&w->shape) * 4 >= cg_stream_min_bytes(e->k);
 }
 
 static void emit_helpers(cg_emit *e) {

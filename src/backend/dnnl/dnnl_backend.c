@@ -28,7 +28,7 @@ bool korch_dnnl_variants(const korch_kernel_spec *spec, int threads, char *out, 
     dn_desc d;
     if (!dn_analyze(spec, &d, reason, reason_size)) return false;
     dn_variant v[DN_MAX_VARIANTS];
-    int n = dn_variants(&d, threads > 0 ? threads : omp_get_max_threads(), v, DN_MAX_VARIANTS);
+    int n = dn_variants(&d, threads > 0 ? threads : omp_get_max_threads(), NULL, v, DN_MAX_VARIANTS);
     size_t len = 0;
     if (size) out[0] = '\0';
     for (int i = 0; i < n && len < size; i++) {
@@ -70,7 +70,7 @@ korch_status korch_dnnl_build(const korch_kernel_spec *specs, const char *const 
                 break;
             }
         } else {
-            nv = dn_variants(&d, threads_of(options), vs, DN_MAX_VARIANTS);
+            nv = dn_variants(&d, threads_of(options), options ? options->dnnl_variants : NULL, vs, DN_MAX_VARIANTS);
             if (nv < 1) {
                 vs[0] = (dn_variant){.fmt = DN_FMT_PLAIN};
                 nv = 1;

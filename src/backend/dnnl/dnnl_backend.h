@@ -20,7 +20,8 @@ korch_status korch_dnnl_build(const korch_kernel_spec *specs, const char *const 
 
 /* The variants (schedules) the profiler tries for a spec run with `threads`
  * threads (<= 0: OpenMP's default), in preference order, separated by ';'
- * (e.g. "fmt=plain;fmt=blocked;fmt=plain thr=1"). For tests and benchmarks;
+ * (e.g. "fmt=plain;fmt=blocked;fmt=plain thr=1"), before any restriction by
+ * korch_profile_options.dnnl_variants. For tests and benchmarks;
  * false with a reason when the spec is unsupported. */
 bool korch_dnnl_variants(const korch_kernel_spec *spec, int threads, char *out, size_t size, char *reason,
                          size_t reason_size);
@@ -40,7 +41,7 @@ typedef struct korch_dnnl_stats {
 
 
 /* The oneDNN version (korch_backend_identity). */
-const char *korch_dnnl_identity(void);
+const char *korch_dnnl_identity(const korch_profile_options *options);
 
 /* The backend's profile call (korch_backend_profile) with what it did in
  * *stats (NULL: not wanted). */

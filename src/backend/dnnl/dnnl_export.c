@@ -28,7 +28,7 @@ korch_status korch_dnnl_export_params(const korch_kernel_spec *spec, const char 
         if (!dn_variant_parse(schedule, &v))
             return korch_error(KORCH_ERR_INVALID_ARGUMENT, "oneDNN kernel (%s): bad schedule \"%.64s\"", d.text,
                                schedule);
-    } else if (dn_variants(&d, threads > 0 ? threads : 1, &v, 1) < 1) {
+    } else if (dn_variants(&d, threads > 0 ? threads : 1, NULL, &v, 1) < 1) {
         v = (dn_variant){.fmt = DN_FMT_PLAIN};
     }
     out->op = d.op;

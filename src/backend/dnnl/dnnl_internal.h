@@ -92,7 +92,8 @@ typedef struct dn_variant {
 bool dn_variant_parse(const char *text, dn_variant *v);
 void dn_variant_format(const dn_variant *v, char *buf, size_t size);
 /* The variants worth trying for d run with `threads` threads, best first. */
-int dn_variants(const dn_desc *d, int threads, dn_variant *out, int cap);
+/* only: korch_profile_options.dnnl_variants (NULL or "": every variant) */
+int dn_variants(const dn_desc *d, int threads, const char *only, dn_variant *out, int cap);
 
 typedef struct dn_kernel dn_kernel;
 

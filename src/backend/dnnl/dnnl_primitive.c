@@ -62,7 +62,10 @@ const char *dn_version(void) {
     return text;
 }
 
-const char *korch_dnnl_identity(void) { return dn_version(); }
+const char *korch_dnnl_identity(const korch_profile_options *options) {
+    (void)options; /* oneDNN kernels depend on the library, not on options */
+    return dn_version();
+}
 
 bool dn_impl_is_reference(const char *impl) { return impl && strncmp(impl, "ref", 3) == 0; }
 
@@ -88,12 +91,11 @@ void dn_variant_format(const dn_variant *v, char *buf, size_t size) {
     snprintf(buf, size, "fmt=%s%s", v->fmt == DN_FMT_BLOCKED ? "blocked" : "plain", v->threads == 1 ? " thr=1" : "");
 }
 
-/* $KORCH_DNNL_VARIANTS (e.g. "fmt=plain" or "fmt=plain;fmt=plain thr=1")
- * restricts the variants tried:
+/* korch_profile_options.dnnl_variants (KORCH_DNNL_VARIANTS in the CLI; e.g.
+ * "fmt=plain" or "fmt=plain;fmt=plain thr=1") restricts the variants tried:
  * for benchmarks that compare layouts and for tests of the
  * reference-implementation policy. */
-static bool allowed(const dn_variant *v) {
-    const char *only = getenv("KORCH_DNNL_VARIANTS");
+static bool allowed(const dn_variant *v, const char *only) {
     if (!only || !*only) return true;
     char text[32];
     dn_variant_format(v, text, sizeof text);
@@ -108,7 +110,7 @@ static bool allowed(const dn_variant *v) {
  * machine, a scheduler slice on an oversubscribed one). */
 #define DN_SMALL_FLOPS 2e8
 
-int dn_variants(const dn_desc *d, int threads, dn_variant *out, int cap) {
+int dn_variants(const dn_desc *d, int threads, const char *only, dn_variant *out, int cap) {
     int n = 0;
     if (n < cap) out[n++] = (dn_variant){.fmt = DN_FMT_PLAIN};
     /* convolutions: oneDNN's fast kernels want blocked or channels-last
@@ -121,7 +123,7 @@ int dn_variants(const dn_desc *d, int threads, dn_variant *out, int cap) {
         out[n++] = (dn_variant){.fmt = DN_FMT_PLAIN, .threads = 1};
     int kept = 0;
     for (int i = 0; i < n; i++)
-        if (allowed(&out[i])) out[kept++] = out[i];
+        if (allowed(&out[i], only)) out[kept++] = out[i];
     return kept;
 }
 

@@ -117,16 +117,18 @@ typedef struct session {
     korch_profile_monitor *monitor; /* the machine state around every measurement */
     const char *machine;
     int threads;
+    const korch_profile_options *options; /* dnnl_variants, dnnl_log, scrub_mib (may be NULL) */
     korch_dnnl_stats *stats; /* what this call did */
 } session;
 
 static korch_status profile_one(session *S, const korch_kernel_spec *spec, const dn_desc *d, korch_profile_result *r) {
     dn_variant vs[DN_MAX_VARIANTS];
-    int nv = dn_variants(d, S->threads, vs, DN_MAX_VARIANTS);
+    int nv = dn_variants(d, S->threads, S->options ? S->options->dnnl_variants : NULL, vs, DN_MAX_VARIANTS);
+    int scrub_mib = S->options ? S->options->scrub_mib : 0;
     bufset b = {0};
     korch_status st = bufset_alloc(spec, &b);
     korch_timer_options trial = {.warmup_runs = 2, .warmup_ms = 2, .min_repeats = 5, .max_repeats = 50, .target_ms = 15,
-                                 .before_run = evict_constants, .monitor = S->monitor};
+                                 .before_run = evict_constants, .monitor = S->monitor, .scrub_mib = scrub_mib};
     int best = -1, ref_variant = -1;
     double best_ms = 0, first_ms = 0; /* first_ms: the default (first timed) variant */
     char impls[DN_MAX_VARIANTS][128] = {{0}}, why[256] = "";
@@ -153,7 +155,7 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
         S->stats->timed++;
         char sched[40];
         dn_variant_format(&vs[i], sched, sizeof sched);
-        if (getenv("KORCH_DNNL_LOG"))
+        if (S->options && S->options->dnnl_log)
             fprintf(stderr, "korch dnnl: %s [%s] %s: median %.4f ms, min %.4f ms, %d runs\n", d->text, sched, impls[i],
                     tm.median_ms, tm.min_ms, tm.repeats);
         korch_profile_record trec = {.latency_ms = tm.median_ms, .spread_ms = tm.spread_ms, .quality = tm.quality};
@@ -199,6 +201,7 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
         korch_timer_options o = korch_timer_defaults();
         o.before_run = evict_constants;
         o.monitor = S->monitor;
+        o.scrub_mib = scrub_mib;
         st = korch_profile_time(run_once, &t, &o, &tm);
     }
     dn_kernel_free(k);
@@ -232,15 +235,17 @@ korch_status korch_dnnl_profile(const korch_kernel_spec *specs, int n, const kor
     memset(ls, 0, sizeof *ls);
     ls->kernels = n;
     if (n == 0) return KORCH_OK;
-    session S = {.threads = options && options->threads > 0 ? options->threads : omp_get_max_threads(), .stats = ls};
+    session S = {.threads = options && options->threads > 0 ? options->threads : omp_get_max_threads(),
+                 .options = options, .stats = ls};
     char machine[33], machine_text[1024];
     /* timed with cold constants since 2026-11-25: a new methodology, never
      * mixed with the warm timings of older databases */
     char methodology[96];
     snprintf(methodology, sizeof methodology, "%s; cold constants", dn_version());
-    KORCH_TRY(korch_machine_fingerprint(S.threads, methodology, machine, machine_text, sizeof machine_text));
+    KORCH_TRY(korch_machine_fingerprint(S.threads, methodology, options ? options->scrub_mib : 0, machine, machine_text,
+                                        sizeof machine_text));
     S.machine = machine;
-    KORCH_TRY(korch_profile_db_open(options ? options->db_path : NULL, &S.db));
+    KORCH_TRY(korch_profile_db_open(options ? options->db_path : NULL, options ? options->db_busy_ms : 0, &S.db));
     korch_status st = korch_profile_db_put_machine(S.db, machine, machine_text);
     if (st == KORCH_OK) st = korch_profile_db_watch(S.db, S.threads, options ? options->fresh_after : 0, &S.monitor);
     dn_desc *descs = calloc((size_t)n, sizeof *descs);

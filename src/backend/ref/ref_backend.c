@@ -139,7 +139,7 @@ static korch_status run_timed(void *ctx, int iteration) {
 }
 
 /* Times one kernel with the shared methodology (docs/profiling.md). */
-static korch_status time_one(const korch_kernel_spec *spec, korch_profile_monitor *monitor, korch_profile_result *r,
+static korch_status time_one(const korch_kernel_spec *spec, korch_profile_monitor *monitor, int scrub_mib, korch_profile_result *r,
                              korch_profile_quality *quality) {
     korch_kernel *k = NULL;
     KORCH_TRY(build_one(spec, &k));
@@ -166,7 +166,7 @@ static korch_status time_one(const korch_kernel_spec *spec, korch_profile_monito
     /* REF kernels are the slow fallback (naive convolutions can take a
      * second): fewer repeats than the generated kernels get, same median */
     korch_timer_options o = {.warmup_runs = 1, .warmup_ms = 0, .min_repeats = 3, .max_repeats = 50, .target_ms = 20,
-                             .monitor = monitor};
+                             .monitor = monitor, .scrub_mib = scrub_mib};
     if (st == KORCH_OK) st = korch_profile_time(run_timed, &t, &o, &timing);
     if (st == KORCH_OK) {
         r->latency_ms = timing.median_ms;
@@ -193,8 +193,10 @@ korch_status korch_ref_profile(const korch_kernel_spec *specs, int n, const korc
     char machine[33], machine_text[1024];
     korch_profile_db *db = NULL;
     korch_profile_monitor *monitor = NULL;
-    if (n > 0 && korch_machine_fingerprint(threads, "none", machine, machine_text, sizeof machine_text) == KORCH_OK &&
-        korch_profile_db_open(options ? options->db_path : NULL, &db) == KORCH_OK) {
+    if (n > 0 &&
+        korch_machine_fingerprint(threads, "none", options ? options->scrub_mib : 0, machine, machine_text,
+                                  sizeof machine_text) == KORCH_OK &&
+        korch_profile_db_open(options ? options->db_path : NULL, options ? options->db_busy_ms : 0, &db) == KORCH_OK) {
         korch_profile_db_put_machine(db, machine, machine_text);
         if (korch_profile_db_watch(db, threads, options ? options->fresh_after : 0, &monitor) != KORCH_OK)
             monitor = NULL;
@@ -218,7 +220,7 @@ korch_status korch_ref_profile(const korch_kernel_spec *specs, int n, const korc
             continue;
         }
         korch_profile_quality quality = {.wait = -1};
-        r->status = time_one(&specs[i], monitor, r, &quality);
+        r->status = time_one(&specs[i], monitor, options ? options->scrub_mib : 0, r, &quality);
         if (r->status != KORCH_OK) {
             snprintf(r->reason, sizeof r->reason, "%s", korch_last_error());
             continue;
@@ -236,7 +238,10 @@ korch_status korch_ref_profile(const korch_kernel_spec *specs, int n, const korc
     return KORCH_OK;
 }
 
-static const char *identity(void) { return "interpreter"; }
+static const char *identity(const korch_profile_options *options) {
+    (void)options;
+    return "interpreter";
+}
 
 const korch_backend_ops korch_backend_ops_ref = {
     .name = "ref",
