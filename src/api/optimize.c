@@ -1,9 +1,8 @@
 /* The public C API's korch_optimize: `korch optimize MODEL -o PLAN` as a
- * call, for programs and bindings (python/korch). It takes the path the CLI
- * takes with its default options (src/cli/cli_orchestrate.c: load, profile,
- * solve with verification, record the model, save); the CLI's expert
- * options (closed loop, estimates, verification inputs, size caps) stay in
- * the CLI. The statistics the CLI prints to stdout go, line by line, to the
+ * call, for programs and bindings (python/korch). It runs the pipeline the
+ * CLI runs (api/pipeline.h: load, profile, solve with verification, record
+ * the model, save) with the CLI's default options; the CLI's expert options
+ * (closed loop, verification inputs, size caps) stay in the CLI. The statistics the CLI prints to stdout go, line by line, to the
  * caller's log callback. */
 #define _GNU_SOURCE /* fopencookie: the orchestrator logs to a FILE * */
 #include <pthread.h>
@@ -11,10 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/pipeline.h"
 #include "core/clock.h"
-#include "orchestrate/orchestrate.h"
-#include "runtime/plan.h"
-#include "verify/verify.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -61,83 +58,37 @@ static int sink_close(void *cookie) {
     return 0;
 }
 
-/* The pipeline, with the lock held and this thread's OpenMP count set. */
+/* The pipeline `korch optimize` runs (api/pipeline.h), with its default
+ * options, the lock held and this thread's OpenMP count set. */
 static korch_status optimize_locked(const char *model_path, const char *plan_path, const korch_optimize_options *o,
                                     korch_strategy strategy, int threads, FILE *log, korch_optimize_report *report) {
-    double t0 = korch_now_s();
     korch_input_shape shapes[64];
     int n_shapes = 0;
     char *spec = o->input_shapes ? strdup(o->input_shapes) : NULL;
     if (o->input_shapes && !spec) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     korch_status st = spec ? korch_input_shapes_parse(spec, shapes, 64, &n_shapes) : KORCH_OK;
-    korch_plan_model model = {0};
-    if (st == KORCH_OK) st = korch_plan_model_load(model_path, shapes, n_shapes, &model);
-    if (st != KORCH_OK) {
-        free(spec);
-        return st;
-    }
-    if (log) {
-        int live = 0, opaque = 0;
-        for (int i = 0; i < model.graph->n_nodes; i++) live += !model.graph->nodes[i].dead;
-        for (int i = 0; i < model.pg->n_nodes; i++)
-            opaque += !model.pg->nodes[i].dead && model.pg->nodes[i].kind == KORCH_PRIM_OPAQUE;
-        fprintf(log, "model: %d operators -> %d primitives (%d opaque) in %.2f s; %d threads\n", live,
-                model.pg->n_nodes, opaque, korch_now_s() - t0, threads);
-    }
-    korch_profile_options profile = {.threads = threads, .budget_s = o->budget_s, .db_path = o->db_path};
-    korch_machine_model typical = korch_machine_model_typical(threads);
-    korch_kernel_oracle oracle =
-        o->estimate ? korch_kernel_oracle_estimate(&typical) : korch_kernel_oracle_backends(&profile);
-    korch_orchestrate_options options = korch_orchestrate_options_default(threads);
-    options.profile_budget_s = o->budget_s;
-    options.solve_time_limit_s = o->time_limit_s > 0 ? o->time_limit_s : 120;
-    options.progress = o->progress_bar != 0;
-    options.log = log;
-    korch_verify_options vo = {.seed = KORCH_VERIFY_DEFAULT_SEED, .build = &profile};
-    korch_verifier *verifier = NULL;
-    korch_orchestrator *orch = NULL;
+    /* no environment here: a C API caller gets the defaults (docs/architecture.md) */
+    korch_pipeline_config c = {
+        .model_path = model_path, .shapes = shapes, .n_shapes = n_shapes, .layout = KORCH_LAYOUT_DEFAULT,
+        .threads = threads, .profile = {.budget_s = o->budget_s, .db_path = o->db_path},
+        .time_limit_s = o->time_limit_s, .estimate = o->estimate != 0, .verify = true,
+        .verify_seed = KORCH_VERIFY_DEFAULT_SEED, .progress = o->progress_bar != 0, .log = log};
+    korch_pipeline p = {0};
     korch_plan *plan = NULL;
-    st = korch_verifier_create(model.pg, &vo, &verifier);
-    if (st == KORCH_OK) {
-        options.verifier = korch_verifier_hook(verifier);
-        st = korch_orchestrator_create(model.pg, &oracle, &options, strategy, &orch);
-    }
-    if (st == KORCH_OK) st = korch_orchestrator_profile(orch);
-    korch_plan_verify_options pv = {.verify = vo, .graph = model.graph, .model_sha256 = model.sha256, .log = log};
-    if (st == KORCH_OK) st = korch_orchestrator_solve_verified(orch, strategy, &pv, &plan);
-    if (st == KORCH_OK && log) {
-        const korch_verifier_stats *vs = korch_verifier_get_stats(verifier);
-        const korch_verify_log *vl = korch_orchestrator_verify_log(orch);
-        fprintf(log,
-                "verification: %ld kernels checked against the interpreter (%.1f s), %ld verdicts from the "
-                "database, %d candidate kernel%s excluded as wrong\n",
-                vs->checked, vs->seconds, vs->from_database, vl->n_excluded, vl->n_excluded == 1 ? "" : "s");
-        for (int i = 0; i < vl->n_excluded && i < 20; i++)
-            fprintf(log, "  excluded: %s: %s\n", vl->excluded[i].impl, vl->excluded[i].detail);
-        if (vl->n_excluded > 20) fprintf(log, "  ... and %d more\n", vl->n_excluded - 20);
-    }
-    if (st == KORCH_OK) st = korch_plan_set_model(plan, model_path, &model);
-    if (st == KORCH_OK) {
-        plan->threads = threads;
-        st = korch_plan_save(plan, plan_path);
-    }
-    if (st == KORCH_OK) {
+    if (st == KORCH_OK) st = korch_pipeline_load(&c, &p);
+    if (st == KORCH_OK) st = korch_pipeline_prepare(&c, strategy, &p);
+    if (st == KORCH_OK) st = korch_orchestrator_profile(p.orch);
+    if (st == KORCH_OK) st = korch_pipeline_solve(&p, strategy, 0, &plan);
+    if (st == KORCH_OK) st = korch_pipeline_write(&p, model_path, plan, plan_path);
+    if (st == KORCH_OK && report) {
         korch_optimize_report r = {.predicted_ms = plan->predicted_ms, .kernels = plan->n_kernels,
-                                   .primitives = model.pg->n_nodes};
+                                   .primitives = p.model.pg->n_nodes, .seconds = korch_now_s() - p.t0};
         snprintf(r.strategy, sizeof r.strategy, "%s", plan->strategy);
         for (int k = 0; k < plan->n_kernels; k++) r.fused_kernels += plan->kernels[k].n_nodes > 1;
-        r.seconds = korch_now_s() - t0;
-        if (log) {
-            fprintf(log, "plan: %s strategy, %d kernels (%d fused) for %d primitives, predicted %.4f ms; written to %s\n",
-                    r.strategy, r.kernels, r.fused_kernels, r.primitives, r.predicted_ms, plan_path);
-            fprintf(log, "optimize time: %.1f s\n", r.seconds);
-        }
-        if (report) *report = r;
+        *report = r;
     }
     korch_plan_free(plan);
-    korch_orchestrator_free(orch);
-    korch_verifier_free(verifier);
-    korch_plan_model_close(&model);
+    korch_pipeline_free(&p);
     free(spec); /* the shapes' names point into it */
     return st;
 }

@@ -181,55 +181,30 @@ static int load_verify_inputs(const korch_cli_orchestrate_args *a, korch_cli_ses
 
 int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strategy most, korch_cli_session *s) {
     memset(s, 0, sizeof *s);
-    s->threads = (int)a->threads;
+    int threads = (int)a->threads;
 #ifdef _OPENMP
-    if (s->threads > 0) omp_set_num_threads(s->threads);
-    else s->threads = omp_get_max_threads();
+    if (threads > 0) omp_set_num_threads(threads);
+    else threads = omp_get_max_threads();
 #endif
-    if (s->threads < 1) s->threads = 1;
-    double t0 = korch_now_ms();
-    if (korch_plan_model_load_layout(a->model, a->shapes.items, a->shapes.count, korch_cli_env_get()->layout,
-                                     &s->model) != KORCH_OK)
-        return korch_cli_fail();
     FILE *log = a->quiet ? NULL : stdout;
-    if (log) korch_graph_report_control_flow(s->model.graph, log); /* what is not optimized, and why */
-    if (log) {
-        int live = 0;
-        for (int i = 0; i < s->model.graph->n_nodes; i++) live += !s->model.graph->nodes[i].dead;
-        int opaque = 0;
-        for (int i = 0; i < s->model.pg->n_nodes; i++)
-            opaque += !s->model.pg->nodes[i].dead && s->model.pg->nodes[i].kind == KORCH_PRIM_OPAQUE;
-        fprintf(log, "model: %d operators -> %d primitives (%d opaque) in %.2f s; %d threads\n", live,
-                s->model.pg->n_nodes, opaque, (korch_now_ms() - t0) / 1e3, s->threads);
-    }
-    s->profile = (korch_profile_options){
-        .threads = s->threads, .budget_s = a->budget_s, .db_path = a->db, .cache_dir = a->cache_dir, .progress = false,
-        .quiet = a->quiet};
-    korch_cli_env_profile(&s->profile);
+    korch_pipeline_config c = {
+        .model_path = a->model, .shapes = a->shapes.items, .n_shapes = a->shapes.count,
+        .layout = korch_cli_env_get()->layout, .threads = threads,
+        .profile = {.budget_s = a->budget_s, .db_path = a->db, .cache_dir = a->cache_dir, .quiet = a->quiet},
+        .time_limit_s = a->time_limit_s, .max_kernel_nodes = (int)a->max_kernel_nodes,
+        .max_partition_nodes = (int)a->max_partition_nodes, .no_prune = a->no_prune, .estimate = a->estimate,
+        .verify = !a->no_verify && !a->dry_run, .verify_seed = (uint64_t)a->verify_seed,
+        .progress = !a->quiet, /* -q: neither the bar nor the plain lines */
+        .log = log};
+    korch_cli_env_profile(&c.profile);
     /* --reprofile: every stored profile older than this run is measured again */
-    if (a->reprofile) s->profile.fresh_after = korch_wall_s();
-    s->typical = korch_machine_model_typical(s->threads);
-    s->oracle = a->estimate ? korch_kernel_oracle_estimate(&s->typical) : korch_kernel_oracle_backends(&s->profile);
-    s->options = korch_orchestrate_options_default(s->threads);
-    s->options.candidates.max_kernel_nodes = (int)a->max_kernel_nodes;
-    s->options.candidates.max_partition_nodes = (int)a->max_partition_nodes;
-    s->options.prune_by_bound = !a->no_prune;
-    s->options.profile_budget_s = a->budget_s;
-    s->options.solve_time_limit_s = a->time_limit_s;
-    s->options.progress = !a->quiet; /* -q: neither the bar nor the plain lines */
-    s->options.log = log;
-    s->options.estimated = a->estimate;
-    if (!a->no_verify && !a->dry_run) {
+    if (a->reprofile) c.profile.fresh_after = korch_wall_s();
+    if (korch_pipeline_load(&c, s) != KORCH_OK) return korch_cli_fail();
+    if (c.verify) {
         int rc = load_verify_inputs(a, s); /* 2: a usage error */
         if (rc != 0) return rc;
-        korch_verify_options vo = {.seed = (uint64_t)a->verify_seed, .inputs = s->verify_inputs, .build = &s->profile};
-        if (korch_verifier_create(s->model.pg, &vo, &s->verifier) != KORCH_OK) return korch_cli_fail();
-        s->options.verifier = korch_verifier_hook(s->verifier);
-        s->plan_verify = (korch_plan_verify_options){
-            .verify = vo, .graph = s->model.graph, .model_sha256 = s->model.sha256, .log = log};
     }
-    if (korch_orchestrator_create(s->model.pg, &s->oracle, &s->options, most, &s->orch) != KORCH_OK)
-        return korch_cli_fail();
+    if (korch_pipeline_prepare(&c, most, s) != KORCH_OK) return korch_cli_fail();
     if (a->dry_run) {
         korch_candidates_report(korch_orchestrator_candidates(s->orch), stdout);
         return 0;
@@ -240,46 +215,12 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
 
 korch_status korch_cli_orchestrate_solve(const korch_cli_orchestrate_args *a, korch_cli_session *s,
                                          korch_strategy strategy, korch_plan **out) {
-    bool verify = !a->no_verify && s->verifier;
-    if (a->closed_loop > 0 && !a->estimate) {
-        /* every plan the loop solves is verified like any other */
-        korch_closed_loop_options loop = {.rounds = (int)a->closed_loop, .graph = s->model.graph,
-                                          .build = &s->profile, .log = s->options.log};
-        KORCH_TRY(korch_orchestrator_solve_measured(s->orch, strategy, verify ? &s->plan_verify : NULL, &loop, out));
-    } else if (!verify) {
-        return korch_orchestrator_solve(s->orch, strategy, out);
-    } else {
-        KORCH_TRY(korch_orchestrator_solve_verified(s->orch, strategy, &s->plan_verify, out));
-    }
-    if (!verify) return KORCH_OK;
-    FILE *log = s->options.log;
-    if (log) {
-        const korch_verifier_stats *vs = korch_verifier_get_stats(s->verifier);
-        const korch_verify_log *vl = korch_orchestrator_verify_log(s->orch);
-        fprintf(log,
-                "verification: %ld kernels checked against the interpreter (%.1f s), %ld verdicts from the "
-                "database, %d candidate kernel%s excluded as wrong\n",
-                vs->checked, vs->seconds, vs->from_database, vl->n_excluded, vl->n_excluded == 1 ? "" : "s");
-        for (int i = 0; i < vl->n_excluded && i < 20; i++)
-            fprintf(log, "  excluded: %s: %s\n", vl->excluded[i].impl, vl->excluded[i].detail);
-        if (vl->n_excluded > 20) fprintf(log, "  ... and %d more\n", vl->n_excluded - 20);
-    }
-    return KORCH_OK;
+    return korch_pipeline_solve(s, strategy, (int)a->closed_loop, out);
 }
 
 korch_status korch_cli_orchestrate_finish_plan(const korch_cli_orchestrate_args *a, const korch_cli_session *s,
                                                korch_plan *plan) {
-    KORCH_TRY(korch_plan_set_model(plan, a->model, &s->model));
-    plan->threads = s->threads;
-    return KORCH_OK;
+    return korch_pipeline_finish_plan(s, a->model, plan);
 }
 
-void korch_cli_orchestrate_end(korch_cli_session *s) {
-    korch_orchestrator_free(s->orch);
-    korch_verifier_free(s->verifier);
-    for (int i = 0; s->verify_inputs && s->model.graph && i < s->model.graph->n_inputs; i++)
-        korch_tensor_free(&s->verify_inputs[i]);
-    free(s->verify_inputs);
-    korch_plan_model_close(&s->model);
-    memset(s, 0, sizeof *s);
-}
+void korch_cli_orchestrate_end(korch_cli_session *s) { korch_pipeline_free(s); }

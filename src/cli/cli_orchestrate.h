@@ -1,8 +1,10 @@
 /* What `korch optimize` and `korch bench` share: their options, and the
- * model -> orchestrator -> profiles pipeline. */
+ * model -> orchestrator -> profiles pipeline, which is the C API's too
+ * (api/pipeline.h): these functions turn flags into its configuration. */
 #ifndef KORCH_CLI_CLI_ORCHESTRATE_H
 #define KORCH_CLI_CLI_ORCHESTRATE_H
 
+#include "api/pipeline.h"
 #include "cli/cli.h"
 #include "orchestrate/orchestrate.h"
 #include "runtime/plan.h"
@@ -29,18 +31,9 @@ typedef struct korch_cli_orchestrate_args {
     korch_cli_shapes shapes;
 } korch_cli_orchestrate_args;
 
-typedef struct korch_cli_session {
-    korch_plan_model model;
-    korch_profile_options profile;
-    korch_kernel_oracle oracle;
-    korch_machine_model typical; /* for --estimate */
-    korch_orchestrate_options options;
-    korch_orchestrator *orch;
-    korch_verifier *verifier; /* NULL with --no-verify */
-    korch_tensor *verify_inputs; /* the --input files bound to the graph inputs, or NULL */
-    korch_plan_verify_options plan_verify;
-    int threads;
-} korch_cli_session;
+/* verifier: NULL with --no-verify; verify_inputs: the --input files bound
+ * to the graph inputs, or NULL */
+typedef korch_pipeline korch_cli_session;
 
 void korch_cli_orchestrate_args_init(korch_cli_orchestrate_args *a);
 void korch_cli_orchestrate_args_free(korch_cli_orchestrate_args *a);

@@ -65,7 +65,6 @@ int korch_cmd_optimize(int argc, char **argv) {
         korch_cli_orchestrate_args_free(&args);
         return rc;
     }
-    double t0 = korch_now_ms();
     korch_cli_session session;
     korch_plan *plan = NULL;
     rc = korch_cli_orchestrate_begin(&args, strategy, &session);
@@ -75,17 +74,8 @@ int korch_cmd_optimize(int argc, char **argv) {
         return 0;
     }
     if (rc == 0 && korch_cli_orchestrate_solve(&args, &session, strategy, &plan) != KORCH_OK) rc = korch_cli_fail();
-    if (rc == 0 && korch_cli_orchestrate_finish_plan(&args, &session, plan) != KORCH_OK) rc = korch_cli_fail();
-    if (rc == 0 && korch_plan_save(plan, output) != KORCH_OK) rc = korch_cli_fail();
-    if (rc == 0 && !args.quiet) {
-        int fused = 0;
-        for (int k = 0; k < plan->n_kernels; k++) fused += plan->kernels[k].n_nodes > 1;
-        printf("plan: %s strategy, %d kernels (%d fused) for %d primitives, predicted %.4f ms", plan->strategy,
-               plan->n_kernels, fused, session.model.pg->n_nodes, plan->predicted_ms);
-        if (plan->measured_ms > 0) printf(", measured %.4f ms in place", plan->measured_ms);
-        printf("; written to %s\n", output);
-        printf("optimize time: %.1f s\n", (korch_now_ms() - t0) / 1e3);
-    }
+    /* records the model, writes the plan and says so (as korch_optimize does) */
+    if (rc == 0 && korch_pipeline_write(&session, args.model, plan, output) != KORCH_OK) rc = korch_cli_fail();
     korch_plan_free(plan);
     korch_cli_orchestrate_end(&session);
     korch_cli_orchestrate_args_free(&args);

@@ -1,0 +1,106 @@
+/* The optimise pipeline shared by the CLI and the C API (pipeline.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/pipeline.h"
+#include "core/clock.h"
+#include "frontend/subgraph.h"
+
+korch_status korch_pipeline_load(const korch_pipeline_config *c, korch_pipeline *p) {
+    memset(p, 0, sizeof *p);
+    p->t0 = korch_now_s();
+    p->threads = c->threads > 0 ? c->threads : 1;
+    p->log = c->log;
+    KORCH_TRY(korch_plan_model_load_layout(c->model_path, c->shapes, c->n_shapes, c->layout, &p->model));
+    FILE *log = c->log;
+    if (!log) return KORCH_OK;
+    korch_graph_report_control_flow(p->model.graph, log); /* what is not optimized, and why */
+    int live = 0, opaque = 0;
+    for (int i = 0; i < p->model.graph->n_nodes; i++) live += !p->model.graph->nodes[i].dead;
+    for (int i = 0; i < p->model.pg->n_nodes; i++)
+        opaque += !p->model.pg->nodes[i].dead && p->model.pg->nodes[i].kind == KORCH_PRIM_OPAQUE;
+    fprintf(log, "model: %d operators -> %d primitives (%d opaque) in %.2f s; %d threads\n", live, p->model.pg->n_nodes,
+            opaque, korch_now_s() - p->t0, p->threads);
+    return KORCH_OK;
+}
+
+korch_status korch_pipeline_prepare(const korch_pipeline_config *c, korch_strategy most, korch_pipeline *p) {
+    p->profile = c->profile;
+    p->profile.threads = p->threads;
+    p->typical = korch_machine_model_typical(p->threads);
+    p->oracle = c->estimate ? korch_kernel_oracle_estimate(&p->typical) : korch_kernel_oracle_backends(&p->profile);
+    p->options = korch_orchestrate_options_default(p->threads);
+    if (c->max_kernel_nodes > 0) p->options.candidates.max_kernel_nodes = c->max_kernel_nodes;
+    if (c->max_partition_nodes > 0) p->options.candidates.max_partition_nodes = c->max_partition_nodes;
+    p->options.prune_by_bound = !c->no_prune;
+    p->options.profile_budget_s = c->profile.budget_s;
+    p->options.solve_time_limit_s = c->time_limit_s > 0 ? c->time_limit_s : 120;
+    p->options.progress = c->progress;
+    p->options.log = c->log;
+    p->options.estimated = c->estimate;
+    if (c->verify) {
+        korch_verify_options vo = {.seed = c->verify_seed, .inputs = p->verify_inputs, .build = &p->profile};
+        KORCH_TRY(korch_verifier_create(p->model.pg, &vo, &p->verifier));
+        p->options.verifier = korch_verifier_hook(p->verifier);
+        p->plan_verify = (korch_plan_verify_options){
+            .verify = vo, .graph = p->model.graph, .model_sha256 = p->model.sha256, .log = c->log};
+    }
+    return korch_orchestrator_create(p->model.pg, &p->oracle, &p->options, most, &p->orch);
+}
+
+korch_status korch_pipeline_solve(korch_pipeline *p, korch_strategy strategy, int closed_loop, korch_plan **out) {
+    bool verify = p->verifier != NULL;
+    if (closed_loop > 0 && !p->options.estimated) {
+        /* every plan the loop solves is verified like any other */
+        korch_closed_loop_options loop = {.rounds = closed_loop, .graph = p->model.graph, .build = &p->profile,
+                                          .log = p->log};
+        KORCH_TRY(korch_orchestrator_solve_measured(p->orch, strategy, verify ? &p->plan_verify : NULL, &loop, out));
+    } else if (!verify) {
+        return korch_orchestrator_solve(p->orch, strategy, out);
+    } else {
+        KORCH_TRY(korch_orchestrator_solve_verified(p->orch, strategy, &p->plan_verify, out));
+    }
+    FILE *log = p->log;
+    if (!verify || !log) return KORCH_OK;
+    const korch_verifier_stats *vs = korch_verifier_get_stats(p->verifier);
+    const korch_verify_log *vl = korch_orchestrator_verify_log(p->orch);
+    fprintf(log,
+            "verification: %ld kernels checked against the interpreter (%.1f s), %ld verdicts from the "
+            "database, %d candidate kernel%s excluded as wrong\n",
+            vs->checked, vs->seconds, vs->from_database, vl->n_excluded, vl->n_excluded == 1 ? "" : "s");
+    for (int i = 0; i < vl->n_excluded && i < 20; i++)
+        fprintf(log, "  excluded: %s: %s\n", vl->excluded[i].impl, vl->excluded[i].detail);
+    if (vl->n_excluded > 20) fprintf(log, "  ... and %d more\n", vl->n_excluded - 20);
+    return KORCH_OK;
+}
+
+korch_status korch_pipeline_finish_plan(const korch_pipeline *p, const char *model_path, korch_plan *plan) {
+    KORCH_TRY(korch_plan_set_model(plan, model_path, &p->model));
+    plan->threads = p->threads;
+    return KORCH_OK;
+}
+
+korch_status korch_pipeline_write(korch_pipeline *p, const char *model_path, korch_plan *plan, const char *plan_path) {
+    KORCH_TRY(korch_pipeline_finish_plan(p, model_path, plan));
+    KORCH_TRY(korch_plan_save(plan, plan_path));
+    FILE *log = p->log;
+    if (!log) return KORCH_OK;
+    int fused = 0;
+    for (int k = 0; k < plan->n_kernels; k++) fused += plan->kernels[k].n_nodes > 1;
+    fprintf(log, "plan: %s strategy, %d kernels (%d fused) for %d primitives, predicted %.4f ms", plan->strategy,
+            plan->n_kernels, fused, p->model.pg->n_nodes, plan->predicted_ms);
+    if (plan->measured_ms > 0) fprintf(log, ", measured %.4f ms in place", plan->measured_ms);
+    fprintf(log, "; written to %s\n", plan_path);
+    fprintf(log, "optimize time: %.1f s\n", korch_now_s() - p->t0);
+    return KORCH_OK;
+}
+
+void korch_pipeline_free(korch_pipeline *p) {
+    korch_orchestrator_free(p->orch);
+    korch_verifier_free(p->verifier);
+    for (int i = 0; p->verify_inputs && p->model.graph && i < p->model.graph->n_inputs; i++)
+        korch_tensor_free(&p->verify_inputs[i]);
+    free(p->verify_inputs);
+    korch_plan_model_close(&p->model);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,70 @@
+/* The optimise pipeline that `korch optimize` / `korch bench` (src/cli) and
+ * the C API's korch_optimize (api/optimize.c) both run, so the two cannot
+ * drift: the same model loading, profile and orchestrator options,
+ * verification of kernels and plans, verification log, plan recording and
+ * plan writing. The callers differ only in where options come from (flags
+ * and the environment; korch_optimize_options) and where the log goes.
+ *
+ * Order: korch_pipeline_load (model), then the caller may bind verification
+ * inputs (p->verify_inputs, the CLI's --input), korch_pipeline_prepare
+ * (candidates, verifier), korch_orchestrator_profile(p->orch),
+ * korch_pipeline_solve, korch_pipeline_write (or _finish_plan alone);
+ * korch_pipeline_free in any case. */
+#ifndef KORCH_API_PIPELINE_H
+#define KORCH_API_PIPELINE_H
+
+#include <stdio.h>
+
+#include "orchestrate/orchestrate.h"
+#include "runtime/plan.h"
+#include "verify/verify.h"
+
+typedef struct korch_pipeline_config {
+    const char *model_path;
+    const korch_input_shape *shapes; /* --input-shape / input_shapes */
+    int n_shapes;
+    korch_layout_strategy layout;
+    int threads;                   /* >= 1: kernels are tuned and run with it (the caller set OpenMP's count) */
+    korch_profile_options profile; /* everything but threads, which the pipeline sets */
+    double time_limit_s;           /* binary programs, wall clock (<= 0: 120 s) */
+    int max_kernel_nodes, max_partition_nodes; /* 0: korch_candidate_options_default() */
+    bool no_prune;
+    bool estimate;                 /* roofline latencies, nothing compiled or timed */
+    bool verify;                   /* kernels and plans checked against the reference */
+    uint64_t verify_seed;          /* the CLI's default and the API's: KORCH_VERIFY_DEFAULT_SEED */
+    bool progress;                 /* the orchestrator's progress bar / lines */
+    FILE *log;                     /* the statistics `korch optimize` prints; NULL: none */
+} korch_pipeline_config;
+
+typedef struct korch_pipeline {
+    korch_plan_model model;
+    korch_profile_options profile;
+    korch_kernel_oracle oracle;
+    korch_machine_model typical; /* for estimates */
+    korch_orchestrate_options options;
+    korch_orchestrator *orch;
+    korch_verifier *verifier;    /* NULL without verification */
+    korch_tensor *verify_inputs; /* one per graph input, or NULL: seeded inputs; freed by korch_pipeline_free */
+    korch_plan_verify_options plan_verify;
+    int threads;
+    FILE *log;
+    double t0; /* korch_now_s() at load: "optimize time" */
+} korch_pipeline;
+
+/* Loads and lowers the model; logs its size. p is zeroed first. */
+korch_status korch_pipeline_load(const korch_pipeline_config *c, korch_pipeline *p);
+/* Options, oracle, verifier (c->verify) and the orchestrator with the
+ * candidates strategy `most` (and the simpler ones) needs. */
+korch_status korch_pipeline_prepare(const korch_pipeline_config *c, korch_strategy most, korch_pipeline *p);
+/* A strategy's plan, verified when p has a verifier (with the verification
+ * statistics logged); closed_loop > 0 (and not an estimate): measured in
+ * place and corrected, at most that many plans. */
+korch_status korch_pipeline_solve(korch_pipeline *p, korch_strategy strategy, int closed_loop, korch_plan **out);
+/* Records the model (path, hash, shapes) and the thread count in the plan. */
+korch_status korch_pipeline_finish_plan(const korch_pipeline *p, const char *model_path, korch_plan *plan);
+/* finish_plan, then writes the plan to plan_path and logs "plan: ..." and
+ * "optimize time: ...". */
+korch_status korch_pipeline_write(korch_pipeline *p, const char *model_path, korch_plan *plan, const char *plan_path);
+void korch_pipeline_free(korch_pipeline *p);
+
+#endif
