@@ -59,118 +59,128 @@ static korch_status run_once(korch_cli_plan *plan, const korch_graph *g, const k
     return plan ? korch_cli_plan_run(plan, g, inputs, outputs) : korch_reference_run(g, inputs, outputs);
 }
 
-int korch_cmd_run(int argc, char **argv) {
-    const char *model = NULL, *out_dir = NULL, *profile_csv = NULL;
-    long threads = 0, bench = 0;
-    bool profile = false, verify = false;
-    korch_cli_shapes shapes = {0};
+/* The command line of one `korch run`. */
+typedef struct run_args {
+    const char *model, *out_dir, *profile_csv;
+    long threads, bench;
+    bool profile, verify;
+    korch_cli_shapes shapes;
     run_input inputs[256];
-    int n_inputs = 0, rc = 0;
-    char vbuf[200]; /* tensor names in messages: one printable line */
+    int n_inputs;
+} run_args;
+
+/* What one `korch run` holds: the input files, the graph, the bound inputs
+ * and the outputs (freed by run_state_free). */
+typedef struct run_state {
+    korch_cli_plan *plan; /* NULL: a model, run by the reference executor */
+    korch_tensor files[256];
+    char *file_names[256];
+    korch_graph *g;
+    korch_tensor *bound, *outputs, *seeded;
+    bool all_given; /* every graph input came from a file */
+} run_state;
+
+/* Step 1: the flags. Returns 0, a usage exit code, or -1 after --help. */
+static int parse_args(int argc, char **argv, run_args *a) {
+    int rc = 0;
     for (int i = 1; i < argc && rc == 0; i++) {
-        const char *a = argv[i], *v = NULL;
-        if (korch_cli_is_help(a)) {
+        const char *arg = argv[i], *v = NULL;
+        if (korch_cli_is_help(arg)) {
             help();
-            korch_cli_shapes_free(&shapes);
-            return 0;
-        } else if (strcmp(a, "--input") == 0 || strcmp(a, "-i") == 0) {
+            return -1;
+        } else if (strcmp(arg, "--input") == 0 || strcmp(arg, "-i") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-            else if (n_inputs >= 256) rc = korch_cli_usage_error("run", "too many inputs");
+            else if (a->n_inputs >= 256) rc = korch_cli_usage_error("run", "too many inputs");
             else {
                 const char *eq = strchr(v, '=');
                 /* NAME=FILE; a bare FILE (no '=') binds the next unbound input */
-                inputs[n_inputs].name = eq ? v : NULL;
-                inputs[n_inputs].path = eq ? eq + 1 : v;
-                n_inputs++;
+                a->inputs[a->n_inputs].name = eq ? v : NULL;
+                a->inputs[a->n_inputs].path = eq ? eq + 1 : v;
+                a->n_inputs++;
             }
-        } else if (strcmp(a, "--output-dir") == 0 || strcmp(a, "-o") == 0) {
-            if (!(out_dir = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-        } else if (strcmp(a, "--threads") == 0) {
+        } else if (strcmp(arg, "--output-dir") == 0 || strcmp(arg, "-o") == 0) {
+            if (!(a->out_dir = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
+        } else if (strcmp(arg, "--threads") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-            else if (!korch_cli_parse_int(v, 1, 1024, &threads))
+            else if (!korch_cli_parse_int(v, 1, 1024, &a->threads))
                 rc = korch_cli_usage_error("run", "--threads expects a number from 1 to 1024");
-        } else if (strcmp(a, "--bench") == 0) {
+        } else if (strcmp(arg, "--bench") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-            else if (!korch_cli_parse_int(v, 1, 1000000, &bench))
+            else if (!korch_cli_parse_int(v, 1, 1000000, &a->bench))
                 rc = korch_cli_usage_error("run", "--bench expects a positive number of runs");
-        } else if (strcmp(a, "--profile") == 0) {
-            profile = true;
-        } else if (strcmp(a, "--verify") == 0) {
-            verify = true;
-        } else if (strcmp(a, "--profile-csv") == 0) {
-            if (!(profile_csv = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-        } else if (strcmp(a, "--input-shape") == 0) {
+        } else if (strcmp(arg, "--profile") == 0) {
+            a->profile = true;
+        } else if (strcmp(arg, "--verify") == 0) {
+            a->verify = true;
+        } else if (strcmp(arg, "--profile-csv") == 0) {
+            if (!(a->profile_csv = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
+        } else if (strcmp(arg, "--input-shape") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-            else rc = korch_cli_shapes_add(&shapes, v, "run");
-        } else if (a[0] == '-') {
-            rc = korch_cli_usage_error("run", "unknown option %s", a);
-        } else if (!model) {
-            model = a;
+            else rc = korch_cli_shapes_add(&a->shapes, v, "run");
+        } else if (arg[0] == '-') {
+            rc = korch_cli_usage_error("run", "unknown option %s", arg);
+        } else if (!a->model) {
+            a->model = arg;
         } else {
             rc = korch_cli_usage_error("run", "more than one model given");
         }
     }
-    if (rc == 0 && !model) rc = korch_cli_usage_error("run", "no model given");
-    if (rc == 0 && (profile || profile_csv) && !bench)
-        rc = korch_cli_usage_error("run", "--profile and --profile-csv time the runs of --bench N; give --bench");
-    /* what the file is, and the outputs, before any work */
-    if (rc == 0) rc = korch_cli_expect_model_or_plan(model, "run");
-    if (rc == 0 && out_dir) rc = korch_cli_make_output_dir("--output-dir", out_dir);
-    if (rc == 0 && profile_csv) rc = korch_cli_check_output_file("--profile-csv", profile_csv);
-    /* a plan file: run its model with the plan's kernels and input shapes */
-    korch_cli_plan *plan = NULL;
-    if (rc == 0 && korch_plan_file_is_plan(model)) {
-        rc = korch_cli_plan_open(model, &plan, &model, &shapes);
-        if (rc == 0 && threads == 0) threads = korch_cli_plan_threads(plan);
-    }
-    if (rc == 0 && verify && !plan)
-        rc = korch_cli_usage_error("run", "--verify checks a plan against the reference executor; %s is a model", model);
-    if (rc == 0 && (profile || profile_csv) && !plan)
-        rc = korch_cli_usage_error("run", "--profile and --profile-csv time a plan's kernels; %s is a model, not a plan",
-                                   model);
-    if (rc) {
-        korch_cli_shapes_free(&shapes);
-        return rc;
-    }
-#ifdef _OPENMP
-    if (threads > 0) omp_set_num_threads((int)threads);
-#endif
+    return rc;
+}
 
-    /* Read input files first: their shapes fix symbolic dimensions. */
-    korch_tensor files[256];
-    char *file_names[256];
-    memset(files, 0, sizeof files);
-    memset(file_names, 0, sizeof file_names);
-    korch_graph *g = NULL;
-    korch_tensor *bound = NULL, *outputs = NULL, *seeded = NULL;
-    for (int k = 0; k < n_inputs; k++) {
-        if (korch_tensor_file_read(inputs[k].path, &files[k], &file_names[k]) != KORCH_OK) {
-            rc = korch_cli_fail();
-            goto done;
-        }
+/* Step 2: what the file is and where outputs go, before any work; a plan
+ * file is opened (its model and input shapes replace the argument's). */
+static int check_args(run_args *a, run_state *st) {
+    int rc = 0;
+    if (!a->model) rc = korch_cli_usage_error("run", "no model given");
+    if (rc == 0 && (a->profile || a->profile_csv) && !a->bench)
+        rc = korch_cli_usage_error("run", "--profile and --profile-csv time the runs of --bench N; give --bench");
+    if (rc == 0) rc = korch_cli_expect_model_or_plan(a->model, "run");
+    if (rc == 0 && a->out_dir) rc = korch_cli_make_output_dir("--output-dir", a->out_dir);
+    if (rc == 0 && a->profile_csv) rc = korch_cli_check_output_file("--profile-csv", a->profile_csv);
+    /* a plan file: run its model with the plan's kernels and input shapes */
+    if (rc == 0 && korch_plan_file_is_plan(a->model)) {
+        rc = korch_cli_plan_open(a->model, &st->plan, &a->model, &a->shapes);
+        if (rc == 0 && a->threads == 0) a->threads = korch_cli_plan_threads(st->plan);
     }
+    if (rc == 0 && a->verify && !st->plan)
+        rc = korch_cli_usage_error("run", "--verify checks a plan against the reference executor; %s is a model",
+                                   a->model);
+    if (rc == 0 && (a->profile || a->profile_csv) && !st->plan)
+        rc = korch_cli_usage_error("run", "--profile and --profile-csv time a plan's kernels; %s is a model, not a plan",
+                                   a->model);
+    return rc;
+}
+
+/* Step 3: the input files, read first (their shapes fix symbolic
+ * dimensions), and bound to graph inputs by name or in order: binding[i] is
+ * the file of graph input i, or -1. Files that fix a symbolic dimension add
+ * their shape to a->shapes. st->g is the model loaded unprepared. */
+static int bind_inputs(run_args *a, run_state *st, int **binding_out) {
+    char vbuf[200]; /* tensor names in messages: one printable line */
+    int rc = 0;
+    for (int k = 0; k < a->n_inputs; k++)
+        if (korch_tensor_file_read(a->inputs[k].path, &st->files[k], &st->file_names[k]) != KORCH_OK)
+            return korch_cli_fail();
     /* Load once unprepared to resolve names and symbolic dims. */
-    if (korch_onnx_load_file(model, &g) != KORCH_OK || korch_graph_validate(g) != KORCH_OK) {
-        rc = korch_cli_fail();
-        goto done;
-    }
+    if (korch_onnx_load_file(a->model, &st->g) != KORCH_OK || korch_graph_validate(st->g) != KORCH_OK)
+        return korch_cli_fail();
+    korch_graph *g = st->g;
     int *binding = calloc((size_t)g->n_inputs + 1, sizeof *binding);
-    if (!binding) {
-        rc = korch_cli_fail();
-        goto done;
-    }
+    if (!binding) return korch_cli_fail();
+    *binding_out = binding;
     for (int i = 0; i < g->n_inputs; i++) binding[i] = -1;
-    for (int k = 0; k < n_inputs; k++) {
+    for (int k = 0; k < a->n_inputs; k++) {
         int slot = -1;
-        if (inputs[k].name) {
-            size_t len = (size_t)(strchr(inputs[k].name, '=') - inputs[k].name);
+        if (a->inputs[k].name) {
+            size_t len = (size_t)(strchr(a->inputs[k].name, '=') - a->inputs[k].name);
             for (int i = 0; i < g->n_inputs; i++) {
                 const char *vn = g->values[g->inputs[i]].name;
-                if (strlen(vn) == len && strncmp(vn, inputs[k].name, len) == 0) slot = i;
+                if (strlen(vn) == len && strncmp(vn, a->inputs[k].name, len) == 0) slot = i;
             }
             if (slot < 0) {
                 char buf[256], names[400];
-                snprintf(buf, sizeof buf, "%.*s", (int)len, inputs[k].name);
+                snprintf(buf, sizeof buf, "%.*s", (int)len, a->inputs[k].name);
                 rc = korch_cli_usage_error("run", "--input %s=...: the model has no input named \"%s\"; its inputs are %s",
                                            korch_printable(buf, vbuf, sizeof vbuf), vbuf,
                                            korch_cli_input_names(g, names, sizeof names));
@@ -192,158 +202,186 @@ int korch_cmd_run(int argc, char **argv) {
         }
         binding[slot] = k;
     }
-    korch_cli_shapes auto_shapes = {0};
     for (int i = 0; i < g->n_inputs && rc == 0; i++) {
         const korch_value *v = &g->values[g->inputs[i]];
         if (binding[i] < 0) {
-            if (!bench && !verify)
+            if (!a->bench && !a->verify)
                 rc = korch_cli_usage_error("run", "no --input given for graph input \"%s\" (--bench N alone runs on "
                                                   "seeded random data)",
                                            korch_printable(v->name, vbuf, sizeof vbuf));
             continue;
         }
+        const korch_tensor *file = &st->files[binding[i]];
         bool user_fixed = false;
-        for (int s = 0; s < shapes.count; s++) user_fixed |= strcmp(shapes.items[s].name, v->name) == 0;
+        for (int s = 0; s < a->shapes.count; s++) user_fixed |= strcmp(a->shapes.items[s].name, v->name) == 0;
         /* a file that cannot fit is named with its shape (not as the
          * --input-shape it would otherwise turn into) */
-        if (!user_fixed && korch_cli_input_fits(v, &files[binding[i]].shape, inputs[binding[i]].path)) {
+        if (!user_fixed && korch_cli_input_fits(v, &file->shape, a->inputs[binding[i]].path)) {
             rc = 1;
             break;
         }
         if (!user_fixed) {
             char spec[512], dims[160];
-            snprintf(spec, sizeof spec, "%s=%s", v->name, korch_shape_format(&files[binding[i]].shape, dims, sizeof dims));
-            if (files[binding[i]].shape.rank == 0) snprintf(spec, sizeof spec, "%s=scalar", v->name);
-            rc = korch_cli_shapes_add(&shapes, spec, "run");
+            snprintf(spec, sizeof spec, "%s=%s", v->name, korch_shape_format(&file->shape, dims, sizeof dims));
+            if (file->shape.rank == 0) snprintf(spec, sizeof spec, "%s=scalar", v->name);
+            rc = korch_cli_shapes_add(&a->shapes, spec, "run");
         }
     }
-    korch_cli_shapes_free(&auto_shapes);
-    if (rc) {
-        free(binding);
-        goto done;
-    }
-    korch_graph_free(g);
-    g = NULL;
-    if (korch_frontend_load(model, shapes.items, shapes.count, &g) != KORCH_OK) {
-        free(binding);
-        rc = korch_cli_fail();
-        goto done;
-    }
-    bound = calloc((size_t)g->n_inputs + 1, sizeof *bound);
-    outputs = calloc((size_t)g->n_outputs + 1, sizeof *outputs);
-    if (!bound || !outputs) {
-        free(binding);
-        rc = korch_cli_fail();
-        goto done;
-    }
+    return rc;
+}
+
+/* Step 4: the model loaded with the shapes, each graph input bound to its
+ * file or, when none was given, to seeded random data; outputs allocated. */
+static int load_bound(const run_args *a, run_state *st, const int *binding) {
+    char vbuf[200];
+    korch_graph_free(st->g);
+    st->g = NULL;
+    if (korch_frontend_load(a->model, a->shapes.items, a->shapes.count, &st->g) != KORCH_OK) return korch_cli_fail();
+    const korch_graph *g = st->g;
+    st->bound = calloc((size_t)g->n_inputs + 1, sizeof *st->bound);
+    st->outputs = calloc((size_t)g->n_outputs + 1, sizeof *st->outputs);
+    if (!st->bound || !st->outputs) return korch_cli_fail();
+    int rc = 0;
     for (int i = 0; i < g->n_inputs && rc == 0; i++) {
         const korch_value *v = &g->values[g->inputs[i]];
         if (binding[i] >= 0) {
-            korch_tensor *t = &files[binding[i]];
+            korch_tensor *t = &st->files[binding[i]];
             if (t->dtype != v->dtype) {
                 fprintf(stderr, "korch: error: input \"%s\" is %s, the file gives %s\n",
-                        korch_printable(v->name, vbuf, sizeof vbuf),
-                        korch_dtype_name(v->dtype), korch_dtype_name(t->dtype));
+                        korch_printable(v->name, vbuf, sizeof vbuf), korch_dtype_name(v->dtype),
+                        korch_dtype_name(t->dtype));
                 rc = 1;
             }
-            bound[i] = (korch_tensor){.dtype = t->dtype, .shape = t->shape, .data = t->data};
+            st->bound[i] = (korch_tensor){.dtype = t->dtype, .shape = t->shape, .data = t->data};
         } else {
-            if (!seeded && (seeded = calloc((size_t)g->n_inputs + 1, sizeof *seeded)) != NULL &&
-                korch_verify_seeded_inputs(g, 0, seeded) != KORCH_OK) {
+            if (!st->seeded && (st->seeded = calloc((size_t)g->n_inputs + 1, sizeof *st->seeded)) != NULL &&
+                korch_verify_seeded_inputs(g, 0, st->seeded) != KORCH_OK) {
                 rc = korch_cli_fail();
                 break;
             }
-            if (!seeded) rc = korch_cli_fail();
+            if (!st->seeded) rc = korch_cli_fail();
             else {
-                bound[i] = seeded[i]; /* owned by bound[] now */
-                seeded[i] = (korch_tensor){0};
-                if (bench || out_dir) /* --verify alone makes its own seeded inputs */
+                st->bound[i] = st->seeded[i]; /* owned by bound[] now */
+                st->seeded[i] = (korch_tensor){0};
+                if (a->bench || a->out_dir) /* --verify alone makes its own seeded inputs */
                     fprintf(stderr, "korch: note: input \"%s\" not given; using seeded random data\n",
                             korch_printable(v->name, vbuf, sizeof vbuf));
             }
         }
     }
-    bool all_given = true;
-    for (int i = 0; i < g->n_inputs; i++) all_given &= binding[i] >= 0;
-    free(binding);
-    if (rc) goto done;
-    if (verify && (rc = korch_cli_plan_verify(plan, g, all_given ? bound : NULL, (int)threads)) != 0) goto done;
-    if (verify && !bench && !out_dir) goto done; /* nothing else was asked for */
-    if (plan && (rc = korch_cli_plan_prepare(plan, g, (int)threads)) != 0) goto done;
+    st->all_given = true;
+    for (int i = 0; i < g->n_inputs; i++) st->all_given &= binding[i] >= 0;
+    return rc;
+}
 
-    if (run_once(plan, g, bound, outputs) != KORCH_OK) {
-        rc = korch_cli_fail();
-        goto done;
+/* Step 5: one run, its outputs printed or written to --output-dir. */
+static int run_and_write(const run_args *a, run_state *st) {
+    const korch_graph *g = st->g;
+    if (run_once(st->plan, g, st->bound, st->outputs) != KORCH_OK) return korch_cli_fail();
+    if (!a->out_dir && !a->bench) korch_cli_print_outputs(g, st->outputs); /* never a silent run */
+    if (!a->out_dir) return 0;
+    int rc = korch_cli_make_output_dir("--output-dir", a->out_dir);
+    for (int i = 0; i < g->n_outputs && rc == 0; i++) {
+        char fname[300], path[4096];
+        korch_sanitize_filename(g->values[g->outputs[i]].name, fname, sizeof fname);
+        snprintf(path, sizeof path, "%s/%s.npy", a->out_dir, fname);
+        if (korch_npy_write(path, &st->outputs[i]) != KORCH_OK) rc = korch_cli_fail();
     }
-    if (!out_dir && !bench) korch_cli_print_outputs(g, outputs); /* never a silent run */
-    if (out_dir) {
-        if ((rc = korch_cli_make_output_dir("--output-dir", out_dir))) goto done;
-        for (int i = 0; i < g->n_outputs; i++) {
-            char fname[300], path[4096];
-            korch_sanitize_filename(g->values[g->outputs[i]].name, fname, sizeof fname);
-            snprintf(path, sizeof path, "%s/%s.npy", out_dir, fname);
-            if (korch_npy_write(path, &outputs[i]) != KORCH_OK) {
-                rc = korch_cli_fail();
-                goto done;
-            }
-        }
+    return rc;
+}
+
+/* Step 6 (--bench N): N timed runs, with --profile / --profile-csv the
+ * plan's kernels timed inside it; the last line is the contract's. */
+static int bench_runs(const run_args *a, run_state *st) {
+    const korch_graph *g = st->g;
+    korch_cli_plan *plan = st->plan;
+    long bench = a->bench;
+    bool per_kernel = a->profile || a->profile_csv;
+    int rc = 0;
+    double *times = calloc((size_t)bench, sizeof *times);
+    korch_cli_profile *prof = NULL;
+    if (times && per_kernel) {
+        prof = korch_cli_profile_create(korch_cli_plan_get(plan)->n_kernels, bench);
+        if (prof) korch_cli_plan_time_kernels(plan, korch_cli_profile_slots(prof));
     }
-    if (bench) {
-        double *times = calloc((size_t)bench, sizeof *times);
-        korch_cli_profile *prof = NULL;
-        if (times && (profile || profile_csv)) {
-            prof = korch_cli_profile_create(korch_cli_plan_get(plan)->n_kernels, bench);
-            if (prof) korch_cli_plan_time_kernels(plan, korch_cli_profile_slots(prof));
-        }
-        if (!times || ((profile || profile_csv) && !prof)) {
-            fprintf(stderr, "korch: error: out of memory for --bench %ld\n", bench);
-            free(times);
-            korch_cli_profile_free(prof);
-            rc = 1;
-            goto done;
-        }
-        korch_cli_omp_note();
-        for (long r = 0; r < bench && rc == 0; r++) {
-            /* A plan writes into the same output buffers every run, as a C
-             * API caller's bound buffers (allocating them afresh would time
-             * page faults: 64 MiB of output costs ~15 ms of them); the
-             * reference executor allocates its outputs itself. */
-            if (!plan)
-                for (int i = 0; i < g->n_outputs; i++) korch_tensor_free(&outputs[i]);
-            double t0 = korch_now_ms();
-            if (run_once(plan, g, bound, outputs) != KORCH_OK) rc = korch_cli_fail();
-            times[r] = korch_now_ms() - t0;
-            if (prof) korch_cli_profile_record(prof);
-        }
-        if (rc == 0) {
-            qsort(times, (size_t)bench, sizeof *times, cmp_double);
-            double median = bench % 2 ? times[bench / 2] : 0.5 * (times[bench / 2 - 1] + times[bench / 2]);
-            /* the memory plan's arena (intermediate values), before the contract's last line */
-            if (prof && profile) korch_cli_profile_report(prof, korch_cli_plan_get(plan), median, 20, stdout);
-            if (prof && profile_csv && korch_cli_profile_write_csv(prof, korch_cli_plan_get(plan), profile_csv) != KORCH_OK)
-                rc = korch_cli_fail();
-            if (plan) printf("peak_arena_bytes=%zu\n", korch_cli_plan_arena_bytes(plan));
-            printf("median_ms=%.4f min_ms=%.4f max_ms=%.4f runs=%ld\n", median, times[0], times[bench - 1], bench);
-        }
-        if (prof) korch_cli_plan_time_kernels(plan, NULL);
-        korch_cli_profile_free(prof);
+    if (!times || (per_kernel && !prof)) {
+        fprintf(stderr, "korch: error: out of memory for --bench %ld\n", bench);
         free(times);
+        korch_cli_profile_free(prof);
+        return 1;
     }
-done:
-    if (g && outputs)
-        for (int i = 0; i < g->n_outputs; i++) korch_tensor_free(&outputs[i]);
-    if (g && bound)
-        for (int i = 0; i < g->n_inputs; i++) korch_tensor_free(&bound[i]);
-    free(bound);
-    free(outputs);
-    for (int i = 0; g && seeded && i < g->n_inputs; i++) korch_tensor_free(&seeded[i]);
-    free(seeded);
-    for (int k = 0; k < n_inputs; k++) {
-        korch_tensor_free(&files[k]);
-        free(file_names[k]);
+    korch_cli_omp_note();
+    for (long r = 0; r < bench && rc == 0; r++) {
+        /* A plan writes into the same output buffers every run, as a C
+         * API caller's bound buffers (allocating them afresh would time
+         * page faults: 64 MiB of output costs ~15 ms of them); the
+         * reference executor allocates its outputs itself. */
+        if (!plan)
+            for (int i = 0; i < g->n_outputs; i++) korch_tensor_free(&st->outputs[i]);
+        double t0 = korch_now_ms();
+        if (run_once(plan, g, st->bound, st->outputs) != KORCH_OK) rc = korch_cli_fail();
+        times[r] = korch_now_ms() - t0;
+        if (prof) korch_cli_profile_record(prof);
     }
-    korch_cli_shapes_free(&shapes);
-    korch_cli_plan_close(plan);
-    korch_graph_free(g);
+    if (rc == 0) {
+        qsort(times, (size_t)bench, sizeof *times, cmp_double);
+        double median = bench % 2 ? times[bench / 2] : 0.5 * (times[bench / 2 - 1] + times[bench / 2]);
+        /* the memory plan's arena (intermediate values), before the contract's last line */
+        if (prof && a->profile) korch_cli_profile_report(prof, korch_cli_plan_get(plan), median, 20, stdout);
+        if (prof && a->profile_csv &&
+            korch_cli_profile_write_csv(prof, korch_cli_plan_get(plan), a->profile_csv) != KORCH_OK)
+            rc = korch_cli_fail();
+        if (plan) printf("peak_arena_bytes=%zu\n", korch_cli_plan_arena_bytes(plan));
+        printf("median_ms=%.4f min_ms=%.4f max_ms=%.4f runs=%ld\n", median, times[0], times[bench - 1], bench);
+    }
+    if (prof) korch_cli_plan_time_kernels(plan, NULL);
+    korch_cli_profile_free(prof);
+    free(times);
+    return rc;
+}
+
+static void run_state_free(run_state *st, int n_files) {
+    const korch_graph *g = st->g;
+    if (g && st->outputs)
+        for (int i = 0; i < g->n_outputs; i++) korch_tensor_free(&st->outputs[i]);
+    if (g && st->bound)
+        for (int i = 0; i < g->n_inputs; i++) korch_tensor_free(&st->bound[i]);
+    free(st->bound);
+    free(st->outputs);
+    for (int i = 0; g && st->seeded && i < g->n_inputs; i++) korch_tensor_free(&st->seeded[i]);
+    free(st->seeded);
+    for (int k = 0; k < n_files; k++) {
+        korch_tensor_free(&st->files[k]);
+        free(st->file_names[k]);
+    }
+    korch_cli_plan_close(st->plan);
+    korch_graph_free(st->g);
+}
+
+int korch_cmd_run(int argc, char **argv) {
+    run_args a = {0};
+    run_state st = {0};
+    int rc = parse_args(argc, argv, &a);
+    if (rc == 0) rc = check_args(&a, &st);
+    if (rc) {
+        korch_cli_plan_close(st.plan);
+        korch_cli_shapes_free(&a.shapes);
+        return rc < 0 ? 0 : rc; /* -1: --help */
+    }
+#ifdef _OPENMP
+    if (a.threads > 0) omp_set_num_threads((int)a.threads);
+#endif
+    int *binding = NULL;
+    rc = bind_inputs(&a, &st, &binding);
+    if (rc == 0) rc = load_bound(&a, &st, binding);
+    free(binding);
+    if (rc == 0 && a.verify)
+        rc = korch_cli_plan_verify(st.plan, st.g, st.all_given ? st.bound : NULL, (int)a.threads);
+    bool more = !a.verify || a.bench || a.out_dir; /* --verify alone: nothing else was asked for */
+    if (rc == 0 && more && st.plan) rc = korch_cli_plan_prepare(st.plan, st.g, (int)a.threads);
+    if (rc == 0 && more) rc = run_and_write(&a, &st);
+    if (rc == 0 && more && a.bench) rc = bench_runs(&a, &st);
+    run_state_free(&st, a.n_inputs);
+    korch_cli_shapes_free(&a.shapes);
     return rc;
 }
