@@ -121,8 +121,11 @@ def to_float16(path):
 def make_mixed16(work, rng):
     w1 = rng.standard_normal((8, 12)).astype(np.float16)
     b1 = rng.standard_normal((12,)).astype(np.float16)
-    w1_t = helper.make_tensor("w1", TensorProto.FLOAT16, w1.shape, w1.view(np.uint16).astype(np.int32).ravel())
-    b1_t = helper.make_tensor("b1", TensorProto.FLOAT16, b1.shape, b1.view(np.uint16).astype(np.int32).ravel())
+    # helper.make_tensor without raw=True stores float16 as int32_data (it
+    # takes the float values and writes their bits)
+    w1_t = helper.make_tensor("w1", TensorProto.FLOAT16, w1.shape, w1.astype(np.float32).ravel())
+    b1_t = helper.make_tensor("b1", TensorProto.FLOAT16, b1.shape, b1.astype(np.float32).ravel())
+    assert len(w1_t.int32_data) == w1.size and np.array_equal(numpy_helper.to_array(w1_t), w1)
     nodes = [
         helper.make_node("Cast", ["x"], ["xh"], to=TensorProto.FLOAT16),
         helper.make_node("MatMul", ["xh", "w1"], ["m"]),
@@ -149,7 +152,8 @@ def make_bf16(work, rng):
     w = bf16_bits(rng.standard_normal((6, 4)).astype(np.float32))
     b = bf16_bits(rng.standard_normal((4,)).astype(np.float32))
     w_t = helper.make_tensor("w", TensorProto.BFLOAT16, w.shape, w.tobytes(), raw=True)
-    b_t = helper.make_tensor("b", TensorProto.BFLOAT16, b.shape, b.astype(np.int32).ravel())
+    b_t = helper.make_tensor("b", TensorProto.BFLOAT16, b.shape, [0] * b.size)
+    b_t.int32_data[:] = b.astype(np.int32).ravel().tolist()  # the bits, as ONNX stores bfloat16 in int32_data
     nodes = [
         helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT),
         helper.make_node("Cast", ["w"], ["wf"], to=TensorProto.FLOAT),
@@ -217,7 +221,12 @@ def compare(label, got, want, fmt, failures):
     err = np.abs(got - want)
     bad = err > tol
     worst = float(np.max(err / np.maximum(tol, 1e-30))) if want.size else 0.0
-    print(f"  {label}: max |diff| {float(np.max(err)) if want.size else 0:.3g} ({worst:.2f} of the tolerance)")
+    # the error in units of the last place of the format at each reference value
+    mant, emin = (10, -14) if fmt == "float16" else (7, -126)
+    e = np.floor(np.log2(np.maximum(np.abs(want), 2.0 ** emin)))
+    ulps = float(np.max(err / 2.0 ** (e - mant))) if want.size else 0.0
+    print(f"  {label}: max |diff| {float(np.max(err)) if want.size else 0:.3g}, {ulps:.2f} units of {fmt} "
+          f"({worst:.2f} of the tolerance)")
     if np.any(bad):
         failures.append(f"{label}: {int(np.sum(bad))} of {want.size} elements beyond the tolerance")
 
@@ -249,10 +258,11 @@ def main():
         name = os.path.splitext(os.path.basename(path))[0]
         print(f"{name}:")
         model = onnx.load(path)
-        fmt_of = {}
-        for o in model.graph.output:
-            et = o.type.tensor_type.elem_type
-            fmt_of[o.name] = {TensorProto.FLOAT16: "float16", TensorProto.BFLOAT16: "bfloat16"}.get(et, "float32")
+        # the model's compute format sets the tolerance of every output: a
+        # float32 output of float16 arithmetic carries float16 rounding
+        fmt = "bfloat16" if name.startswith("bf16") else "float16"
+        fmt_of = {o.name: fmt for o in model.graph.output}
+        declared = {o.name: o.type.tensor_type.elem_type for o in model.graph.output}
         inputs = []
         for k, v in feeds.items():
             p = os.path.join(args.work, f"{name}.{k}.npy")
@@ -283,7 +293,7 @@ def main():
                     failures.append(f"{name} {where}: no output {oname}")
                     continue
                 got = np.load(f)
-                if fmt_of[oname] == "float16" and got.dtype != np.float16:
+                if declared[oname] == TensorProto.FLOAT16 and got.dtype != np.float16:
                     failures.append(f"{name} {where}: output {oname} is {got.dtype}, the model declares float16")
                 compare(f"{name} {where} {oname}", got, w, fmt_of[oname], failures)
     for f in failures:
