@@ -42,7 +42,7 @@ uint16_t korch_bf16_from_f64(double v) {
     if (isnan(v)) return sign | 0x7fc0;
     double a = fabs(v);
     if (a == 0) return sign;
-    if (a >= 3.3961514961443321e38) return sign | 0x7f80; /* (2 - 2^-8) * 2^127: the tie above the largest */
+    if (a >= ldexp(2.0 - ldexp(1.0, -8), 127)) return sign | 0x7f80; /* the tie above the largest */
     return sign | (uint16_t)encode(a, 7, 127, 255);
 }
 
