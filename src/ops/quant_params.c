@@ -61,7 +61,11 @@ korch_status korch_quant_layout_read(const korch_op_ctx *ctx, int x_i, int scale
     *out = (korch_quant_layout){.mode = KORCH_QUANT_PER_TENSOR, .outer = 1, .dim = 1, .inner = 1, .block = 1,
                                 .blocks = 1};
     KORCH_TRY(korch_op_require_dtype(ctx, scale_i, KORCH_DTYPE_FLOAT32));
-    if (korch_op_has_input(ctx, zp_i) && !korch_shape_equal(&ctx->inputs[zp_i]->shape, scale))
+    /* Equal shapes, or both one element: quantize_static writes a bias's
+     * scale as [1] and its zero point as a scalar. */
+    const korch_shape *zps = korch_op_has_input(ctx, zp_i) ? &ctx->inputs[zp_i]->shape : NULL;
+    if (zps && !korch_shape_equal(zps, scale) &&
+        !(korch_shape_numel(zps) == 1 && korch_shape_numel(scale) == 1 && zps->rank <= 1 && scale->rank <= 1))
         return korch_op_error(ctx, KORCH_ERR_SHAPE, "zero point has shape %s but scale \"%s\" has shape %s",
                               korch_shape_format(&ctx->inputs[zp_i]->shape, zs, sizeof zs), scale_name,
                               korch_shape_format(scale, ss, sizeof ss));
