@@ -153,7 +153,7 @@ static korch_status resolve_value(const korch_graph *g, int i, const korch_input
     if (!parse_literal(spec->literal, val->dtype, out->data)) {
         korch_tensor_free(out);
         return korch_error(KORCH_ERR_INVALID_ARGUMENT,
-                           "--specialize %s=%s: \"%s\" is not a %s value (graph input \"%s\" is %s)", vbuf,
+                           "--specialize %s=%s: \"%s\" is not a valid %s value (graph input \"%s\" is %s)", vbuf,
                            spec->literal, spec->literal, korch_dtype_name(val->dtype), vbuf,
                            korch_dtype_name(val->dtype));
     }

@@ -28,7 +28,7 @@ int korch_plan_guard_values(const korch_plan *plan, korch_input_shape *shapes, k
 void korch_plan_shapes_free(korch_plan *plan) {
     for (int i = 0; i < plan->n_input_shapes; i++) {
         free(plan->input_shapes[i].name);
-        korch_tensor_free(plan->input_shapes[i].specialized);
+        if (plan->input_shapes[i].specialized) korch_tensor_free(plan->input_shapes[i].specialized);
         free(plan->input_shapes[i].specialized);
     }
     free(plan->input_shapes);
