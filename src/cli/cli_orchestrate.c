@@ -1,5 +1,7 @@
 #include "cli/cli_orchestrate.h"
+
 #include "cli/cli_inputs.h"
+#include "core/half.h"
 
 #include "frontend/subgraph.h"
 #include "io/npy.h"
@@ -211,7 +213,16 @@ static int load_verify_inputs(const korch_cli_orchestrate_args *a, korch_cli_ses
         free(name);
         bound[slot] = true;
         const korch_value *v = &g->values[g->inputs[slot]];
-        const korch_tensor *t = &s->verify_inputs[slot];
+        korch_tensor *t = &s->verify_inputs[slot];
+        if (v->dtype == KORCH_DTYPE_BFLOAT16 && t->dtype == KORCH_DTYPE_FLOAT32) {
+            korch_tensor narrow; /* NumPy has no bfloat16 (docs/precision.md) */
+            if (korch_half_convert(t, KORCH_DTYPE_BFLOAT16, &narrow) != KORCH_OK) {
+                rc = korch_cli_fail();
+                break;
+            }
+            korch_tensor_free(t);
+            *t = narrow;
+        }
         if (t->dtype != v->dtype || !korch_shape_equal(&t->shape, &v->shape)) {
             char want[96], got[96];
             fprintf(stderr, "korch: error: --input %s: the file holds %s %s; input \"%s\" is %s %s\n",

@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 #include "cli/cli_files.h"
 #include "cli/cli_inputs.h"
+#include "core/half.h"
 #include "frontend/onnx_load.h"
 #include "io/npy.h"
 #include "runtime/plan.h"
@@ -245,6 +246,16 @@ int korch_cmd_run(int argc, char **argv) {
         const korch_value *v = &g->values[g->inputs[i]];
         if (binding[i] >= 0) {
             korch_tensor *t = &files[binding[i]];
+            if (v->dtype == KORCH_DTYPE_BFLOAT16 && t->dtype == KORCH_DTYPE_FLOAT32) {
+                /* NumPy has no bfloat16: a float32 file is rounded to it (docs/precision.md) */
+                korch_tensor narrow;
+                if (korch_half_convert(t, KORCH_DTYPE_BFLOAT16, &narrow) != KORCH_OK) {
+                    rc = korch_cli_fail();
+                    break;
+                }
+                korch_tensor_free(t);
+                *t = narrow;
+            }
             if (t->dtype != v->dtype) {
                 fprintf(stderr, "korch: error: input \"%s\" is %s, the file gives %s\n",
                         korch_printable(v->name, vbuf, sizeof vbuf),
@@ -287,7 +298,16 @@ int korch_cmd_run(int argc, char **argv) {
             char fname[300], path[4096];
             korch_sanitize_filename(g->values[g->outputs[i]].name, fname, sizeof fname);
             snprintf(path, sizeof path, "%s/%s.npy", out_dir, fname);
-            if (korch_npy_write(path, &outputs[i]) != KORCH_OK) {
+            /* NumPy has no bfloat16: such an output is written widened to float32 (exact) */
+            korch_tensor wide = {0};
+            bool widen = outputs[i].dtype == KORCH_DTYPE_BFLOAT16;
+            if (widen && korch_half_convert(&outputs[i], KORCH_DTYPE_FLOAT32, &wide) != KORCH_OK) {
+                rc = korch_cli_fail();
+                goto done;
+            }
+            korch_status wst = korch_npy_write(path, widen ? &wide : &outputs[i]);
+            korch_tensor_free(&wide);
+            if (wst != KORCH_OK) {
                 rc = korch_cli_fail();
                 goto done;
             }

@@ -41,6 +41,11 @@ korch_status korch_graph_validate(korch_graph *g);
 #define KORCH_FOLD_MAX_BYTES ((size_t)64 << 20)
 #define KORCH_FOLD_TOTAL_BYTES ((size_t)1 << 30)
 
+/* float16 / bfloat16 models: the graph rewritten so that everything but its
+ * edges and its Casts computes in float32 (widen_half.c,
+ * docs/precision.md). Idempotent; korch_graph_infer runs it first. */
+korch_status korch_graph_widen_half(korch_graph *g);
+
 /* Shapes and dtypes for every value, with constant folding. Fails on
  * symbolic input dimensions that no override fixes. */
 korch_status korch_graph_infer(korch_graph *g, const korch_input_shape *overrides, int n_overrides);

@@ -242,6 +242,7 @@ korch_status korch_graph_infer_nodes(korch_graph *g) {
 }
 
 korch_status korch_graph_infer(korch_graph *g, const korch_input_shape *overrides, int n_overrides) {
+    KORCH_TRY(korch_graph_widen_half(g));
     KORCH_TRY(korch_graph_infer_bind(g, overrides, n_overrides));
     return korch_graph_infer_nodes(g);
 }

@@ -226,6 +226,8 @@ korch_status korch_graph_infer_specialized(korch_graph *g, const korch_input_sha
         if (values[k].value && !shaped)
             all[n_all++] = (korch_input_shape){.name = values[k].name, .shape = values[k].value->shape};
     }
+    /* as korch_graph_infer: half-precision values widened first (docs/precision.md) */
+    if (st == KORCH_OK) st = korch_graph_widen_half(g);
     if (st == KORCH_OK) st = korch_graph_infer_bind(g, all, n_all);
     for (int k = 0; k < n_values && st == KORCH_OK; k++) st = specialize_input(g, slot[k], &values[k]);
     if (st == KORCH_OK) st = korch_graph_infer_nodes(g);

@@ -216,9 +216,14 @@ static bool reusable(korch_profile_db *db, const korch_profile_record *rec) {
         return false;
     }
     if (!rec->quality.provisional) return true;
-    if (db->monitor && korch_profile_monitor_quiet(db->monitor)) {
-        db->reuse.remeasure++;
-        return false;
+    if (db->monitor) {
+        double probe = 0, wait = -1;
+        korch_profile_monitor_state(db->monitor, &probe, &wait);
+        if (!korch_profile_disturbed(probe, wait) ||
+            korch_profile_quieter(probe, wait, rec->quality.probe, rec->quality.wait)) {
+            db->reuse.remeasure++;
+            return false;
+        }
     }
     db->reuse.provisional_used++;
     return true;

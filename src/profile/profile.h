@@ -135,7 +135,7 @@ void korch_profile_db_unwatch(korch_profile_db *db, korch_profile_monitor *m);
 void korch_profile_db_set_fresh_after(korch_profile_db *db, double unix_s);
 typedef struct korch_profile_db_reuse {
     long provisional_used;  /* provisional rows answered (the machine was busy) */
-    long remeasure;         /* provisional rows read as absent (the machine was quiet) */
+    long remeasure;         /* provisional rows read as absent (the machine quiet, or markedly quieter than then) */
     long stale;             /* rows read as absent: older than fresh_after */
 } korch_profile_db_reuse;
 korch_profile_db_reuse korch_profile_db_reuse_counts(const korch_profile_db *db);
@@ -182,6 +182,15 @@ korch_status korch_profile_db_commit(korch_profile_db *db);
 #define KORCH_PROBE_EVERY_S 0.25
 
 bool korch_profile_disturbed(double probe, double wait);
+/* Whether the machine now (probe, wait) is markedly quieter than it was
+ * around a provisional measurement (row_probe, row_wait): the probe at
+ * least KORCH_QUIETER_FACTOR lower, or the wait back under its limit with
+ * the probe no worse. Such a row is measured again even if the machine is
+ * not quiet yet: on a machine that never turns quiet (a shared VM whose
+ * sibling core is always busy), profiles taken under a heavy load would
+ * otherwise stay in use forever. */
+#define KORCH_QUIETER_FACTOR 1.25
+bool korch_profile_quieter(double probe, double wait, double row_probe, double row_wait);
 
 /* A monitor for measurements with `threads` threads; db (may be NULL) holds
  * the idle probe reference, read now and updated at close. */

@@ -32,6 +32,12 @@
 
 bool korch_profile_disturbed(double probe, double wait) { return wait > KORCH_WAIT_LIMIT || probe > KORCH_PROBE_LIMIT; }
 
+bool korch_profile_quieter(double probe, double wait, double row_probe, double row_wait) {
+    if (probe <= 0) return false; /* no probe now: nothing to compare */
+    if (row_probe > 0 && probe * KORCH_QUIETER_FACTOR < row_probe) return true;
+    return row_wait > KORCH_WAIT_LIMIT && wait >= 0 && wait <= KORCH_WAIT_LIMIT && (row_probe <= 0 || probe <= row_probe);
+}
+
 /* ---- test hooks, and the KORCH_PROFILE_STATE pin ------------------------- */
 
 static korch_profile_hooks hooks;

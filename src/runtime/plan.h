@@ -193,5 +193,7 @@ korch_status korch_plan_set_model(korch_plan *plan, const char *model_path, cons
 
 /* SHA-256 of a byte buffer as 64 hex digits + NUL. */
 void korch_sha256_hex(const void *data, size_t size, char out[65]);
+/* The same digest from the portable rounds only (tests compare the two). */
+void korch_sha256_hex_portable(const void *data, size_t size, char out[65]);
 
 #endif

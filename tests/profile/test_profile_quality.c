@@ -34,6 +34,7 @@ typedef struct fake {
     double slowdown;     /* ... and how much longer under load */
     const double *cycle; /* or: these run times in turn (NULL: idle_ms) */
     int n_cycle, next;
+    double probe, wait; /* when probe > 0: the machine state itself, whatever busy says */
 } fake;
 
 static double fake_run_ms(void *user, double measured_ms) {
@@ -45,8 +46,8 @@ static double fake_run_ms(void *user, double measured_ms) {
 
 static void fake_state(void *user, double *probe, double *wait) {
     fake *f = user;
-    *probe = f->busy ? 1.8 : 1.02;
-    *wait = f->busy ? 0.45 : 0.01;
+    *probe = f->probe > 0 ? f->probe : f->busy ? 1.8 : 1.02;
+    *wait = f->probe > 0 ? f->wait : f->busy ? 0.45 : 0.01;
 }
 
 static void install(fake *f) {
@@ -160,6 +161,22 @@ static void test_database_rules(void) {
     CHECK(found);
     korch_profile_db_reuse u = korch_profile_db_reuse_counts(db);
     CHECK(u.provisional_used == before.provisional_used + 1 && u.remeasure == before.remeasure + 1 && u.stale == 0);
+    /* still disturbed, but markedly quieter than when the row was measured
+     * (probe 1.8, wait 0.4): measured again; about as busy: answered */
+    r = row(3.0, true);
+    CHECK_OK(korch_profile_db_put_best(db, "cgen", "Q", "m", &r));
+    f = (fake){.probe = 1.3, .wait = 0.3};
+    CHECK(korch_profile_disturbed(1.3, 0.3));
+    CHECK_OK(korch_profile_db_get_best(db, "cgen", "Q", "m", &got, &found));
+    CHECK_MSG(!found, "a row measured at probe 1.8 answered at probe 1.3");
+    f = (fake){.probe = 1.6, .wait = 0.3};
+    CHECK_OK(korch_profile_db_get_best(db, "cgen", "Q", "m", &got, &found));
+    CHECK_MSG(found, "a row measured at probe 1.8, wait 0.4 not answered at probe 1.6, wait 0.3");
+    f = (fake){.probe = 1.7, .wait = 0.05};
+    CHECK_OK(korch_profile_db_get_best(db, "cgen", "Q", "m", &got, &found));
+    CHECK_MSG(!found, "a row measured waiting 40%% answered when nothing waits and the probe is no worse");
+    u = korch_profile_db_reuse_counts(db);
+    CHECK(u.provisional_used == before.provisional_used + 2 && u.remeasure == before.remeasure + 3);
     korch_profile_db_unwatch(db, m);
     korch_profile_set_hooks(NULL);
 
