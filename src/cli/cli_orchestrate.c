@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -64,6 +65,16 @@ int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char *
     } else if (strcmp(opt, "--input-shape") == 0) {
         if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
         return korch_cli_shapes_add(&a->shapes, v, command);
+    } else if (strcmp(opt, "--specialize") == 0) {
+        if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
+        const char *eq = strchr(v, '=');
+        if (!eq || eq == v || !eq[1])
+            return korch_cli_usage_error(command,
+                                         "--specialize expects NAME=VALUE (a number such as 16000, true/false) or "
+                                         "NAME=FILE (.npy or .pb); got \"%s\"",
+                                         v);
+        if (a->n_specialize >= 64) return korch_cli_usage_error(command, "too many --specialize options");
+        a->specialize[a->n_specialize++] = v;
     } else if (strcmp(opt, "--no-verify") == 0) {
         a->no_verify = true;
     } else if (strcmp(opt, "--verify-seed") == 0) {
@@ -102,6 +113,10 @@ void korch_cli_orchestrate_help(void) {
            "  --no-prune               profile candidates that cannot beat their own split\n"
            "  --input NAME=FILE        check the plan on this input too (.npy or .pb; repeat per input;\n"
            "                           every graph input needs one)\n"
+           "  --specialize NAME=VALUE  treat graph input NAME as this constant (a number, true/false,\n"
+           "                           or a .npy/.pb file of at most %d bytes) so Ifs on it resolve;\n"
+           "                           the plan is then only right for that value and refuses others\n"
+           "                           at run time (repeat per input; docs/control-flow.md)\n"
            "  --verify-seed N          seed of the random inputs kernels and plans are checked on\n"
            "                           (default 20241125)\n"
            "  --no-verify              do not check kernels and plans against the reference\n"
@@ -117,7 +132,42 @@ void korch_cli_orchestrate_help(void) {
            "  --cache-dir DIR          compiled kernel cache (default $XDG_CACHE_HOME/korch/kernels)\n"
            "  -q, --quiet              no statistics\n",
            korch_candidate_options_default().max_kernel_nodes, KORCH_PARTITION_MAX_NODES,
-           korch_candidate_options_default().max_partition_nodes);
+           korch_candidate_options_default().max_partition_nodes, KORCH_SPECIALIZE_MAX_BYTES);
+}
+
+static bool is_tensor_file(const char *value) {
+    size_t n = strlen(value);
+    return (n > 4 && strcasecmp(value + n - 4, ".npy") == 0) || (n > 3 && strcasecmp(value + n - 3, ".pb") == 0);
+}
+
+/* The model, with every --specialize input fixed to its value. */
+static int load_model(const korch_cli_orchestrate_args *a, korch_cli_session *s) {
+    korch_input_value values[64];
+    korch_tensor files[64];
+    char names[64][256];
+    memset(files, 0, sizeof files);
+    int rc = 0;
+    for (int k = 0; k < a->n_specialize && rc == 0; k++) {
+        const char *spec = a->specialize[k], *eq = strchr(spec, '=');
+        snprintf(names[k], sizeof names[k], "%.*s", (int)(eq - spec), spec);
+        values[k] = (korch_input_value){.name = names[k]};
+        if (!is_tensor_file(eq + 1)) {
+            values[k].literal = eq + 1;
+            continue;
+        }
+        korch_status st = korch_tensor_file_read(eq + 1, &files[k], NULL);
+        if (st != KORCH_OK) {
+            korch_error_prefix(st, "--specialize %s", spec);
+            rc = korch_cli_fail();
+        }
+        values[k].value = &files[k];
+    }
+    if (rc == 0 && korch_plan_model_load_specialized(a->model, a->shapes.items, a->shapes.count, values,
+                                                     a->n_specialize, korch_cli_env_get()->layout,
+                                                     &s->model) != KORCH_OK)
+        rc = korch_cli_fail();
+    for (int k = 0; k < a->n_specialize; k++) korch_tensor_free(&files[k]);
+    return rc;
 }
 
 /* --input NAME=FILE (or FILE, for the next unbound input): every graph
@@ -199,9 +249,7 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
 #endif
     if (s->threads < 1) s->threads = 1;
     double t0 = korch_now_ms();
-    if (korch_plan_model_load_layout(a->model, a->shapes.items, a->shapes.count, korch_cli_env_get()->layout,
-                                     &s->model) != KORCH_OK)
-        return korch_cli_fail();
+    if (load_model(a, s)) return 1;
     FILE *log = a->quiet ? NULL : stdout;
     if (log) korch_graph_report_control_flow(s->model.graph, log); /* what is not optimized, and why */
     if (log) {

@@ -225,7 +225,12 @@ int korch_cmd_run(int argc, char **argv) {
     }
     korch_graph_free(g);
     g = NULL;
-    if (korch_frontend_load(model, shapes.items, shapes.count, &g) != KORCH_OK) {
+    /* a plan's model is inferred as the plan was made: its shapes (which
+     * `shapes` repeats) and its guarded inputs specialized */
+    korch_status lst = plan ? korch_onnx_load_file(model, &g) : korch_frontend_load(model, shapes.items, shapes.count, &g);
+    if (plan && lst == KORCH_OK) lst = korch_graph_validate(g);
+    if (plan && lst == KORCH_OK) lst = korch_plan_infer_graph(korch_cli_plan_get(plan), g);
+    if (lst != KORCH_OK) {
         free(binding);
         rc = korch_cli_fail();
         goto done;
