@@ -37,6 +37,7 @@ sanitize:
 # comparisons run on a fresh clone; without network they report skipped.
 test: build sanitize
 	@scripts/python-env.sh --quiet || echo "make test: no Python env with onnxruntime: its comparisons will be skipped"
+	@scripts/python-env-quant.sh --quiet || echo "make test: no onnxruntime.quantization: the quantized-model tests will be skipped"
 	@scripts/run-tests.sh $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD)
 
 demo: build

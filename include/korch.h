@@ -109,6 +109,7 @@ typedef enum korch_dtype {
     KORCH_DTYPE_FLOAT64 = 11,
     KORCH_DTYPE_UINT32 = 12,
     KORCH_DTYPE_UINT64 = 13,
+    KORCH_DTYPE_BFLOAT16 = 16, /* numbers 14, 15 (complex) are not supported */
 } korch_dtype;
 
 #define KORCH_MAX_RANK 8

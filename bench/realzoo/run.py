@@ -6,7 +6,8 @@
 Per model (fetched by fetch.py into build/realzoo):
   1. `korch check MODEL --input-shape ...`
   2. reference run: `korch run MODEL --input ...` against ONNX Runtime
-  3. `korch optimize MODEL -o PLAN --threads T --input ...`
+  3. `korch optimize MODEL -o PLAN --threads T --input ...` (plus the
+     model's optimize_flags in zoo.py, e.g. --specialize sr=16000)
   4. `korch run PLAN --input ...` against ONNX Runtime
   5. timing, interleaved: per round ORT's median of --runs in-process
      session.run calls, then one `korch run PLAN --bench RUNS` process
@@ -151,7 +152,7 @@ def run_model(m, args, korch_bin, ort):
         os.remove(plan)
     db = os.path.join(args.zoo, "profile.db")
     r, err, secs = korch([korch_bin, "optimize", path, "-o", plan, "--db", db, "-q"]
-                         + shape_args + threads + in_args, args.optimize_timeout)
+                         + shape_args + threads + in_args + m.get("optimize_flags", []), args.optimize_timeout)
     if err or r.returncode != 0:
         res["opt"] = "fail"
         res["stops"] = "optimize: " + (err or last_line(r.stderr))

@@ -52,6 +52,8 @@ MODELS = [
          kind="object detection (YOLOX-style head)",
          inputs={"images": ((1, 3, 416, 416), "float32", "image")}),
     dict(name="silero_vad", package="silero-vad",
+         # the body sits in an If on sr: a plan specialized for 16 kHz (docs/control-flow.md)
+         optimize_flags=["--specialize", "sr=16000"],
          member="silero_vad/data/silero_vad.onnx",
          sha256="1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3",
          kind="voice activity (STFT conv + LSTM), body in nested If on the sample rate",
@@ -59,6 +61,8 @@ MODELS = [
                  "state": ((2, 1, 128), "float32", "zeros"),
                  "sr": ((), "int64", ("const", 16000))}),
     dict(name="silero_vad_op15", package="silero-vad",
+         # the body sits in an If on sr: a plan specialized for 16 kHz (docs/control-flow.md)
+         optimize_flags=["--specialize", "sr=16000"],
          member="silero_vad/data/silero_vad_16k_op15.onnx",
          sha256="7ed98ddbad84ccac4cd0aeb3099049280713df825c610a8ed34543318f1b2c49",
          kind="voice activity, 16 kHz only, opset 15, If + LSTM",
@@ -66,6 +70,8 @@ MODELS = [
                  "state": ((2, 1, 128), "float32", "zeros"),
                  "sr": ((), "int64", ("const", 16000))}),
     dict(name="silero_vad_ifless", package="silero-vad",
+         # the body sits in an If on sr: a plan specialized for 16 kHz (docs/control-flow.md)
+         optimize_flags=["--specialize", "sr=16000"],
          member="silero_vad/data/silero_vad_op18_ifless.onnx",
          sha256="7671cd04b004e9076da0d4a7b1a5aec36adf161c39230c1cb94a4fd5db6bbd28",
          kind="voice activity, opset 18, LSTM unrolled to Gemm; one If on the sample rate",

@@ -17,6 +17,7 @@ _TYPES = {
     11: (np.dtype(np.float64), "tensor(double)"),
     12: (np.dtype(np.uint32), "tensor(uint32)"),
     13: (np.dtype(np.uint64), "tensor(uint64)"),
+    16: (None, "tensor(bfloat16)"),  # no NumPy dtype (docs/precision.md)
 }
 
 

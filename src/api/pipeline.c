@@ -11,7 +11,8 @@ korch_status korch_pipeline_load(const korch_pipeline_config *c, korch_pipeline 
     p->t0 = korch_now_s();
     p->threads = c->threads > 0 ? c->threads : 1;
     p->log = c->log;
-    KORCH_TRY(korch_plan_model_load_layout(c->model_path, c->shapes, c->n_shapes, c->layout, &p->model));
+    KORCH_TRY(korch_plan_model_load_specialized(c->model_path, c->shapes, c->n_shapes, c->values, c->n_values, c->layout,
+                                                &p->model));
     FILE *log = c->log;
     if (!log) return KORCH_OK;
     korch_graph_report_control_flow(p->model.graph, log); /* what is not optimized, and why */

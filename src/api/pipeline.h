@@ -23,6 +23,8 @@ typedef struct korch_pipeline_config {
     const char *model_path;
     const korch_input_shape *shapes; /* --input-shape / input_shapes */
     int n_shapes;
+    const korch_input_value *values; /* graph inputs specialized to constants (--specialize), read by load */
+    int n_values;
     korch_layout_strategy layout;
     int threads;                   /* >= 1: kernels are tuned and run with it (the caller set OpenMP's count) */
     korch_profile_options profile; /* everything but threads, which the pipeline sets */

@@ -1,5 +1,7 @@
 #include "cli/cli_orchestrate.h"
+
 #include "cli/cli_inputs.h"
+#include "core/half.h"
 
 #include "frontend/subgraph.h"
 #include "io/npy.h"
@@ -8,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -62,6 +65,16 @@ int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char *
     } else if (strcmp(opt, "--input-shape") == 0) {
         if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
         return korch_cli_shapes_add(&a->shapes, v, command);
+    } else if (strcmp(opt, "--specialize") == 0) {
+        if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
+        const char *eq = strchr(v, '=');
+        if (!eq || eq == v || !eq[1])
+            return korch_cli_usage_error(command,
+                                         "--specialize expects NAME=VALUE (a number such as 16000, true/false) or "
+                                         "NAME=FILE (.npy or .pb); got \"%s\"",
+                                         v);
+        if (a->n_specialize >= 64) return korch_cli_usage_error(command, "too many --specialize options");
+        a->specialize[a->n_specialize++] = v;
     } else if (strcmp(opt, "--no-verify") == 0) {
         a->no_verify = true;
     } else if (strcmp(opt, "--verify-seed") == 0) {
@@ -100,6 +113,10 @@ void korch_cli_orchestrate_help(void) {
            "  --no-prune               profile candidates that cannot beat their own split\n"
            "  --input NAME=FILE        check the plan on this input too (.npy or .pb; repeat per input;\n"
            "                           every graph input needs one)\n"
+           "  --specialize NAME=VALUE  treat graph input NAME as this constant (a number, true/false,\n"
+           "                           or a .npy/.pb file of at most %d bytes) so Ifs on it resolve;\n"
+           "                           the plan is then only right for that value and refuses others\n"
+           "                           at run time (repeat per input; docs/control-flow.md)\n"
            "  --verify-seed N          seed of the random inputs kernels and plans are checked on\n"
            "                           (default 20241125)\n"
            "  --no-verify              do not check kernels and plans against the reference\n"
@@ -115,7 +132,44 @@ void korch_cli_orchestrate_help(void) {
            "  --cache-dir DIR          compiled kernel cache (default $XDG_CACHE_HOME/korch/kernels)\n"
            "  -q, --quiet              no statistics\n",
            korch_candidate_options_default().max_kernel_nodes, KORCH_PARTITION_MAX_NODES,
-           korch_candidate_options_default().max_partition_nodes);
+           korch_candidate_options_default().max_partition_nodes, KORCH_SPECIALIZE_MAX_BYTES);
+}
+
+static bool is_tensor_file(const char *value) {
+    size_t n = strlen(value);
+    return (n > 4 && strcasecmp(value + n - 4, ".npy") == 0) || (n > 3 && strcasecmp(value + n - 3, ".pb") == 0);
+}
+
+/* The model (korch_pipeline_load), with every --specialize input fixed to
+ * its value. */
+static int load_model(const korch_cli_orchestrate_args *a, korch_pipeline_config *c, korch_cli_session *s) {
+    korch_input_value values[64];
+    korch_tensor files[64];
+    char names[64][256];
+    memset(files, 0, sizeof files);
+    int rc = 0;
+    for (int k = 0; k < a->n_specialize && rc == 0; k++) {
+        const char *spec = a->specialize[k], *eq = strchr(spec, '=');
+        snprintf(names[k], sizeof names[k], "%.*s", (int)(eq - spec), spec);
+        values[k] = (korch_input_value){.name = names[k]};
+        if (!is_tensor_file(eq + 1)) {
+            values[k].literal = eq + 1;
+            continue;
+        }
+        korch_status st = korch_tensor_file_read(eq + 1, &files[k], NULL);
+        if (st != KORCH_OK) {
+            korch_error_prefix(st, "--specialize %s", spec);
+            rc = korch_cli_fail();
+        }
+        values[k].value = &files[k];
+    }
+    c->values = values;
+    c->n_values = a->n_specialize;
+    if (rc == 0 && korch_pipeline_load(c, s) != KORCH_OK) rc = korch_cli_fail();
+    c->values = NULL; /* read while loading only */
+    c->n_values = 0;
+    for (int k = 0; k < a->n_specialize; k++) korch_tensor_free(&files[k]);
+    return rc;
 }
 
 /* --input NAME=FILE (or FILE, for the next unbound input): every graph
@@ -161,7 +215,16 @@ static int load_verify_inputs(const korch_cli_orchestrate_args *a, korch_cli_ses
         free(name);
         bound[slot] = true;
         const korch_value *v = &g->values[g->inputs[slot]];
-        const korch_tensor *t = &s->verify_inputs[slot];
+        korch_tensor *t = &s->verify_inputs[slot];
+        if (v->dtype == KORCH_DTYPE_BFLOAT16 && t->dtype == KORCH_DTYPE_FLOAT32) {
+            korch_tensor narrow; /* NumPy has no bfloat16 (docs/precision.md) */
+            if (korch_half_convert(t, KORCH_DTYPE_BFLOAT16, &narrow) != KORCH_OK) {
+                rc = korch_cli_fail();
+                break;
+            }
+            korch_tensor_free(t);
+            *t = narrow;
+        }
         if (t->dtype != v->dtype || !korch_shape_equal(&t->shape, &v->shape)) {
             char want[96], got[96];
             fprintf(stderr, "korch: error: --input %s: the file holds %s %s; input \"%s\" is %s %s\n",
@@ -199,7 +262,7 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
     korch_cli_env_profile(&c.profile);
     /* --reprofile: every stored profile older than this run is measured again */
     if (a->reprofile) c.profile.fresh_after = korch_wall_s();
-    if (korch_pipeline_load(&c, s) != KORCH_OK) return korch_cli_fail();
+    if (load_model(a, &c, s)) return 1;
     if (c.verify) {
         int rc = load_verify_inputs(a, s); /* 2: a usage error */
         if (rc != 0) return rc;

@@ -29,6 +29,8 @@ typedef struct korch_cli_orchestrate_args {
     int n_verify_inputs; /* --input NAME=FILE: verification also runs on these */
     const char *verify_inputs[64];
     korch_cli_shapes shapes;
+    int n_specialize; /* --specialize NAME=VALUE_OR_FILE: the input is that constant, and the plan guards it */
+    const char *specialize[64];
 } korch_cli_orchestrate_args;
 
 /* verifier: NULL with --no-verify; verify_inputs: the --input files bound

@@ -96,9 +96,18 @@ int korch_cmd_explain(int argc, char **argv) {
     for (int i = 0; i < plan->n_kernels; i++) total += plan->kernels[i].latency_ms;
     printf("plan: %s (format %d)\n", korch_printable(path, buf, sizeof buf), plan->version);
     printf("model: %s (sha256 %.16s...)\n", korch_printable(plan->model_path, buf, sizeof buf), plan->model_sha256);
-    for (int i = 0; i < plan->n_input_shapes; i++)
-        printf("input: %s %s\n", korch_printable(plan->input_shapes[i].name, buf, sizeof buf),
+    for (int i = 0; i < plan->n_input_shapes; i++) {
+        const korch_tensor *guard = plan->input_shapes[i].specialized;
+        printf("input: %s %s", korch_printable(plan->input_shapes[i].name, buf, sizeof buf),
                korch_shape_format(&plan->input_shapes[i].shape, dims, sizeof dims));
+        if (guard) {
+            char values[200];
+            /* a guarded input (docs/control-flow.md, "Guarded specialization") */
+            printf(", specialized for %s %s: every run checks it, and refuses any other value",
+                   korch_dtype_name(guard->dtype), korch_tensor_values_format(guard, values, sizeof values));
+        }
+        printf("\n");
+    }
     printf("strategy: %s, %d threads, lowered by %s (%d primitives)\n", plan->strategy, plan->threads,
            plan->fission_version, plan->pgraph_nodes);
     printf("predicted: %.4f ms in %d kernels\n", total, plan->n_kernels);

@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 #include "cli/cli_files.h"
 #include "cli/cli_inputs.h"
+#include "core/half.h"
 #include "frontend/onnx_load.h"
 #include "io/npy.h"
 #include "runtime/plan.h"
@@ -236,7 +237,14 @@ static int load_bound(const run_args *a, run_state *st, const int *binding) {
     char vbuf[200];
     korch_graph_free(st->g);
     st->g = NULL;
-    if (korch_frontend_load(a->model, a->shapes.items, a->shapes.count, &st->g) != KORCH_OK) return korch_cli_fail();
+    /* a plan's model is inferred as the plan was made: its shapes (which
+     * `shapes` repeats) and its guarded inputs specialized */
+    korch_cli_plan *plan = st->plan;
+    korch_status lst = plan ? korch_onnx_load_file(a->model, &st->g)
+                            : korch_frontend_load(a->model, a->shapes.items, a->shapes.count, &st->g);
+    if (plan && lst == KORCH_OK) lst = korch_graph_validate(st->g);
+    if (plan && lst == KORCH_OK) lst = korch_plan_infer_graph(korch_cli_plan_get(plan), st->g);
+    if (lst != KORCH_OK) return korch_cli_fail();
     const korch_graph *g = st->g;
     st->bound = calloc((size_t)g->n_inputs + 1, sizeof *st->bound);
     st->outputs = calloc((size_t)g->n_outputs + 1, sizeof *st->outputs);
@@ -246,6 +254,16 @@ static int load_bound(const run_args *a, run_state *st, const int *binding) {
         const korch_value *v = &g->values[g->inputs[i]];
         if (binding[i] >= 0) {
             korch_tensor *t = &st->files[binding[i]];
+            if (v->dtype == KORCH_DTYPE_BFLOAT16 && t->dtype == KORCH_DTYPE_FLOAT32) {
+                /* NumPy has no bfloat16: a float32 file is rounded to it (docs/precision.md) */
+                korch_tensor narrow;
+                if (korch_half_convert(t, KORCH_DTYPE_BFLOAT16, &narrow) != KORCH_OK) {
+                    rc = korch_cli_fail();
+                    break;
+                }
+                korch_tensor_free(t);
+                *t = narrow;
+            }
             if (t->dtype != v->dtype) {
                 fprintf(stderr, "korch: error: input \"%s\" is %s, the file gives %s\n",
                         korch_printable(v->name, vbuf, sizeof vbuf), korch_dtype_name(v->dtype),
@@ -285,7 +303,15 @@ static int run_and_write(const run_args *a, run_state *st) {
         char fname[300], path[4096];
         korch_sanitize_filename(g->values[g->outputs[i]].name, fname, sizeof fname);
         snprintf(path, sizeof path, "%s/%s.npy", a->out_dir, fname);
-        if (korch_npy_write(path, &st->outputs[i]) != KORCH_OK) rc = korch_cli_fail();
+        /* NumPy has no bfloat16: such an output is written widened to float32 (exact) */
+        korch_tensor wide = {0};
+        bool widen = st->outputs[i].dtype == KORCH_DTYPE_BFLOAT16;
+        if (widen && korch_half_convert(&st->outputs[i], KORCH_DTYPE_FLOAT32, &wide) != KORCH_OK) {
+            rc = korch_cli_fail();
+            break;
+        }
+        if (korch_npy_write(path, widen ? &wide : &st->outputs[i]) != KORCH_OK) rc = korch_cli_fail();
+        korch_tensor_free(&wide);
     }
     return rc;
 }

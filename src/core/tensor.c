@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include "core/half.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@ size_t korch_dtype_size(korch_dtype dtype) {
     case KORCH_DTYPE_INT64: return 8;
     case KORCH_DTYPE_BOOL: return 1;
     case KORCH_DTYPE_FLOAT16: return 2;
+    case KORCH_DTYPE_BFLOAT16: return 2;
     case KORCH_DTYPE_FLOAT64: return 8;
     case KORCH_DTYPE_UINT32: return 4;
     case KORCH_DTYPE_UINT64: return 8;
@@ -35,12 +38,13 @@ const char *korch_dtype_name(korch_dtype dtype) {
     case KORCH_DTYPE_STRING: return "string";
     case KORCH_DTYPE_BOOL: return "bool";
     case KORCH_DTYPE_FLOAT16: return "float16";
+    case KORCH_DTYPE_BFLOAT16: return "bfloat16";
     case KORCH_DTYPE_FLOAT64: return "float64";
     case KORCH_DTYPE_UINT32: return "uint32";
     case KORCH_DTYPE_UINT64: return "uint64";
     default: {
         /* ONNX types korch does not support, named for messages */
-        static const char *const others[] = {[14] = "complex64", [15] = "complex128", [16] = "bfloat16"};
+        static const char *const others[] = {[14] = "complex64", [15] = "complex128"};
         unsigned d = (unsigned)dtype;
         return d < sizeof others / sizeof others[0] && others[d] ? others[d] : "unknown";
     }
@@ -203,6 +207,8 @@ int64_t korch_tensor_get_i64(const korch_tensor *t, int64_t i) {
     case KORCH_DTYPE_BOOL: return ((const uint8_t *)t->data)[i] != 0;
     case KORCH_DTYPE_FLOAT32: return (int64_t)((const float *)t->data)[i];
     case KORCH_DTYPE_FLOAT64: return (int64_t)((const double *)t->data)[i];
+    case KORCH_DTYPE_FLOAT16:
+    case KORCH_DTYPE_BFLOAT16: return (int64_t)korch_half_load(t->dtype, t->data, i);
     default: return 0;
     }
 }
@@ -211,6 +217,8 @@ double korch_tensor_get_f64(const korch_tensor *t, int64_t i) {
     switch (t->dtype) {
     case KORCH_DTYPE_FLOAT32: return ((const float *)t->data)[i];
     case KORCH_DTYPE_FLOAT64: return ((const double *)t->data)[i];
+    case KORCH_DTYPE_FLOAT16:
+    case KORCH_DTYPE_BFLOAT16: return korch_half_load(t->dtype, t->data, i);
     default: return (double)korch_tensor_get_i64(t, i);
     }
 }

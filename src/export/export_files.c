@@ -126,6 +126,33 @@ static void kernel_nodes(cg_buf *b, const ex_ctx *x, const korch_plan_kernel *k)
 static const char *const pieces[EX_PIECE_COUNT] = {"ref_common.inc", "ref_reduce.inc", "ref_layout.inc",
                                                    "ref_matmul.inc", "ref_conv.inc", "ref_gather.inc"};
 
+/* The plan's guards (docs/control-flow.md, "Guarded specialization"): an
+ * input the plan was specialized for must hold that value on every run, as
+ * in korch's own executor; a memcmp of a few bytes. */
+static void write_guards(cg_buf *b, const ex_ctx *x) {
+    const korch_plan *plan = x->plan;
+    for (int i = 0; i < plan->n_input_shapes && i < x->pg->n_inputs; i++) {
+        const korch_tensor *t = plan->input_shapes[i].specialized;
+        if (!t) continue;
+        size_t bytes = korch_tensor_bytes(t);
+        cg_buf_printf(b, "    {\n        static const unsigned char want[%zu] = {", bytes ? bytes : 1);
+        for (size_t k = 0; k < bytes; k++) cg_buf_printf(b, "%s%u", k ? "," : "", ((const unsigned char *)t->data)[k]);
+        if (!bytes) cg_buf_printf(b, "0");
+        char name[160], value[200], msg[1400];
+        korch_printable(plan->input_shapes[i].name, name, sizeof name);
+        korch_tensor_values_format(t, value, sizeof value);
+        snprintf(msg, sizeof msg,
+                 "input \"%s\" is not the value this model was specialized for (%s=%s), and the model is only right "
+                 "for that value; for another value export a plan made with korch optimize MODEL --specialize %s=VALUE",
+                 name, name, value, name);
+        cg_buf_printf(b, "};\n        if (memcmp(I[%d], want, %zu) != 0)\n"
+                         "            return model_fail(MODEL_ERR_INVALID_ARGUMENT, \"%%s\", ",
+                      i, bytes);
+        ex_c_string(b, msg);
+        cg_buf_printf(b, ");\n    }\n");
+    }
+}
+
 korch_status ex_write_model_c(const ex_ctx *x, const char *path) {
     const korch_pgraph *pg = x->pg;
     cg_buf b = {0};
@@ -184,6 +211,7 @@ korch_status ex_write_model_c(const ex_ctx *x, const char *path) {
                       "    unsigned char *A = s->arena;\n    const unsigned char *W = s->model->weights;\n"
                       "    const void *const *I = s->inputs;\n    void *const *O = s->outputs;\n"
                       "    (void)A; (void)W; (void)I; (void)O; (void)nt;\n");
+    write_guards(&b, x);
     cg_buf_append(&b, x->calls.data ? x->calls.data : "", x->calls.len);
     cg_buf_printf(&b, "    return MODEL_OK;\n}\n\n");
     /* outputs no kernel makes: graph inputs or constants, copied */

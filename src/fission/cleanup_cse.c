@@ -26,10 +26,29 @@ static uint64_t hash_shape(uint64_t h, korch_dtype dt, const korch_shape *s) {
     return h;
 }
 
+/* A constant's hash reads a bounded sample of its bytes: the first and last
+ * SAMPLE_EDGE and SAMPLE_WORDS 8-byte words spread over the rest. Equal
+ * constants hash equal all the same (the sample depends only on the bytes
+ * and the size), and constants_equal compares every byte when hashes meet.
+ * Hashing every byte cost 14% of a ViT-B/16 optimise (330 MB of weights,
+ * byte-wise FNV, once per clean-up pass; perf, 2026-11-26). */
+#define SAMPLE_EDGE 256
+#define SAMPLE_WORDS 256
+
 static uint64_t hash_constant(const korch_pvalue *v) {
     uint64_t h = hash_shape(1469598103934665603ull, v->dtype, &v->shape);
     size_t bytes = (size_t)korch_shape_numel(&v->shape) * korch_dtype_size(v->dtype);
-    return hash_bytes(h, v->constant.data, bytes);
+    const unsigned char *p = v->constant.data;
+    if (bytes <= 2 * SAMPLE_EDGE + 8 * SAMPLE_WORDS) return hash_bytes(h, p, bytes);
+    h = hash_bytes(h, p, SAMPLE_EDGE);
+    h = hash_bytes(h, p + bytes - SAMPLE_EDGE, SAMPLE_EDGE);
+    size_t span = bytes - 2 * SAMPLE_EDGE - 8, step = span / SAMPLE_WORDS;
+    for (size_t i = 0; i < SAMPLE_WORDS; i++) {
+        uint64_t w;
+        memcpy(&w, p + SAMPLE_EDGE + i * step, sizeof w);
+        h = mix(h, w);
+    }
+    return h;
 }
 
 static bool constants_equal(const korch_pvalue *a, const korch_pvalue *b) {

@@ -12,6 +12,23 @@ typedef struct korch_input_shape {
     korch_shape shape;
 } korch_input_shape;
 
+/* A graph input specialized to a value (korch optimize --specialize
+ * NAME=VALUE, and a plan's guard): inference treats it as that constant, so
+ * Ifs on it resolve and shapes fold; the input stays a graph input, and the
+ * value is recorded in korch_graph.specialized for the plan's guard
+ * (docs/control-flow.md, "Guarded specialization"). One of `value` (its
+ * dtype and shape must be the input's) or `literal` (one element, converted
+ * to the input's dtype: "16000", "0.5", "true"). */
+typedef struct korch_input_value {
+    const char *name;
+    const korch_tensor *value;
+    const char *literal;
+} korch_input_value;
+
+/* The largest value an input may be specialized to: the plan stores it and
+ * every run compares it, so it must stay small (a rate, a flag, a size). */
+#define KORCH_SPECIALIZE_MAX_BYTES 256
+
 /* Structure: every node's operator is supported at the model's opset, every
  * referenced tensor exists, each tensor has one producer, no cycles. */
 korch_status korch_graph_validate(korch_graph *g);
@@ -24,9 +41,30 @@ korch_status korch_graph_validate(korch_graph *g);
 #define KORCH_FOLD_MAX_BYTES ((size_t)64 << 20)
 #define KORCH_FOLD_TOTAL_BYTES ((size_t)1 << 30)
 
+/* float16 / bfloat16 models: the graph rewritten so that everything but its
+ * edges and its Casts computes in float32 (widen_half.c,
+ * docs/precision.md). Idempotent; korch_graph_infer runs it first. */
+korch_status korch_graph_widen_half(korch_graph *g);
+
 /* Shapes and dtypes for every value, with constant folding. Fails on
  * symbolic input dimensions that no override fixes. */
 korch_status korch_graph_infer(korch_graph *g, const korch_input_shape *overrides, int n_overrides);
+
+/* The input part of korch_graph_infer: binds every graph input's dtype and
+ * shape (overrides first, else the model's declared shape). */
+korch_status korch_graph_infer_bind(korch_graph *g, const korch_input_shape *overrides, int n_overrides);
+
+/* korch_graph_infer with graph inputs specialized to values (specialize.c);
+ * a value from a tensor also fixes the input's shape unless an override
+ * does. Clear errors for an unknown name, a wrong dtype or shape, a literal
+ * that does not parse, a value over KORCH_SPECIALIZE_MAX_BYTES. */
+korch_status korch_graph_infer_specialized(korch_graph *g, const korch_input_shape *overrides, int n_overrides,
+                                           const korch_input_value *values, int n_values);
+korch_status korch_frontend_load_specialized(const char *path, const korch_input_shape *overrides, int n_overrides,
+                                             const korch_input_value *values, int n_values, korch_graph **out);
+
+/* A small tensor's values for messages: "16000", "[1, 2, 3]" (first 8). */
+const char *korch_tensor_values_format(const korch_tensor *t, char *buf, size_t size);
 
 /* The node part of korch_graph_infer, for a graph whose inputs are bound
  * (also subgraphs): infers every node in order, folds constants and

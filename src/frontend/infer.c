@@ -27,7 +27,7 @@ korch_status korch_input_shapes_parse(char *text, korch_input_shape *out, int ca
     return KORCH_OK;
 }
 
-static korch_status bind_graph_inputs(korch_graph *g, const korch_input_shape *ov, int n_ov) {
+korch_status korch_graph_infer_bind(korch_graph *g, const korch_input_shape *ov, int n_ov) {
     char vbuf[160], sbuf[160];
     for (int k = 0; k < n_ov; k++) {
         int v = korch_graph_find_value(g, ov[k].name);
@@ -242,7 +242,8 @@ korch_status korch_graph_infer_nodes(korch_graph *g) {
 }
 
 korch_status korch_graph_infer(korch_graph *g, const korch_input_shape *overrides, int n_overrides) {
-    KORCH_TRY(bind_graph_inputs(g, overrides, n_overrides));
+    KORCH_TRY(korch_graph_widen_half(g));
+    KORCH_TRY(korch_graph_infer_bind(g, overrides, n_overrides));
     return korch_graph_infer_nodes(g);
 }
 

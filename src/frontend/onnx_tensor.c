@@ -122,6 +122,7 @@ static korch_status copy_typed(const Onnx__TensorProto *p, korch_tensor *t, int6
     case KORCH_DTYPE_INT16:
     case KORCH_DTYPE_UINT16:
     case KORCH_DTYPE_FLOAT16:
+    case KORCH_DTYPE_BFLOAT16: /* the 16 bits in the low half of each int32 */
         have = p->n_int32_data;
         if (have == (size_t)n)
             for (int64_t i = 0; i < n; i++) ((uint16_t *)t->data)[i] = (uint16_t)p->int32_data[i];

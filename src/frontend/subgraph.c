@@ -211,8 +211,9 @@ int korch_graph_report_control_flow(const korch_graph *g, FILE *f) {
                         "korch: note: node \"%s\" (If): its condition depends on graph input \"%s\", which is not a "
                         "constant (not even when --input fixes its value at optimize time), so the If is not "
                         "resolved at load; it runs as one opaque kernel whose branches run in the reference "
-                        "executor (not optimized)\n",
-                        nbuf, korch_printable(g->values[src].name, vbuf, sizeof vbuf));
+                        "executor (not optimized). korch optimize --specialize %s=VALUE makes a plan for one "
+                        "value, which refuses any other at run time\n",
+                        nbuf, korch_printable(g->values[src].name, vbuf, sizeof vbuf), vbuf);
             else
                 fprintf(f,
                         "korch: note: node \"%s\" (If): its condition is not known at load, so the If is not "

@@ -49,6 +49,8 @@ void korch_graph_free(korch_graph *g) {
     free(g->opsets);
     free(g->values);
     free(g->nodes);
+    for (int i = 0; g->specialized && i < g->n_inputs; i++) korch_tensor_free(&g->specialized[i]);
+    free(g->specialized);
     free(g->inputs);
     free(g->outputs);
     free(g->captures);

@@ -100,6 +100,11 @@ typedef struct korch_graph {
 
     int n_inputs;  /* non-constant graph inputs, in model order */
     int *inputs;
+    /* NULL, or n_inputs entries: the value graph input i was specialized to
+     * (korch optimize --specialize; dtype UNDEFINED where not). Its readers
+     * read a constant copy instead; the input stays, and a plan guards it
+     * (docs/control-flow.md, "Guarded specialization"). */
+    korch_tensor *specialized;
     int n_outputs;
     int *outputs;
 

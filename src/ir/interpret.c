@@ -9,6 +9,7 @@
 #include <omp.h>
 #endif
 
+#include "core/half.h"
 #include "ir/pgraph.h"
 #include "ops/broadcast.h"
 #include "ops/conv_kernel.h"
@@ -54,6 +55,8 @@ static void store(korch_tensor *t, int64_t i, double v) {
     case KORCH_DTYPE_UINT32: ((uint32_t *)t->data)[i] = (uint32_t)saturate(v, 0, UINT32_MAX); break;
     case KORCH_DTYPE_UINT64: ((uint64_t *)t->data)[i] = (uint64_t)saturate(v, 0, 9223372036854774784.0); break;
     case KORCH_DTYPE_BOOL: ((uint8_t *)t->data)[i] = v != 0.0; break;
+    case KORCH_DTYPE_FLOAT16:
+    case KORCH_DTYPE_BFLOAT16: korch_half_store(t->dtype, t->data, i, v); break;
     default: break;
     }
 }
@@ -124,7 +127,9 @@ double korch_ew_apply(korch_ew_op op, double a, double b, double c, float alpha,
     }
 }
 
-static bool is_float(korch_dtype dt) { return dt == KORCH_DTYPE_FLOAT32 || dt == KORCH_DTYPE_FLOAT64; }
+static bool is_float(korch_dtype dt) {
+    return dt == KORCH_DTYPE_FLOAT32 || dt == KORCH_DTYPE_FLOAT64 || korch_dtype_is_half(dt);
+}
 
 /* Integer-to-integer casts wrap (two's complement), as C and ONNX do; going
  * through double would saturate and lose bits above 2^53. */

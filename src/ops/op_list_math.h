@@ -1,5 +1,5 @@
 /* Elementwise arithmetic, maths, comparisons, activations, normalisation,
- * softmax, reductions, scans and casts. */
+ * softmax, reductions, scans, casts and (de)quantization. */
 #ifndef KORCH_OPS_OP_LIST_MATH_H
 #define KORCH_OPS_OP_LIST_MATH_H
 
@@ -24,8 +24,10 @@
     X(Cos)                        \
     X(Cosh)                       \
     X(CumSum)                     \
+    X(DequantizeLinear)           \
     X(Div)                        \
     X(Dropout)                    \
+    X(DynamicQuantizeLinear)      \
     X(Elu)                        \
     X(Equal)                      \
     X(Erf)                        \
@@ -57,6 +59,7 @@
     X(Or)                         \
     X(Pow)                        \
     X(PRelu)                      \
+    X(QuantizeLinear)             \
     X(Reciprocal)                 \
     X(ReduceL1)                   \
     X(ReduceL2)                   \

@@ -1,10 +1,12 @@
-/* Convolution, matrix multiplication and pooling. */
+/* Convolution, matrix multiplication and pooling, with their integer and
+ * quantized forms. */
 #ifndef KORCH_OPS_OP_LIST_NN_H
 #define KORCH_OPS_OP_LIST_NN_H
 
 #define KORCH_OP_LIST_NN(X) \
     X(AveragePool)          \
     X(Conv)                 \
+    X(ConvInteger)          \
     X(ConvTranspose)        \
     X(Gemm)                 \
     X(GlobalAveragePool)    \
@@ -12,7 +14,10 @@
     X(GRU)                  \
     X(LSTM)                 \
     X(MatMul)               \
+    X(MatMulInteger)        \
     X(MaxPool)              \
+    X(QLinearConv)          \
+    X(QLinearMatMul)        \
     X(RNN)
 
 #endif

@@ -16,6 +16,7 @@
  * partition only after simulating it there, so a reused choice is always
  * schedulable, and optimal whenever the stored one was proven optimal. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,52 +36,44 @@ struct korch_solve_memo {
     int n, cap;
 };
 
-typedef struct writer {
-    unsigned char *buf;
-    size_t len, cap;
-    bool failed;
-} writer;
-
-static void put(writer *w, const void *data, size_t bytes) {
-    if (w->failed || bytes == 0) return;
-    if (w->len + bytes > w->cap) {
-        size_t cap = w->cap ? w->cap : 4096;
-        while (cap < w->len + bytes) cap *= 2;
-        unsigned char *grown = realloc(w->buf, cap);
-        if (!grown) {
-            w->failed = true;
-            return;
-        }
-        w->buf = grown;
-        w->cap = cap;
-    }
-    memcpy(w->buf + w->len, data, bytes);
-    w->len += bytes;
-}
-
 static int cmp_int(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;
     return (x > y) - (x < y);
 }
 
-/* the program as bytes: every number that defines it, the MIP start sorted */
-static bool program_text(const korch_blp *b, const int *start, int n_start, writer *w) {
+/* the program as bytes: every number that defines it, the MIP start sorted
+ * (written through open_memstream; *text is malloc'd, NULL on failure) */
+static bool program_text(const korch_blp *b, const int *start, int n_start, unsigned char **text, size_t *len) {
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
     int *sorted = malloc(((size_t)n_start + 1) * sizeof *sorted);
-    if (!sorted) return false;
-    memcpy(sorted, start, (size_t)n_start * sizeof *sorted);
-    qsort(sorted, (size_t)n_start, sizeof *sorted, cmp_int);
-    put(w, &b->n_vars, sizeof b->n_vars);
-    put(w, b->cost, (size_t)b->n_vars * sizeof *b->cost);
-    put(w, &b->n_rows, sizeof b->n_rows);
-    put(w, b->row_start, ((size_t)b->n_rows + 1) * sizeof *b->row_start);
-    put(w, b->cols, (size_t)b->row_start[b->n_rows] * sizeof *b->cols);
-    put(w, b->coefs, (size_t)b->row_start[b->n_rows] * sizeof *b->coefs);
-    put(w, b->sense, (size_t)b->n_rows);
-    put(w, b->rhs, (size_t)b->n_rows * sizeof *b->rhs);
-    put(w, &n_start, sizeof n_start);
-    put(w, sorted, (size_t)n_start * sizeof *sorted);
+    bool ok = f && sorted;
+    if (ok) {
+        memcpy(sorted, start, (size_t)n_start * sizeof *sorted);
+        qsort(sorted, (size_t)n_start, sizeof *sorted, cmp_int);
+        size_t nz = (size_t)b->row_start[b->n_rows];
+        fwrite(&b->n_vars, sizeof b->n_vars, 1, f);
+        fwrite(b->cost, sizeof *b->cost, (size_t)b->n_vars, f);
+        fwrite(&b->n_rows, sizeof b->n_rows, 1, f);
+        fwrite(b->row_start, sizeof *b->row_start, (size_t)b->n_rows + 1, f);
+        fwrite(b->cols, sizeof *b->cols, nz, f);
+        fwrite(b->coefs, sizeof *b->coefs, nz, f);
+        fwrite(b->sense, 1, (size_t)b->n_rows, f);
+        fwrite(b->rhs, sizeof *b->rhs, (size_t)b->n_rows, f);
+        fwrite(&n_start, sizeof n_start, 1, f);
+        fwrite(sorted, sizeof *sorted, (size_t)n_start, f);
+        ok = !ferror(f);
+    }
     free(sorted);
-    return !w->failed;
+    if (f && fclose(f) != 0) ok = false;
+    if (!ok) {
+        free(buf);
+        buf = NULL;
+    }
+    *text = (unsigned char *)buf;
+    *len = ok ? size : 0;
+    return ok;
 }
 
 static uint64_t fnv1a(const unsigned char *p, size_t n) {
@@ -104,28 +97,30 @@ void korch_solve_memo_free(korch_solve_memo *m) {
 bool korch_solve_memo_find(const korch_solve_memo *m, const korch_blp *b, const int *start, int n_start, bool *x,
                            korch_blp_stats *stats) {
     if (!m || m->n == 0) return false;
-    writer w = {0};
+    unsigned char *text = NULL;
+    size_t len = 0;
     bool found = false;
-    if (program_text(b, start, n_start, &w)) {
-        uint64_t h = fnv1a(w.buf, w.len);
+    if (program_text(b, start, n_start, &text, &len)) {
+        uint64_t h = fnv1a(text, len);
         for (int i = 0; i < m->n && !found; i++) {
             const memo_entry *e = &m->entries[i];
-            if (e->hash != h || e->key_len != w.len || e->n_vars != b->n_vars || memcmp(e->key, w.buf, w.len)) continue;
+            if (e->hash != h || e->key_len != len || e->n_vars != b->n_vars || memcmp(e->key, text, len)) continue;
             memcpy(x, e->x, (size_t)e->n_vars * sizeof *x);
             *stats = e->stats;
             found = true;
         }
     }
-    free(w.buf);
+    free(text);
     return found;
 }
 
 void korch_solve_memo_put(korch_solve_memo *m, const korch_blp *b, const int *start, int n_start, const bool *x,
                           const korch_blp_stats *stats) {
     if (!m) return;
-    writer w = {0};
+    unsigned char *text = NULL;
+    size_t len = 0;
     bool *copy = malloc(((size_t)b->n_vars + 1) * sizeof *copy);
-    if (!copy || !program_text(b, start, n_start, &w)) goto fail; /* a memo is an optimisation: losing it is fine */
+    if (!copy || !program_text(b, start, n_start, &text, &len)) goto fail; /* a memo is an optimisation: losing it is fine */
     if (m->n == m->cap) {
         int cap = m->cap ? 2 * m->cap : 16;
         memo_entry *grown = realloc(m->entries, (size_t)cap * sizeof *grown);
@@ -134,9 +129,9 @@ void korch_solve_memo_put(korch_solve_memo *m, const korch_blp *b, const int *st
         m->cap = cap;
     }
     memcpy(copy, x, (size_t)b->n_vars * sizeof *copy);
-    m->entries[m->n++] = (memo_entry){fnv1a(w.buf, w.len), w.buf, w.len, b->n_vars, copy, *stats};
+    m->entries[m->n++] = (memo_entry){fnv1a(text, len), text, len, b->n_vars, copy, *stats};
     return;
 fail:
     free(copy);
-    free(w.buf);
+    free(text);
 }

@@ -31,7 +31,22 @@ struct korch_executor {
     bool *pinned;      /* per representative: read outside kernels (graph output, opaque node) */
     size_t released;
     double *kernel_ms; /* korch_executor_time_kernels: each kernel's time in the last run */
+    bool guarded; /* the plan was specialized for input values: every run checks them */
 };
+
+/* A plan's guards name its inputs in pg's input order (both are the graph's
+ * inputs in model order); anything else is a plan for another graph. */
+static korch_status check_guard_inputs(const korch_plan *plan, const korch_pgraph *pg) {
+    if (korch_plan_guard_count(plan) == 0) return KORCH_OK;
+    bool same = plan->n_input_shapes == pg->n_inputs;
+    for (int i = 0; same && i < pg->n_inputs; i++) {
+        int sv = pg->values[pg->inputs[i]].source_value;
+        same = pg->source && sv >= 0 && strcmp(pg->source->values[sv].name, plan->input_shapes[i].name) == 0;
+    }
+    return same ? KORCH_OK
+                : korch_error(KORCH_ERR_INVALID_MODEL,
+                              "the plan's specialized inputs do not match the model's inputs; re-run korch optimize");
+}
 
 static void release_setup(korch_executor *ex) {
     const korch_pgraph *pg = ex->pg;
@@ -182,9 +197,11 @@ static korch_status create(const korch_plan *plan, const korch_pgraph *pg, korch
                            const korch_profile_options *options, korch_executor **out) {
     *out = NULL;
     KORCH_TRY(korch_plan_validate(plan, pg));
+    KORCH_TRY(check_guard_inputs(plan, pg));
     korch_executor *ex = calloc(1, sizeof *ex);
     if (!ex) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "executor: out of memory");
     ex->plan = plan;
+    ex->guarded = korch_plan_guard_count(plan) > 0;
     ex->pg = pg;
     ex->threads = options ? options->threads : 0;
     ex->kernels = calloc((size_t)plan->n_kernels + 1, sizeof *ex->kernels);
@@ -262,6 +279,8 @@ korch_status korch_executor_run(korch_executor *ex, const korch_tensor *inputs, 
                                korch_dtype_name(v->dtype), korch_shape_format(&v->shape, b, sizeof b));
         ex->value_ptr[pg->inputs[i]] = inputs[i].data;
     }
+    /* the guard: a plan specialized for an input value is wrong for others */
+    if (ex->guarded) KORCH_TRY(korch_plan_guard_check(ex->plan, inputs));
     for (int i = 0; i < pg->n_outputs; i++) {
         const korch_pvalue *v = &pg->values[pg->outputs[i]];
         if (outputs[i].dtype != v->dtype || !korch_shape_equal(&outputs[i].shape, &v->shape) || !outputs[i].data)

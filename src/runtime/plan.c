@@ -23,8 +23,7 @@ void korch_plan_free(korch_plan *plan) {
         free(plan->kernels[i].onnx_nodes);
     }
     free(plan->kernels);
-    for (int i = 0; i < plan->n_input_shapes; i++) free(plan->input_shapes[i].name);
-    free(plan->input_shapes);
+    korch_plan_shapes_free(plan);
     for (int i = 0; i < plan->n_output_checks; i++) free(plan->output_checks[i].name);
     free(plan->output_checks);
     for (int i = 0; i < plan->n_excluded_kernels; i++) {

@@ -60,6 +60,10 @@ typedef struct korch_plan_output_check {
 typedef struct korch_plan_shape {
     char *name;
     korch_shape shape;
+    /* The guard: the value this input was specialized to (korch optimize
+     * --specialize; the `specialize` line), or NULL. Every run compares the
+     * caller's value with it (korch_plan_guard_check). */
+    korch_tensor *specialized;
 } korch_plan_shape;
 
 typedef struct korch_plan {
@@ -154,8 +158,32 @@ korch_status korch_plan_model_load(const char *path, const korch_input_shape *sh
                                    korch_plan_model *out);
 korch_status korch_plan_model_load_layout(const char *path, const korch_input_shape *shapes, int n_shapes,
                                           korch_layout_strategy layout, korch_plan_model *out);
-/* Loads the model a plan names, with the plan's shapes, and checks the
- * model's hash, the fission version and the pgraph's hash. */
+/* korch_plan_model_load_layout with graph inputs specialized to values
+ * (korch optimize --specialize). */
+korch_status korch_plan_model_load_specialized(const char *path, const korch_input_shape *shapes, int n_shapes,
+                                               const korch_input_value *values, int n_values,
+                                               korch_layout_strategy layout, korch_plan_model *out);
+
+/* Infers g (validated, not inferred) as the plan was made: its input shapes
+ * and its guarded inputs specialized to their values. */
+korch_status korch_plan_infer_graph(const korch_plan *plan, korch_graph *g);
+
+/* The guard (docs/control-flow.md, "Guarded specialization"): every input
+ * the plan was specialized for must hold exactly that value; otherwise an
+ * error naming the input, both values and how to make a plan for the other
+ * value. inputs[i] is the plan's input i (a graph input, in model order). */
+korch_status korch_plan_guard_check(const korch_plan *plan, const korch_tensor *inputs);
+/* Number of guarded inputs. */
+int korch_plan_guard_count(const korch_plan *plan);
+/* The plan's input shapes as overrides (shapes: n_input_shapes entries) and
+ * its guards as specializations (values: as many); returns the number of
+ * values. Both borrow the plan's strings and tensors. */
+int korch_plan_guard_values(const korch_plan *plan, korch_input_shape *shapes, korch_input_value *values);
+/* Frees the input shapes and their guards (n_input_shapes becomes 0). */
+void korch_plan_shapes_free(korch_plan *plan);
+
+/* Loads the model a plan names, with the plan's shapes and guards, and
+ * checks the model's hash, the fission version and the pgraph's hash. */
 korch_status korch_plan_model_open(const korch_plan *plan, const char *plan_path, korch_plan_model *out);
 void korch_plan_model_close(korch_plan_model *m);
 
@@ -165,5 +193,7 @@ korch_status korch_plan_set_model(korch_plan *plan, const char *model_path, cons
 
 /* SHA-256 of a byte buffer as 64 hex digits + NUL. */
 void korch_sha256_hex(const void *data, size_t size, char out[65]);
+/* The same digest from the portable rounds only (tests compare the two). */
+void korch_sha256_hex_portable(const void *data, size_t size, char out[65]);
 
 #endif

@@ -53,6 +53,21 @@ korch_status korch_plan_save(const korch_plan *plan, const char *path) {
         korch_shape_format(&plan->input_shapes[i].shape, dims, sizeof dims);
         fprintf(f, " shape=%s\n", dims);
     }
+    /* guards: separate lines, so a reader that does not know them refuses
+     * the plan (unknown keyword) instead of running it for every value */
+    for (int i = 0; i < plan->n_input_shapes; i++) {
+        const korch_tensor *t = plan->input_shapes[i].specialized;
+        if (!t) continue;
+        char dims[160];
+        fprintf(f, "specialize name=");
+        put_escaped(f, plan->input_shapes[i].name);
+        korch_shape_format(&t->shape, dims, sizeof dims);
+        fprintf(f, " dtype=%s shape=%s value=", korch_dtype_name(t->dtype), dims);
+        size_t bytes = korch_tensor_bytes(t);
+        for (size_t b = 0; b < bytes; b++) fprintf(f, "%02x", ((const unsigned char *)t->data)[b]);
+        if (bytes == 0) fputc('-', f);
+        fputc('\n', f);
+    }
     fprintf(f, "fission version=");
     put_escaped(f, plan->fission_version);
     fprintf(f, " pgraph-hash=%016" PRIx64 " pgraph-nodes=%d", plan->pgraph_hash, plan->pgraph_nodes);
@@ -291,6 +306,52 @@ static korch_status parse_kernel(parser *p, korch_plan *plan, field *fields, int
     return KORCH_OK;
 }
 
+/* specialize name= dtype= shape= value=HEX: a guard on an input listed before */
+static korch_status parse_specialize(parser *p, korch_plan *plan, field *fields, int nf) {
+    bool ok = true;
+    char *name = dup_unescaped(get(fields, nf, "name"), &ok);
+    korch_plan_shape *s = NULL;
+    for (int i = 0; ok && i < plan->n_input_shapes; i++)
+        if (strcmp(plan->input_shapes[i].name, name) == 0) s = &plan->input_shapes[i];
+    free(name);
+    if (!ok) return perr(p, "bad specialize name", NULL);
+    if (!s) return perr(p, "specialize names no input line before it", NULL);
+    if (s->specialized) return perr(p, "input specialized twice", NULL);
+    const char *dtype = get(fields, nf, "dtype"), *shape = get(fields, nf, "shape"), *hex = get(fields, nf, "value");
+    korch_tensor t = {0};
+    for (int d = 1; dtype && d <= 16; d++)
+        if (strcmp(korch_dtype_name((korch_dtype)d), dtype) == 0 && korch_dtype_size((korch_dtype)d) > 0 &&
+            d != KORCH_DTYPE_STRING)
+            t.dtype = (korch_dtype)d;
+    if (t.dtype == KORCH_DTYPE_UNDEFINED) return perr(p, "bad specialize dtype ", dtype ? dtype : "(none)");
+    if (!shape) return perr(p, "specialize without shape=", NULL);
+    if (strcmp(shape, "scalar") == 0) t.shape = (korch_shape){0};
+    else if (!korch_shape_parse(shape, &t.shape)) return perr(p, "bad specialize shape ", shape);
+    if (!korch_shape_equal(&t.shape, &s->shape)) return perr(p, "specialize shape differs from the input's ", shape);
+    int64_t numel = korch_shape_numel(&t.shape);
+    if (numel < 0 || (size_t)numel * korch_dtype_size(t.dtype) > KORCH_SPECIALIZE_MAX_BYTES)
+        return perr(p, "specialize value too large", NULL);
+    size_t bytes = (size_t)numel * korch_dtype_size(t.dtype);
+    if (!hex || strlen(hex) != (bytes ? 2 * bytes : 1) || (bytes == 0 && strcmp(hex, "-") != 0))
+        return perr(p, "bad specialize value (expected 2 hex digits per byte)", NULL);
+    korch_tensor *guard = calloc(1, sizeof *guard);
+    if (!guard || korch_tensor_alloc(guard, t.dtype, &t.shape) != KORCH_OK) {
+        free(guard);
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "plan: out of memory");
+    }
+    for (size_t b = 0; b < bytes; b++) {
+        int hi = hexval(hex[2 * b]), lo = hexval(hex[2 * b + 1]);
+        if (hi < 0 || lo < 0) {
+            korch_tensor_free(guard);
+            free(guard);
+            return perr(p, "bad specialize value (expected 2 hex digits per byte)", NULL);
+        }
+        ((unsigned char *)guard->data)[b] = (unsigned char)(hi * 16 + lo);
+    }
+    s->specialized = guard;
+    return KORCH_OK;
+}
+
 static korch_status parse_line(parser *p, korch_plan *plan, char *line, bool *ended) {
     char *keyword = NULL;
     field fields[16];
@@ -314,6 +375,7 @@ static korch_status parse_line(parser *p, korch_plan *plan, char *line, bool *en
         if (!grown) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "plan: out of memory");
         plan->input_shapes = grown;
         korch_plan_shape *s = &plan->input_shapes[plan->n_input_shapes];
+        memset(s, 0, sizeof *s);
         bool ok = true;
         s->name = dup_unescaped(get(fields, nf, "name"), &ok);
         if (!ok) return perr(p, "bad input name", NULL);
@@ -322,6 +384,8 @@ static korch_status parse_line(parser *p, korch_plan *plan, char *line, bool *en
         if (!shape) return perr(p, "input without shape=", NULL);
         if (strcmp(shape, "scalar") == 0) s->shape = (korch_shape){0};
         else if (!korch_shape_parse(shape, &s->shape)) return perr(p, "bad input shape ", shape);
+    } else if (strcmp(keyword, "specialize") == 0) {
+        return parse_specialize(p, plan, fields, nf);
     } else if (strcmp(keyword, "fission") == 0) {
         bool ok = true;
         char *v = dup_unescaped(get(fields, nf, "version"), &ok);

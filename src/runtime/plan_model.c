@@ -55,7 +55,7 @@ korch_status korch_plan_lower_checked(const korch_plan *plan, const korch_graph 
 
 /* Parses and infers out->bytes (already read from `path`). */
 static korch_status parse_infer(const char *path, const korch_input_shape *shapes, int n_shapes,
-                                korch_plan_model *out) {
+                                const korch_input_value *values, int n_values, korch_plan_model *out) {
     korch_sha256_hex(out->bytes, out->size, out->sha256);
     char *dir = strdup(path);
     korch_status st = dir ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
@@ -71,19 +71,25 @@ static korch_status parse_infer(const char *path, const korch_input_shape *shape
     }
     free(dir);
     if (st == KORCH_OK) st = korch_graph_validate(out->graph);
-    if (st == KORCH_OK) st = korch_graph_infer(out->graph, shapes, n_shapes);
+    if (st == KORCH_OK) st = korch_graph_infer_specialized(out->graph, shapes, n_shapes, values, n_values);
+    return st;
+}
+
+korch_status korch_plan_model_load_specialized(const char *path, const korch_input_shape *shapes, int n_shapes,
+                                               const korch_input_value *values, int n_values,
+                                               korch_layout_strategy layout, korch_plan_model *out) {
+    memset(out, 0, sizeof *out);
+    KORCH_TRY(korch_read_file(path, KORCH_MAX_MODEL_BYTES, &out->bytes, &out->size));
+    out->layout = layout;
+    korch_status st = parse_infer(path, shapes, n_shapes, values, n_values, out);
+    if (st == KORCH_OK) st = korch_plan_lower(out->graph, layout, &out->pg);
+    if (st != KORCH_OK) korch_plan_model_close(out);
     return st;
 }
 
 korch_status korch_plan_model_load_layout(const char *path, const korch_input_shape *shapes, int n_shapes,
                                           korch_layout_strategy layout, korch_plan_model *out) {
-    memset(out, 0, sizeof *out);
-    KORCH_TRY(korch_read_file(path, KORCH_MAX_MODEL_BYTES, &out->bytes, &out->size));
-    out->layout = layout;
-    korch_status st = parse_infer(path, shapes, n_shapes, out);
-    if (st == KORCH_OK) st = korch_plan_lower(out->graph, layout, &out->pg);
-    if (st != KORCH_OK) korch_plan_model_close(out);
-    return st;
+    return korch_plan_model_load_specialized(path, shapes, n_shapes, NULL, 0, layout, out);
 }
 
 korch_status korch_plan_model_load(const char *path, const korch_input_shape *shapes, int n_shapes,
@@ -103,12 +109,14 @@ korch_status korch_plan_model_open(const korch_plan *plan, const char *plan_path
     char *path = korch_plan_model_path(plan, plan_path);
     if (!path) return KORCH_ERR_OUT_OF_MEMORY;
     korch_input_shape *shapes = calloc((size_t)plan->n_input_shapes + 1, sizeof *shapes);
-    if (!shapes) {
+    korch_input_value *values = calloc((size_t)plan->n_input_shapes + 1, sizeof *values);
+    if (!shapes || !values) {
+        free(shapes);
+        free(values);
         free(path);
         return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    for (int i = 0; i < plan->n_input_shapes; i++)
-        shapes[i] = (korch_input_shape){.name = plan->input_shapes[i].name, .shape = plan->input_shapes[i].shape};
+    int n_values = korch_plan_guard_values(plan, shapes, values);
     korch_status st = korch_read_file(path, KORCH_MAX_MODEL_BYTES, &out->bytes, &out->size);
     if (st == KORCH_OK) {
         /* hash before parsing: a different model must not even be interpreted */
@@ -121,7 +129,7 @@ korch_status korch_plan_model_open(const korch_plan *plan, const char *plan_path
     } else {
         korch_error_prefix(st, "plan \"%s\" names model \"%s\"", plan_path, plan->model_path);
     }
-    if (st == KORCH_OK) st = parse_infer(path, shapes, plan->n_input_shapes, out);
+    if (st == KORCH_OK) st = parse_infer(path, shapes, plan->n_input_shapes, values, n_values, out);
     if (st == KORCH_OK) {
         char what[4200];
         snprintf(what, sizeof what, "plan \"%.2048s\" (model \"%.2048s\")", plan_path, path);
@@ -130,6 +138,7 @@ korch_status korch_plan_model_open(const korch_plan *plan, const char *plan_path
     }
     if (st != KORCH_OK) korch_plan_model_close(out);
     free(shapes);
+    free(values);
     free(path);
     return st;
 }
@@ -146,9 +155,7 @@ korch_status korch_plan_set_model(korch_plan *plan, const char *model_path, cons
     plan->pgraph_nodes = m->pg->n_nodes;
     plan->layout = m->layout;
     plan->layout_recorded = true;
-    for (int i = 0; i < plan->n_input_shapes; i++) free(plan->input_shapes[i].name);
-    free(plan->input_shapes);
-    plan->n_input_shapes = 0;
+    korch_plan_shapes_free(plan);
     plan->input_shapes = calloc((size_t)m->graph->n_inputs + 1, sizeof *plan->input_shapes);
     if (!plan->input_shapes) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; i < m->graph->n_inputs; i++) {
@@ -157,6 +164,15 @@ korch_status korch_plan_set_model(korch_plan *plan, const char *model_path, cons
         if (!plan->input_shapes[i].name) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
         plan->input_shapes[i].shape = v->shape;
         plan->n_input_shapes++;
+        /* the guard: the value the graph was specialized to */
+        if (m->graph->specialized && m->graph->specialized[i].data) {
+            korch_tensor *t = calloc(1, sizeof *t);
+            if (!t || korch_tensor_clone(&m->graph->specialized[i], t) != KORCH_OK) {
+                free(t);
+                return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+            }
+            plan->input_shapes[i].specialized = t;
+        }
     }
     return KORCH_OK;
 }

@@ -123,7 +123,9 @@ korch_status korch_session_create(const korch_model *model, const korch_session_
     }
     if (st == KORCH_OK) st = korch_onnx_load_buffer(model->bytes, model->size, model->dir, &s->graph);
     if (st == KORCH_OK) st = korch_graph_validate(s->graph);
-    if (st == KORCH_OK) st = korch_graph_infer(s->graph, shapes, n_shapes);
+    /* a plan: its shapes, and its guarded inputs specialized as when it was made */
+    if (st == KORCH_OK) st = model->plan ? korch_plan_infer_graph(model->plan, s->graph)
+                                         : korch_graph_infer(s->graph, shapes, n_shapes);
     free(spec);
     if (st == KORCH_OK && model->plan) {
         st = korch_plan_lower_checked(model->plan, s->graph, "the plan", &s->pg);

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "verify/verify.h"
 
 static uint64_t next(uint64_t *s) {
@@ -29,6 +30,8 @@ void korch_verify_fill_bounded(korch_tensor *t, uint64_t seed, int64_t upper) {
         case KORCH_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)(u * (range < 128 ? range : 128)); break;
         case KORCH_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)(u * (range < 256 ? range : 256)); break;
         case KORCH_DTYPE_BOOL: ((uint8_t *)t->data)[i] = u < 0.5; break;
+        case KORCH_DTYPE_FLOAT16:
+        case KORCH_DTYPE_BFLOAT16: korch_half_store(t->dtype, t->data, i, u * 2.0 - 1.0); break;
         default: break; /* other dtypes keep their (zeroed) bytes */
         }
     }
@@ -80,6 +83,11 @@ static int64_t index_bound(const korch_graph *g, int v, int depth) {
 korch_status korch_verify_seeded_inputs(const korch_graph *g, uint64_t seed, korch_tensor *out) {
     for (int i = 0; i < g->n_inputs; i++) {
         const korch_value *v = &g->values[g->inputs[i]];
+        /* a specialized input gets its value: the plan is right for it only */
+        if (g->specialized && g->specialized[i].data) {
+            KORCH_TRY(korch_tensor_clone(&g->specialized[i], &out[i]));
+            continue;
+        }
         KORCH_TRY(korch_tensor_alloc(&out[i], v->dtype, &v->shape));
         int64_t bound = index_bound(g, g->inputs[i], 0);
         korch_verify_fill_bounded(&out[i], seed + (uint64_t)i, bound < 100 ? bound : 100);

@@ -29,6 +29,15 @@ static korch_status make_inputs(const korch_graph *g, const korch_verify_options
         if (o->inputs[i].dtype != v->dtype || !korch_shape_equal(&o->inputs[i].shape, &v->shape))
             return korch_error(KORCH_ERR_SHAPE, "verify: input \"%s\" does not have the model's dtype and shape",
                                v->name);
+        const korch_tensor *want = g->specialized && g->specialized[i].data ? &g->specialized[i] : NULL;
+        if (want && memcmp(o->inputs[i].data, want->data, korch_tensor_bytes(want)) != 0) {
+            char a[200], b[200], name[160];
+            return korch_error(KORCH_ERR_INVALID_ARGUMENT,
+                               "verify: the given input \"%s\" is %s, but the model is specialized for %s=%s",
+                               korch_printable(v->name, name, sizeof name),
+                               korch_tensor_values_format(&o->inputs[i], a, sizeof a), name,
+                               korch_tensor_values_format(want, b, sizeof b));
+        }
         KORCH_TRY(korch_tensor_clone(&o->inputs[i], &in[i]));
     }
     return KORCH_OK;

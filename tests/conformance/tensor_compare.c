@@ -6,6 +6,8 @@
 
 korch_tolerance korch_tolerance_for(korch_dtype dtype) {
     if (dtype == KORCH_DTYPE_FLOAT16) return (korch_tolerance){KORCH_CONFORMANCE_F16_ATOL, KORCH_CONFORMANCE_F16_RTOL};
+    if (dtype == KORCH_DTYPE_BFLOAT16)
+        return (korch_tolerance){KORCH_CONFORMANCE_BF16_ATOL, KORCH_CONFORMANCE_BF16_RTOL};
     return (korch_tolerance){KORCH_CONFORMANCE_ATOL, KORCH_CONFORMANCE_RTOL};
 }
 
@@ -19,13 +21,20 @@ static double half_to_double(uint16_t h) {
 }
 
 static bool is_float(korch_dtype d) {
-    return d == KORCH_DTYPE_FLOAT32 || d == KORCH_DTYPE_FLOAT64 || d == KORCH_DTYPE_FLOAT16;
+    return d == KORCH_DTYPE_FLOAT32 || d == KORCH_DTYPE_FLOAT64 || d == KORCH_DTYPE_FLOAT16 ||
+           d == KORCH_DTYPE_BFLOAT16;
 }
 
 static double float_at(const korch_tensor *t, int64_t i) {
     switch (t->dtype) {
     case KORCH_DTYPE_FLOAT32: return ((const float *)t->data)[i];
     case KORCH_DTYPE_FLOAT64: return ((const double *)t->data)[i];
+    case KORCH_DTYPE_BFLOAT16: { /* the top half of a float32 */
+        uint32_t x = (uint32_t)((const uint16_t *)t->data)[i] << 16;
+        float f;
+        memcpy(&f, &x, sizeof f);
+        return f;
+    }
     default: return half_to_double(((const uint16_t *)t->data)[i]);
     }
 }

@@ -23,6 +23,9 @@ typedef struct korch_tolerance {
  * implementation itself, so the float tolerance would flag rounding noise. */
 #define KORCH_CONFORMANCE_F16_ATOL 1e-3
 #define KORCH_CONFORMANCE_F16_RTOL 1e-3
+/* bfloat16 keeps 8 significant bits: one step is 2^-7 of a value. */
+#define KORCH_CONFORMANCE_BF16_ATOL 1e-3
+#define KORCH_CONFORMANCE_BF16_RTOL 8e-3
 
 korch_tolerance korch_tolerance_for(korch_dtype dtype);
 

@@ -90,6 +90,9 @@ const char *cg_ctype(korch_dtype dt) {
     case KORCH_DTYPE_INT8: return "int8_t";
     case KORCH_DTYPE_UINT8: return "uint8_t";
     case KORCH_DTYPE_BOOL: return "uint8_t";
+    /* stored as their bits; elementwise code converts them (cg_h2f, cg_f2h) */
+    case KORCH_DTYPE_FLOAT16: return "uint16_t";
+    case KORCH_DTYPE_BFLOAT16: return "uint16_t";
     default: return NULL;
     }
 }

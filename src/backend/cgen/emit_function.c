@@ -39,7 +39,35 @@ void cg_emit_prelude(cg_buf *out) {
                        "static inline CG_UNUSED double cg_pymod(double a, double b) "
                        "{ double r = fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n"
                        "static inline CG_UNUSED float cg_pymodf(float a, float b) "
-                       "{ float r = fmodf(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n\n");
+                       "{ float r = fmodf(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }\n");
+    /* float16 / bfloat16 <-> float, rounding to nearest even with the results
+     * of core/half.c for float arguments (docs/precision.md) */
+    cg_buf_printf(out,
+                  "static inline CG_UNUSED float cg_h2f(uint16_t h) {\n"
+                  "    uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;\n"
+                  "    if (e == 0) { float f = (float)m * 0x1p-24f; return s ? -f : f; }\n"
+                  "    union { uint32_t u; float f; } c;\n"
+                  "    c.u = e == 31 ? (s | 0x7f800000u | m << 13) : (s | (e + 112u) << 23 | m << 13);\n"
+                  "    return c.f;\n}\n"
+                  "static inline CG_UNUSED uint16_t cg_f2h(float f) {\n"
+                  "    union { float f; uint32_t u; } c;\n"
+                  "    c.f = f;\n"
+                  "    uint32_t s = (c.u >> 16) & 0x8000u, a = c.u & 0x7fffffffu;\n"
+                  "    if (a > 0x7f800000u) return (uint16_t)(s | 0x7e00u);\n"
+                  "    if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);\n"
+                  "    if (a < 0x38800000u) return (uint16_t)(s | (uint32_t)nearbyintf(fabsf(f) * 0x1p24f));\n"
+                  "    uint32_t h = ((a >> 23) - 112u) << 10 | ((a & 0x7fffffu) >> 13), r = a & 0x1fffu;\n"
+                  "    h += r > 0x1000u || (r == 0x1000u && (h & 1u));\n"
+                  "    return (uint16_t)(s | h);\n}\n"
+                  "static inline CG_UNUSED float cg_b2f(uint16_t b) {\n"
+                  "    union { uint32_t u; float f; } c;\n"
+                  "    c.u = (uint32_t)b << 16;\n"
+                  "    return c.f;\n}\n"
+                  "static inline CG_UNUSED uint16_t cg_f2b(float f) {\n"
+                  "    union { float f; uint32_t u; } c;\n"
+                  "    c.f = f;\n"
+                  "    if ((c.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(((c.u >> 16) & 0x8000u) | 0x7fc0u);\n"
+                  "    return (uint16_t)((c.u + 0x7fffu + ((c.u >> 16) & 1u)) >> 16);\n}\n\n");
 }
 
 typedef struct plan {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backend/cgen/emit.h"
+#include "core/half.h"
 
 void cg_literal(double v, korch_dtype dt, char *buf, size_t size) {
     if (dt == KORCH_DTYPE_FLOAT32 || dt == KORCH_DTYPE_FLOAT64) {
@@ -24,6 +25,11 @@ void cg_literal(double v, korch_dtype dt, char *buf, size_t size) {
     }
     if (dt == KORCH_DTYPE_BOOL) {
         snprintf(buf, size, "%d", v != 0.0);
+        return;
+    }
+    if (korch_dtype_is_half(dt)) { /* the bits, as such values are stored */
+        unsigned bits = dt == KORCH_DTYPE_FLOAT16 ? korch_f16_from_f64(v) : korch_bf16_from_f64(v);
+        snprintf(buf, size, "((uint16_t)0x%04xu)", bits);
         return;
     }
     /* integer dtypes: saturate (the conversion would be undefined otherwise) */
@@ -43,8 +49,13 @@ cg_aff cg_linear(cg_emit *e, const korch_shape *shape, const cg_aff *c) {
 }
 
 static bool is_floatish(korch_dtype dt) {
-    return dt == KORCH_DTYPE_FLOAT32 || dt == KORCH_DTYPE_BOOL || dt == KORCH_DTYPE_UINT8 || dt == KORCH_DTYPE_INT8;
+    return dt == KORCH_DTYPE_FLOAT32 || dt == KORCH_DTYPE_BOOL || dt == KORCH_DTYPE_UINT8 || dt == KORCH_DTYPE_INT8 ||
+           korch_dtype_is_half(dt);
 }
+
+/* The generated function that widens a float16 / bfloat16 operand or rounds a result into one. */
+static const char *half_widen(korch_dtype dt) { return dt == KORCH_DTYPE_BFLOAT16 ? "cg_b2f" : "cg_h2f"; }
+static const char *half_round(korch_dtype dt) { return dt == KORCH_DTYPE_BFLOAT16 ? "cg_f2b" : "cg_f2h"; }
 
 /* The C expression of one elementwise function. */
 static void ew_expr(const korch_prim_elementwise *ew, char v[3][64], bool dbl, char *out, size_t n) {
@@ -154,7 +165,9 @@ static const char *elementwise_at(cg_emit *e, const cg_node *n, const char *key,
         const char *name = cg_value_at(e, n->in[i], cu, &l);
         if (l > lvl) lvl = l;
         op_level[i] = l;
-        snprintf(ops[i], sizeof ops[i], "(%s)%s", dbl ? "double" : "float", name);
+        if (korch_dtype_is_half(u->dtype))
+            snprintf(ops[i], sizeof ops[i], "(%s)%s(%s)", dbl ? "double" : "float", half_widen(u->dtype), name);
+        else snprintf(ops[i], sizeof ops[i], "(%s)%s", dbl ? "double" : "float", name);
     }
     char expr[1024];
     bool all_f32 = y->dtype == KORCH_DTYPE_FLOAT32;
@@ -172,6 +185,15 @@ static const char *elementwise_at(cg_emit *e, const cg_node *n, const char *key,
         snprintf(expr, sizeof expr, "%s * %s", ops[0], rn);
     } else {
         ew_expr(&n->pn->u.ew, ops, dbl, expr, sizeof expr);
+    }
+    if (korch_dtype_is_half(y->dtype)) { /* computed in float, stored rounded (docs/precision.md) */
+        char inner[sizeof expr];
+        memcpy(inner, expr, sizeof inner);
+        int w = snprintf(expr, sizeof expr, "%s((float)(%.1000s))", half_round(y->dtype), inner);
+        if (w < 0 || (size_t)w >= sizeof expr) {
+            cg_fail(e, KORCH_ERR_UNSUPPORTED, "expression too long");
+            return "0";
+        }
     }
     *level = lvl;
     return named(e, key, y->dtype, expr, lvl);

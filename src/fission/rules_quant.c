@@ -1,0 +1,87 @@
+/* The quantization operators. DequantizeLinear becomes elementwise
+ * primitives (exactly); the others stay whole, opaque primitives running
+ * their reference kernels (ops/quantize_linear.c, ops/quantize_dynamic.c,
+ * ops/matmul_integer.c, ops/conv_integer.c) inside the plan: the linear
+ * primitives are float32, korch has no int8 kernels yet, and QuantizeLinear's
+ * float32 division must not become the multiplication by a reciprocal the
+ * code generator uses for hoisted divisors (it would flip rounding ties;
+ * docs/quantization.md). */
+#include "fission/rules.h"
+
+KORCH_FISSION_RULE(QuantizeLinear) {
+    return fission_decline(ctx, "QuantizeLinear (kept whole: runs its reference kernel)");
+}
+
+/* A per-axis parameter [D] viewed so that it broadcasts along `axis` of a
+ * rank-`rank` operand: [D, 1, ..., 1] with rank - axis dims; a [1] one as a
+ * scalar. */
+static int axis_view(korch_fission_ctx *ctx, int v, int axis, int rank) {
+    if (v < 0) return -1;
+    const korch_shape *s = fission_shape(ctx, v);
+    if (s->rank == 1 && s->dims[0] == 1) { /* per tensor: a scalar, so x's shape is kept even at rank 0 */
+        korch_shape scalar = {.rank = 0};
+        return korch_pgraph_reshape(ctx->pg, v, &scalar);
+    }
+    if (s->rank != 1 || rank - axis <= 1) return v;
+    korch_shape view = {.rank = rank - axis};
+    view.dims[0] = s->dims[0];
+    for (int k = 1; k < view.rank; k++) view.dims[k] = 1;
+    return korch_pgraph_reshape(ctx->pg, v, &view);
+}
+
+static bool all_zero(const korch_tensor *t) {
+    for (int64_t i = 0, n = korch_tensor_numel(t); i < n; i++)
+        if (korch_tensor_get_i64(t, i) != 0) return false;
+    return true;
+}
+
+/* y = (float(x) - float(zero_point)) * scale: CAST, SUB, MUL, bit-exact with
+ * the reference kernel's float((int)x - zero_point) * scale because the
+ * difference of two 8-bit values is exact in float32. That is what lets
+ * constant propagation turn dequantized weights into plain float32 weights
+ * and the dequantization of activations fuse into neighbouring kernels. */
+KORCH_FISSION_RULE(DequantizeLinear) {
+    korch_dtype dt = fission_in_dtype(ctx, 0);
+    const korch_shape *xs = fission_in_shape(ctx, 0), *ss = fission_in_shape(ctx, 1);
+    const korch_tensor *zp = fission_const_in(ctx, 2);
+    bool zero_zp = !fission_has_in(ctx, 2) || (zp && all_zero(zp));
+    /* int32 above 2^24 is not exact in float32: the reference subtracts in
+     * integers first. A constant x (a bias) is folded by the reference anyway. */
+    if (dt == KORCH_DTYPE_INT32 && !zero_zp && !fission_const_in(ctx, 0))
+        return fission_decline(ctx, "DequantizeLinear of a run-time int32 tensor with a zero point (the reference "
+                                    "subtracts in int32 before converting)");
+    if (korch_node_attr_int(ctx->node, "block_size", 0) > 0)
+        return fission_decline(ctx, "DequantizeLinear with block_size (blocked scales are not a broadcast)");
+    int axis = 0;
+    if (ss->rank == 1 && ss->dims[0] != 1) {
+        axis = fission_axis(ctx, korch_node_attr_int(ctx->node, "axis", 1), xs->rank);
+        if (axis < 0) return KORCH_ERR_INVALID_MODEL;
+    }
+    int x = fission_cast(ctx, fission_in(ctx, 0), KORCH_DTYPE_FLOAT32);
+    if (!zero_zp) {
+        int z = fission_cast(ctx, axis_view(ctx, fission_in(ctx, 2), axis, xs->rank), KORCH_DTYPE_FLOAT32);
+        x = fission_binary(ctx, KORCH_EW_SUB, x, z);
+    }
+    fission_set_out(ctx, 0, fission_binary(ctx, KORCH_EW_MUL, x, axis_view(ctx, fission_in(ctx, 1), axis, xs->rank)));
+    return fission_done(ctx);
+}
+
+KORCH_FISSION_RULE(DynamicQuantizeLinear) {
+    return fission_decline(ctx, "DynamicQuantizeLinear (kept whole: runs its reference kernel)");
+}
+
+KORCH_FISSION_RULE(MatMulInteger) {
+    return fission_decline(ctx, "MatMulInteger (integer matmul; linear primitives are float32)");
+}
+
+KORCH_FISSION_RULE(ConvInteger) {
+    return fission_decline(ctx, "ConvInteger (integer convolution; linear primitives are float32)");
+}
+
+KORCH_FISSION_RULE(QLinearMatMul) {
+    return fission_decline(ctx, "QLinearMatMul (integer matmul; linear primitives are float32)");
+}
+
+KORCH_FISSION_RULE(QLinearConv) {
+    return fission_decline(ctx, "QLinearConv (integer convolution; linear primitives are float32)");
+}
