@@ -188,8 +188,8 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
 #endif
     if (s->threads < 1) s->threads = 1;
     double t0 = korch_now_ms();
-    if (korch_plan_model_load_layout(a->model, a->shapes.items, a->shapes.count, korch_cli_env_get()->layout,
-                                     &s->model) != KORCH_OK)
+    korch_layout_strategy layout = a->layout_given ? a->layout : korch_cli_env_get()->layout;
+    if (korch_plan_model_load_layout(a->model, a->shapes.items, a->shapes.count, layout, &s->model) != KORCH_OK)
         return korch_cli_fail();
     FILE *log = a->quiet ? NULL : stdout;
     if (log) korch_graph_report_control_flow(s->model.graph, log); /* what is not optimized, and why */

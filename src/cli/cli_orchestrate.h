@@ -27,6 +27,11 @@ typedef struct korch_cli_orchestrate_args {
     int n_verify_inputs; /* --input NAME=FILE: verification also runs on these */
     const char *verify_inputs[64];
     korch_cli_shapes shapes;
+    /* optimize --layout nchw|channels-last: the layout pass the model is
+     * lowered with, over KORCH_LAYOUT (--layout auto is cmd_optimize's loop
+     * over both, docs/layout.md) */
+    bool layout_given;
+    korch_layout_strategy layout;
 } korch_cli_orchestrate_args;
 
 typedef struct korch_cli_session {
