@@ -17,7 +17,7 @@ Appends a markdown section (command, CPU model, korch commit, load) to
 bench/kernels/RESULTS.md. Run it as root for nice -20 (bench/harness.py's
 apply_nice), the project's benchmark convention.
 
-    build/venv/bin/python -m bench.kernels.single_ops [--rounds 7] [--bench-k 20]
+    build/venv/bin/python bench/kernels/single_ops.py [--rounds 7] [--bench-k 20]
 """
 import argparse
 import os
@@ -39,7 +39,7 @@ bench.harness.np = np  # the harness imports numpy lazily, in its own main()
 
 OPSET = 13
 PREDICTED = re.compile(r"predicted ([0-9.]+) ms")
-LAYOUT_LINE = re.compile(r"^layout: .*$", re.M)
+LAYOUT_LINE = re.compile(r"^layout: nchw (plan|and) .*$", re.M)  # --layout auto's decision
 
 
 def log(msg):
@@ -312,7 +312,8 @@ def main():
     args.cache_dir = args.cache_dir or os.path.join(args.work, "kernels")
     for v in ("OMP_NUM_THREADS", "KORCH_LAYOUT"):
         os.environ.pop(v, None)
-    command = "build/venv/bin/python -m bench.kernels.single_ops " + " ".join(sys.argv[1:])
+    py = os.path.relpath(sys.executable, ROOT) if sys.executable.startswith(ROOT + os.sep) else sys.executable
+    command = f"{py} bench/kernels/single_ops.py " + " ".join(sys.argv[1:])
     nice = apply_nice(args.nice)
     h = subprocess.run([args.korch, "optimize", "--help"], capture_output=True, text=True).stdout
     has_flag = "--layout" in h
