@@ -72,7 +72,7 @@ static bool same_graph(const korch_cli_orchestrate_args *args, const korch_plan 
  * busy machine differ by a few percent from run to run, and ViT-B/16's two
  * plans (one convolution apart) were predicted 0.5% apart the wrong way
  * round (docs/layout.md); the single-operator models that want nchw win by
- * 12-55%. */
+ * 11-55%. */
 #define AUTO_MARGIN 0.05
 
 /* --layout auto: the model optimised channels-last (the pass's default),
