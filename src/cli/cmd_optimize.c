@@ -27,7 +27,7 @@ static void help(void) {
            "  --input-shape NAME=DIMS  fix a symbolic input dimension\n"
            "  --layout L               nchw: convolutions in the model's layout; channels-last:\n"
            "                           every convolution channels-last (the layout pass);\n"
-           "                           auto: optimise both, keep the plan predicted faster\n"
+           "                           auto: optimise both, keep nchw if predicted 5%% faster\n"
            "                           (default: KORCH_LAYOUT, else channels-last; docs/layout.md)\n");
     korch_cli_orchestrate_help();
 }
@@ -105,11 +105,11 @@ static int optimize_auto(korch_cli_orchestrate_args *args, korch_strategy strate
         return rc;
     }
     bool keep_first = first->predicted_ms < last->predicted_ms * (1.0 - AUTO_MARGIN);
-    bool close = !keep_first && first->predicted_ms < last->predicted_ms;
+    bool within_margin = !keep_first && first->predicted_ms < last->predicted_ms;
     if (log)
         fprintf(log, "layout: nchw plan %.4f ms predicted, channels-last %.4f ms: kept %s", first->predicted_ms,
                 last->predicted_ms, keep_first ? "nchw" : "channels-last");
-    if (log && close) fprintf(log, " (nchw must be predicted %.0f%% faster to be kept)", AUTO_MARGIN * 100);
+    if (log && within_margin) fprintf(log, " (nchw must be predicted %.0f%% faster to be kept)", AUTO_MARGIN * 100);
     if (log) fprintf(log, "\n");
     *out = keep_first ? first : last;
     *n_prims = keep_first ? n_first : n_last;
