@@ -163,7 +163,8 @@ static int load_model(const korch_cli_orchestrate_args *a, korch_cli_session *s)
         values[k].value = &files[k];
     }
     if (rc == 0 && korch_plan_model_load_specialized(a->model, a->shapes.items, a->shapes.count, values,
-                                                     a->n_specialize, korch_cli_env_get()->layout,
+                                                     a->n_specialize,
+                                                     a->layout_given ? a->layout : korch_cli_env_get()->layout,
                                                      &s->model) != KORCH_OK)
         rc = korch_cli_fail();
     for (int k = 0; k < a->n_specialize; k++) korch_tensor_free(&files[k]);

@@ -29,6 +29,11 @@ typedef struct korch_cli_orchestrate_args {
     korch_cli_shapes shapes;
     int n_specialize; /* --specialize NAME=VALUE_OR_FILE: the input is that constant, and the plan guards it */
     const char *specialize[64];
+    /* optimize --layout nchw|channels-last: the layout pass the model is
+     * lowered with, over KORCH_LAYOUT (--layout auto is cmd_optimize's loop
+     * over both, docs/layout.md) */
+    bool layout_given;
+    korch_layout_strategy layout;
 } korch_cli_orchestrate_args;
 
 typedef struct korch_cli_session {
