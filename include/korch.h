@@ -191,6 +191,8 @@ typedef struct korch_optimize_options {
     double time_limit_s;      /* wall clock for the binary programs; 0: 120 s, the CLI's default */
     int estimate;             /* nonzero: latencies from a roofline model, nothing timed (quick, rough:
                                  `korch optimize --estimate`) */
+    int no_embed;             /* nonzero: the plan names the model file instead of carrying the model's
+                                 graph and weights (`korch optimize --no-embed`; docs/plan-format.md) */
 } korch_optimize_options;
 
 typedef struct korch_optimize_report {

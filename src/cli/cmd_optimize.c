@@ -12,11 +12,16 @@
 #endif
 
 static void help(void) {
-    printf("usage: korch optimize MODEL -o PLAN [--db PATH] [--threads N] [--strategy S]\n"
-           "                      [--budget SECONDS] [--input-shape NAME=DIMS]...\n\n"
+    printf("usage: korch optimize MODEL|PLAN -o PLAN [--db PATH] [--threads N] [--strategy S]\n"
+           "                      [--budget SECONDS] [--input-shape NAME=DIMS]... [--no-embed]\n\n"
            "Finds the fastest set of kernels for MODEL on this machine and writes it as a\n"
-           "plan file (docs/plan-format.md) for 'korch run PLAN' and 'korch explain PLAN'.\n\n"
+           "plan file (docs/plan-format.md) for 'korch run PLAN' and 'korch explain PLAN'.\n"
+           "The plan carries the model's graph and weights: copied alone to another\n"
+           "machine, it runs there. Given a plan instead of MODEL, optimises the plan's\n"
+           "model again (for this machine, when the plan was made on another).\n\n"
            "  -o, --output PLAN        the plan file to write\n"
+           "  --no-embed               name MODEL by path instead of carrying it (for huge\n"
+           "                           models; the plan then needs MODEL, unchanged)\n"
            "  --strategy S             optimal (default): the binary linear program;\n"
            "                           greedy: TVM-style rule-based fusion;\n"
            "                           none: one kernel per primitive\n"
@@ -31,6 +36,7 @@ int korch_cmd_optimize(int argc, char **argv) {
     korch_cli_orchestrate_args args;
     korch_cli_orchestrate_args_init(&args);
     const char *output = NULL;
+    bool embed = true;
     korch_strategy strategy = KORCH_STRATEGY_OPTIMAL;
     int rc = 0;
     for (int i = 1; i < argc && rc == 0; i++) {
@@ -42,6 +48,8 @@ int korch_cmd_optimize(int argc, char **argv) {
             return 0;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
             if (!(output = korch_cli_value(argc, argv, &i, "optimize"))) rc = 2;
+        } else if (strcmp(a, "--no-embed") == 0) {
+            embed = false;
         } else if (strcmp(a, "--strategy") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "optimize"))) rc = 2;
             else if (!korch_strategy_parse(v, &strategy))
@@ -59,7 +67,7 @@ int korch_cmd_optimize(int argc, char **argv) {
     if (rc == 0 && !args.model) rc = korch_cli_usage_error("optimize", "no model given");
     if (rc == 0 && !output && !args.dry_run) rc = korch_cli_usage_error("optimize", "no output plan given (-o PLAN)");
     /* before any work: the model is a model, and the plan can be written */
-    if (rc == 0) rc = korch_cli_expect_model(args.model, "optimize");
+    if (rc == 0) rc = korch_cli_expect_model_or_plan(args.model, "optimize");
     if (rc == 0 && output && !args.dry_run) rc = korch_cli_check_output_file("-o", output);
     if (rc) {
         korch_cli_orchestrate_args_free(&args);
@@ -76,7 +84,7 @@ int korch_cmd_optimize(int argc, char **argv) {
     }
     if (rc == 0 && korch_cli_orchestrate_solve(&args, &session, strategy, &plan) != KORCH_OK) rc = korch_cli_fail();
     if (rc == 0 && korch_cli_orchestrate_finish_plan(&args, &session, plan) != KORCH_OK) rc = korch_cli_fail();
-    if (rc == 0 && korch_plan_save(plan, output) != KORCH_OK) rc = korch_cli_fail();
+    if (rc == 0 && korch_plan_write(plan, output, &session.model, args.model, embed) != KORCH_OK) rc = korch_cli_fail();
     if (rc == 0 && !args.quiet) {
         int fused = 0;
         for (int k = 0; k < plan->n_kernels; k++) fused += plan->kernels[k].n_nodes > 1;
