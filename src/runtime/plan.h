@@ -70,7 +70,7 @@ typedef struct korch_plan_shape {
 /* The model carried inside a plan file (docs/plan-format.md), mapped with
  * the file: the graph and weights are read in place, not copied. */
 typedef struct korch_plan_sections {
-    void *map; /* the whole plan file, mapped private (copy on write) */
+    void *map; /* the whole plan file, mapped private (copy on write); NULL: the caller's memory */
     size_t map_size;
     const uint8_t *graph; /* an ONNX ModelProto whose tensors lie in weights */
     size_t graph_size;
@@ -149,6 +149,9 @@ korch_status korch_plan_save_sections(const korch_plan *plan, const char *path, 
  * mapped until korch_plan_free; every section's checksum is verified first:
  * a damaged or truncated file is refused with a message naming it. */
 korch_status korch_plan_load(const char *path, korch_plan **out);
+/* The same from memory (`name` for messages); an embedded plan points into
+ * `data`, which must outlive it (tests and the fuzzer). */
+korch_status korch_plan_load_memory(const char *name, const uint8_t *data, size_t size, korch_plan **out);
 /* true when the file starts with the plan magic */
 bool korch_plan_file_is_plan(const char *path);
 /* The model path resolved against the plan file's folder when relative.

@@ -670,11 +670,10 @@ static korch_status map_plan(const char *path, uint8_t **out, size_t *size) {
     return KORCH_OK;
 }
 
-korch_status korch_plan_load(const char *path, korch_plan **out) {
+/* Parses `file` (mapped when `mapped`, else the caller's memory); on
+ * success an embedded plan points into it. */
+static korch_status load_bytes(const char *path, uint8_t *file, size_t size, bool mapped, korch_plan **out) {
     *out = NULL;
-    uint8_t *file = NULL;
-    size_t size = 0;
-    KORCH_TRY(map_plan(path, &file, &size));
     const uint8_t *nul = memchr(file, 0, size);
     size_t text_size = nul ? (size_t)(nul - file) : size;
     parser p = {.path = path, .line = 0};
@@ -686,7 +685,10 @@ korch_status korch_plan_load(const char *path, korch_plan **out) {
     if (st == KORCH_OK && plan->embedded) st = check_sections(&p, plan, file, size, text_size);
     else if (st == KORCH_OK && nul)
         st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": contains a NUL byte", path);
-    if (st != KORCH_OK || !plan->embedded) munmap(file, size);
+    if (plan && !mapped) { /* the caller's memory: never unmapped */
+        plan->sections.map = NULL;
+        plan->sections.map_size = 0;
+    }
     if (st != KORCH_OK) {
         if (plan) plan->sections.map = NULL;
         korch_plan_free(plan);
@@ -694,6 +696,23 @@ korch_status korch_plan_load(const char *path, korch_plan **out) {
     }
     *out = plan;
     return KORCH_OK;
+}
+
+korch_status korch_plan_load(const char *path, korch_plan **out) {
+    *out = NULL;
+    uint8_t *file = NULL;
+    size_t size = 0;
+    KORCH_TRY(map_plan(path, &file, &size));
+    korch_status st = load_bytes(path, file, size, true, out);
+    if (st != KORCH_OK || !(*out)->embedded) munmap(file, size);
+    return st;
+}
+
+korch_status korch_plan_load_memory(const char *name, const uint8_t *data, size_t size, korch_plan **out) {
+    *out = NULL;
+    if (size == 0) return korch_error(KORCH_ERR_PARSE, "plan \"%s\" is empty", name);
+    /* read only: the sections are never written through (bools are copied) */
+    return load_bytes(name, (uint8_t *)data, size, false, out);
 }
 
 bool korch_plan_file_is_plan(const char *path) {
