@@ -24,6 +24,7 @@ def crc32c(data):
 
 
 def sections(blob):
+    blob = bytes(blob)
     text_end = blob.index(b"\0")
     fields = {}
     for line in blob[:text_end].split(b"\n"):
