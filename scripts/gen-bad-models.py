@@ -653,7 +653,8 @@ def gen_plans():
     add("plan_trailing_bytes.plan", 1, 1, "unexpected bytes after its weight section",
         "a self-contained plan with 64 bytes appended", data=good + b"\0" * 64)
     add("plan_v2_nul.plan", 1, 1, "contains a NUL byte", "a format-2 plan (no sections) with a NUL byte after its text",
-        data=b"korch-plan 2\nmodel path=/m.onnx sha256=" + b"a" * 64 + b"\nend kernels=0\n\0")
+        data=b"korch-plan 2\nmodel path=/m.onnx sha256=" + b"a" * 64 +
+        b"\nfission version=korch-0.1.0 pgraph-hash=0123456789abcdef pgraph-nodes=1\nend kernels=0\n\0")
 
 
 def main():
