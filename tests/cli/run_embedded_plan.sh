@@ -67,7 +67,7 @@ model="$work/made/model.onnx"
 cp "$model_src" "$model"
 expect "reference run" 0 run "$model" --input "$x" --output-dir "$work/ref"
 expect "optimize" 0 optimize "$model" -o "$work/made/model.plan" --threads 1 --strategy greedy -q
-expect "optimize --no-embed" 0 optimize "$model" -o "$work/made/external.plan" --threads 1 --strategy greedy -q
+expect "optimize --no-embed" 0 optimize "$model" -o "$work/made/external.plan" --threads 1 --strategy greedy -q --no-embed
 plan="$work/shipped/model.plan"
 cp "$work/made/model.plan" "$plan"
 cp "$work/made/external.plan" "$work/shipped/external.plan"
@@ -88,8 +88,13 @@ expect "optimize the plan again" 0 optimize "$plan" -o "$work/shipped/again.plan
     same_outputs "plan from a plan" "$work/again"
 
 # the external form needs its model
+if grep -aq '^embedded ' "$work/shipped/external.plan"; then fail "--no-embed wrote an embedded plan"; else pass; fi
 expect "--no-embed without its model" 1 run "$work/shipped/external.plan" --input "$x" --output-dir "$work/ext" &&
     one_error "--no-embed without its model" "model.onnx"
+cp "$model_src" "$work/shipped/model.onnx" # beside the plan, as before
+expect "--no-embed beside its model" 0 run "$work/shipped/external.plan" --input "$x" --output-dir "$work/ext" &&
+    same_outputs "--no-embed" "$work/ext"
+rm -f "$work/shipped/model.onnx"
 
 # damage is refused, naming the file
 python3 "$here/plan_damage.py" flip-weights "$plan" "$work/shipped/w.plan"
