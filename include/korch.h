@@ -119,8 +119,11 @@ KORCH_API const char *korch_status_name(korch_status status);
 KORCH_API const char *korch_version(void);
 
 /* ---- models --------------------------------------------------------------
- * A model is an ONNX file or a korch plan file, parsed and validated. It is
- * read-only once loaded: sessions on different threads may share it. Each
+ * A model is an ONNX file or a korch plan file, parsed and validated. A
+ * plan carries its model's graph and weights (unless made with --no-embed):
+ * the file is mapped, its checksums checked, and sessions read the weights
+ * in place. It is read-only once loaded: sessions on different threads may
+ * share it. Each
  * session holds a reference, so korch_model_free may come before the
  * sessions are destroyed: the model goes with the last of them. */
 typedef struct korch_model korch_model;
