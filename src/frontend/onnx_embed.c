@@ -57,6 +57,7 @@ static korch_status move_tensor(Onnx__TensorProto *tp, weights_blob *b, const ch
     korch_tensor t;
     KORCH_TRY(korch_onnx_tensor_convert(tp, b->dir, what, &t));
     size_t offset = 0, bytes = korch_tensor_bytes(&t);
+    korch_dtype t_dtype = t.dtype;
     korch_status st = blob_append(b, t.data, bytes, &offset);
     korch_tensor_free(&t);
     if (st != KORCH_OK) return st;
@@ -84,6 +85,10 @@ static korch_status move_tensor(Onnx__TensorProto *tp, weights_blob *b, const ch
     }
     tp->has_data_location = 1;
     tp->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    /* the bytes are the loader's tensor: its dtype (korch's dtypes are ONNX's
+     * numbers), should the loader ever convert one at load */
+    tp->has_data_type = 1;
+    tp->data_type = (int32_t)t_dtype;
     return KORCH_OK;
 }
 
