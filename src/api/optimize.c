@@ -119,7 +119,7 @@ static korch_status optimize_locked(const char *model_path, const char *plan_pat
     if (st == KORCH_OK) st = korch_plan_set_model(plan, model_path, &model);
     if (st == KORCH_OK) {
         plan->threads = threads;
-        st = korch_plan_save(plan, plan_path);
+        st = korch_plan_write(plan, plan_path, &model, model_path, !o->no_embed);
     }
     if (st == KORCH_OK) {
         korch_optimize_report r = {.predicted_ms = plan->predicted_ms, .kernels = plan->n_kernels,

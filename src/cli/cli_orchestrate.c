@@ -338,12 +338,15 @@ korch_status korch_cli_orchestrate_finish_plan(const korch_cli_orchestrate_args 
     return KORCH_OK;
 }
 
-void korch_cli_orchestrate_end(korch_cli_session *s) {
+void korch_cli_orchestrate_end_keep(korch_cli_session *s, korch_plan_model *keep) {
     korch_orchestrator_free(s->orch);
     korch_verifier_free(s->verifier);
     for (int i = 0; s->verify_inputs && s->model.graph && i < s->model.graph->n_inputs; i++)
         korch_tensor_free(&s->verify_inputs[i]);
     free(s->verify_inputs);
-    korch_plan_model_close(&s->model);
+    if (keep) *keep = s->model;
+    else korch_plan_model_close(&s->model);
     memset(s, 0, sizeof *s);
 }
+
+void korch_cli_orchestrate_end(korch_cli_session *s) { korch_cli_orchestrate_end_keep(s, NULL); }

@@ -68,6 +68,9 @@ korch_status korch_cli_orchestrate_solve(const korch_cli_orchestrate_args *a, ko
 /* Records the model, shapes and threads in a freshly solved plan. */
 korch_status korch_cli_orchestrate_finish_plan(const korch_cli_orchestrate_args *a, const korch_cli_session *s,
                                                korch_plan *plan);
+/* As korch_cli_orchestrate_end, but the session's model moves to *keep (the
+ * caller closes it) instead of being closed. */
+void korch_cli_orchestrate_end_keep(korch_cli_session *s, korch_plan_model *keep);
 void korch_cli_orchestrate_end(korch_cli_session *s);
 
 #endif

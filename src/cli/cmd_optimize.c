@@ -13,11 +13,17 @@
 #endif
 
 static void help(void) {
-    printf("usage: korch optimize MODEL -o PLAN [--db PATH] [--threads N] [--strategy S]\n"
-           "                      [--budget SECONDS] [--input-shape NAME=DIMS]... [--layout L]\n\n"
+    printf("usage: korch optimize MODEL|PLAN -o PLAN [--db PATH] [--threads N] [--strategy S]\n"
+           "                      [--budget SECONDS] [--input-shape NAME=DIMS]... [--layout L]\n"
+           "                      [--no-embed]\n\n"
            "Finds the fastest set of kernels for MODEL on this machine and writes it as a\n"
-           "plan file (docs/plan-format.md) for 'korch run PLAN' and 'korch explain PLAN'.\n\n"
+           "plan file (docs/plan-format.md) for 'korch run PLAN' and 'korch explain PLAN'.\n"
+           "The plan carries the model's graph and weights: copied alone to another\n"
+           "machine, it runs there. Given a plan instead of MODEL, optimises the plan's\n"
+           "model again (for this machine, when the plan was made on another).\n\n"
            "  -o, --output PLAN        the plan file to write\n"
+           "  --no-embed               name MODEL by path instead of carrying it (for huge\n"
+           "                           models; the plan then needs MODEL, unchanged)\n"
            "  --strategy S             optimal (default): the binary linear program;\n"
            "                           greedy: TVM-style rule-based fusion;\n"
            "                           none: one kernel per primitive\n"
@@ -33,10 +39,11 @@ static void help(void) {
 }
 
 /* One layout's plan (args->layout): model -> candidates -> profiles -> plan.
- * *n_prims: the primitives of its graph, for the summary. Returns an exit
+ * *n_prims: the primitives of its graph, for the summary; *keep (may be NULL)
+ * receives the session's model, which the plan file carries. Returns an exit
  * code; *out is NULL after a dry run. */
 static int optimize_layout(const korch_cli_orchestrate_args *args, korch_strategy strategy, korch_plan **out,
-                           int *n_prims) {
+                           int *n_prims, korch_plan_model *keep) {
     korch_cli_session session;
     *out = NULL;
     int rc = korch_cli_orchestrate_begin(args, strategy, &session);
@@ -50,7 +57,8 @@ static int optimize_layout(const korch_cli_orchestrate_args *args, korch_strateg
         korch_plan_free(*out);
         *out = NULL;
     }
-    korch_cli_orchestrate_end(&session);
+    /* the model handed over, not closed with the session */
+    korch_cli_orchestrate_end_keep(&session, rc == 0 && keep && !keep->graph ? keep : NULL);
     return rc;
 }
 
@@ -80,14 +88,14 @@ static bool same_graph(const korch_cli_orchestrate_args *args, const korch_plan 
  * if it is predicted at least AUTO_MARGIN faster, else the channels-last one.
  * docs/layout.md says why this is per model and what it costs. */
 static int optimize_auto(korch_cli_orchestrate_args *args, korch_strategy strategy, korch_plan **out,
-                         int *n_prims) {
+                         int *n_prims, korch_plan_model *keep) {
     FILE *log = args->quiet ? NULL : stdout;
     korch_plan *last = NULL, *first = NULL;
     int n_last = 0, n_first = 0;
     args->layout_given = true;
     args->layout = KORCH_LAYOUT_CHANNELS_LAST;
     if (log) fprintf(log, "layout: auto: optimising channels-last (1 of 2)\n");
-    int rc = optimize_layout(args, strategy, &last, &n_last);
+    int rc = optimize_layout(args, strategy, &last, &n_last, keep); /* the model is the same in both layouts */
     if (rc == 0 && last && same_graph(args, last, KORCH_LAYOUT_KEEP)) {
         if (log)
             fprintf(log, "layout: nchw and channels-last lower to the same primitive graph (nothing to relayout): "
@@ -98,7 +106,7 @@ static int optimize_auto(korch_cli_orchestrate_args *args, korch_strategy strate
     }
     args->layout = KORCH_LAYOUT_KEEP;
     if (rc == 0 && log) fprintf(log, "layout: auto: optimising nchw (2 of 2)\n");
-    if (rc == 0) rc = optimize_layout(args, strategy, &first, &n_first);
+    if (rc == 0) rc = optimize_layout(args, strategy, &first, &n_first, NULL);
     if (rc != 0 || args->dry_run) {
         korch_plan_free(last);
         korch_plan_free(first);
@@ -121,6 +129,7 @@ int korch_cmd_optimize(int argc, char **argv) {
     korch_cli_orchestrate_args args;
     korch_cli_orchestrate_args_init(&args);
     const char *output = NULL;
+    bool embed = true;
     korch_strategy strategy = KORCH_STRATEGY_OPTIMAL;
     bool layout_auto = false;
     int rc = 0;
@@ -133,6 +142,8 @@ int korch_cmd_optimize(int argc, char **argv) {
             return 0;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
             if (!(output = korch_cli_value(argc, argv, &i, "optimize"))) rc = 2;
+        } else if (strcmp(a, "--no-embed") == 0) {
+            embed = false;
         } else if (strcmp(a, "--strategy") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "optimize"))) rc = 2;
             else if (!korch_strategy_parse(v, &strategy))
@@ -155,7 +166,7 @@ int korch_cmd_optimize(int argc, char **argv) {
     if (rc == 0 && !args.model) rc = korch_cli_usage_error("optimize", "no model given");
     if (rc == 0 && !output && !args.dry_run) rc = korch_cli_usage_error("optimize", "no output plan given (-o PLAN)");
     /* before any work: the model is a model, and the plan can be written */
-    if (rc == 0) rc = korch_cli_expect_model(args.model, "optimize");
+    if (rc == 0) rc = korch_cli_expect_model_or_plan(args.model, "optimize");
     if (rc == 0 && output && !args.dry_run) rc = korch_cli_check_output_file("-o", output);
     if (rc) {
         korch_cli_orchestrate_args_free(&args);
@@ -164,9 +175,13 @@ int korch_cmd_optimize(int argc, char **argv) {
     double t0 = korch_now_ms();
     korch_plan *plan = NULL;
     int n_prims = 0;
-    rc = layout_auto ? optimize_auto(&args, strategy, &plan, &n_prims)
-                     : optimize_layout(&args, strategy, &plan, &n_prims);
-    if (rc == 0 && !args.dry_run && korch_plan_save(plan, output) != KORCH_OK) rc = korch_cli_fail();
+    korch_plan_model kept; /* the model (its bytes, or the plan it came from) the plan file carries */
+    memset(&kept, 0, sizeof kept);
+    rc = layout_auto ? optimize_auto(&args, strategy, &plan, &n_prims, &kept)
+                     : optimize_layout(&args, strategy, &plan, &n_prims, &kept);
+    if (rc == 0 && !args.dry_run && korch_plan_write(plan, output, &kept, args.model, embed) != KORCH_OK)
+        rc = korch_cli_fail();
+    korch_plan_model_close(&kept);
     if (rc == 0 && !args.dry_run && !args.quiet) {
         int fused = 0;
         for (int k = 0; k < plan->n_kernels; k++) fused += plan->kernels[k].n_nodes > 1;

@@ -151,7 +151,8 @@ int korch_cmd_run(int argc, char **argv) {
         }
     }
     /* Load once unprepared to resolve names and symbolic dims. */
-    if (korch_onnx_load_file(model, &g) != KORCH_OK || korch_graph_validate(g) != KORCH_OK) {
+    if (plan ? korch_cli_plan_graph(plan, NULL, &g) != KORCH_OK
+             : korch_onnx_load_file(model, &g) != KORCH_OK || korch_graph_validate(g) != KORCH_OK) {
         rc = korch_cli_fail();
         goto done;
     }
@@ -227,10 +228,8 @@ int korch_cmd_run(int argc, char **argv) {
     g = NULL;
     /* a plan's model is inferred as the plan was made: its shapes (which
      * `shapes` repeats) and its guarded inputs specialized */
-    korch_status lst = plan ? korch_onnx_load_file(model, &g) : korch_frontend_load(model, shapes.items, shapes.count, &g);
-    if (plan && lst == KORCH_OK) lst = korch_graph_validate(g);
-    if (plan && lst == KORCH_OK) lst = korch_plan_infer_graph(korch_cli_plan_get(plan), g);
-    if (lst != KORCH_OK) {
+    if ((plan ? korch_cli_plan_graph(plan, &shapes, &g) : korch_frontend_load(model, shapes.items, shapes.count, &g)) !=
+        KORCH_OK) {
         free(binding);
         rc = korch_cli_fail();
         goto done;
@@ -368,7 +367,7 @@ done:
         free(file_names[k]);
     }
     korch_cli_shapes_free(&shapes);
+    korch_graph_free(g); /* before the plan: an embedded plan's graph borrows its weights */
     korch_cli_plan_close(plan);
-    korch_graph_free(g);
     return rc;
 }

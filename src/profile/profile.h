@@ -76,6 +76,9 @@ size_t korch_profile_scrub_mib(void);
  * What makes a latency measured on one machine valid on another: CPU model,
  * ISA flags, thread count, compiler and its version. `hash` keys the database;
  * `text` is the readable form stored beside it. */
+/* This CPU's model name and its ISA extensions that matter to kernels
+ * (comma-separated), as the fingerprint records them; static strings. */
+void korch_machine_cpu(const char **model, const char **isa);
 korch_status korch_machine_fingerprint(int threads, const char *compiler, char hash[33], char *text, size_t size);
 
 /* ---- database.c ------------------------------------------------------------ */
