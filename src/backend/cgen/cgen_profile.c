@@ -156,7 +156,11 @@ static korch_status quick_run(cg_session *S, korch_profile_result *results) {
     korch_status st = quick_compile(S, items, n, &units, &n_units);
     S->stats->compile_s += korch_now_s() - t0;
     double t1 = korch_now_s();
-    if (st == KORCH_OK) st = korch_profile_db_begin(S->db);
+    /* committed only when begun: a commit without a transaction replaced the
+     * compile error (a missing compiler) with a database one (found on the
+     * options branch) */
+    bool began = false;
+    if (st == KORCH_OK) began = (st = korch_profile_db_begin(S->db)) == KORCH_OK;
     korch_timer_options timer = quick_timer();
     timer.monitor = S->monitor;
     for (int i = 0; i < n && st == KORCH_OK; i++) {
@@ -180,7 +184,7 @@ static korch_status quick_run(cg_session *S, korch_profile_result *results) {
         snprintf(rec.schedule, sizeof rec.schedule, "%s", it->text);
         st = korch_profile_db_put_trial_record(S->db, "cgen", j->k.sig, S->machine, &rec);
     }
-    korch_profile_db_commit(S->db);
+    if (began) korch_profile_db_commit(S->db);
     S->stats->time_s += korch_now_s() - t1;
     for (int i = 0; i < n && st == KORCH_OK; i++) {
         const quick_item *it = &items[i];
