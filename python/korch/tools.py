@@ -42,7 +42,7 @@ def _print_line(line):
 
 
 def optimize(model_path, plan_path, strategy="optimal", threads=None, db=None, budget=None, progress=True,
-             input_shapes=None, estimate=False, time_limit=None):
+             input_shapes=None, estimate=False, time_limit=None, embed=True):
     """Finds the fastest set of kernels for the ONNX model on this machine and
     writes the plan (`korch optimize MODEL -o PLAN`, with the CLI's defaults).
 
@@ -57,7 +57,9 @@ def optimize(model_path, plan_path, strategy="optimal", threads=None, db=None, b
     input_shapes: {"name": (1, 3, 224, 224)} fixes symbolic dimensions.
     estimate: latencies from a roofline model, nothing timed (quick, rough;
     `--estimate`). time_limit: wall clock for the binary programs, seconds
-    (None: 120, the CLI's default).
+    (None: 120, the CLI's default). embed: the plan carries the model's
+    graph and weights (default; it runs without the model file); False
+    names the model by path instead (`--no-embed`, for huge models).
 
     The GIL is released while it runs. Calls take turns within a process
     (the solver is not thread-safe). Returns an OptimizeReport."""
@@ -89,7 +91,7 @@ def optimize(model_path, plan_path, strategy="optimal", threads=None, db=None, b
         threads=_threads_arg(threads), strategy=strategy.encode(),
         db_path=os.fsencode(os.fspath(db)) if db is not None else None, budget_s=float(budget or 0),
         input_shapes=_shape_spec(input_shapes), log=callback, log_user=None, progress_bar=int(progress is True),
-        time_limit_s=float(time_limit or 0), estimate=int(bool(estimate)))
+        time_limit_s=float(time_limit or 0), estimate=int(bool(estimate)), no_embed=int(not embed))
     report = _lib.OptimizeReport()
     plan_path = os.fspath(plan_path)
     status = _lib_.korch_optimize(os.fsencode(os.fspath(model_path)), os.fsencode(plan_path), ctypes.byref(opts),

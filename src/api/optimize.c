@@ -79,7 +79,7 @@ static korch_status optimize_locked(const char *model_path, const char *plan_pat
     if (st == KORCH_OK) st = korch_pipeline_prepare(&c, strategy, &p);
     if (st == KORCH_OK) st = korch_orchestrator_profile(p.orch);
     if (st == KORCH_OK) st = korch_pipeline_solve(&p, strategy, 0, &plan);
-    if (st == KORCH_OK) st = korch_pipeline_write(&p, model_path, plan, plan_path);
+    if (st == KORCH_OK) st = korch_pipeline_write(&p, model_path, plan, plan_path, !o->no_embed);
     if (st == KORCH_OK && report) {
         korch_optimize_report r = {.predicted_ms = plan->predicted_ms, .kernels = plan->n_kernels,
                                    .primitives = p.model.pg->n_nodes, .seconds = korch_now_s() - p.t0};

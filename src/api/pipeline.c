@@ -81,9 +81,10 @@ korch_status korch_pipeline_finish_plan(const korch_pipeline *p, const char *mod
     return KORCH_OK;
 }
 
-korch_status korch_pipeline_write(korch_pipeline *p, const char *model_path, korch_plan *plan, const char *plan_path) {
+korch_status korch_pipeline_write(korch_pipeline *p, const char *model_path, korch_plan *plan, const char *plan_path,
+                                  bool embed) {
     KORCH_TRY(korch_pipeline_finish_plan(p, model_path, plan));
-    KORCH_TRY(korch_plan_save(plan, plan_path));
+    KORCH_TRY(korch_plan_write(plan, plan_path, &p->model, model_path, embed));
     FILE *log = p->log;
     if (!log) return KORCH_OK;
     int fused = 0;
@@ -96,12 +97,15 @@ korch_status korch_pipeline_write(korch_pipeline *p, const char *model_path, kor
     return KORCH_OK;
 }
 
-void korch_pipeline_free(korch_pipeline *p) {
+void korch_pipeline_free_keep(korch_pipeline *p, korch_plan_model *keep) {
     korch_orchestrator_free(p->orch);
     korch_verifier_free(p->verifier);
     for (int i = 0; p->verify_inputs && p->model.graph && i < p->model.graph->n_inputs; i++)
         korch_tensor_free(&p->verify_inputs[i]);
     free(p->verify_inputs);
-    korch_plan_model_close(&p->model);
+    if (keep) *keep = p->model;
+    else korch_plan_model_close(&p->model);
     memset(p, 0, sizeof *p);
 }
+
+void korch_pipeline_free(korch_pipeline *p) { korch_pipeline_free_keep(p, NULL); }

@@ -64,9 +64,13 @@ korch_status korch_pipeline_prepare(const korch_pipeline_config *c, korch_strate
 korch_status korch_pipeline_solve(korch_pipeline *p, korch_strategy strategy, int closed_loop, korch_plan **out);
 /* Records the model (path, hash, shapes) and the thread count in the plan. */
 korch_status korch_pipeline_finish_plan(const korch_pipeline *p, const char *model_path, korch_plan *plan);
-/* finish_plan, then writes the plan to plan_path and logs "plan: ..." and
- * "optimize time: ...". */
-korch_status korch_pipeline_write(korch_pipeline *p, const char *model_path, korch_plan *plan, const char *plan_path);
+/* finish_plan, then writes the plan to plan_path (self-contained unless
+ * !embed: docs/plan-format.md) and logs "plan: ..." and "optimize time: ...". */
+korch_status korch_pipeline_write(korch_pipeline *p, const char *model_path, korch_plan *plan, const char *plan_path,
+                                  bool embed);
 void korch_pipeline_free(korch_pipeline *p);
+/* As korch_pipeline_free, but the model moves to *keep (the caller closes
+ * it): the plan file carries it (korch_plan_write). */
+void korch_pipeline_free_keep(korch_pipeline *p, korch_plan_model *keep);
 
 #endif

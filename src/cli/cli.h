@@ -85,13 +85,19 @@ void korch_cli_shapes_free(korch_cli_shapes *s);
 
 
 /* `korch run PLAN` (cli_plan.c). open: loads the plan, checks its model's
- * hash, points *model_path at the model and adds the plan's input shapes.
+ * hash, points *model_path at the model (an embedded plan: at the plan
+ * itself) and adds the plan's input shapes.
  * prepare: lowers the run's inferred graph, checks it is the plan's, builds
  * the kernels. run: one execution (allocates outputs whose data is NULL).
  * The int functions return 0 or an exit code (after printing the error). */
 typedef struct korch_cli_plan korch_cli_plan;
 int korch_cli_plan_open(const char *plan_path, korch_cli_plan **out, const char **model_path, korch_cli_shapes *shapes);
 int korch_cli_plan_threads(const korch_cli_plan *p);
+/* The plan's ONNX graph (embedded, or the file it names), validated, and
+ * unless `shapes` is NULL inferred as the plan was made: with its shapes (the
+ * ones korch_cli_plan_open gave) and its guards. An embedded plan's graph borrows the
+ * plan's weights: free it before korch_cli_plan_close. */
+korch_status korch_cli_plan_graph(const korch_cli_plan *p, const korch_cli_shapes *shapes, korch_graph **out);
 /* bytes of the executor's arena (after prepare) */
 size_t korch_cli_plan_arena_bytes(const korch_cli_plan *p);
 int korch_cli_plan_prepare(korch_cli_plan *p, korch_graph *g, int threads);
@@ -127,5 +133,8 @@ korch_status korch_cli_profile_write_csv(const korch_cli_profile *p, const korch
  * --help was printed (the command then exits 0). */
 int korch_cli_model_args(int argc, char **argv, const char *command, void (*help)(void), const char **model,
                          korch_cli_shapes *shapes);
+/* The same for commands that also read a plan (korch info). */
+int korch_cli_model_or_plan_args(int argc, char **argv, const char *command, void (*help)(void), const char **model,
+                                 korch_cli_shapes *shapes);
 
 #endif

@@ -68,8 +68,8 @@ void korch_cli_shapes_free(korch_cli_shapes *s) {
     s->count = 0;
 }
 
-int korch_cli_model_args(int argc, char **argv, const char *command, void (*help)(void), const char **model,
-                         korch_cli_shapes *shapes) {
+static int model_args(int argc, char **argv, const char *command, void (*help)(void), const char **model,
+                      korch_cli_shapes *shapes, bool plans_too) {
     int rc = 0;
     for (int i = 1; i < argc && rc == 0; i++) {
         if (korch_cli_is_help(argv[i])) {
@@ -88,7 +88,17 @@ int korch_cli_model_args(int argc, char **argv, const char *command, void (*help
         }
     }
     if (rc == 0 && !*model) rc = korch_cli_usage_error(command, "no model given");
-    if (rc == 0) rc = korch_cli_expect_model(*model, command);
+    if (rc == 0) rc = plans_too ? korch_cli_expect_model_or_plan(*model, command) : korch_cli_expect_model(*model, command);
     if (rc) korch_cli_shapes_free(shapes);
     return rc;
+}
+
+int korch_cli_model_args(int argc, char **argv, const char *command, void (*help)(void), const char **model,
+                         korch_cli_shapes *shapes) {
+    return model_args(argc, argv, command, help, model, shapes, false);
+}
+
+int korch_cli_model_or_plan_args(int argc, char **argv, const char *command, void (*help)(void), const char **model,
+                                 korch_cli_shapes *shapes) {
+    return model_args(argc, argv, command, help, model, shapes, true);
 }

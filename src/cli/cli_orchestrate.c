@@ -252,7 +252,7 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
     FILE *log = a->quiet ? NULL : stdout;
     korch_pipeline_config c = {
         .model_path = a->model, .shapes = a->shapes.items, .n_shapes = a->shapes.count,
-        .layout = korch_cli_env_get()->layout, .threads = threads,
+        .layout = a->layout_given ? a->layout : korch_cli_env_get()->layout, .threads = threads,
         .profile = {.budget_s = a->budget_s, .db_path = a->db, .cache_dir = a->cache_dir, .quiet = a->quiet},
         .time_limit_s = a->time_limit_s, .max_kernel_nodes = (int)a->max_kernel_nodes,
         .max_partition_nodes = (int)a->max_partition_nodes, .no_prune = a->no_prune, .estimate = a->estimate,
@@ -285,5 +285,7 @@ korch_status korch_cli_orchestrate_finish_plan(const korch_cli_orchestrate_args 
                                                korch_plan *plan) {
     return korch_pipeline_finish_plan(s, a->model, plan);
 }
+
+void korch_cli_orchestrate_end_keep(korch_cli_session *s, korch_plan_model *keep) { korch_pipeline_free_keep(s, keep); }
 
 void korch_cli_orchestrate_end(korch_cli_session *s) { korch_pipeline_free(s); }

@@ -31,6 +31,11 @@ typedef struct korch_cli_orchestrate_args {
     korch_cli_shapes shapes;
     int n_specialize; /* --specialize NAME=VALUE_OR_FILE: the input is that constant, and the plan guards it */
     const char *specialize[64];
+    /* optimize --layout nchw|channels-last: the layout pass the model is
+     * lowered with, over KORCH_LAYOUT (--layout auto is cmd_optimize's loop
+     * over both, docs/layout.md) */
+    bool layout_given;
+    korch_layout_strategy layout;
 } korch_cli_orchestrate_args;
 
 /* verifier: NULL with --no-verify; verify_inputs: the --input files bound
@@ -56,6 +61,9 @@ korch_status korch_cli_orchestrate_solve(const korch_cli_orchestrate_args *a, ko
 /* Records the model, shapes and threads in a freshly solved plan. */
 korch_status korch_cli_orchestrate_finish_plan(const korch_cli_orchestrate_args *a, const korch_cli_session *s,
                                                korch_plan *plan);
+/* As korch_cli_orchestrate_end, but the session's model moves to *keep (the
+ * caller closes it) instead of being closed. */
+void korch_cli_orchestrate_end_keep(korch_cli_session *s, korch_plan_model *keep);
 void korch_cli_orchestrate_end(korch_cli_session *s);
 
 #endif

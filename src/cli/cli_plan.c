@@ -1,6 +1,7 @@
 /* Plans on the command line: `korch run PLAN` reuses everything `korch run
  * MODEL` does (input binding, random inputs, output files, --bench) and only
- * swaps the reference executor for the plan's executor. */
+ * swaps the reference executor for the plan's executor, and the model file
+ * for the plan's model (its own, when embedded). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,28 @@ struct korch_cli_plan {
     korch_executor *ex;
 };
 
+/* An external-reference plan: its model must be byte-for-byte the one the
+ * plan was made for. */
+static int check_named_model(korch_cli_plan *p, const char *plan_path) {
+    p->model_path = korch_plan_model_path(p->plan, plan_path);
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    char sha[65];
+    if (!p->model_path || korch_read_file(p->model_path, KORCH_MAX_MODEL_BYTES, &bytes, &size) != KORCH_OK) {
+        if (p->model_path) korch_error_prefix(KORCH_ERR_IO, "plan \"%s\" names model \"%s\"", plan_path, p->model_path);
+        return korch_cli_fail();
+    }
+    korch_sha256_hex(bytes, size, sha);
+    free(bytes);
+    if (strcmp(sha, p->plan->model_sha256) != 0) {
+        korch_error(KORCH_ERR_INVALID_MODEL,
+                    "model \"%s\" has changed since plan \"%s\" was made (sha256 differs); re-run korch optimize",
+                    p->model_path, plan_path);
+        return korch_cli_fail();
+    }
+    return 0;
+}
+
 int korch_cli_plan_open(const char *plan_path, korch_cli_plan **out, const char **model_path,
                         korch_cli_shapes *shapes) {
     *out = NULL;
@@ -28,24 +51,17 @@ int korch_cli_plan_open(const char *plan_path, korch_cli_plan **out, const char 
         korch_cli_plan_close(p);
         return korch_cli_fail();
     }
-    p->model_path = korch_plan_model_path(p->plan, plan_path);
-    /* the model must be byte-for-byte the one the plan was made for */
-    uint8_t *bytes = NULL;
-    size_t size = 0;
-    char sha[65];
-    if (!p->model_path || korch_read_file(p->model_path, KORCH_MAX_MODEL_BYTES, &bytes, &size) != KORCH_OK) {
-        if (p->model_path) korch_error_prefix(KORCH_ERR_IO, "plan \"%s\" names model \"%s\"", plan_path, p->model_path);
+    korch_plan_note_foreign(p->plan, plan_path);
+    if (p->plan->embedded) {
+        /* the model is the plan's own: nothing else to find */
+        p->model_path = strdup(plan_path);
+        if (!p->model_path) {
+            korch_cli_plan_close(p);
+            return korch_cli_fail();
+        }
+    } else if (check_named_model(p, plan_path) != 0) {
         korch_cli_plan_close(p);
-        return korch_cli_fail();
-    }
-    korch_sha256_hex(bytes, size, sha);
-    free(bytes);
-    if (strcmp(sha, p->plan->model_sha256) != 0) {
-        korch_error(KORCH_ERR_INVALID_MODEL,
-                    "model \"%s\" has changed since plan \"%s\" was made (sha256 differs); re-run korch optimize",
-                    p->model_path, plan_path);
-        korch_cli_plan_close(p);
-        return korch_cli_fail();
+        return 1;
     }
     /* the plan fixes every input shape; --input-shape may only repeat them */
     for (int i = 0; i < p->plan->n_input_shapes; i++) {
@@ -79,6 +95,19 @@ int korch_cli_plan_open(const char *plan_path, korch_cli_plan **out, const char 
     *model_path = p->model_path;
     *out = p;
     return 0;
+}
+
+korch_status korch_cli_plan_graph(const korch_cli_plan *p, const korch_cli_shapes *shapes, korch_graph **out) {
+    KORCH_TRY(korch_plan_load_graph(p->plan, p->plan_path, out));
+    if (!shapes) return KORCH_OK;
+    /* as the plan was made: its shapes (which `shapes` repeats) and its
+     * guarded inputs specialized (docs/control-flow.md) */
+    korch_status st = korch_plan_infer_graph(p->plan, *out);
+    if (st != KORCH_OK) {
+        korch_graph_free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 int korch_cli_plan_threads(const korch_cli_plan *p) { return p->plan->threads; }

@@ -13,13 +13,14 @@
 #include "verify/verify.h"
 
 static void help(void) {
-    printf("usage: korch bench MODEL [--runs N] [--check] [--db PATH] [--threads N]\n"
+    printf("usage: korch bench MODEL|PLAN [--runs N] [--check] [--db PATH] [--threads N]\n"
            "                   [--budget SECONDS] [--input-shape NAME=DIMS]...\n\n"
            "Optimises MODEL with each strategy (none, greedy, optimal) from the same\n"
            "profiles, runs each plan N times (default 10, after a warm-up run) on seeded\n"
            "random inputs, and prints per strategy the measured median latency, the\n"
            "predicted latency and the kernel count. The plans' outputs are compared with\n"
            "each other; --check also compares them with the reference executor.\n"
+           "Given a plan, its model (embedded or named) at the plan's input shapes.\n"
            "The last line is 'none_ms=A greedy_ms=B optimal_ms=C speedup=B/C'.\n");
     korch_cli_orchestrate_help();
 }
@@ -79,7 +80,7 @@ int korch_cmd_bench(int argc, char **argv) {
         }
     }
     if (rc == 0 && !args.model) rc = korch_cli_usage_error("bench", "no model given");
-    if (rc == 0) rc = korch_cli_expect_model(args.model, "bench");
+    if (rc == 0) rc = korch_cli_expect_model_or_plan(args.model, "bench");
     if (rc == 0 && args.dry_run) rc = korch_cli_usage_error("bench", "--dry-run is an optimize option");
     if (rc) {
         korch_cli_orchestrate_args_free(&args);

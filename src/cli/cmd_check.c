@@ -3,20 +3,53 @@
 
 #include "cli/cli.h"
 #include "frontend/subgraph.h"
+#include "runtime/plan.h"
 
 static void help(void) {
-    printf("usage: korch check MODEL [--input-shape NAME=DIMS]...\n\n"
+    printf("usage: korch check MODEL|PLAN [--input-shape NAME=DIMS]...\n\n"
            "Parses and validates MODEL (structure, operator support, dtypes, shapes,\n"
            "constant folding) without running it. Exits 0 only if korch can run the\n"
-           "model; otherwise prints one line naming the fault and exits 1.\n\n"
+           "model; otherwise prints one line naming the fault and exits 1. A plan is\n"
+           "checked whole: checksums, its model, and its kernels against that model.\n\n"
            "  --input-shape NAME=DIMS  fix a symbolic input shape, e.g. input=1x3x224x224\n");
+}
+
+/* A plan: loaded (text, checksums, sections), its model loaded and
+ * lowered, and its kernels validated against the primitive graph; nothing
+ * is built or run. */
+static int check_plan(const char *path) {
+    korch_plan *plan = NULL;
+    korch_plan_model m;
+    if (korch_plan_load(path, &plan) != KORCH_OK) return korch_cli_fail();
+    if (korch_plan_model_open(plan, path, &m) != KORCH_OK) {
+        korch_plan_free(plan);
+        return korch_cli_fail();
+    }
+    int rc = 0;
+    if (korch_plan_validate(plan, m.pg) != KORCH_OK) {
+        char printable[256];
+        korch_error_prefix(KORCH_ERR_INVALID_MODEL, "plan \"%s\"", korch_printable(path, printable, sizeof printable));
+        rc = korch_cli_fail();
+    } else {
+        printf("ok: plan of %d kernels for %d primitives, %s\n", plan->n_kernels, m.pg->n_nodes,
+               plan->embedded ? "its model embedded" : "its model unchanged");
+    }
+    korch_plan_model_close(&m);
+    korch_plan_free(plan);
+    return rc;
 }
 
 int korch_cmd_check(int argc, char **argv) {
     const char *model = NULL;
     korch_cli_shapes shapes = {0};
-    int rc = korch_cli_model_args(argc, argv, "check", help, &model, &shapes);
+    int rc = korch_cli_model_or_plan_args(argc, argv, "check", help, &model, &shapes);
     if (rc != 0) return rc < 0 ? 0 : rc;
+    if (korch_plan_file_is_plan(model)) {
+        bool fixed = shapes.count > 0;
+        korch_cli_shapes_free(&shapes);
+        if (fixed) return korch_cli_usage_error("check", "--input-shape: a plan's input shapes are fixed");
+        return check_plan(model);
+    }
     korch_graph *g = NULL;
     korch_status st = korch_frontend_load(model, shapes.items, shapes.count, &g);
     korch_cli_shapes_free(&shapes);

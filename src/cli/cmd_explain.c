@@ -95,7 +95,18 @@ int korch_cmd_explain(int argc, char **argv) {
     double total = 0;
     for (int i = 0; i < plan->n_kernels; i++) total += plan->kernels[i].latency_ms;
     printf("plan: %s (format %d)\n", korch_printable(path, buf, sizeof buf), plan->version);
-    printf("model: %s (sha256 %.16s...)\n", korch_printable(plan->model_path, buf, sizeof buf), plan->model_sha256);
+    if (plan->embedded)
+        printf("model: embedded (graph %zu bytes, weights %zu bytes), made from %s (sha256 %.16s...)\n",
+               plan->sections.graph_size, plan->sections.weights_size,
+               korch_printable(plan->model_path, buf, sizeof buf), plan->model_sha256);
+    else
+        printf("model: %s (sha256 %.16s...)\n", korch_printable(plan->model_path, buf, sizeof buf), plan->model_sha256);
+    if (plan->machine_cpu[0]) {
+        char why[512];
+        bool foreign = korch_plan_machine_is_foreign(plan, why, sizeof why);
+        printf("tuned on: %s%s%s\n", korch_printable(plan->machine_cpu, buf, sizeof buf),
+               foreign ? "; foreign here: " : " (this machine's CPU)", foreign ? why : "");
+    }
     for (int i = 0; i < plan->n_input_shapes; i++) {
         const korch_tensor *guard = plan->input_shapes[i].specialized;
         printf("input: %s %s", korch_printable(plan->input_shapes[i].name, buf, sizeof buf),

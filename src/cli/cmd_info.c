@@ -4,11 +4,13 @@
 
 #include "cli/cli.h"
 #include "frontend/summary.h"
+#include "runtime/plan.h"
 
 static void help(void) {
-    printf("usage: korch info MODEL [--input-shape NAME=DIMS]...\n\n"
+    printf("usage: korch info MODEL|PLAN [--input-shape NAME=DIMS]...\n\n"
            "Prints the model's inputs and outputs with shapes, an operator histogram,\n"
-           "parameter bytes and the FLOPs of one run.\n");
+           "parameter bytes and the FLOPs of one run. For a plan: of the model it was\n"
+           "made for (its own when embedded), at the plan's input shapes.\n");
 }
 
 static void print_value(const korch_value *v, const char *kind) {
@@ -17,18 +19,50 @@ static void print_value(const korch_value *v, const char *kind) {
            korch_shape_format(&v->shape, shape, sizeof shape));
 }
 
+/* The summary of a plan's model at the plan's shapes; *plan stays loaded
+ * (the graphs may borrow its weights). */
+static korch_status load_plan_summary(const char *path, korch_plan **plan, korch_model_summary *s) {
+    KORCH_TRY(korch_plan_load(path, plan));
+    korch_graph *raw = NULL, *graph = NULL;
+    KORCH_TRY(korch_plan_load_graph(*plan, path, &raw));
+    korch_status st = korch_plan_load_inferred(*plan, path, &graph);
+    if (st != KORCH_OK) {
+        korch_graph_free(raw);
+        return st;
+    }
+    return korch_model_summary_build(raw, graph, s);
+}
+
 int korch_cmd_info(int argc, char **argv) {
     const char *model = NULL;
     korch_cli_shapes shapes = {0};
-    int rc = korch_cli_model_args(argc, argv, "info", help, &model, &shapes);
+    int rc = korch_cli_model_or_plan_args(argc, argv, "info", help, &model, &shapes);
     if (rc != 0) return rc < 0 ? 0 : rc;
     korch_model_summary s;
-    korch_status st = korch_model_summary_load(model, shapes.items, shapes.count, &s);
+    korch_plan *plan = NULL;
+    korch_status st = KORCH_OK;
+    if (korch_plan_file_is_plan(model)) {
+        if (shapes.count) {
+            korch_cli_shapes_free(&shapes);
+            return korch_cli_usage_error("info", "--input-shape: a plan's input shapes are fixed (korch explain PLAN "
+                                                 "lists them)");
+        }
+        st = load_plan_summary(model, &plan, &s);
+    } else {
+        st = korch_model_summary_load(model, shapes.items, shapes.count, &s);
+    }
     korch_cli_shapes_free(&shapes);
-    if (st != KORCH_OK) return korch_cli_fail();
+    if (st != KORCH_OK) {
+        korch_plan_free(plan);
+        return korch_cli_fail();
+    }
     const korch_graph *g = s.graph;
     char name[200];
     printf("model: %s\n", korch_printable(model, name, sizeof name));
+    if (plan && plan->embedded) printf("plan: format %d, the model embedded (made from %s)\n", plan->version,
+                                       korch_printable(plan->model_path, name, sizeof name));
+    else if (plan) printf("plan: format %d, for the model %s\n", plan->version,
+                          korch_printable(plan->model_path, name, sizeof name));
     printf("graph: \"%s\", IR version %lld, ONNX opset %lld\n", korch_printable(g->name, name, sizeof name),
            (long long)g->ir_version, (long long)korch_graph_opset(g, ""));
     for (int i = 0; i < g->n_inputs; i++) print_value(&g->values[g->inputs[i]], "input");
@@ -40,6 +74,7 @@ int korch_cmd_info(int argc, char **argv) {
     for (int j = 0; j < s.n_ops; j++)
         printf("  %-24s %6d  %10.3f GFLOPs\n", korch_printable(s.ops[j].op, name, 40), s.ops[j].count,
                (double)s.ops[j].flops / 1e9);
-    korch_model_summary_free(&s);
+    korch_model_summary_free(&s); /* before the plan: an embedded plan's graphs borrow its weights */
+    korch_plan_free(plan);
     return 0;
 }

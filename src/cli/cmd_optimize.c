@@ -6,32 +6,132 @@
 #include "cli/cli.h"
 #include "cli/cli_files.h"
 #include "cli/cli_orchestrate.h"
+#include "ir/nodeset.h"
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
 static void help(void) {
-    printf("usage: korch optimize MODEL -o PLAN [--db PATH] [--threads N] [--strategy S]\n"
-           "                      [--budget SECONDS] [--input-shape NAME=DIMS]...\n\n"
+    printf("usage: korch optimize MODEL|PLAN -o PLAN [--db PATH] [--threads N] [--strategy S]\n"
+           "                      [--budget SECONDS] [--input-shape NAME=DIMS]... [--layout L]\n"
+           "                      [--no-embed]\n\n"
            "Finds the fastest set of kernels for MODEL on this machine and writes it as a\n"
-           "plan file (docs/plan-format.md) for 'korch run PLAN' and 'korch explain PLAN'.\n\n"
+           "plan file (docs/plan-format.md) for 'korch run PLAN' and 'korch explain PLAN'.\n"
+           "The plan carries the model's graph and weights: copied alone to another\n"
+           "machine, it runs there. Given a plan instead of MODEL, optimises the plan's\n"
+           "model again (for this machine, when the plan was made on another).\n\n"
            "  -o, --output PLAN        the plan file to write\n"
+           "  --no-embed               name MODEL by path instead of carrying it (for huge\n"
+           "                           models; the plan then needs MODEL, unchanged)\n"
            "  --strategy S             optimal (default): the binary linear program;\n"
            "                           greedy: TVM-style rule-based fusion;\n"
            "                           none: one kernel per primitive\n"
            "  --db PATH                profile database (default $XDG_CACHE_HOME/korch/profile.db)\n"
            "  --threads N              threads kernels are tuned and run with (default: all cores)\n"
            "  --budget SECONDS         bound on the total kernel tuning time\n"
-           "  --input-shape NAME=DIMS  fix a symbolic input dimension\n");
+           "  --input-shape NAME=DIMS  fix a symbolic input dimension\n"
+           "  --layout L               nchw: convolutions in the model's layout; channels-last:\n"
+           "                           every convolution channels-last (the layout pass);\n"
+           "                           auto: optimise both, keep nchw if predicted 5%% faster\n"
+           "                           (default: KORCH_LAYOUT, else channels-last; docs/layout.md)\n");
     korch_cli_orchestrate_help();
+}
+
+/* One layout's plan (args->layout): model -> candidates -> profiles -> plan.
+ * *n_prims: the primitives of its graph, for the summary; *keep (may be NULL)
+ * receives the session's model, which the plan file carries. Returns an exit
+ * code; *out is NULL after a dry run. */
+static int optimize_layout(const korch_cli_orchestrate_args *args, korch_strategy strategy, korch_plan **out,
+                           int *n_prims, korch_plan_model *keep) {
+    korch_cli_session session;
+    *out = NULL;
+    int rc = korch_cli_orchestrate_begin(args, strategy, &session);
+    if (rc == 0 && !args->dry_run) {
+        if (korch_cli_orchestrate_solve(args, &session, strategy, out) != KORCH_OK ||
+            korch_cli_orchestrate_finish_plan(args, &session, *out) != KORCH_OK)
+            rc = korch_cli_fail();
+        *n_prims = session.model.pg->n_nodes;
+    }
+    if (rc != 0) {
+        korch_plan_free(*out);
+        *out = NULL;
+    }
+    /* the model handed over, not closed with the session */
+    korch_cli_orchestrate_end_keep(&session, rc == 0 && keep && !keep->graph ? keep : NULL);
+    return rc;
+}
+
+/* Whether lowering the plan's model with `other` gives the plan's own
+ * primitive graph (a model without convolutions: the layout pass changes
+ * nothing), so that optimising it again would find the same plan. */
+static bool same_graph(const korch_cli_orchestrate_args *args, const korch_plan *plan, korch_layout_strategy other) {
+    korch_plan_model m;
+    if (korch_plan_model_load_layout(args->model, args->shapes.items, args->shapes.count, other, &m) != KORCH_OK) {
+        korch_error_clear();
+        return false;
+    }
+    bool same = korch_pgraph_hash(m.pg) == plan->pgraph_hash;
+    korch_plan_model_close(&m);
+    return same;
+}
+
+/* nchw is kept only when predicted this much faster: profiles taken on a
+ * busy machine differ by a few percent from run to run, and ViT-B/16's two
+ * plans (one convolution apart) were predicted 0.5% apart the wrong way
+ * round (docs/layout.md); the single-operator models that want nchw win by
+ * 11-55%. */
+#define AUTO_MARGIN 0.05
+
+/* --layout auto: the model optimised channels-last (the pass's default),
+ * then channels-first, sharing the profile database; the nchw plan is kept
+ * if it is predicted at least AUTO_MARGIN faster, else the channels-last one.
+ * docs/layout.md says why this is per model and what it costs. */
+static int optimize_auto(korch_cli_orchestrate_args *args, korch_strategy strategy, korch_plan **out,
+                         int *n_prims, korch_plan_model *keep) {
+    FILE *log = args->quiet ? NULL : stdout;
+    korch_plan *last = NULL, *first = NULL;
+    int n_last = 0, n_first = 0;
+    args->layout_given = true;
+    args->layout = KORCH_LAYOUT_CHANNELS_LAST;
+    if (log) fprintf(log, "layout: auto: optimising channels-last (1 of 2)\n");
+    int rc = optimize_layout(args, strategy, &last, &n_last, keep); /* the model is the same in both layouts */
+    if (rc == 0 && last && same_graph(args, last, KORCH_LAYOUT_KEEP)) {
+        if (log)
+            fprintf(log, "layout: nchw and channels-last lower to the same primitive graph (nothing to relayout): "
+                         "kept channels-last\n");
+        *out = last;
+        *n_prims = n_last;
+        return 0;
+    }
+    args->layout = KORCH_LAYOUT_KEEP;
+    if (rc == 0 && log) fprintf(log, "layout: auto: optimising nchw (2 of 2)\n");
+    if (rc == 0) rc = optimize_layout(args, strategy, &first, &n_first, NULL);
+    if (rc != 0 || args->dry_run) {
+        korch_plan_free(last);
+        korch_plan_free(first);
+        return rc;
+    }
+    bool keep_first = first->predicted_ms < last->predicted_ms * (1.0 - AUTO_MARGIN);
+    bool within_margin = !keep_first && first->predicted_ms < last->predicted_ms;
+    if (log)
+        fprintf(log, "layout: nchw plan %.4f ms predicted, channels-last %.4f ms: kept %s", first->predicted_ms,
+                last->predicted_ms, keep_first ? "nchw" : "channels-last");
+    if (log && within_margin) fprintf(log, " (nchw must be predicted %.0f%% faster to be kept)", AUTO_MARGIN * 100);
+    if (log) fprintf(log, "\n");
+    *out = keep_first ? first : last;
+    *n_prims = keep_first ? n_first : n_last;
+    korch_plan_free(keep_first ? last : first);
+    return 0;
 }
 
 int korch_cmd_optimize(int argc, char **argv) {
     korch_cli_orchestrate_args args;
     korch_cli_orchestrate_args_init(&args);
     const char *output = NULL;
+    bool embed = true;
     korch_strategy strategy = KORCH_STRATEGY_OPTIMAL;
+    bool layout_auto = false;
     int rc = 0;
     for (int i = 1; i < argc && rc == 0; i++) {
         const char *a = argv[i], *v = NULL;
@@ -42,10 +142,17 @@ int korch_cmd_optimize(int argc, char **argv) {
             return 0;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
             if (!(output = korch_cli_value(argc, argv, &i, "optimize"))) rc = 2;
+        } else if (strcmp(a, "--no-embed") == 0) {
+            embed = false;
         } else if (strcmp(a, "--strategy") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "optimize"))) rc = 2;
             else if (!korch_strategy_parse(v, &strategy))
                 rc = korch_cli_usage_error("optimize", "--strategy expects none, greedy or optimal");
+        } else if (strcmp(a, "--layout") == 0) {
+            if (!(v = korch_cli_value(argc, argv, &i, "optimize"))) rc = 2;
+            else if (!(layout_auto = strcmp(v, "auto") == 0) &&
+                     !(args.layout_given = korch_layout_strategy_parse(v, &args.layout)))
+                rc = korch_cli_usage_error("optimize", "--layout expects nchw, channels-last or auto, not \"%s\"", v);
         } else if ((rc = korch_cli_orchestrate_option(&args, argc, argv, &i, "optimize", &used)) != 0 || used) {
             continue;
         } else if (a[0] == '-') {
@@ -59,25 +166,32 @@ int korch_cmd_optimize(int argc, char **argv) {
     if (rc == 0 && !args.model) rc = korch_cli_usage_error("optimize", "no model given");
     if (rc == 0 && !output && !args.dry_run) rc = korch_cli_usage_error("optimize", "no output plan given (-o PLAN)");
     /* before any work: the model is a model, and the plan can be written */
-    if (rc == 0) rc = korch_cli_expect_model(args.model, "optimize");
+    if (rc == 0) rc = korch_cli_expect_model_or_plan(args.model, "optimize");
     if (rc == 0 && output && !args.dry_run) rc = korch_cli_check_output_file("-o", output);
     if (rc) {
         korch_cli_orchestrate_args_free(&args);
         return rc;
     }
-    korch_cli_session session;
+    double t0 = korch_now_ms();
     korch_plan *plan = NULL;
-    rc = korch_cli_orchestrate_begin(&args, strategy, &session);
-    if (rc == 0 && args.dry_run) {
-        korch_cli_orchestrate_end(&session);
-        korch_cli_orchestrate_args_free(&args);
-        return 0;
+    int n_prims = 0;
+    korch_plan_model kept; /* the model (its bytes, or the plan it came from) the plan file carries */
+    memset(&kept, 0, sizeof kept);
+    rc = layout_auto ? optimize_auto(&args, strategy, &plan, &n_prims, &kept)
+                     : optimize_layout(&args, strategy, &plan, &n_prims, &kept);
+    if (rc == 0 && !args.dry_run && korch_plan_write(plan, output, &kept, args.model, embed) != KORCH_OK)
+        rc = korch_cli_fail();
+    korch_plan_model_close(&kept);
+    if (rc == 0 && !args.dry_run && !args.quiet) {
+        int fused = 0;
+        for (int k = 0; k < plan->n_kernels; k++) fused += plan->kernels[k].n_nodes > 1;
+        printf("plan: %s strategy, %d kernels (%d fused) for %d primitives, predicted %.4f ms", plan->strategy,
+               plan->n_kernels, fused, n_prims, plan->predicted_ms);
+        if (plan->measured_ms > 0) printf(", measured %.4f ms in place", plan->measured_ms);
+        printf("; written to %s\n", output);
+        printf("optimize time: %.1f s\n", (korch_now_ms() - t0) / 1e3);
     }
-    if (rc == 0 && korch_cli_orchestrate_solve(&args, &session, strategy, &plan) != KORCH_OK) rc = korch_cli_fail();
-    /* records the model, writes the plan and says so (as korch_optimize does) */
-    if (rc == 0 && korch_pipeline_write(&session, args.model, plan, output) != KORCH_OK) rc = korch_cli_fail();
     korch_plan_free(plan);
-    korch_cli_orchestrate_end(&session);
     korch_cli_orchestrate_args_free(&args);
     return rc;
 }

@@ -164,7 +164,8 @@ static int bind_inputs(run_args *a, run_state *st, int **binding_out) {
         if (korch_tensor_file_read(a->inputs[k].path, &st->files[k], &st->file_names[k]) != KORCH_OK)
             return korch_cli_fail();
     /* Load once unprepared to resolve names and symbolic dims. */
-    if (korch_onnx_load_file(a->model, &st->g) != KORCH_OK || korch_graph_validate(st->g) != KORCH_OK)
+    if (st->plan ? korch_cli_plan_graph(st->plan, NULL, &st->g) != KORCH_OK
+                 : korch_onnx_load_file(a->model, &st->g) != KORCH_OK || korch_graph_validate(st->g) != KORCH_OK)
         return korch_cli_fail();
     korch_graph *g = st->g;
     int *binding = calloc((size_t)g->n_inputs + 1, sizeof *binding);
@@ -240,10 +241,10 @@ static int load_bound(const run_args *a, run_state *st, const int *binding) {
     /* a plan's model is inferred as the plan was made: its shapes (which
      * `shapes` repeats) and its guarded inputs specialized */
     korch_cli_plan *plan = st->plan;
-    korch_status lst = plan ? korch_onnx_load_file(a->model, &st->g)
+    /* a plan's model is inferred as the plan was made: its shapes (which
+     * `shapes` repeats) and its guarded inputs specialized */
+    korch_status lst = plan ? korch_cli_plan_graph(plan, &a->shapes, &st->g)
                             : korch_frontend_load(a->model, a->shapes.items, a->shapes.count, &st->g);
-    if (plan && lst == KORCH_OK) lst = korch_graph_validate(st->g);
-    if (plan && lst == KORCH_OK) lst = korch_plan_infer_graph(korch_cli_plan_get(plan), st->g);
     if (lst != KORCH_OK) return korch_cli_fail();
     const korch_graph *g = st->g;
     st->bound = calloc((size_t)g->n_inputs + 1, sizeof *st->bound);
@@ -380,8 +381,8 @@ static void run_state_free(run_state *st, int n_files) {
         korch_tensor_free(&st->files[k]);
         free(st->file_names[k]);
     }
+    korch_graph_free(st->g); /* before the plan: an embedded plan's graph borrows its weights */
     korch_cli_plan_close(st->plan);
-    korch_graph_free(st->g);
 }
 
 int korch_cmd_run(int argc, char **argv) {

@@ -11,7 +11,7 @@
 
 #include "frontend/onnx_tensor.h"
 
-static korch_status convert_graph(const Onnx__GraphProto *gp, const char *model_dir, const korch_graph *parent,
+static korch_status convert_graph(const Onnx__GraphProto *gp, const korch_onnx_source *src, const korch_graph *parent,
                                   korch_graph *g);
 
 korch_status korch_read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size) {
@@ -131,7 +131,7 @@ static korch_attr_type attr_type_from_fields(const Onnx__AttributeProto *ap) {
 }
 
 static korch_status convert_attr(const Onnx__AttributeProto *ap, korch_attr *a, const korch_graph *owner,
-                                 const char *model_dir, const char *node_name, const char *op_type) {
+                                 const korch_onnx_source *src, const char *node_name, const char *op_type) {
     char nbuf[160], abuf[80], what[320];
     a->name = dup_or_empty(ap->name);
     if (!a->name) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
@@ -181,7 +181,7 @@ static korch_status convert_attr(const Onnx__AttributeProto *ap, korch_attr *a, 
         if (!a->tensor) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
         snprintf(what, sizeof what, "node \"%s\" (%s) attribute \"%s\"", korch_printable(node_name, nbuf, sizeof nbuf),
                  op_type, korch_printable(a->name, abuf, sizeof abuf));
-        KORCH_TRY(korch_onnx_tensor_convert(ap->t, model_dir, what, a->tensor));
+        KORCH_TRY(korch_onnx_tensor_convert_from(ap->t, src, what, a->tensor));
         break;
     case KORCH_ATTR_GRAPH: {
         /* If/Loop/Scan subgraphs; the recursion is bounded by
@@ -195,7 +195,7 @@ static korch_status convert_attr(const Onnx__AttributeProto *ap, korch_attr *a, 
                                korch_printable(node_name, nbuf, sizeof nbuf), op_type, KORCH_MAX_SUBGRAPH_DEPTH);
         KORCH_TRY(korch_graph_create(&a->graph));
         a->graph->depth = owner->depth + 1;
-        korch_status st = convert_graph(ap->g, model_dir, owner, a->graph);
+        korch_status st = convert_graph(ap->g, src, owner, a->graph);
         if (st != KORCH_OK && owner->depth == 0) /* named once, at the top: nested names would repeat */
             return korch_error_prefix(st, "node \"%s\" (%s) attribute \"%s\"",
                                       korch_printable(node_name, nbuf, sizeof nbuf), op_type,
@@ -211,7 +211,7 @@ static korch_status convert_attr(const Onnx__AttributeProto *ap, korch_attr *a, 
     return KORCH_OK;
 }
 
-static korch_status convert_node(korch_graph *g, const Onnx__NodeProto *np, int index, const char *model_dir) {
+static korch_status convert_node(korch_graph *g, const Onnx__NodeProto *np, int index, const korch_onnx_source *src) {
     int ni = korch_graph_add_node(g);
     if (ni < 0) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     korch_node *n = &g->nodes[ni];
@@ -255,7 +255,7 @@ static korch_status convert_node(korch_graph *g, const Onnx__NodeProto *np, int 
     }
     for (size_t a = 0; a < np->n_attribute; a++) {
         n->n_attrs++;
-        KORCH_TRY(convert_attr(np->attribute[a], &n->attrs[a], g, model_dir, n->name, n->op_type));
+        KORCH_TRY(convert_attr(np->attribute[a], &n->attrs[a], g, src, n->name, n->op_type));
     }
     KORCH_TRY(korch_subgraph_link_captures(g, ni));
     /* opset of the node's domain */
@@ -264,7 +264,7 @@ static korch_status convert_node(korch_graph *g, const Onnx__NodeProto *np, int 
     return KORCH_OK;
 }
 
-static korch_status convert_model(const Onnx__ModelProto *m, const char *model_dir, korch_graph *g) {
+static korch_status convert_model(const Onnx__ModelProto *m, const korch_onnx_source *src, korch_graph *g) {
     if (!m->graph) return korch_error(KORCH_ERR_INVALID_MODEL, "the model has no graph");
     g->ir_version = m->has_ir_version ? m->ir_version : 0;
     if (m->n_opset_import == 0) return korch_error(KORCH_ERR_INVALID_MODEL, "the model imports no opset");
@@ -276,17 +276,17 @@ static korch_status convert_model(const Onnx__ModelProto *m, const char *model_d
         g->n_opsets++;
         if (!g->opsets[i].domain) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    return convert_graph(m->graph, model_dir, NULL, g);
+    return convert_graph(m->graph, src, NULL, g);
 }
 
 /* The main graph (parent NULL; opsets already set) or a subgraph, which
  * takes its parent's opsets and may read values of enclosing graphs. */
-static korch_status convert_graph(const Onnx__GraphProto *gp, const char *model_dir, const korch_graph *parent,
+static korch_status convert_graph(const Onnx__GraphProto *gp, const korch_onnx_source *src, const korch_graph *parent,
                                   korch_graph *g) {
     char buf[160], what[256];
     g->name = dup_or_empty(gp->name);
-    g->model_dir = model_dir ? strdup(model_dir) : NULL;
-    if (!g->name || (model_dir && !g->model_dir)) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    g->model_dir = src->dir ? strdup(src->dir) : NULL;
+    if (!g->name || (src->dir && !g->model_dir)) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     if (parent) {
         g->ir_version = parent->ir_version;
         g->opsets = calloc((size_t)parent->n_opsets + 1, sizeof *g->opsets);
@@ -310,7 +310,7 @@ static korch_status convert_graph(const Onnx__GraphProto *gp, const char *model_
             return korch_error(KORCH_ERR_INVALID_MODEL, "initializer \"%s\" is defined twice",
                                korch_printable(tp->name, buf, sizeof buf));
         snprintf(what, sizeof what, "initializer \"%s\"", korch_printable(tp->name, buf, sizeof buf));
-        KORCH_TRY(korch_onnx_tensor_convert(tp, model_dir, what, &g->values[v].constant));
+        KORCH_TRY(korch_onnx_tensor_convert_from(tp, src, what, &g->values[v].constant));
         /* The parsed copy of the weights is not read again: freeing it now
          * keeps the load's peak memory at about two copies of the weights
          * (the file and the parse) instead of three (+ the tensors).
@@ -353,7 +353,7 @@ static korch_status convert_graph(const Onnx__GraphProto *gp, const char *model_
         if (v < 0) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
         KORCH_TRY(read_value_info(g, vi, v, false));
     }
-    for (size_t i = 0; i < gp->n_node; i++) KORCH_TRY(convert_node(g, gp->node[i], (int)i, model_dir));
+    for (size_t i = 0; i < gp->n_node; i++) KORCH_TRY(convert_node(g, gp->node[i], (int)i, src));
 
     if (gp->n_output == 0) return korch_error(KORCH_ERR_INVALID_MODEL, "the graph has no outputs");
     for (size_t i = 0; i < gp->n_output; i++) {
@@ -375,7 +375,7 @@ static korch_status convert_graph(const Onnx__GraphProto *gp, const char *model_
 }
 
 /* Parses with `allocator` (NULL: protobuf-c's default, malloc). */
-static korch_status load_buffer_with(const uint8_t *data, size_t size, const char *model_dir,
+static korch_status load_buffer_with(const uint8_t *data, size_t size, const korch_onnx_source *src,
                                      ProtobufCAllocator *allocator, korch_graph **out) {
     *out = NULL;
     if (size == 0) return korch_error(KORCH_ERR_PARSE, "the file is empty");
@@ -384,7 +384,7 @@ static korch_status load_buffer_with(const uint8_t *data, size_t size, const cha
     if (!m) return korch_error(KORCH_ERR_PARSE, "not a valid ONNX model: protobuf parsing failed");
     korch_graph *g = NULL;
     korch_status st = korch_graph_create(&g);
-    if (st == KORCH_OK) st = convert_model(m, model_dir, g);
+    if (st == KORCH_OK) st = convert_model(m, src, g);
     onnx__model_proto__free_unpacked(m, allocator);
     if (st != KORCH_OK) {
         korch_graph_free(g);
@@ -395,7 +395,14 @@ static korch_status load_buffer_with(const uint8_t *data, size_t size, const cha
 }
 
 korch_status korch_onnx_load_buffer(const uint8_t *data, size_t size, const char *model_dir, korch_graph **out) {
-    return load_buffer_with(data, size, model_dir, NULL, out);
+    korch_onnx_source src = {.dir = model_dir};
+    return load_buffer_with(data, size, &src, NULL, out);
+}
+
+korch_status korch_onnx_load_plan_sections(const uint8_t *graph, size_t graph_size, const uint8_t *weights,
+                                           size_t weights_size, korch_graph **out) {
+    korch_onnx_source src = {.weights = weights, .weights_size = weights_size};
+    return load_buffer_with(graph, graph_size, &src, NULL, out);
 }
 
 /* Loading a file maps it instead of reading it, so that the file's bytes and
@@ -461,7 +468,8 @@ korch_status korch_onnx_load_file(const char *path, korch_graph **out) {
         } else {
             strcpy(dir, ".");
         }
-        st = load_buffer_with(data, size, dir, is_mapped ? &allocator : NULL, out);
+        korch_onnx_source src = {.dir = dir};
+        st = load_buffer_with(data, size, &src, is_mapped ? &allocator : NULL, out);
     }
     if (is_mapped) munmap(mapped.base, mapped.size);
     else free(data);

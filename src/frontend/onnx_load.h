@@ -24,6 +24,20 @@ korch_status korch_onnx_load_file(const char *path, korch_graph **out);
 /* `model_dir` is the external-data root; NULL forbids external data. */
 korch_status korch_onnx_load_buffer(const uint8_t *data, size_t size, const char *model_dir, korch_graph **out);
 
+/* A plan's embedded model (docs/plan-format.md): the graph section is a
+ * ModelProto whose tensors name their data in the weight section. The
+ * tensors borrow the weight section (no copy): it must outlive the graph. */
+korch_status korch_onnx_load_plan_sections(const uint8_t *graph, size_t graph_size, const uint8_t *weights,
+                                           size_t weights_size, korch_graph **out);
+
+/* The other way (onnx_embed.c): rewrites an ONNX model's bytes into a graph
+ * section and a weight section. Every tensor (initializers and tensor
+ * attributes, in subgraphs too) moves into the weight section as raw
+ * little-endian bytes, each at a multiple of `align` bytes; external data
+ * files are read from model_dir (NULL: refused). Outputs are malloc'd. */
+korch_status korch_onnx_split_weights(const uint8_t *model, size_t size, const char *model_dir, size_t align,
+                                      uint8_t **graph, size_t *graph_size, uint8_t **weights, size_t *weights_size);
+
 /* Refuses ModelProto bytes whose subgraph/type nesting exceeds
  * KORCH_MAX_MESSAGE_NESTING, which would overflow the stack in protobuf-c. */
 korch_status korch_onnx_check_nesting(const uint8_t *data, size_t size);

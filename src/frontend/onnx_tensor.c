@@ -27,8 +27,10 @@ bool korch_external_location_is_safe(const char *location) {
 /* Opens a tensor's external data and positions it at its offset, after every
  * check (allowed, safe location, length, a regular file holding `expected`
  * bytes there), so that nothing is allocated for data that is not there. */
-static korch_status open_external(const Onnx__TensorProto *proto, const char *base_dir, const char *what,
-                                  size_t expected, FILE **out) {
+/* The external_data entries: location (NULL if absent), offset (0) and
+ * length (-1 if absent). */
+static korch_status external_fields(const Onnx__TensorProto *proto, const char *what, const char **location_out,
+                                    long long *offset_out, long long *length_out) {
     const char *location = NULL;
     long long offset = 0, length = -1;
     for (size_t i = 0; i < proto->n_external_data; i++) {
@@ -47,6 +49,17 @@ static korch_status open_external(const Onnx__TensorProto *proto, const char *ba
                 return korch_error(KORCH_ERR_INVALID_MODEL, "%s: bad external data length \"%.40s\"", what, e->value);
         }
     }
+    *location_out = location;
+    *offset_out = offset;
+    *length_out = length;
+    return KORCH_OK;
+}
+
+static korch_status open_external(const Onnx__TensorProto *proto, const char *base_dir, const char *what,
+                                  size_t expected, FILE **out) {
+    const char *location = NULL;
+    long long offset = 0, length = -1;
+    KORCH_TRY(external_fields(proto, what, &location, &offset, &length));
     char printable[256];
     if (!base_dir) return korch_error(KORCH_ERR_INVALID_MODEL, "%s: external data is not allowed here", what);
     if (!location) return korch_error(KORCH_ERR_INVALID_MODEL, "%s: external data without a location", what);
@@ -144,8 +157,46 @@ static korch_status copy_typed(const Onnx__TensorProto *p, korch_tensor *t, int6
     return KORCH_OK;
 }
 
+/* A tensor of a plan's weight section: borrowed in place, after checking
+ * that it lies inside the section and is aligned for its dtype. */
+static korch_status borrow_plan_weights(const Onnx__TensorProto *p, const korch_onnx_source *src, const char *what,
+                                        korch_dtype dtype, const korch_shape *shape, size_t expected,
+                                        korch_tensor *out) {
+    const char *location = NULL;
+    long long offset = 0, length = -1;
+    KORCH_TRY(external_fields(p, what, &location, &offset, &length));
+    if (!location || strcmp(location, KORCH_ONNX_PLAN_WEIGHTS) != 0)
+        return korch_error(KORCH_ERR_INVALID_MODEL, "%s: a plan's tensor must lie in its weight section", what);
+    if (length >= 0 && (unsigned long long)length != expected)
+        return korch_error(KORCH_ERR_INVALID_MODEL, "%s: weight length %lld does not match its shape (%zu bytes)", what,
+                           length, expected);
+    if ((unsigned long long)offset > src->weights_size || expected > src->weights_size - (size_t)offset)
+        return korch_error(KORCH_ERR_INVALID_MODEL,
+                           "%s: %zu bytes at offset %lld lie outside the plan's weight section (%zu bytes)", what,
+                           expected, offset, src->weights_size);
+    size_t esize = korch_dtype_size(dtype);
+    if ((uintptr_t)(src->weights + offset) % esize != 0)
+        return korch_error(KORCH_ERR_INVALID_MODEL, "%s: weight offset %lld is not aligned for %s", what, offset,
+                           korch_dtype_name(dtype));
+    const uint8_t *data = src->weights + offset;
+    if (dtype == KORCH_DTYPE_BOOL) { /* copied, so that a byte other than 0 or 1 cannot reach a bool */
+        KORCH_TRY(korch_tensor_alloc(out, dtype, shape));
+        for (size_t i = 0; i < expected; i++) ((uint8_t *)out->data)[i] = data[i] != 0;
+        return KORCH_OK;
+    }
+    *out = (korch_tensor){.dtype = dtype, .shape = *shape, .data = (void *)data, .owns_data = false};
+    return KORCH_OK;
+}
+
 korch_status korch_onnx_tensor_convert(const Onnx__TensorProto *p, const char *base_dir, const char *what,
                                        korch_tensor *out) {
+    korch_onnx_source src = {.dir = base_dir};
+    return korch_onnx_tensor_convert_from(p, &src, what, out);
+}
+
+korch_status korch_onnx_tensor_convert_from(const Onnx__TensorProto *p, const korch_onnx_source *src,
+                                            const char *what, korch_tensor *out) {
+    const char *base_dir = src->dir;
     memset(out, 0, sizeof *out);
     if (p->n_dims > KORCH_MAX_RANK)
         return korch_error(KORCH_ERR_UNSUPPORTED, "%s: rank %zu exceeds korch's maximum of %d", what, p->n_dims,
@@ -181,6 +232,7 @@ korch_status korch_onnx_tensor_convert(const Onnx__TensorProto *p, const char *b
                                    (long long)n);
         }
     }
+        if (external && src->weights) return borrow_plan_weights(p, src, what, dtype, &shape, expected, out);
     FILE *ext = NULL;
     if (external) KORCH_TRY(open_external(p, base_dir, what, expected, &ext));
     korch_status st = korch_tensor_alloc(out, dtype, &shape);

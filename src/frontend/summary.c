@@ -41,9 +41,20 @@ korch_status korch_model_summary_load(const char *path, const korch_input_shape 
                                       korch_model_summary *out) {
     memset(out, 0, sizeof *out);
     /* parameter bytes come from the file's initializers, before folding */
-    korch_status st = korch_onnx_load_file(path, &out->raw);
-    if (st != KORCH_OK) return st;
-    const korch_graph *raw = out->raw;
+    korch_graph *raw = NULL, *graph = NULL;
+    KORCH_TRY(korch_onnx_load_file(path, &raw));
+    korch_status st = korch_frontend_load(path, shapes, n_shapes, &graph);
+    if (st != KORCH_OK) {
+        korch_graph_free(raw);
+        return st;
+    }
+    return korch_model_summary_build(raw, graph, out);
+}
+
+korch_status korch_model_summary_build(korch_graph *raw, korch_graph *graph, korch_model_summary *out) {
+    memset(out, 0, sizeof *out);
+    out->raw = raw;
+    out->graph = graph;
     for (int v = 0; v < raw->n_values; v++)
         if (raw->values[v].is_constant) {
             out->param_bytes += (int64_t)korch_tensor_bytes(&raw->values[v].constant);
@@ -60,11 +71,6 @@ korch_status korch_model_summary_load(const char *path, const korch_input_shape 
         while (j < out->n_ops && strcmp(out->ops[j].op, raw->nodes[i].op_type) != 0) j++;
         if (j == out->n_ops) out->ops[out->n_ops++].op = raw->nodes[i].op_type;
         out->ops[j].count++;
-    }
-    st = korch_frontend_load(path, shapes, n_shapes, &out->graph);
-    if (st != KORCH_OK) {
-        korch_model_summary_free(out);
-        return st;
     }
     const korch_graph *g = out->graph;
     for (int i = 0; i < g->n_nodes; i++) {

@@ -26,6 +26,9 @@ typedef struct korch_model_summary {
 
 korch_status korch_model_summary_load(const char *path, const korch_input_shape *shapes, int n_shapes,
                                       korch_model_summary *out);
+/* The summary of graphs loaded otherwise (a plan's model): raw as parsed,
+ * graph loaded, validated and inferred. Takes both (freed on failure too). */
+korch_status korch_model_summary_build(korch_graph *raw, korch_graph *graph, korch_model_summary *out);
 void korch_model_summary_free(korch_model_summary *s);
 
 #endif

@@ -62,6 +62,12 @@ static char cached_model[256], cached_isa[512];
 static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
 static void read_cpu_once(void) { cpu_info(cached_model, sizeof cached_model, cached_isa, sizeof cached_isa); }
 
+void korch_machine_cpu(const char **model, const char **isa) {
+    pthread_once(&cpu_once, read_cpu_once);
+    *model = cached_model;
+    *isa = cached_isa;
+}
+
 korch_status korch_machine_fingerprint(int threads, const char *compiler, int scrub_mib, char hash[33], char *text,
                                        size_t size) {
     pthread_once(&cpu_once, read_cpu_once);

@@ -82,6 +82,9 @@ void korch_cache_evict(const void *p, size_t bytes);
  * `hash` keys the database; `text` is the readable form stored beside it. */
 korch_status korch_machine_fingerprint(int threads, const char *compiler, int scrub_mib, char hash[33], char *text,
                                        size_t size);
+/* This CPU's model name and its ISA extensions that matter to kernels
+ * (comma-separated), as the fingerprint records them; static strings. */
+void korch_machine_cpu(const char **model, const char **isa);
 
 /* ---- database.c ------------------------------------------------------------ */
 typedef struct korch_profile_db korch_profile_db;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 korch_plan *korch_plan_new(void) {
     korch_plan *plan = calloc(1, sizeof *plan);
@@ -32,6 +33,7 @@ void korch_plan_free(korch_plan *plan) {
     }
     free(plan->excluded_kernels);
     free(plan->model_path);
+    if (plan->sections.map) munmap(plan->sections.map, plan->sections.map_size);
     free(plan);
 }
 

@@ -15,8 +15,13 @@
 #include "frontend/frontend.h"
 
 #define KORCH_PLAN_MAGIC "korch-plan"
-/* 2: verification records (verification, checked lines; kernel verified=) */
-#define KORCH_PLAN_VERSION 2
+/* 2: verification records (verification, checked lines; kernel verified=)
+ * 3: the machine line, the end line's checksum, and the embedded model
+ *    (embedded line, graph and weight sections after the text) */
+#define KORCH_PLAN_VERSION 3
+/* where the sections of an embedded plan start: a multiple of this, so that
+ * every tensor of the mapped weight section is this aligned in memory */
+#define KORCH_PLAN_ALIGN 64
 
 typedef struct korch_plan_kernel {
     int n_nodes;
@@ -66,10 +71,27 @@ typedef struct korch_plan_shape {
     korch_tensor *specialized;
 } korch_plan_shape;
 
+/* The model carried inside a plan file (docs/plan-format.md), mapped with
+ * the file: the graph and weights are read in place, not copied. */
+typedef struct korch_plan_sections {
+    void *map; /* the whole plan file, mapped private (copy on write); NULL: the caller's memory */
+    size_t map_size;
+    const uint8_t *graph; /* an ONNX ModelProto whose tensors lie in weights */
+    size_t graph_size;
+    const uint8_t *weights; /* KORCH_PLAN_ALIGN-aligned */
+    size_t weights_size;
+} korch_plan_sections;
+
 typedef struct korch_plan {
     int version;
-    char *model_path; /* as given to optimize */
-    char model_sha256[65]; /* hex */
+    char *model_path; /* as given to optimize; informative when the model is embedded */
+    char model_sha256[65]; /* hex, of the ONNX file the plan was made from */
+    bool embedded;         /* the model is in the plan file (sections); false: at model_path */
+    korch_plan_sections sections; /* a loaded embedded plan's; owned, unmapped by korch_plan_free */
+    /* the CPU the plan was tuned on (the machine line; empty: not recorded,
+     * a plan of an older korch) */
+    char machine_cpu[128];
+    char machine_isa[256];
     int n_input_shapes;
     korch_plan_shape *input_shapes; /* every graph input's static shape */
     char fission_version[64];
@@ -116,13 +138,42 @@ korch_status korch_plan_describe_kernels(korch_plan *plan, const korch_pgraph *p
 
 /* ---- files (plan_io.c) --------------------------------------------------- */
 
+/* The external-reference form (`korch optimize --no-embed`): the plan names
+ * its model file by path and hash. */
 korch_status korch_plan_save(const korch_plan *plan, const char *path);
+/* The self-contained form: the model (its ONNX bytes, and its folder for
+ * external data files) is split into a graph section and an aligned weight
+ * section written after the plan's text. */
+korch_status korch_plan_save_embedded(const korch_plan *plan, const char *path, const uint8_t *model, size_t size,
+                                      const char *model_dir);
+/* The self-contained form from sections already split (a plan's own). */
+korch_status korch_plan_save_sections(const korch_plan *plan, const char *path, const uint8_t *graph,
+                                      size_t graph_size, const uint8_t *weights, size_t weights_size);
+/* Reads either form (and versions 1 and 2). An embedded plan's file stays
+ * mapped until korch_plan_free; every section's checksum is verified first:
+ * a damaged or truncated file is refused with a message naming it. */
 korch_status korch_plan_load(const char *path, korch_plan **out);
+/* The same from memory (`name` for messages); an embedded plan points into
+ * `data`, which must outlive it (tests and the fuzzer). */
+korch_status korch_plan_load_memory(const char *name, const uint8_t *data, size_t size, korch_plan **out);
 /* true when the file starts with the plan magic */
 bool korch_plan_file_is_plan(const char *path);
 /* The model path resolved against the plan file's folder when relative.
  * Returns a malloc'd string or NULL (error set). */
 char *korch_plan_model_path(const korch_plan *plan, const char *plan_path);
+
+/* ---- the machine (plan_machine.c) -------------------------------------- */
+
+/* Records this machine's CPU in the plan. */
+void korch_plan_set_machine(korch_plan *plan);
+/* Whether the plan was tuned on another CPU (model or ISA extensions), with
+ * a short description of the difference in `why`. False for a plan that
+ * does not record its machine. */
+bool korch_plan_machine_is_foreign(const korch_plan *plan, char *why, size_t size);
+/* Prints one note on stderr when the plan's tuning is foreign: it runs
+ * correctly (kernels are built for this CPU at load) but may be slower than
+ * a plan made here. */
+void korch_plan_note_foreign(const korch_plan *plan, const char *plan_path);
 
 /* ---- the model side (plan_model.c) -------------------------------------- */
 
@@ -144,8 +195,9 @@ korch_status korch_plan_lower_checked(const korch_plan *plan, const korch_graph 
 
 /* A model loaded for optimising or for running a plan. */
 typedef struct korch_plan_model {
-    uint8_t *bytes;
+    uint8_t *bytes; /* the ONNX file; NULL when the model is an embedded plan's */
     size_t size;
+    korch_plan *source; /* the embedded plan the model was loaded from (its weights borrowed); NULL: a file */
     char sha256[65];
     korch_graph *graph; /* inferred */
     korch_pgraph *pg;
@@ -153,7 +205,8 @@ typedef struct korch_plan_model {
 } korch_plan_model;
 
 /* Loads, validates, infers (with the given input shapes) and lowers with
- * the default layout (KORCH_LAYOUT_DEFAULT) or the given one. */
+ * the default layout (KORCH_LAYOUT_DEFAULT) or the given one. `path` may
+ * be a plan: its model (and, given no shapes, its input shapes). */
 korch_status korch_plan_model_load(const char *path, const korch_input_shape *shapes, int n_shapes,
                                    korch_plan_model *out);
 korch_status korch_plan_model_load_layout(const char *path, const korch_input_shape *shapes, int n_shapes,
@@ -182,7 +235,15 @@ int korch_plan_guard_values(const korch_plan *plan, korch_input_shape *shapes, k
 /* Frees the input shapes and their guards (n_input_shapes becomes 0). */
 void korch_plan_shapes_free(korch_plan *plan);
 
-/* Loads the model a plan names, with the plan's shapes and guards, and
+/* The plan's ONNX graph, parsed and validated but not inferred: from the
+ * plan's sections when embedded (its constants borrow the mapped weights:
+ * the plan must outlive the graph), else from the model file the plan
+ * names, whose hash must match. Errors name the plan. */
+korch_status korch_plan_load_graph(const korch_plan *plan, const char *plan_path, korch_graph **out);
+/* The same, inferred with the plan's input shapes and guards. */
+korch_status korch_plan_load_inferred(const korch_plan *plan, const char *plan_path, korch_graph **out);
+
+/* Loads the model a plan names (or carries), with the plan's shapes and guards, and
  * checks the model's hash, the fission version and the pgraph's hash. */
 korch_status korch_plan_model_open(const korch_plan *plan, const char *plan_path, korch_plan_model *out);
 void korch_plan_model_close(korch_plan_model *m);
@@ -190,6 +251,11 @@ void korch_plan_model_close(korch_plan_model *m);
 /* Records the model (absolute path, hash, every input's shape, fission
  * version, pgraph hash) in a plan. */
 korch_status korch_plan_set_model(korch_plan *plan, const char *model_path, const korch_plan_model *m);
+
+/* Writes the plan for model m (loaded from model_path): self-contained
+ * (embed, the default of korch optimize) or naming the model by path. */
+korch_status korch_plan_write(const korch_plan *plan, const char *plan_path, const korch_plan_model *m,
+                              const char *model_path, bool embed);
 
 /* SHA-256 of a byte buffer as 64 hex digits + NUL. */
 void korch_sha256_hex(const void *data, size_t size, char out[65]);

@@ -5,11 +5,16 @@
  * checked again against the rebuilt graph by korch_plan_validate. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "core/crc32c.h"
 #include "frontend/onnx_load.h"
 #include "runtime/plan.h"
 
@@ -38,14 +43,32 @@ static void put_list(FILE *f, const int *items, int n) {
     for (int i = 0; i < n; i++) fprintf(f, i ? ",%d" : "%d", items[i]);
 }
 
-korch_status korch_plan_save(const korch_plan *plan, const char *path) {
-    FILE *f = fopen(path, "w");
-    if (!f) return korch_error(KORCH_ERR_IO, "cannot write plan \"%s\": %s", path, strerror(errno));
+/* What the embedded line says about the sections after the text. */
+typedef struct sections_info {
+    size_t graph_size, weights_offset, weights_size;
+    uint32_t graph_crc, weights_crc;
+} sections_info;
+
+/* Everything before the end line (whose checksum covers these bytes). */
+static void write_body(FILE *f, const korch_plan *plan, const sections_info *embedded) {
     fprintf(f, "%s %d\n", KORCH_PLAN_MAGIC, KORCH_PLAN_VERSION);
     fprintf(f, "# korch execution plan; format: docs/plan-format.md\n");
     fprintf(f, "model path=");
     put_escaped(f, plan->model_path);
     fprintf(f, " sha256=%s\n", plan->model_sha256);
+    if (embedded)
+        fprintf(f,
+                "embedded graph-bytes=%zu graph-crc32c=%08" PRIx32 " weights-offset=%zu weights-bytes=%zu "
+                "weights-crc32c=%08" PRIx32 "\n",
+                embedded->graph_size, embedded->graph_crc, embedded->weights_offset, embedded->weights_size,
+                embedded->weights_crc);
+    if (plan->machine_cpu[0] || plan->machine_isa[0]) {
+        fprintf(f, "machine cpu=");
+        put_escaped(f, plan->machine_cpu);
+        fprintf(f, " isa=");
+        put_escaped(f, plan->machine_isa);
+        fputc('\n', f);
+    }
     for (int i = 0; i < plan->n_input_shapes; i++) {
         char dims[160];
         fprintf(f, "input name=");
@@ -116,11 +139,81 @@ korch_status korch_plan_save(const korch_plan *plan, const char *path) {
         if (k->measured_ms > 0) fprintf(f, " measured-ms=%.9g", k->measured_ms);
         fputc('\n', f);
     }
-    fprintf(f, "end kernels=%d\n", plan->n_kernels);
-    bool failed = ferror(f) != 0;
+}
+
+static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+/* The first byte of the sections: past the text and at least one NUL, which
+ * ends the text for the reader. */
+static size_t sections_start(size_t text_size) { return (text_size / KORCH_PLAN_ALIGN + 1) * KORCH_PLAN_ALIGN; }
+
+static bool write_zeros(FILE *f, size_t n) {
+    static const char zeros[KORCH_PLAN_ALIGN];
+    while (n) {
+        size_t k = n < sizeof zeros ? n : sizeof zeros;
+        if (fwrite(zeros, 1, k, f) != k) return false;
+        n -= k;
+    }
+    return true;
+}
+
+static korch_status save(const korch_plan *plan, const char *path, const uint8_t *graph, const uint8_t *weights,
+                         const sections_info *embedded) {
+    char *body = NULL;
+    size_t body_size = 0;
+    FILE *m = open_memstream(&body, &body_size);
+    if (!m) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "cannot write plan \"%s\": out of memory", path);
+    write_body(m, plan, embedded);
+    if (fclose(m) != 0 || !body) {
+        free(body);
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "cannot write plan \"%s\": out of memory", path);
+    }
+    char end[96];
+    int end_size = snprintf(end, sizeof end, "end kernels=%d crc32c=%08" PRIx32 "\n", plan->n_kernels,
+                            korch_crc32c(0, body, body_size));
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        free(body);
+        return korch_error(KORCH_ERR_IO, "cannot write plan \"%s\": %s", path, strerror(errno));
+    }
+    bool ok = fwrite(body, 1, body_size, f) == body_size && fwrite(end, 1, (size_t)end_size, f) == (size_t)end_size;
+    if (ok && embedded) {
+        size_t text = body_size + (size_t)end_size, start = sections_start(text);
+        ok = write_zeros(f, start - text) &&
+             (embedded->graph_size == 0 || fwrite(graph, 1, embedded->graph_size, f) == embedded->graph_size) &&
+             write_zeros(f, embedded->weights_offset - embedded->graph_size) &&
+             (embedded->weights_size == 0 || fwrite(weights, 1, embedded->weights_size, f) == embedded->weights_size);
+    }
+    free(body);
+    bool failed = !ok || ferror(f) != 0;
     if (fclose(f) != 0 || failed)
         return korch_error(KORCH_ERR_IO, "cannot write plan \"%s\": %s", path, strerror(errno));
     return KORCH_OK;
+}
+
+korch_status korch_plan_save(const korch_plan *plan, const char *path) { return save(plan, path, NULL, NULL, NULL); }
+
+korch_status korch_plan_save_sections(const korch_plan *plan, const char *path, const uint8_t *graph,
+                                      size_t graph_size, const uint8_t *weights, size_t weights_size) {
+    sections_info info = {.graph_size = graph_size,
+                          .weights_offset = round_up(graph_size, KORCH_PLAN_ALIGN),
+                          .weights_size = weights_size,
+                          .graph_crc = korch_crc32c(0, graph, graph_size),
+                          .weights_crc = korch_crc32c(0, weights, weights_size)};
+    return save(plan, path, graph, weights, &info);
+}
+
+korch_status korch_plan_save_embedded(const korch_plan *plan, const char *path, const uint8_t *model, size_t size,
+                                      const char *model_dir) {
+    uint8_t *graph = NULL, *weights = NULL;
+    size_t graph_size = 0, weights_size = 0;
+    korch_status st = korch_onnx_split_weights(model, size, model_dir, KORCH_PLAN_ALIGN, &graph, &graph_size, &weights,
+                                               &weights_size);
+    if (st != KORCH_OK) return korch_error_prefix(st, "cannot embed the model in plan \"%s\"", path);
+    st = korch_plan_save_sections(plan, path, graph, graph_size, weights, weights_size);
+    free(graph);
+    free(weights);
+    return st;
 }
 
 /* ---- reading --------------------------------------------------------------- */
@@ -128,6 +221,11 @@ korch_status korch_plan_save(const korch_plan *plan, const char *path) {
 typedef struct parser {
     const char *path;
     int line;
+    size_t line_start; /* offset of the current line */
+    sections_info sections;
+    bool has_crc;
+    size_t end_offset; /* where the end line starts */
+    uint32_t text_crc; /* the end line's checksum, of the bytes before it */
 } parser;
 
 static korch_status perr(const parser *p, const char *fmt, const char *detail) {
@@ -204,6 +302,28 @@ static bool parse_double(const char *s, double *out) {
     errno = 0;
     double v = strtod(s, &end);
     if (errno || *end || !(v >= 0) || v > 1e12) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_size(const char *s, size_t *out) {
+    if (!s || !isdigit((unsigned char)s[0])) return false;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v > ((unsigned long long)1 << 48)) return false;
+    *out = (size_t)v;
+    return true;
+}
+
+static bool parse_hex32(const char *s, uint32_t *out) {
+    if (!s || strlen(s) != 8) return false;
+    uint32_t v = 0;
+    for (int i = 0; i < 8; i++) {
+        int h = hexval(s[i]);
+        if (h < 0) return false;
+        v = v * 16 + (uint32_t)h;
+    }
     *out = v;
     return true;
 }
@@ -465,67 +585,198 @@ static korch_status parse_line(parser *p, korch_plan *plan, char *line, bool *en
         long n = -1;
         if (!parse_long(get(fields, nf, "kernels"), 0, 100000000L, &n) || n != plan->n_kernels)
             return perr(p, "the end line does not match the number of kernels (truncated file?)", NULL);
+        const char *crc = get(fields, nf, "crc32c");
+        if (crc && !parse_hex32(crc, &p->text_crc)) return perr(p, "bad crc32c", NULL);
+        p->has_crc = crc != NULL;
+        p->end_offset = p->line_start;
         *ended = true;
+    } else if (strcmp(keyword, "embedded") == 0 && plan->version >= 3) {
+        sections_info *e = &p->sections;
+        if (!parse_size(get(fields, nf, "graph-bytes"), &e->graph_size) ||
+            !parse_size(get(fields, nf, "weights-offset"), &e->weights_offset) ||
+            !parse_size(get(fields, nf, "weights-bytes"), &e->weights_size) ||
+            !parse_hex32(get(fields, nf, "graph-crc32c"), &e->graph_crc) ||
+            !parse_hex32(get(fields, nf, "weights-crc32c"), &e->weights_crc))
+            return perr(p, "bad embedded line", NULL);
+        if (e->graph_size == 0 || e->weights_offset < e->graph_size || e->weights_offset % KORCH_PLAN_ALIGN)
+            return perr(p, "bad embedded line (the sections overlap or are misaligned)", NULL);
+        plan->embedded = true;
+    } else if (strcmp(keyword, "machine") == 0 && plan->version >= 3) {
+        bool ok = true;
+        char *cpu = dup_unescaped(get(fields, nf, "cpu"), &ok), *isa = dup_unescaped(get(fields, nf, "isa"), &ok);
+        if (ok && (strlen(cpu) >= sizeof plan->machine_cpu || strlen(isa) >= sizeof plan->machine_isa)) ok = false;
+        if (ok) {
+            snprintf(plan->machine_cpu, sizeof plan->machine_cpu, "%s", cpu);
+            snprintf(plan->machine_isa, sizeof plan->machine_isa, "%s", isa);
+        }
+        free(cpu);
+        free(isa);
+        if (!ok) return perr(p, "bad machine line", NULL);
     } else {
         return perr(p, "unknown line ", keyword);
     }
     return KORCH_OK;
 }
 
-korch_status korch_plan_load(const char *path, korch_plan **out) {
-    *out = NULL;
-    uint8_t *data = NULL;
-    size_t size = 0;
-    KORCH_TRY(korch_read_file(path, MAX_PLAN_BYTES, &data, &size));
-    parser p = {.path = path, .line = 0};
-    korch_plan *plan = korch_plan_new();
-    korch_status st = plan ? KORCH_OK : KORCH_ERR_OUT_OF_MEMORY;
-    char *text = realloc(data, size + 1);
-    if (!text) {
-        free(data);
-        korch_plan_free(plan);
-        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "plan: out of memory");
-    }
+/* Parses the text part (the bytes before the first NUL) into plan. */
+static korch_status parse_text(parser *p, korch_plan *plan, const char *file_text, size_t size) {
+    const char *path = p->path;
+    char *text = malloc(size + 1);
+    if (!text) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "plan: out of memory");
+    memcpy(text, file_text, size);
     text[size] = '\0';
-    if (st == KORCH_OK && strlen(text) != size)
-        st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": contains a NUL byte", path);
+    korch_status st = KORCH_OK;
     char *save = NULL;
-    char *line = st == KORCH_OK ? strtok_r(text, "\n", &save) : NULL;
+    char *line = strtok_r(text, "\n", &save);
     int version = 0;
-    p.line = 0;
-    if (st == KORCH_OK) {
-        size_t magic = strlen(KORCH_PLAN_MAGIC);
-        if (!line || strncmp(line, KORCH_PLAN_MAGIC, magic) != 0 || line[magic] != ' ')
-            st = korch_error(KORCH_ERR_PARSE, "\"%s\" is not a korch plan (no \"%s\" header)", path, KORCH_PLAN_MAGIC);
-        else if ((version = atoi(line + magic + 1)) < 1 || version > KORCH_PLAN_VERSION)
-            st = korch_error(KORCH_ERR_UNSUPPORTED,
-                             "plan \"%s\" has format version %d; this korch reads versions 1 to %d", path, version,
-                             KORCH_PLAN_VERSION);
-        plan->version = version;
-    }
+    size_t magic = strlen(KORCH_PLAN_MAGIC);
+    if (!line || strncmp(line, KORCH_PLAN_MAGIC, magic) != 0 || line[magic] != ' ')
+        st = korch_error(KORCH_ERR_PARSE, "\"%s\" is not a korch plan (no \"%s\" header)", path, KORCH_PLAN_MAGIC);
+    else if ((version = atoi(line + magic + 1)) < 1 || version > KORCH_PLAN_VERSION)
+        st = korch_error(KORCH_ERR_UNSUPPORTED, "plan \"%s\" has format version %d; this korch reads versions 1 to %d",
+                         path, version, KORCH_PLAN_VERSION);
+    plan->version = version;
     bool ended = false;
     /* strtok_r skips empty lines, so count line breaks by position instead
      * (strtok_r turned the break after each token into a NUL) */
     const char *counted = text;
     while (st == KORCH_OK && (line = strtok_r(NULL, "\n", &save)) != NULL) {
-        for (; counted < line; counted++) p.line += *counted == '\n' || *counted == '\0';
+        for (; counted < line; counted++) p->line += *counted == '\n' || *counted == '\0';
+        p->line_start = (size_t)(line - text);
         size_t len = strlen(line);
         if (len && line[len - 1] == '\r') line[len - 1] = '\0';
-        st = parse_line(&p, plan, line, &ended);
+        st = parse_line(p, plan, line, &ended);
     }
+    free(text);
     if (st == KORCH_OK && !ended) st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": no end line (truncated file?)", path);
+    if (st == KORCH_OK && version >= 3 && !p->has_crc)
+        st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": the end line has no crc32c= checksum", path);
+    if (st == KORCH_OK && p->has_crc) {
+        uint32_t crc = korch_crc32c(0, file_text, p->end_offset);
+        if (crc != p->text_crc)
+            st = korch_error(KORCH_ERR_PARSE,
+                             "plan \"%s\" is damaged: the checksum of its text does not match (crc32c %08" PRIx32
+                             ", the end line says %08" PRIx32 "); copy it again or re-run korch optimize",
+                             path, crc, p->text_crc);
+    }
     if (st == KORCH_OK && (!plan->model_path || !plan->model_sha256[0]))
         st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": no model line", path);
     if (st == KORCH_OK && !plan->fission_version[0])
         st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": no fission line", path);
-    free(text);
+    return st;
+}
+
+/* Checks the sections after the text of an embedded plan and points the
+ * plan at them: the file's size must be exactly what the embedded line
+ * describes, the padding zero, each section's checksum right. */
+static korch_status check_sections(const parser *p, korch_plan *plan, uint8_t *file, size_t size, size_t text_size) {
+    const sections_info *e = &p->sections;
+    const char *path = p->path;
+    size_t start = sections_start(text_size);
+    size_t need = start + e->weights_offset + e->weights_size;
+    if (need < start || size < need)
+        return korch_error(KORCH_ERR_PARSE,
+                           "plan \"%s\" is truncated: %zu bytes, its embedded model needs %zu; copy it again or "
+                           "re-run korch optimize",
+                           path, size, need);
+    if (size > need)
+        return korch_error(KORCH_ERR_PARSE,
+                           "plan \"%s\" is damaged: %zu unexpected bytes after its weight section; copy it again or "
+                           "re-run korch optimize",
+                           path, size - need);
+    for (size_t i = text_size; i < start; i++)
+        if (file[i] != 0)
+            return korch_error(KORCH_ERR_PARSE, "plan \"%s\" is damaged: a non-zero byte at offset %zu, in the padding "
+                                                "after its text; copy it again or re-run korch optimize",
+                               path, i);
+    const uint8_t *graph = file + start, *weights = file + start + e->weights_offset;
+    uint32_t graph_crc = korch_crc32c(0, graph, e->graph_size);
+    uint32_t weights_crc = korch_crc32c(0, weights, e->weights_size);
+    const char *bad = graph_crc != e->graph_crc ? "graph" : weights_crc != e->weights_crc ? "weight" : NULL;
+    if (bad)
+        return korch_error(KORCH_ERR_PARSE,
+                           "plan \"%s\" is damaged: the checksum of its %s section does not match (crc32c %08" PRIx32
+                           ", the plan says %08" PRIx32 "); copy it again or re-run korch optimize",
+                           path, bad, bad[0] == 'g' ? graph_crc : weights_crc,
+                           bad[0] == 'g' ? e->graph_crc : e->weights_crc);
+    plan->sections = (korch_plan_sections){.map = file,
+                                           .map_size = size,
+                                           .graph = graph,
+                                           .graph_size = e->graph_size,
+                                           .weights = weights,
+                                           .weights_size = e->weights_size};
+    return KORCH_OK;
+}
+
+/* Maps the whole file private and writable: the weights are read in place,
+ * and a kernel or pass that writes into a constant gets its own copy of
+ * that page instead of a crash (the file never changes). */
+static korch_status map_plan(const char *path, uint8_t **out, size_t *size) {
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return korch_error(KORCH_ERR_IO, "cannot open plan \"%s\": %s", path, strerror(errno));
+    struct stat sb;
+    korch_status st = KORCH_OK;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+        st = korch_error(KORCH_ERR_IO, "plan \"%s\" is not a regular file", path);
+    else if (sb.st_size == 0)
+        st = korch_error(KORCH_ERR_PARSE, "plan \"%s\" is empty", path);
+    else if ((unsigned long long)sb.st_size > (unsigned long long)SIZE_MAX / 2)
+        st = korch_error(KORCH_ERR_UNSUPPORTED, "plan \"%s\" is too large", path);
+    void *map = MAP_FAILED;
+    if (st == KORCH_OK) {
+        map = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) st = korch_error(KORCH_ERR_IO, "cannot map plan \"%s\": %s", path, strerror(errno));
+    }
+    close(fd);
+    if (st != KORCH_OK) return st;
+    *out = map;
+    *size = (size_t)sb.st_size;
+    return KORCH_OK;
+}
+
+/* Parses `file` (mapped when `mapped`, else the caller's memory); on
+ * success an embedded plan points into it. */
+static korch_status load_bytes(const char *path, uint8_t *file, size_t size, bool mapped, korch_plan **out) {
+    *out = NULL;
+    const uint8_t *nul = memchr(file, 0, size);
+    size_t text_size = nul ? (size_t)(nul - file) : size;
+    parser p = {.path = path, .line = 0};
+    korch_plan *plan = korch_plan_new();
+    korch_status st = plan ? KORCH_OK : KORCH_ERR_OUT_OF_MEMORY;
+    if (st == KORCH_OK && text_size > MAX_PLAN_BYTES)
+        st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": its text is larger than %zu MiB", path, MAX_PLAN_BYTES >> 20);
+    if (st == KORCH_OK) st = parse_text(&p, plan, (const char *)file, text_size);
+    if (st == KORCH_OK && plan->embedded) st = check_sections(&p, plan, file, size, text_size);
+    else if (st == KORCH_OK && nul)
+        st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": contains a NUL byte", path);
+    if (plan && !mapped) { /* the caller's memory: never unmapped */
+        plan->sections.map = NULL;
+        plan->sections.map_size = 0;
+    }
     if (st != KORCH_OK) {
+        if (plan) plan->sections.map = NULL;
         korch_plan_free(plan);
         return st;
     }
-    plan->version = version;
     *out = plan;
     return KORCH_OK;
+}
+
+korch_status korch_plan_load(const char *path, korch_plan **out) {
+    *out = NULL;
+    uint8_t *file = NULL;
+    size_t size = 0;
+    KORCH_TRY(map_plan(path, &file, &size));
+    korch_status st = load_bytes(path, file, size, true, out);
+    if (st != KORCH_OK || !(*out)->embedded) munmap(file, size);
+    return st;
+}
+
+korch_status korch_plan_load_memory(const char *name, const uint8_t *data, size_t size, korch_plan **out) {
+    *out = NULL;
+    if (size == 0) return korch_error(KORCH_ERR_PARSE, "plan \"%s\" is empty", name);
+    /* read only: the sections are never written through (bools are copied) */
+    return load_bytes(name, (uint8_t *)data, size, false, out);
 }
 
 bool korch_plan_file_is_plan(const char *path) {

@@ -75,10 +75,56 @@ static korch_status parse_infer(const char *path, const korch_input_shape *shape
     return st;
 }
 
+static korch_status load_sections(const korch_plan *plan, const char *plan_path, korch_graph **out);
+static char *read_named_model(const korch_plan *plan, const char *plan_path, korch_plan_model *out);
+static bool plan_inputs(const korch_plan *plan, korch_input_shape **shapes, korch_input_value **values, int *n_values);
+
+/* The model of a plan, to optimise or benchmark again (on another machine,
+ * say): the plan's own when embedded (out->source keeps the plan, whose
+ * weights the graph borrows), else the file it names. The plan's input
+ * shapes and guards (--specialize) unless others are given. */
+static korch_status load_from_plan(const char *path, const korch_input_shape *shapes, int n_shapes,
+                                   const korch_input_value *values, int n_values, korch_layout_strategy layout,
+                                   korch_plan_model *out) {
+    korch_plan *plan = NULL;
+    KORCH_TRY(korch_plan_load(path, &plan));
+    korch_input_shape *own = NULL;
+    korch_input_value *own_values = NULL;
+    int n_own_values = 0;
+    korch_status st = plan_inputs(plan, &own, &own_values, &n_own_values) ? KORCH_OK : KORCH_ERR_OUT_OF_MEMORY;
+    if (st == KORCH_OK && !n_shapes) {
+        shapes = own;
+        n_shapes = plan->n_input_shapes;
+    }
+    if (st == KORCH_OK && !n_values) {
+        values = own_values;
+        n_values = n_own_values;
+    }
+    char *model_path = NULL;
+    if (st == KORCH_OK && plan->embedded) {
+        out->source = plan;
+        memcpy(out->sha256, plan->model_sha256, sizeof out->sha256);
+        st = load_sections(plan, path, &out->graph);
+        if (st == KORCH_OK) st = korch_graph_infer_specialized(out->graph, shapes, n_shapes, values, n_values);
+    } else if (st == KORCH_OK) {
+        model_path = read_named_model(plan, path, out);
+        st = model_path ? parse_infer(model_path, shapes, n_shapes, values, n_values, out) : KORCH_ERR_INVALID_MODEL;
+    }
+    out->layout = layout;
+    if (st == KORCH_OK) st = korch_plan_lower(out->graph, layout, &out->pg);
+    free(model_path);
+    free(own);
+    free(own_values);
+    if (!out->source) korch_plan_free(plan);
+    if (st != KORCH_OK) korch_plan_model_close(out);
+    return st;
+}
+
 korch_status korch_plan_model_load_specialized(const char *path, const korch_input_shape *shapes, int n_shapes,
                                                const korch_input_value *values, int n_values,
                                                korch_layout_strategy layout, korch_plan_model *out) {
     memset(out, 0, sizeof *out);
+    if (korch_plan_file_is_plan(path)) return load_from_plan(path, shapes, n_shapes, values, n_values, layout, out);
     KORCH_TRY(korch_read_file(path, KORCH_MAX_MODEL_BYTES, &out->bytes, &out->size));
     out->layout = layout;
     korch_status st = parse_infer(path, shapes, n_shapes, values, n_values, out);
@@ -100,23 +146,50 @@ korch_status korch_plan_model_load(const char *path, const korch_input_shape *sh
 void korch_plan_model_close(korch_plan_model *m) {
     korch_pgraph_free(m->pg);
     korch_graph_free(m->graph);
+    korch_plan_free(m->source); /* after the graph, which may borrow its weights */
     free(m->bytes);
     memset(m, 0, sizeof *m);
 }
 
-korch_status korch_plan_model_open(const korch_plan *plan, const char *plan_path, korch_plan_model *out) {
-    memset(out, 0, sizeof *out);
-    char *path = korch_plan_model_path(plan, plan_path);
-    if (!path) return KORCH_ERR_OUT_OF_MEMORY;
-    korch_input_shape *shapes = calloc((size_t)plan->n_input_shapes + 1, sizeof *shapes);
-    korch_input_value *values = calloc((size_t)plan->n_input_shapes + 1, sizeof *values);
-    if (!shapes || !values) {
-        free(shapes);
-        free(values);
-        free(path);
-        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+/* The plan's input shapes and guards as inference overrides (names and
+ * values borrowed from the plan); false when out of memory (error set). */
+static bool plan_inputs(const korch_plan *plan, korch_input_shape **shapes, korch_input_value **values, int *n_values) {
+    *shapes = calloc((size_t)plan->n_input_shapes + 1, sizeof **shapes);
+    *values = calloc((size_t)plan->n_input_shapes + 1, sizeof **values);
+    if (!*shapes || !*values) {
+        free(*shapes);
+        free(*values);
+        *shapes = NULL;
+        *values = NULL;
+        korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        return false;
     }
-    int n_values = korch_plan_guard_values(plan, shapes, values);
+    *n_values = korch_plan_guard_values(plan, *shapes, *values);
+    return true;
+}
+
+/* The embedded model: parsed from the mapped sections, weights borrowed. */
+static korch_status load_sections(const korch_plan *plan, const char *plan_path, korch_graph **out) {
+    const korch_plan_sections *s = &plan->sections;
+    korch_status st = s->graph ? korch_onnx_load_plan_sections(s->graph, s->graph_size, s->weights, s->weights_size, out)
+                               : korch_error(KORCH_ERR_INTERNAL, "the plan's sections are not loaded");
+    if (st == KORCH_OK) st = korch_graph_validate(*out);
+    if (st != KORCH_OK) {
+        korch_graph_free(*out);
+        *out = NULL;
+        char printable[256];
+        return korch_error_prefix(st, "plan \"%s\": its embedded model",
+                                  korch_printable(plan_path, printable, sizeof printable));
+    }
+    return KORCH_OK;
+}
+
+/* The model file an external-reference plan names, read into out->bytes and
+ * checked against the plan's hash; out->sha256 set. Returns the path
+ * (malloc'd) or NULL (error set). */
+static char *read_named_model(const korch_plan *plan, const char *plan_path, korch_plan_model *out) {
+    char *path = korch_plan_model_path(plan, plan_path);
+    if (!path) return NULL;
     korch_status st = korch_read_file(path, KORCH_MAX_MODEL_BYTES, &out->bytes, &out->size);
     if (st == KORCH_OK) {
         /* hash before parsing: a different model must not even be interpreted */
@@ -129,10 +202,76 @@ korch_status korch_plan_model_open(const korch_plan *plan, const char *plan_path
     } else {
         korch_error_prefix(st, "plan \"%s\" names model \"%s\"", plan_path, plan->model_path);
     }
-    if (st == KORCH_OK) st = parse_infer(path, shapes, plan->n_input_shapes, values, n_values, out);
+    if (st != KORCH_OK) {
+        free(out->bytes);
+        out->bytes = NULL;
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+korch_status korch_plan_load_graph(const korch_plan *plan, const char *plan_path, korch_graph **out) {
+    *out = NULL;
+    if (plan->embedded) return load_sections(plan, plan_path, out);
+    korch_plan_model m;
+    memset(&m, 0, sizeof m);
+    char *path = read_named_model(plan, plan_path, &m);
+    if (!path) return KORCH_ERR_INVALID_MODEL;
+    char *dir = strdup(path);
+    korch_status st = dir ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st == KORCH_OK) {
+        char *slash = strrchr(dir, '/');
+        if (!slash) strcpy(dir, ".");
+        else if (slash == dir) slash[1] = '\0';
+        else *slash = '\0';
+        st = korch_onnx_load_buffer(m.bytes, m.size, dir, out);
+        char printable[256];
+        if (st != KORCH_OK) st = korch_error_prefix(st, "%s", korch_printable(path, printable, sizeof printable));
+    }
+    if (st == KORCH_OK) st = korch_graph_validate(*out);
+    if (st != KORCH_OK) {
+        korch_graph_free(*out);
+        *out = NULL;
+    }
+    free(dir);
+    free(path);
+    free(m.bytes);
+    return st;
+}
+
+korch_status korch_plan_load_inferred(const korch_plan *plan, const char *plan_path, korch_graph **out) {
+    KORCH_TRY(korch_plan_load_graph(plan, plan_path, out));
+    korch_status st = korch_plan_infer_graph(plan, *out); /* its shapes, its guards */
+    if (st != KORCH_OK) {
+        korch_graph_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+korch_status korch_plan_model_open(const korch_plan *plan, const char *plan_path, korch_plan_model *out) {
+    memset(out, 0, sizeof *out);
+    korch_input_shape *shapes = NULL;
+    korch_input_value *values = NULL;
+    int n_values = 0;
+    if (!plan_inputs(plan, &shapes, &values, &n_values)) return KORCH_ERR_OUT_OF_MEMORY;
+    korch_status st = KORCH_OK;
+    char *path = NULL;
+    if (plan->embedded) {
+        /* the original file's identity; the sections' checksums were checked at load */
+        memcpy(out->sha256, plan->model_sha256, sizeof out->sha256);
+        st = load_sections(plan, plan_path, &out->graph);
+        if (st == KORCH_OK)
+            st = korch_graph_infer_specialized(out->graph, shapes, plan->n_input_shapes, values, n_values);
+    } else {
+        path = read_named_model(plan, plan_path, out);
+        st = path ? parse_infer(path, shapes, plan->n_input_shapes, values, n_values, out) : KORCH_ERR_INVALID_MODEL;
+    }
     if (st == KORCH_OK) {
         char what[4200];
-        snprintf(what, sizeof what, "plan \"%.2048s\" (model \"%.2048s\")", plan_path, path);
+        if (path) snprintf(what, sizeof what, "plan \"%.2048s\" (model \"%.2048s\")", plan_path, path);
+        else snprintf(what, sizeof what, "plan \"%.4096s\"", plan_path);
         st = korch_plan_lower_checked(plan, out->graph, what, &out->pg);
         if (out->pg) out->layout = plan->layout_recorded ? plan->layout : KORCH_LAYOUT_DEFAULT;
     }
@@ -146,6 +285,7 @@ korch_status korch_plan_model_open(const korch_plan *plan, const char *plan_path
 korch_status korch_plan_set_model(korch_plan *plan, const char *model_path, const korch_plan_model *m) {
     char resolved[PATH_MAX];
     const char *path = realpath(model_path, resolved) ? resolved : model_path;
+    if (m->source) path = m->source->model_path; /* the model the source plan was made from */
     free(plan->model_path);
     plan->model_path = strdup(path);
     if (!plan->model_path) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
@@ -155,6 +295,7 @@ korch_status korch_plan_set_model(korch_plan *plan, const char *model_path, cons
     plan->pgraph_nodes = m->pg->n_nodes;
     plan->layout = m->layout;
     plan->layout_recorded = true;
+    korch_plan_set_machine(plan);
     korch_plan_shapes_free(plan);
     plan->input_shapes = calloc((size_t)m->graph->n_inputs + 1, sizeof *plan->input_shapes);
     if (!plan->input_shapes) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
@@ -175,4 +316,22 @@ korch_status korch_plan_set_model(korch_plan *plan, const char *model_path, cons
         }
     }
     return KORCH_OK;
+}
+
+korch_status korch_plan_write(const korch_plan *plan, const char *plan_path, const korch_plan_model *m,
+                              const char *model_path, bool embed) {
+    if (!embed) return korch_plan_save(plan, plan_path);
+    if (m->source) /* a plan's model again: its sections are already the embedded form */
+        return korch_plan_save_sections(plan, plan_path, m->source->sections.graph, m->source->sections.graph_size,
+                                        m->source->sections.weights, m->source->sections.weights_size);
+    /* the model's folder, for its own external data files */
+    char *dir = strdup(model_path);
+    if (!dir) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    char *slash = strrchr(dir, '/');
+    if (!slash) strcpy(dir, ".");
+    else if (slash == dir) slash[1] = '\0';
+    else *slash = '\0';
+    korch_status st = korch_plan_save_embedded(plan, plan_path, m->bytes, m->size, dir);
+    free(dir);
+    return st;
 }

@@ -1,6 +1,7 @@
 /* The public C API (include/korch.h): models and sessions. A model keeps the
- * file's bytes; each session parses and prepares its own copy, so sessions
- * share nothing mutable and can run on different threads. */
+ * file's bytes (a self-contained plan: its mapping); each session parses and
+ * prepares its own graph, so sessions share nothing mutable and can run on
+ * different threads (the mapped weights of a plan are shared, read only). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,7 @@
 
 struct korch_model {
     int refs; /* the caller's reference + one per session (atomic) */
-    uint8_t *bytes; /* the ONNX model (for a plan: the model it names) */
+    uint8_t *bytes; /* the ONNX model (for a plan: the model it names; NULL when the plan carries it) */
     size_t size;
     char *dir;
     korch_plan *plan; /* NULL: run with the reference executor */
@@ -43,6 +44,20 @@ korch_status korch_model_load(const char *path, korch_model **out) {
     if (korch_plan_file_is_plan(path)) {
         /* a plan: keep it, and load the model it names (which must be unchanged) */
         st = korch_plan_load(path, &m->plan);
+        if (st == KORCH_OK && m->plan->embedded) {
+            /* the model is in the plan, mapped: sessions parse it from there */
+            korch_plan_note_foreign(m->plan, path);
+            korch_graph *g = NULL;
+            st = korch_plan_load_graph(m->plan, path, &g); /* validated now: a bad model fails at load */
+            korch_graph_free(g);
+            if (st != KORCH_OK) {
+                korch_model_free(m);
+                return st;
+            }
+            *out = m;
+            return KORCH_OK;
+        }
+        if (st == KORCH_OK) korch_plan_note_foreign(m->plan, path);
         if (st == KORCH_OK && !(model_path = korch_plan_model_path(m->plan, path))) st = KORCH_ERR_OUT_OF_MEMORY;
         if (st == KORCH_OK) path = model_path;
     }
@@ -121,7 +136,13 @@ korch_status korch_session_create(const korch_model *model, const korch_session_
         s->model = (korch_model *)model; /* only its reference count changes */
         __atomic_add_fetch(&s->model->refs, 1, __ATOMIC_ACQ_REL);
     }
-    if (st == KORCH_OK) st = korch_onnx_load_buffer(model->bytes, model->size, model->dir, &s->graph);
+    if (st == KORCH_OK && model->plan && model->plan->embedded) {
+        const korch_plan_sections *sec = &model->plan->sections;
+        /* the graph borrows the mapped weights; the session holds the model, which holds the mapping */
+        st = korch_onnx_load_plan_sections(sec->graph, sec->graph_size, sec->weights, sec->weights_size, &s->graph);
+    } else if (st == KORCH_OK) {
+        st = korch_onnx_load_buffer(model->bytes, model->size, model->dir, &s->graph);
+    }
     if (st == KORCH_OK) st = korch_graph_validate(s->graph);
     /* a plan: its shapes, and its guarded inputs specialized as when it was made */
     if (st == KORCH_OK) st = model->plan ? korch_plan_infer_graph(model->plan, s->graph)

@@ -61,6 +61,19 @@ def main():
     x4 = rng.standard_normal((4, 3)).astype(np.float32)
     save_npy("x4.npy", x4)
     save_npy("symbolic.y4.npy", np.maximum(x4, 0))
+
+    # a depthwise convolution + ReLU: the layout pass wraps it in two
+    # transposes that cost more than it does, so --layout auto keeps nchw
+    # even under --estimate (run_layout_flag.sh)
+    wrng = np.random.default_rng(7)
+    w = (wrng.standard_normal((16, 1, 3, 3)) / 3).astype(np.float32)
+    save_model("dwconv_relu",
+               [helper.make_node("Conv", ["x", "w"], ["c"], name="dw", group=16, kernel_shape=[3, 3],
+                                 pads=[1, 1, 1, 1]),
+                helper.make_node("Relu", ["c"], ["y"], name="relu")],
+               [helper.make_tensor_value_info("x", F, [1, 16, 28, 28])],
+               [helper.make_tensor_value_info("y", F, [1, 16, 28, 28])],
+               [numpy_helper.from_array(w, "w")])
     print("wrote", sorted(os.listdir(OUT)))
 
 

@@ -128,9 +128,11 @@ expect "6: export a missing plan" 1 export "$work/nonexist.plan" -o "$work/e0" &
     one_error "6: export a missing plan" "cannot open \"$work/nonexist.plan\": No such file or directory"
 expect "6: explain a model" 1 explain "$m" &&
     one_error "6: explain a model" "is an ONNX model, not a korch plan; korch explain reads a plan (make one with korch optimize"
-expect "6: info a plan" 1 info "$work/p.plan" &&
-    one_error "6: info a plan" "is a korch plan, not an ONNX model; korch info reads a model"
-expect "6: check a plan" 1 check "$work/p.plan" && one_error "6: check a plan" "is a korch plan, not an ONNX model"
+# info and check read plans too (issue 23); fission reads only models
+expect "6: info a plan" 0 info "$work/p.plan" && has "6: info a plan" "$out" "plan: format 3, the model embedded"
+expect "6: check a plan" 0 check "$work/p.plan" && has "6: check a plan" "$out" "ok: plan of "
+expect "6: fission a plan" 1 fission "$work/p.plan" &&
+    one_error "6: fission a plan" "is a korch plan, not an ONNX model; korch fission reads a model"
 expect "6: optimize a .npy" 1 optimize "$fx/x.npy" -o "$work/n.plan" && one_error "6: optimize a .npy" "is a .npy tensor, not an ONNX model"
 expect "6: run a .npy" 1 run "$fx/x.npy" && one_error "6: run a .npy" "is a .npy tensor, not an ONNX model or a korch plan"
 expect "6: export a model" 1 export "$m" -o "$work/e1" && one_error "6: export a model" "is an ONNX model, not a korch plan"

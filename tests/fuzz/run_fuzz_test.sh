@@ -2,7 +2,7 @@
 # CTest driver for the libFuzzer targets (tests/fuzz/fuzz_*.c).
 #   run_fuzz_test.sh regress FUZZER FUZZ_DIR BADINPUT_CORPUS WORK_DIR
 #       runs every committed crash reproducer of the target
-#       (FUZZ_DIR/regressions/load, /tensor or /run) once, and for model targets every
+#       (FUZZ_DIR/regressions/load, /tensor, /run or /plan) once, and for model targets every
 #       bad-input corpus model; fails on any crash, leak or sanitizer report.
 #   run_fuzz_test.sh fuzz FUZZER FUZZ_DIR BADINPUT_CORPUS WORK_DIR
 #       fuzz_load for $KORCH_FUZZ_RUNS inputs (default 1000000), seeded with
@@ -12,6 +12,9 @@
 #       of the inputs;
 #   run_fuzz_test.sh fuzz-tensor FUZZER FUZZ_DIR BADINPUT_CORPUS WORK_DIR
 #       fuzz_tensor (the .npy / .pb readers), seeded with tensor files.
+#   run_fuzz_test.sh fuzz-plan FUZZER FUZZ_DIR BADINPUT_CORPUS WORK_DIR
+#       fuzz_plan (plan files and embedded models), seeded with the
+#       committed plans, a quarter of the inputs.
 # Fuzzing is deterministic (issue 16): a fixed -seed, a number of inputs
 # (-runs) instead of a time, and a corpus that starts empty every run, so a
 # run finds the same inputs on any machine at any load, and a finding is
@@ -22,7 +25,7 @@
 # code: findings exit 1 here, and 77 means skipped (no inputs to replay).
 set -u
 if [ $# -ne 5 ]; then
-    echo "usage: $0 regress|fuzz|fuzz-run|fuzz-tensor FUZZER FUZZ_DIR BADINPUT_CORPUS WORK_DIR" >&2
+    echo "usage: $0 regress|fuzz|fuzz-run|fuzz-tensor|fuzz-plan FUZZER FUZZ_DIR BADINPUT_CORPUS WORK_DIR" >&2
     exit 2
 fi
 mode=$1 fuzzer=$2 fuzz_dir=$3 badinput=$4 work=$5
@@ -102,6 +105,21 @@ fuzz-tensor)
     echo "$(basename "$fuzzer"): $runs inputs, seed $seed"
     # shellcheck disable=SC2086
     run_fuzzer $common $fuzz_args -runs="$runs" -max_len=65536 "$work/corpus" "$work/seeds"
+    ;;
+fuzz-plan)
+    # seeds: the committed plans (a plan of each format and form, damaged
+    # ones; selector byte already in front) and the same plans with their
+    # checksums intact but the text edited (the parser behind the checksum)
+    mkdir -p "$work/seeds"
+    n=0
+    for f in "$fuzz_dir"/regressions/plan/*; do
+        [ -f "$f" ] || continue
+        n=$((n + 1))
+        cp "$f" "$work/seeds/$n"
+    done
+    echo "$(basename "$fuzzer"): $((runs / 4)) inputs, seed $seed"
+    # shellcheck disable=SC2086
+    run_fuzzer $common $fuzz_args -runs="$((runs / 4))" -max_len=65536 "$work/corpus" "$work/seeds"
     ;;
 *)
     echo "$0: unknown mode $mode" >&2
