@@ -65,7 +65,8 @@ static korch_status geometry_read(const korch_op_ctx *ctx, const iconv_inputs *i
         return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "group %lld is out of range for %lld input channels",
                               (long long)group, (long long)g->channels);
     g->groups = group;
-    if (g->channels_per_group < 1 || g->channels_per_group * group != g->channels)
+    /* divided, not multiplied: a hostile w's channel count must not overflow */
+    if (g->channels_per_group < 1 || g->channels % group != 0 || g->channels / group != g->channels_per_group)
         return korch_op_error(ctx, KORCH_ERR_SHAPE, "x has %lld channels but w expects %lld per group (group %lld)",
                               (long long)g->channels, (long long)g->channels_per_group, (long long)group);
     if (g->out_channels < 1 || g->out_channels % group != 0)

@@ -4,22 +4,19 @@
 #include "ops/broadcast.h"
 #include "ops/flop_count.h"
 #include "ops/gemm_kernel.h"
+#include "ops/matmul_geometry.h"
 #include "ops/op.h"
 
 /* Below this many multiply-adds per matrix, batches run in parallel with a
  * single-threaded GEMM each, rather than one after another. */
 #define SMALL_MATRIX_MACS ((int64_t)1 << 21)
 
-typedef struct matmul_geometry {
-    int64_t m, n, k;
-    korch_shape batch_a, batch_b, batch; /* the leading dims; batch is their broadcast */
-} matmul_geometry;
+typedef korch_matmul_geometry matmul_geometry;
 
-static korch_status matmul_geometry_read(const korch_op_ctx *ctx, matmul_geometry *g, korch_shape *out) {
-    const korch_shape *a = &ctx->inputs[0]->shape, *b = &ctx->inputs[1]->shape;
+korch_status korch_matmul_geometry_read(const korch_op_ctx *ctx, int ia, int ib, korch_matmul_geometry *g,
+                                        korch_shape *out) {
+    const korch_shape *a = &ctx->inputs[ia]->shape, *b = &ctx->inputs[ib]->shape;
     char as[96], bs[96];
-    KORCH_TRY(korch_op_require_dtype(ctx, 0, KORCH_DTYPE_FLOAT32));
-    KORCH_TRY(korch_op_require_dtype(ctx, 1, KORCH_DTYPE_FLOAT32));
     if (a->rank < 1 || b->rank < 1)
         return korch_op_error(ctx, KORCH_ERR_SHAPE, "operands must have rank >= 1, got A %s and B %s",
                               korch_shape_format(a, as, sizeof as), korch_shape_format(b, bs, sizeof bs));
@@ -44,6 +41,12 @@ static korch_status matmul_geometry_read(const korch_op_ctx *ctx, matmul_geometr
         out->dims[out->rank++] = g->n;
     }
     return KORCH_OK;
+}
+
+static korch_status matmul_geometry_read(const korch_op_ctx *ctx, matmul_geometry *g, korch_shape *out) {
+    KORCH_TRY(korch_op_require_dtype(ctx, 0, KORCH_DTYPE_FLOAT32));
+    KORCH_TRY(korch_op_require_dtype(ctx, 1, KORCH_DTYPE_FLOAT32));
+    return korch_matmul_geometry_read(ctx, 0, 1, g, out);
 }
 
 static korch_status infer_matmul(korch_op_ctx *ctx) {

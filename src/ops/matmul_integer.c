@@ -13,12 +13,10 @@
  * accumulation would; only reachable with K above 2^15). */
 #include "ops/broadcast.h"
 #include "ops/flop_count.h"
+#include "ops/matmul_geometry.h"
 #include "ops/quant.h"
 
-typedef struct imatmul_geometry {
-    int64_t m, n, k;
-    korch_shape batch_a, batch_b, batch;
-} imatmul_geometry;
+typedef korch_matmul_geometry imatmul_geometry;
 
 /* Which input holds what: MatMulInteger is (A, B, a_zp, b_zp); QLinearMatMul
  * is (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp). */
@@ -50,31 +48,7 @@ static korch_status geometry_read(const korch_op_ctx *ctx, const imatmul_inputs 
     KORCH_TRY(korch_quant_require_int8(ctx, io->b, "B"));
     KORCH_TRY(korch_quant_require_same_dtype(ctx, io->a_zp, io->a, "A's zero point"));
     KORCH_TRY(korch_quant_require_same_dtype(ctx, io->b_zp, io->b, "B's zero point"));
-    const korch_shape *a = &ctx->inputs[io->a]->shape, *b = &ctx->inputs[io->b]->shape;
-    char as[96], bs[96];
-    if (a->rank < 1 || b->rank < 1)
-        return korch_op_error(ctx, KORCH_ERR_SHAPE, "operands must have rank >= 1, got A %s and B %s",
-                              korch_shape_format(a, as, sizeof as), korch_shape_format(b, bs, sizeof bs));
-    g->k = a->dims[a->rank - 1];
-    g->m = a->rank >= 2 ? a->dims[a->rank - 2] : 1;
-    int64_t kb = b->rank >= 2 ? b->dims[b->rank - 2] : b->dims[0];
-    g->n = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
-    if (g->k != kb)
-        return korch_op_error(ctx, KORCH_ERR_SHAPE, "inner dimensions differ: A is %s, B is %s (%lld vs %lld)",
-                              korch_shape_format(a, as, sizeof as), korch_shape_format(b, bs, sizeof bs),
-                              (long long)g->k, (long long)kb);
-    g->batch_a = korch_shape_make(a->rank > 2 ? a->rank - 2 : 0, a->dims);
-    g->batch_b = korch_shape_make(b->rank > 2 ? b->rank - 2 : 0, b->dims);
-    if (!korch_shape_broadcast(&g->batch_a, &g->batch_b, &g->batch))
-        return korch_op_error(ctx, KORCH_ERR_SHAPE, "batch dimensions of A %s and B %s do not broadcast",
-                              korch_shape_format(a, as, sizeof as), korch_shape_format(b, bs, sizeof bs));
-    *out = g->batch;
-    if (a->rank >= 2) out->dims[out->rank++] = g->m;
-    if (b->rank >= 2) {
-        if (out->rank >= KORCH_MAX_RANK)
-            return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "result would have rank %d", out->rank + 1);
-        out->dims[out->rank++] = g->n;
-    }
+    KORCH_TRY(korch_matmul_geometry_read(ctx, io->a, io->b, g, out));
     KORCH_TRY(check_vector_param(ctx, io->a_zp, g->m, "A's zero point", "per row of A"));
     KORCH_TRY(check_vector_param(ctx, io->b_zp, g->n, "B's zero point", "per column of B"));
     if (io->a_scale >= 0) {

@@ -53,24 +53,39 @@ korch_status korch_plan_lower_checked(const korch_plan *plan, const korch_graph 
                        what, plan->fission_version, korch_plan_fission_version);
 }
 
+/* The folder of a model file (malloc'd; NULL when out of memory, error
+ * set): where its external data files are. */
+static char *folder_of(const char *path) {
+    char *dir = strdup(path);
+    if (!dir) {
+        korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        return NULL;
+    }
+    char *slash = strrchr(dir, '/');
+    if (!slash) strcpy(dir, ".");
+    else if (slash == dir) slash[1] = '\0';
+    else *slash = '\0';
+    return dir;
+}
+
+/* Parses model bytes read from `path` (external data next to it) and
+ * validates the graph; errors carry the file's name, as
+ * korch_onnx_load_file gives it (info, check, run). */
+static korch_status parse_validate(const char *path, const void *bytes, size_t size, korch_graph **out) {
+    char *dir = folder_of(path);
+    korch_status st = dir ? korch_onnx_load_buffer(bytes, size, dir, out) : KORCH_ERR_OUT_OF_MEMORY;
+    char printable[256];
+    if (dir && st != KORCH_OK) st = korch_error_prefix(st, "%s", korch_printable(path, printable, sizeof printable));
+    free(dir);
+    if (st == KORCH_OK) st = korch_graph_validate(*out);
+    return st;
+}
+
 /* Parses and infers out->bytes (already read from `path`). */
 static korch_status parse_infer(const char *path, const korch_input_shape *shapes, int n_shapes,
                                 const korch_input_value *values, int n_values, korch_plan_model *out) {
     korch_sha256_hex(out->bytes, out->size, out->sha256);
-    char *dir = strdup(path);
-    korch_status st = dir ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-    if (st == KORCH_OK) {
-        char *slash = strrchr(dir, '/');
-        if (!slash) strcpy(dir, ".");
-        else if (slash == dir) slash[1] = '\0';
-        else *slash = '\0';
-        st = korch_onnx_load_buffer(out->bytes, out->size, dir, &out->graph);
-        /* the file's name, as korch_onnx_load_file gives it (info, check, run) */
-        char printable[256];
-        if (st != KORCH_OK) st = korch_error_prefix(st, "%s", korch_printable(path, printable, sizeof printable));
-    }
-    free(dir);
-    if (st == KORCH_OK) st = korch_graph_validate(out->graph);
+    korch_status st = parse_validate(path, out->bytes, out->size, &out->graph);
     if (st == KORCH_OK) st = korch_graph_infer_specialized(out->graph, shapes, n_shapes, values, n_values);
     return st;
 }
@@ -218,23 +233,11 @@ korch_status korch_plan_load_graph(const korch_plan *plan, const char *plan_path
     memset(&m, 0, sizeof m);
     char *path = read_named_model(plan, plan_path, &m);
     if (!path) return KORCH_ERR_INVALID_MODEL;
-    char *dir = strdup(path);
-    korch_status st = dir ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-    if (st == KORCH_OK) {
-        char *slash = strrchr(dir, '/');
-        if (!slash) strcpy(dir, ".");
-        else if (slash == dir) slash[1] = '\0';
-        else *slash = '\0';
-        st = korch_onnx_load_buffer(m.bytes, m.size, dir, out);
-        char printable[256];
-        if (st != KORCH_OK) st = korch_error_prefix(st, "%s", korch_printable(path, printable, sizeof printable));
-    }
-    if (st == KORCH_OK) st = korch_graph_validate(*out);
+    korch_status st = parse_validate(path, m.bytes, m.size, out);
     if (st != KORCH_OK) {
         korch_graph_free(*out);
         *out = NULL;
     }
-    free(dir);
     free(path);
     free(m.bytes);
     return st;
@@ -325,12 +328,8 @@ korch_status korch_plan_write(const korch_plan *plan, const char *plan_path, con
         return korch_plan_save_sections(plan, plan_path, m->source->sections.graph, m->source->sections.graph_size,
                                         m->source->sections.weights, m->source->sections.weights_size);
     /* the model's folder, for its own external data files */
-    char *dir = strdup(model_path);
-    if (!dir) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-    char *slash = strrchr(dir, '/');
-    if (!slash) strcpy(dir, ".");
-    else if (slash == dir) slash[1] = '\0';
-    else *slash = '\0';
+    char *dir = folder_of(model_path);
+    if (!dir) return KORCH_ERR_OUT_OF_MEMORY;
     korch_status st = korch_plan_save_embedded(plan, plan_path, m->bytes, m->size, dir);
     free(dir);
     return st;
