@@ -85,16 +85,19 @@ korch_status korch_pipeline_write(korch_pipeline *p, const char *model_path, kor
                                   bool embed) {
     KORCH_TRY(korch_pipeline_finish_plan(p, model_path, plan));
     KORCH_TRY(korch_plan_write(plan, plan_path, &p->model, model_path, embed));
-    FILE *log = p->log;
-    if (!log) return KORCH_OK;
+    korch_pipeline_log_plan(p->log, plan, p->model.pg->n_nodes, plan_path, korch_now_s() - p->t0);
+    return KORCH_OK;
+}
+
+void korch_pipeline_log_plan(FILE *log, const korch_plan *plan, int n_prims, const char *plan_path, double seconds) {
+    if (!log) return;
     int fused = 0;
     for (int k = 0; k < plan->n_kernels; k++) fused += plan->kernels[k].n_nodes > 1;
     fprintf(log, "plan: %s strategy, %d kernels (%d fused) for %d primitives, predicted %.4f ms", plan->strategy,
-            plan->n_kernels, fused, p->model.pg->n_nodes, plan->predicted_ms);
+            plan->n_kernels, fused, n_prims, plan->predicted_ms);
     if (plan->measured_ms > 0) fprintf(log, ", measured %.4f ms in place", plan->measured_ms);
     fprintf(log, "; written to %s\n", plan_path);
-    fprintf(log, "optimize time: %.1f s\n", korch_now_s() - p->t0);
-    return KORCH_OK;
+    fprintf(log, "optimize time: %.1f s\n", seconds);
 }
 
 void korch_pipeline_free_keep(korch_pipeline *p, korch_plan_model *keep) {

@@ -68,6 +68,9 @@ korch_status korch_pipeline_finish_plan(const korch_pipeline *p, const char *mod
  * !embed: docs/plan-format.md) and logs "plan: ..." and "optimize time: ...". */
 korch_status korch_pipeline_write(korch_pipeline *p, const char *model_path, korch_plan *plan, const char *plan_path,
                                   bool embed);
+/* The summary korch optimize prints last ("plan: ..." and "optimize time:
+ * ..."); nothing when log is NULL. */
+void korch_pipeline_log_plan(FILE *log, const korch_plan *plan, int n_prims, const char *plan_path, double seconds);
 void korch_pipeline_free(korch_pipeline *p);
 /* As korch_pipeline_free, but the model moves to *keep (the caller closes
  * it): the plan file carries it (korch_plan_write). */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/pipeline.h"
 #include "cli/cli.h"
 #include "cli/cli_files.h"
 #include "cli/cli_orchestrate.h"
@@ -182,15 +183,8 @@ int korch_cmd_optimize(int argc, char **argv) {
     if (rc == 0 && !args.dry_run && korch_plan_write(plan, output, &kept, args.model, embed) != KORCH_OK)
         rc = korch_cli_fail();
     korch_plan_model_close(&kept);
-    if (rc == 0 && !args.dry_run && !args.quiet) {
-        int fused = 0;
-        for (int k = 0; k < plan->n_kernels; k++) fused += plan->kernels[k].n_nodes > 1;
-        printf("plan: %s strategy, %d kernels (%d fused) for %d primitives, predicted %.4f ms", plan->strategy,
-               plan->n_kernels, fused, n_prims, plan->predicted_ms);
-        if (plan->measured_ms > 0) printf(", measured %.4f ms in place", plan->measured_ms);
-        printf("; written to %s\n", output);
-        printf("optimize time: %.1f s\n", (korch_now_ms() - t0) / 1e3);
-    }
+    if (rc == 0 && !args.dry_run && !args.quiet)
+        korch_pipeline_log_plan(stdout, plan, n_prims, output, (korch_now_ms() - t0) / 1e3);
     korch_plan_free(plan);
     korch_cli_orchestrate_args_free(&args);
     return rc;
