@@ -215,6 +215,10 @@ typedef struct korch_monitor_mark {
     bool have_sched;
 } korch_monitor_mark;
 void korch_profile_monitor_begin(korch_profile_monitor *m, korch_monitor_mark *mark);
+/* After the warm-up: the wait share counts from here. Why: the first runs
+ * after an idle spell wake the vCPUs, which shows as run delay (up to half
+ * of a short first run on an idle guest), not as another process. */
+void korch_profile_monitor_warm(korch_profile_monitor *m, korch_monitor_mark *mark);
 void korch_profile_monitor_end(korch_profile_monitor *m, const korch_monitor_mark *mark, korch_profile_quality *q);
 
 /* Test hooks (never set outside tests; not thread-safe: set before

@@ -109,6 +109,7 @@ korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_
         KORCH_TRY(fn(ctx, it++));
         if (w > 1000) break;
     }
+    if (d.monitor) korch_profile_monitor_warm(d.monitor, &mark);
     double *samples = malloc((size_t)d.max_repeats * sizeof *samples);
     if (!samples) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "timer: out of memory");
     int n = 0, slow = 0;
