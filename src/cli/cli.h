@@ -72,6 +72,11 @@ void korch_cli_omp_note(void);
 /* Parses an option value at argv[*i + 1]; returns NULL (after printing) if missing. */
 const char *korch_cli_value(int argc, char **argv, int *i, const char *command);
 bool korch_cli_parse_int(const char *text, long lo, long hi, long *out);
+/* CPUs this process may run on (its affinity mask) */
+int korch_cli_cpus_usable(void);
+/* --threads N: 1..1024, else a usage error (returns 2); a note on stderr
+ * when N is more than the usable CPUs; 0 when parsed */
+int korch_cli_parse_threads(const char *command, const char *text, long *out);
 
 /* --input-shape NAME=DIMS accumulates into `shapes`. */
 typedef struct korch_cli_shapes {

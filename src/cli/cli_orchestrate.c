@@ -46,8 +46,7 @@ int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char *
         if (!(a->cache_dir = korch_cli_value(argc, argv, i, command))) return 2;
     } else if (strcmp(opt, "--threads") == 0) {
         if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
-        if (!korch_cli_parse_int(v, 1, 1024, &a->threads))
-            return korch_cli_usage_error(command, "--threads expects a number from 1 to 1024");
+        if (korch_cli_parse_threads(command, v, &a->threads) != 0) return 2;
     } else if (strcmp(opt, "--budget") == 0) {
         if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
         if (!parse_seconds(v, &a->budget_s)) return korch_cli_usage_error(command, "--budget expects seconds");

@@ -103,8 +103,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
             if (!(a->out_dir = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
         } else if (strcmp(arg, "--threads") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
-            else if (!korch_cli_parse_int(v, 1, 1024, &a->threads))
-                rc = korch_cli_usage_error("run", "--threads expects a number from 1 to 1024");
+            else if (korch_cli_parse_threads("run", v, &a->threads) != 0)
+                rc = 2;
         } else if (strcmp(arg, "--bench") == 0) {
             if (!(v = korch_cli_value(argc, argv, &i, "run"))) rc = 2;
             else if (!korch_cli_parse_int(v, 1, 1000000, &a->bench))

@@ -56,13 +56,6 @@ static int procs_running(void) {
     return n;
 }
 
-static int cpus_usable(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 /* the threads this run will use: --threads N on the command line, else
  * OMP_NUM_THREADS, else every usable CPU (the CLI's default) */
 static int threads_wanted(char **argv, int cpus) {
@@ -162,7 +155,7 @@ void korch_cli_omp_policy(char **argv) {
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
     const char *opt = getenv("KORCH_OMP_DEFAULTS");
     if (opt && strcmp(opt, "0") == 0) return;
-    int cpus = cpus_usable(), others = others_running();
+    int cpus = korch_cli_cpus_usable(), others = others_running();
     if (others <= 0 || others + threads_wanted(argv, cpus) <= cpus) return;
     char why[96];
     snprintf(why, sizeof why, "passive (%d other runnable process%s on %d CPUs at start)", others,

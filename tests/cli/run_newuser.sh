@@ -180,5 +180,14 @@ fi
 has "12: README names onnxruntime for make models" "$src/README.md" "onnxruntime"
 has "12: README names the script that installs it" "$src/README.md" "scripts/python-env.sh"
 
+# ---- found on a later pass: more threads than CPUs is allowed, and said ----
+# (1024: more CPUs than any machine this suite runs on can give a process)
+expect "later: --threads above the CPUs" 0 run "$m" $ins --threads 1024 -o "$work/threads" &&
+    has "later: --threads above the CPUs" "$err" "korch: note: --threads 1024 is more than the"
+expect "later: --threads within the CPUs" 0 run "$m" $ins --threads 1 -o "$work/threads1" &&
+    lacks "later: --threads within the CPUs" "$err" "is more than the"
+expect "later: optimize --threads above the CPUs" 2 optimize "$m" --threads 1024 &&
+    has "later: optimize --threads above the CPUs" "$err" "korch: note: --threads 1024 is more than the"
+
 echo "cli/newuser: $passed checks passed, $failed failed"
 [ "$failed" -eq 0 ]
