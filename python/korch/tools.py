@@ -124,18 +124,25 @@ def info(path, input_shapes=None):
     """What `korch info` prints, as a dict: path, graph, ir_version, opset,
     inputs and outputs ([{name, shape, type, dtype}]), nodes_in_file, nodes
     (after constant folding), parameters, parameter_bytes, flops (one run),
-    operators ([{op, count, flops}], most frequent first). An ONNX file.
+    symbolic_inputs, operators ([{op, count, flops}], most frequent first).
+    An ONNX file. With inputs whose symbolic dimensions input_shapes leaves
+    open (symbolic_inputs > 0), shapes are as the file declares them (a
+    symbolic dimension by name, an unknown one None) and nodes and flops
+    are None.
     Raises a KorchError subclass when korch cannot load the model."""
     return _describe(path, input_shapes)
 
 
 def check(path, input_shapes=None):
     """`korch check`: can korch run this ONNX model? Returns
-    {"ok": True, "nodes", "nodes_after_folding", "inputs", "outputs"} (counts),
-    or {"ok": False, "status": "KORCH_ERR_...", "error": "<the reason>"}."""
+    {"ok": True, "nodes", "nodes_after_folding", "inputs", "outputs"} (counts)
+    and "shapes_checked" (False when inputs have symbolic dimensions that
+    input_shapes leaves open: everything else was checked, and
+    "nodes_after_folding" is None), or {"ok": False, "status":
+    "KORCH_ERR_...", "error": "<the reason>"}."""
     try:
         d = _describe(path, input_shapes)
     except KorchError as e:
         return {"ok": False, "status": e.status, "error": e.message}
     return {"ok": True, "nodes": d["nodes_in_file"], "nodes_after_folding": d["nodes"], "inputs": len(d["inputs"]),
-            "outputs": len(d["outputs"])}
+            "outputs": len(d["outputs"]), "shapes_checked": d["symbolic_inputs"] == 0}

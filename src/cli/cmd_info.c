@@ -10,13 +10,19 @@ static void help(void) {
     printf("usage: korch info MODEL|PLAN [--input-shape NAME=DIMS]...\n\n"
            "Prints the model's inputs and outputs with shapes, an operator histogram,\n"
            "parameter bytes and the FLOPs of one run. For a plan: of the model it was\n"
-           "made for (its own when embedded), at the plan's input shapes.\n");
+           "made for (its own when embedded), at the plan's input shapes. Inputs with\n"
+           "symbolic dimensions (dynamic axes) are shown by name; FLOPs need them fixed\n"
+           "with --input-shape NAME=DIMS.\n");
 }
 
-static void print_value(const korch_value *v, const char *kind) {
-    char name[200], shape[128];
-    printf("  %-6s %-40s %-8s %s\n", kind, korch_printable(v->name, name, sizeof name), korch_dtype_name(v->dtype),
-           korch_shape_format(&v->shape, shape, sizeof shape));
+/* inferred: the shape as inferred; else as the file declares it, symbolic
+ * dimensions by name */
+static void print_value(const korch_value *v, const char *kind, bool inferred) {
+    char name[200], shape[256];
+    korch_dtype dt = inferred ? v->dtype : v->declared_dtype;
+    printf("  %-6s %-40s %-8s %s\n", kind, korch_printable(v->name, name, sizeof name), korch_dtype_name(dt),
+           inferred ? korch_shape_format(&v->shape, shape, sizeof shape)
+                    : korch_value_declared_format(v, shape, sizeof shape));
 }
 
 /* The summary of a plan's model at the plan's shapes; *plan stays loaded
@@ -65,15 +71,23 @@ int korch_cmd_info(int argc, char **argv) {
                           korch_printable(plan->model_path, name, sizeof name));
     printf("graph: \"%s\", IR version %lld, ONNX opset %lld\n", korch_printable(g->name, name, sizeof name),
            (long long)g->ir_version, (long long)korch_graph_opset(g, ""));
-    for (int i = 0; i < g->n_inputs; i++) print_value(&g->values[g->inputs[i]], "input");
-    for (int i = 0; i < g->n_outputs; i++) print_value(&g->values[g->outputs[i]], "output");
-    printf("nodes: %d in the file, %d after constant folding\n", s.nodes_in_file, s.nodes_live);
+    bool inferred = s.open_inputs == 0;
+    for (int i = 0; i < g->n_inputs; i++) print_value(&g->values[g->inputs[i]], "input", inferred);
+    for (int i = 0; i < g->n_outputs; i++) print_value(&g->values[g->outputs[i]], "output", inferred);
+    if (inferred) printf("nodes: %d in the file, %d after constant folding\n", s.nodes_in_file, s.nodes_live);
+    else printf("nodes: %d in the file\n", s.nodes_in_file);
     printf("parameters: %lld (%.2f MiB)\n", (long long)s.param_count, (double)s.param_bytes / (1024.0 * 1024.0));
-    printf("FLOPs: %.3f G per run\n", (double)s.flops / 1e9);
+    if (inferred) printf("FLOPs: %.3f G per run\n", (double)s.flops / 1e9);
+    else printf("shapes: %d input%s with symbolic dimensions; FLOPs and constant folding need them fixed "
+                "(--input-shape NAME=DIMS)\n", s.open_inputs, s.open_inputs == 1 ? "" : "s");
     printf("operators:\n");
-    for (int j = 0; j < s.n_ops; j++)
-        printf("  %-24s %6d  %10.3f GFLOPs\n", korch_printable(s.ops[j].op, name, 40), s.ops[j].count,
-               (double)s.ops[j].flops / 1e9);
+    for (int j = 0; j < s.n_ops; j++) {
+        if (inferred)
+            printf("  %-24s %6d  %10.3f GFLOPs\n", korch_printable(s.ops[j].op, name, 40), s.ops[j].count,
+                   (double)s.ops[j].flops / 1e9);
+        else
+            printf("  %-24s %6d\n", korch_printable(s.ops[j].op, name, 40), s.ops[j].count);
+    }
     korch_model_summary_free(&s); /* before the plan: an embedded plan's graphs borrow its weights */
     korch_plan_free(plan);
     return 0;

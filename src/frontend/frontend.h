@@ -80,4 +80,13 @@ korch_status korch_input_shapes_parse(char *text, korch_input_shape *out, int ca
 korch_status korch_frontend_load(const char *path, const korch_input_shape *overrides, int n_overrides,
                                  korch_graph **out);
 
+/* Symbolic input shapes (symbolic.c). A value's declared shape is open
+ * when it has a symbolic or unknown dimension, or no shape at all. */
+bool korch_value_shape_open(const korch_value *v);
+/* Graph inputs (without initializers) whose shape is open and not fixed by
+ * an override: shape inference cannot run while this is above 0. */
+int korch_graph_open_inputs(const korch_graph *g, const korch_input_shape *ov, int n_ov);
+/* The declared shape with symbolic dimensions by name: "batchx3x?x640". */
+const char *korch_value_declared_format(const korch_value *v, char *buf, size_t cap);
+
 #endif

@@ -37,21 +37,33 @@ static int64_t node_flops(const korch_graph *g, const korch_node *n) {
     return n->def->flops ? n->def->flops(&ctx) : total;
 }
 
+static korch_status build(korch_graph *raw, korch_graph *graph, bool inferred, korch_model_summary *out);
+
 korch_status korch_model_summary_load(const char *path, const korch_input_shape *shapes, int n_shapes,
                                       korch_model_summary *out) {
     memset(out, 0, sizeof *out);
     /* parameter bytes come from the file's initializers, before folding */
     korch_graph *raw = NULL, *graph = NULL;
     KORCH_TRY(korch_onnx_load_file(path, &raw));
-    korch_status st = korch_frontend_load(path, shapes, n_shapes, &graph);
+    korch_status st = korch_onnx_load_file(path, &graph);
+    if (st == KORCH_OK) st = korch_graph_validate(graph);
+    int open = st == KORCH_OK ? korch_graph_open_inputs(graph, shapes, n_shapes) : 0;
+    if (st == KORCH_OK && open == 0) st = korch_graph_infer(graph, shapes, n_shapes);
     if (st != KORCH_OK) {
+        korch_graph_free(graph);
         korch_graph_free(raw);
         return st;
     }
-    return korch_model_summary_build(raw, graph, out);
+    st = build(raw, graph, open == 0, out);
+    if (st == KORCH_OK) out->open_inputs = open;
+    return st;
 }
 
 korch_status korch_model_summary_build(korch_graph *raw, korch_graph *graph, korch_model_summary *out) {
+    return build(raw, graph, true, out);
+}
+
+static korch_status build(korch_graph *raw, korch_graph *graph, bool inferred, korch_model_summary *out) {
     memset(out, 0, sizeof *out);
     out->raw = raw;
     out->graph = graph;
@@ -60,6 +72,16 @@ korch_status korch_model_summary_build(korch_graph *raw, korch_graph *graph, kor
             out->param_bytes += (int64_t)korch_tensor_bytes(&raw->values[v].constant);
             out->param_count += korch_tensor_numel(&raw->values[v].constant);
         }
+    /* exporters that write weights as Constant nodes (paddle2onnx; older
+     * torch.onnx) hold them in a "value" attribute, not in initializers */
+    for (int i = 0; i < raw->n_nodes; i++) {
+        if (strcmp(raw->nodes[i].op_type, "Constant") != 0) continue;
+        const korch_attr *a = korch_node_attr(&raw->nodes[i], "value");
+        if (a && a->type == KORCH_ATTR_TENSOR && a->tensor) {
+            out->param_bytes += (int64_t)korch_tensor_bytes(a->tensor);
+            out->param_count += korch_tensor_numel(a->tensor);
+        }
+    }
     out->nodes_in_file = raw->n_nodes;
     out->ops = calloc((size_t)raw->n_nodes + 1, sizeof *out->ops);
     if (!out->ops) {
@@ -73,6 +95,14 @@ korch_status korch_model_summary_build(korch_graph *raw, korch_graph *graph, kor
         out->ops[j].count++;
     }
     const korch_graph *g = out->graph;
+    if (!inferred) {
+        /* no folding, no shapes to count FLOPs on */
+        out->nodes_live = -1;
+        out->flops = -1;
+        for (int j = 0; j < out->n_ops; j++) out->ops[j].flops = -1;
+        qsort(out->ops, (size_t)out->n_ops, sizeof *out->ops, by_count);
+        return KORCH_OK;
+    }
     for (int i = 0; i < g->n_nodes; i++) {
         const korch_node *n = &g->nodes[i];
         if (n->dead) continue;

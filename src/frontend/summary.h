@@ -14,9 +14,11 @@ typedef struct korch_op_summary {
 } korch_op_summary;
 
 typedef struct korch_model_summary {
-    korch_graph *graph;  /* loaded, validated, inferred and folded */
+    korch_graph *graph;  /* loaded, validated, inferred and folded (validated only when open_inputs) */
     korch_graph *raw;    /* the file as parsed (parameters, operator names) */
     int nodes_in_file;
+    int open_inputs;     /* graph inputs with symbolic dimensions left open: no
+                            inference, so nodes_live and flops are -1 */
     int nodes_live;      /* after constant folding */
     int64_t param_count, param_bytes;
     int64_t flops;       /* one run */
@@ -24,6 +26,8 @@ typedef struct korch_model_summary {
     korch_op_summary *ops; /* most frequent first, then by name */
 } korch_model_summary;
 
+/* A model whose inputs have symbolic dimensions that `shapes` leaves open
+ * is summarised without shape inference (open_inputs > 0). */
 korch_status korch_model_summary_load(const char *path, const korch_input_shape *shapes, int n_shapes,
                                       korch_model_summary *out);
 /* The summary of graphs loaded otherwise (a plan's model): raw as parsed,

@@ -20,17 +20,40 @@ static void put_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static void put_values(FILE *f, const korch_graph *g, const int *ids, int n) {
+/* inferred: the inferred shapes; else as declared, a symbolic dimension as
+ * its name (a string, like ONNX Runtime's get_inputs) and an unknown one as
+ * null; no declared shape at all is null */
+static void put_values(FILE *f, const korch_graph *g, const int *ids, int n, bool inferred) {
     fputc('[', f);
     for (int i = 0; i < n; i++) {
         const korch_value *v = &g->values[ids[i]];
         fprintf(f, "%s{\"name\": ", i ? ", " : "");
         put_string(f, v->name);
-        fprintf(f, ", \"dtype\": %d, \"shape\": [", (int)v->dtype);
-        for (int d = 0; d < v->shape.rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)v->shape.dims[d]);
-        fputs("]}", f);
+        fprintf(f, ", \"dtype\": %d, \"shape\": ", (int)(inferred ? v->dtype : v->declared_dtype));
+        if (inferred) {
+            fputc('[', f);
+            for (int d = 0; d < v->shape.rank; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)v->shape.dims[d]);
+            fputc(']', f);
+        } else if (!v->has_declared_shape) {
+            fputs("null", f);
+        } else {
+            fputc('[', f);
+            for (int d = 0; d < v->declared_shape.rank; d++) {
+                if (d) fputs(", ", f);
+                if (v->declared_shape.dims[d] >= 0) fprintf(f, "%lld", (long long)v->declared_shape.dims[d]);
+                else if (v->dim_params[d] && v->dim_params[d][0]) put_string(f, v->dim_params[d]);
+                else fputs("null", f);
+            }
+            fputc(']', f);
+        }
+        fputc('}', f);
     }
     fputc(']', f);
+}
+
+static void put_count(FILE *f, const char *key, long long v) {
+    if (v < 0) fprintf(f, ", \"%s\": null", key);
+    else fprintf(f, ", \"%s\": %lld", key, v);
 }
 
 korch_status korch_model_describe(const char *path, const char *input_shapes, char **json) {
@@ -59,16 +82,23 @@ korch_status korch_model_describe(const char *path, const char *input_shapes, ch
     put_string(f, g->name);
     fprintf(f, ", \"ir_version\": %lld, \"opset\": %lld, \"inputs\": ", (long long)g->ir_version,
             (long long)korch_graph_opset(g, ""));
-    put_values(f, g, g->inputs, g->n_inputs);
+    bool inferred = s.open_inputs == 0;
+    put_values(f, g, g->inputs, g->n_inputs, inferred);
     fputs(", \"outputs\": ", f);
-    put_values(f, g, g->outputs, g->n_outputs);
-    fprintf(f, ", \"nodes_in_file\": %d, \"nodes\": %d, \"parameters\": %lld, \"parameter_bytes\": %lld, \"flops\": %lld",
-            s.nodes_in_file, s.nodes_live, (long long)s.param_count, (long long)s.param_bytes, (long long)s.flops);
+    put_values(f, g, g->outputs, g->n_outputs, inferred);
+    fprintf(f, ", \"nodes_in_file\": %d", s.nodes_in_file);
+    put_count(f, "nodes", s.nodes_live);
+    fprintf(f, ", \"parameters\": %lld, \"parameter_bytes\": %lld", (long long)s.param_count,
+            (long long)s.param_bytes);
+    put_count(f, "flops", s.flops);
+    fprintf(f, ", \"symbolic_inputs\": %d", s.open_inputs);
     fputs(", \"operators\": [", f);
     for (int j = 0; j < s.n_ops; j++) {
         fprintf(f, "%s{\"op\": ", j ? ", " : "");
         put_string(f, s.ops[j].op);
-        fprintf(f, ", \"count\": %d, \"flops\": %lld}", s.ops[j].count, (long long)s.ops[j].flops);
+        fprintf(f, ", \"count\": %d", s.ops[j].count);
+        put_count(f, "flops", s.ops[j].flops);
+        fputc('}', f);
     }
     fputs("]}", f);
     bool failed = ferror(f) != 0;

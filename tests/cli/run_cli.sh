@@ -92,7 +92,20 @@ expect "info" 0 info "$fx/add_relu.onnx" && {
 }
 expect "check" 0 check "$fx/add_relu.onnx" && has "check" "$out" "ok: 3 nodes" && empty_stderr "check"
 expect "check missing file" 1 check "$work/no-such-model.onnx" && one_error "check missing file" "cannot open"
-expect "check symbolic" 1 check "$fx/symbolic.onnx" && one_error "check symbolic" "symbolic dimension 0 (\"batch\")"
+# symbolic dims (issue 23): everything but shapes checked, the inputs named
+expect "check symbolic" 0 check "$fx/symbolic.onnx" && {
+    has "check symbolic" "$out" "shapes not checked: symbolic input dimensions"
+    has "check symbolic: the input and its dims" "$out" "batchx3"
+    has "check symbolic: what to do" "$out" "--input-shape x=DIMS"
+}
+expect "info symbolic" 0 info "$fx/symbolic.onnx" && {
+    has "info symbolic: dims by name" "$out" "batchx3"
+    has "info symbolic: FLOPs need shapes" "$out" "FLOPs and constant folding need them fixed"
+    lacks "info symbolic: no FLOP figure" "$out" "GFLOPs"
+}
+# run needs them: from its input files or --input-shape
+expect "run symbolic without shapes or inputs" 1 run "$fx/symbolic.onnx" --bench 1 &&
+    one_error "run symbolic without shapes or inputs" "fix it with --input-shape x="
 expect "check --input-shape" 0 check "$fx/symbolic.onnx" --input-shape x=4x3
 expect "info --input-shape" 0 info "$fx/symbolic.onnx" --input-shape x=4x3 && has "info --input-shape" "$out" "4x3"
 expect "--input-shape fixed dim" 1 check "$fx/add_relu.onnx" --input-shape x=5x3 && one_error "--input-shape fixed dim" "fixed to 2"

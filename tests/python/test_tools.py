@@ -52,7 +52,8 @@ def test_info_input_shapes_and_errors(workdir):
 
 
 def test_check_ok_and_failing(workdir):
-    assert korch.check(SMALL) == {"ok": True, "nodes": 18, "nodes_after_folding": 18, "inputs": 1, "outputs": 2}
+    assert korch.check(SMALL) == {"ok": True, "nodes": 18, "nodes_after_folding": 18, "inputs": 1, "outputs": 2,
+                                  "shapes_checked": True}
     r = korch.check(os.path.join(workdir, "absent.onnx"))
     assert r["ok"] is False and r["status"] == "KORCH_ERR_IO" and "absent.onnx" in r["error"]
     # a model that names a tensor nothing produces: the reason names it, as `korch check` does
@@ -71,3 +72,27 @@ def test_check_ok_and_failing(workdir):
     if cli:
         p = subprocess.run([cli, "check", bad], capture_output=True, text=True)
         assert p.returncode == 1 and r["error"] in p.stderr
+
+
+def test_symbolic_inputs(workdir):
+    """A model with dynamic axes: info and check work without shapes, as ONNX
+    Runtime's get_inputs does (a symbolic dimension by name, an unknown one
+    None), and say what is left unchecked."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "dyn",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, None])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3, None])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = os.path.join(workdir, "dyn.onnx")
+    onnx.save(model, path)
+    d = korch.info(path)
+    assert d["symbolic_inputs"] == 1 and d["inputs"][0]["shape"] == ["batch", 3, None]
+    assert d["flops"] is None and d["nodes"] is None and d["nodes_in_file"] == 1
+    r = korch.check(path)
+    assert r["ok"] is True and r["shapes_checked"] is False and r["nodes_after_folding"] is None
+    fixed = korch.info(path, input_shapes={"x": (2, 3, 5)})
+    assert fixed["symbolic_inputs"] == 0 and fixed["inputs"][0]["shape"] == [2, 3, 5] and fixed["flops"] == 30
+    assert korch.check(path, input_shapes={"x": (2, 3, 5)})["shapes_checked"] is True
+
