@@ -6,6 +6,8 @@
  * as x * sigmoid(x), HardSwish as x * clip(x/6 + 1/2, 0, 1), Mish as
  * x * tanh(softplus(x))), and in a second order where one exists, so the
  * numeric identification (dnnl_match.c) is exercised, not one spelling. */
+#include <dnnl.h>
+
 #include "dnnl_check.h"
 
 typedef enum base_kind { CONV_NCHW, CONV_NHWC, MATMUL, DECONV_NHWC, BASE_COUNT } base_kind;
@@ -210,6 +212,14 @@ static const pattern patterns[] = {
     {"long_chain", pat_long_chain, "+gelu_erf(0,0) +mul["},
 };
 
+/* Draws what dc_check would have drawn for pg's inputs: the cases after a
+ * refused one keep their data (a ROUND after a convolution flips on one
+ * ulp of accumulation order, so other data can move a value onto a tie). */
+static void skip_inputs(const korch_pgraph *pg) {
+    for (int i = 0; i < pg->n_inputs; i++)
+        for (int64_t e = 0; e < korch_shape_numel(&pg->values[pg->inputs[i]].shape); e++) (void)dc_uniform(-1, 1);
+}
+
 static void test_patterns(void) {
     int total = 0;
     for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++)
@@ -219,6 +229,14 @@ static void test_patterns(void) {
             dc_output(b.pg, out);
             char what[160], text[256] = "";
             snprintf(what, sizeof what, "%s after %s", patterns[i].name, base_names[kind]);
+            if (kind == DECONV_NHWC && dnnl_version()->major < 3 && patterns[i].expect[0]) {
+                /* refused on oneDNN 2.x: slow, not wrong (dnnl_quirks.c, 4) */
+                dc_refused(b.pg, "deconvolution runs a fused", what);
+                skip_inputs(b.pg);
+                korch_pgraph_free(b.pg);
+                total++;
+                continue;
+            }
             korch_kernel_spec spec;
             dc_spec_all(b.pg, &spec);
             korch_status st = korch_dnnl_describe(&spec, text, sizeof text);

@@ -6,6 +6,8 @@
  * a fused chain in that situation is rejected. */
 #include <unistd.h>
 
+#include <dnnl.h>
+
 #include "dnnl_check.h"
 #include "profile/profile.h"
 
@@ -127,12 +129,19 @@ static void test_reference_policy(const char *db) {
     CHECK(r.latency_ms > 0);
     CHECK(st.reference_kept == 1);
     CHECK_OK(korch_backend_profile(KORCH_BACKEND_DNNL, &fspec, 1, &o, &r));
-    CHECK_MSG(r.status == KORCH_ERR_UNSUPPORTED && strstr(r.reason, "reference implementation"), "fused: \"%s\"",
-              r.reason);
-    /* with every variant allowed, the reorder variant has a real kernel */
-    o.dnnl_variants = NULL;
-    CHECK_OK(korch_backend_profile(KORCH_BACKEND_DNNL, &fspec, 1, &o, &r));
-    CHECK_MSG(r.status == KORCH_OK && !strstr(r.impl, "ref:"), "all variants: %s %s", r.impl, r.reason);
+    if (dnnl_version()->major < 3) {
+        /* oneDNN 2.x: a deconvolution takes no fused bias or post-op at all
+         * (slow there; dnnl_quirks.c, 4), before any implementation is asked */
+        CHECK_MSG(r.status == KORCH_ERR_UNSUPPORTED && strstr(r.reason, "deconvolution runs a fused"),
+                  "fused on oneDNN 2.x: \"%s\"", r.reason);
+    } else {
+        CHECK_MSG(r.status == KORCH_ERR_UNSUPPORTED && strstr(r.reason, "reference implementation"),
+                  "fused: \"%s\"", r.reason);
+        /* with every variant allowed, the reorder variant has a real kernel */
+        o.dnnl_variants = NULL;
+        CHECK_OK(korch_backend_profile(KORCH_BACKEND_DNNL, &fspec, 1, &o, &r));
+        CHECK_MSG(r.status == KORCH_OK && !strstr(r.impl, "ref:"), "all variants: %s %s", r.impl, r.reason);
+    }
     dc_spec_free(&spec);
     dc_spec_free(&fspec);
     korch_pgraph_free(bare);

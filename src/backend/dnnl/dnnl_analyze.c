@@ -431,6 +431,7 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
         return an_fail(&c, "the kernel has %d outputs; oneDNN writes only the final value of the post-op chain",
                     spec->n_outputs);
     if (!an_legalize(&c)) return false;
+    if (!an_deconv_fusion(&c)) return false;
     fold_batch_into_rows(d);
     finish(&c);
     return true;

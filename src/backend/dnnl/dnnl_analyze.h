@@ -42,5 +42,8 @@ bool an_region_step(actx *c, int v, int *w_out);
  * oneDNN 2.6 computes correctly (composes consecutive affine and clip steps,
  * renames repeated eltwise algorithms), or fails with the reason. */
 bool an_legalize(actx *c);
+/* dnnl_quirks.c, 4: a deconvolution with a fused bias or post-ops, refused
+ * on oneDNN 2.x (slow, not wrong), with the reason. */
+bool an_deconv_fusion(actx *c);
 
 #endif

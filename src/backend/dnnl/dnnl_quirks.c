@@ -36,7 +36,19 @@
  *    compute right there, and so do blocked destinations (nChw8c); a chain
  *    with a binary post-op on a gemm:jit grouped convolution with a plain
  *    destination is refused (which of its steps oneDNN misplaces was not
- *    isolated); the blocked variant or a shorter chain remains. */
+ *    isolated); the blocked variant or a shorter chain remains.
+ *
+ * 4. Not a wrong result, a slow one: oneDNN 2.x's deconvolution (jit:avx2 on
+ *    the Zen 3) runs a fused bias or any post-op many times slower than the
+ *    bare deconvolution followed by korch's own elementwise kernel: 24->24
+ *    channels, 2x2 stride 2, 1x24x120x120 on 2 threads: bare 1.4-1.8 ms,
+ *    bias fused 4.2-6.0 ms (separate bias kernel: 1.5 ms in all), ReLU
+ *    fused 33-82 ms; in ppocrv4_det's decoder 260-300 ms against 1.0 ms
+ *    (bench/RESULTS.md). Profiles see it and never choose the fusion, but
+ *    `--estimate` (a roofline) cannot, and chose it: its ppocrv4_det plan
+ *    ran 394-542 ms against 26-28 ms profiled. an_deconv_fusion refuses
+ *    the fusion at analysis, on oneDNN before 3.0, so no strategy is
+ *    offered it. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -207,6 +219,19 @@ bool an_legalize(actx *c) {
                            dn_alg_name(p->alg), p->alpha, p->beta, q->alpha, q->beta);
         }
     return an_fail(c, "the post-op chain has no assignment of oneDNN algorithms that oneDNN 2.6 computes correctly");
+}
+
+/* ---- 4: deconvolution fusion on oneDNN 2.x -------------------------------------------- */
+
+bool an_deconv_fusion(actx *c) {
+    const dn_desc *d = c->d;
+    if (d->op != KORCH_LINEAR_CONV_TRANSPOSE || (d->n_post == 0 && d->bias_slot < 0)) return true;
+    const dnnl_version_t *v = dnnl_version();
+    if (v->major >= 3) return true;
+    return an_fail(c,
+                   "oneDNN %d.%d's deconvolution runs a fused %s 3-50x slower than the bare deconvolution followed "
+                   "by a separate elementwise kernel (dnnl_quirks.c, 4); not fused",
+                   v->major, v->minor, d->n_post ? "post-op" : "bias");
 }
 
 /* ---- 2: implementation-specific defects ------------------------------------------------ */
