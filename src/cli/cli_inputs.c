@@ -61,7 +61,7 @@ int korch_cli_input_fits(const korch_value *v, const korch_shape *file_shape, co
     return 1;
 }
 
-void korch_cli_print_outputs(const korch_graph *g, const korch_tensor *outputs) {
+void korch_cli_print_outputs(const korch_graph *g, const korch_tensor *outputs, bool quiet) {
     for (int i = 0; i < g->n_outputs; i++) {
         const korch_tensor *t = &outputs[i];
         char name[200], dims[160];
@@ -81,5 +81,6 @@ void korch_cli_print_outputs(const korch_graph *g, const korch_tensor *outputs) 
         printf("\n");
     }
     fflush(stdout); /* the note after the lines it is about, also through a pipe */
-    fprintf(stderr, "korch: note: the outputs were not written; --output-dir DIR writes one .npy file per output\n");
+    if (!quiet)
+        fprintf(stderr, "korch: note: the outputs were not written; --output-dir DIR writes one .npy file per output\n");
 }

@@ -22,7 +22,8 @@ int korch_cli_input_fits(const korch_value *v, const korch_shape *file_shape, co
 
 /* `korch run` without --output-dir or --bench: one line per graph output on
  * stdout (name, dtype, shape, range of a float32 output), then a note on
- * stderr that nothing was written, so that a run is never silent. */
-void korch_cli_print_outputs(const korch_graph *g, const korch_tensor *outputs);
+ * stderr that nothing was written (unless quiet), so that a run is never
+ * silent. */
+void korch_cli_print_outputs(const korch_graph *g, const korch_tensor *outputs, bool quiet);
 
 #endif

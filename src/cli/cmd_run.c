@@ -18,7 +18,7 @@
 
 static void help(void) {
     printf("usage: korch run MODEL|PLAN --input NAME=FILE... [--output-dir DIR] [--threads N]\n"
-           "                 [--bench N [--profile] [--profile-csv FILE]] [--input-shape NAME=DIMS]...\n\n"
+           "                 [--bench N [--profile] [--profile-csv FILE]] [--input-shape NAME=DIMS]... [-q]\n\n"
            "Runs MODEL (an .onnx file, with the reference executor) or PLAN (made by\n"
            "'korch optimize'; its model must be unchanged) on the given inputs and\n"
            "writes one .npy file per graph output into DIR, named after the output\n"
@@ -41,7 +41,9 @@ static void help(void) {
            "  --verify                (a plan) first check it against the reference executor\n"
            "                          on the given inputs, or on seeded random inputs when\n"
            "                          not all are given; exit 1 if it differs\n"
-           "  --input-shape NAME=DIMS fix a symbolic input dimension\n");
+           "  --input-shape NAME=DIMS fix a symbolic input dimension\n"
+           "  -q, --quiet             no notes (seeded inputs, outputs not written, passive\n"
+           "                          waiting); errors, outputs and --bench lines stay\n");
 }
 
 typedef struct run_input {
@@ -64,7 +66,7 @@ static korch_status run_once(korch_cli_plan *plan, const korch_graph *g, const k
 typedef struct run_args {
     const char *model, *out_dir, *profile_csv;
     long threads, bench;
-    bool profile, verify;
+    bool profile, verify, quiet;
     korch_cli_shapes shapes;
     run_input inputs[256];
     int n_inputs;
@@ -111,6 +113,8 @@ static int parse_args(int argc, char **argv, run_args *a) {
                 rc = korch_cli_usage_error("run", "--bench expects a positive number of runs");
         } else if (strcmp(arg, "--profile") == 0) {
             a->profile = true;
+        } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
+            a->quiet = true;
         } else if (strcmp(arg, "--verify") == 0) {
             a->verify = true;
         } else if (strcmp(arg, "--profile-csv") == 0) {
@@ -282,7 +286,7 @@ static int load_bound(const run_args *a, run_state *st, const int *binding) {
             else {
                 st->bound[i] = st->seeded[i]; /* owned by bound[] now */
                 st->seeded[i] = (korch_tensor){0};
-                if (a->bench || a->out_dir) /* --verify alone makes its own seeded inputs */
+                if ((a->bench || a->out_dir) && !a->quiet) /* --verify alone makes its own seeded inputs */
                     fprintf(stderr, "korch: note: input \"%s\" not given; using seeded random data\n",
                             korch_printable(v->name, vbuf, sizeof vbuf));
             }
@@ -297,7 +301,7 @@ static int load_bound(const run_args *a, run_state *st, const int *binding) {
 static int run_and_write(const run_args *a, run_state *st) {
     const korch_graph *g = st->g;
     if (run_once(st->plan, g, st->bound, st->outputs) != KORCH_OK) return korch_cli_fail();
-    if (!a->out_dir && !a->bench) korch_cli_print_outputs(g, st->outputs); /* never a silent run */
+    if (!a->out_dir && !a->bench) korch_cli_print_outputs(g, st->outputs, a->quiet); /* never a silent run */
     if (!a->out_dir) return 0;
     int rc = korch_cli_make_output_dir("--output-dir", a->out_dir);
     for (int i = 0; i < g->n_outputs && rc == 0; i++) {
@@ -337,7 +341,7 @@ static int bench_runs(const run_args *a, run_state *st) {
         korch_cli_profile_free(prof);
         return 1;
     }
-    korch_cli_omp_note();
+    if (!a->quiet) korch_cli_omp_note();
     for (long r = 0; r < bench && rc == 0; r++) {
         /* A plan writes into the same output buffers every run, as a C
          * API caller's bound buffers (allocating them afresh would time

@@ -189,5 +189,11 @@ expect "later: --threads within the CPUs" 0 run "$m" $ins --threads 1 -o "$work/
 expect "later: optimize --threads above the CPUs" 2 optimize "$m" --threads 1024 &&
     has "later: optimize --threads above the CPUs" "$err" "korch: note: --threads 1024 is more than the"
 
+# run takes -q like optimize and export: no notes, the results stay
+expect "later: run -q" 0 run "$m" --input x="$fx/x.npy" --input y="$fx/y.npy" -q &&
+    { empty "later: run -q" "$err"; has "later: run -q prints outputs" "$out" "min "; }
+expect "later: run --bench -q" 0 run "$m" --bench 2 -q &&
+    { empty "later: run --bench -q" "$err"; has "later: run --bench -q" "$out" "median_ms="; }
+
 echo "cli/newuser: $passed checks passed, $failed failed"
 [ "$failed" -eq 0 ]
