@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops/conv_kernel.h"
+#include "ops/conv_shape.h"
 #include "ops/flop_count.h"
 #include "ops/op.h"
 #include "ops/window.h"
@@ -12,36 +13,10 @@
 typedef korch_conv_geometry conv_geometry;
 
 static korch_status conv_geometry_read(const korch_op_ctx *ctx, conv_geometry *g) {
-    const korch_tensor *x = ctx->inputs[0], *wt = ctx->inputs[1];
-    char xs[96], ws[96];
+    char xs[96];
     KORCH_TRY(korch_op_require_dtype(ctx, 0, KORCH_DTYPE_FLOAT32));
     KORCH_TRY(korch_op_require_dtype(ctx, 1, KORCH_DTYPE_FLOAT32));
-    if (x->shape.rank < 3)
-        return korch_op_error(ctx, KORCH_ERR_SHAPE, "X has shape %s; expected N x C x spatial dims",
-                              korch_shape_format(&x->shape, xs, sizeof xs));
-    if (wt->shape.rank != x->shape.rank)
-        return korch_op_error(ctx, KORCH_ERR_SHAPE, "W has shape %s but X has shape %s; ranks must match",
-                              korch_shape_format(&wt->shape, ws, sizeof ws), korch_shape_format(&x->shape, xs, sizeof xs));
-    int64_t group = korch_node_attr_int(ctx->node, "group", 1);
-    g->batch = x->shape.dims[0];
-    g->channels = x->shape.dims[1];
-    g->out_channels = wt->shape.dims[0];
-    g->channels_per_group = wt->shape.dims[1];
-    if (group < 1 || group > g->channels || group >= KORCH_WINDOW_MAX_ATTR)
-        return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "group %lld is out of range for %lld input channels",
-                              (long long)group, (long long)g->channels);
-    g->groups = group;
-    int64_t expected = 0;
-    if (korch_mul_overflow_i64(g->channels_per_group, group, &expected))
-        return korch_op_error(ctx, KORCH_ERR_SHAPE, "X has %lld channels but W expects %lld per group (group %lld)",
-                              (long long)g->channels, (long long)g->channels_per_group, (long long)group);
-    if (g->channels_per_group < 1 || expected != g->channels)
-        return korch_op_error(ctx, KORCH_ERR_SHAPE, "X has %lld channels but W expects %lld (group %lld)",
-                              (long long)g->channels, (long long)expected, (long long)group);
-    if (g->out_channels < 1 || g->out_channels % group != 0)
-        return korch_op_error(ctx, KORCH_ERR_SHAPE, "W has %lld output channels, not a positive multiple of group %lld",
-                              (long long)g->out_channels, (long long)group);
-    g->out_per_group = g->out_channels / group;
+    KORCH_TRY(korch_conv_geometry_read(ctx, 0, 1, g));
     if (korch_op_has_input(ctx, 2)) {
         KORCH_TRY(korch_op_require_dtype(ctx, 2, KORCH_DTYPE_FLOAT32));
         const korch_shape *b = &ctx->inputs[2]->shape;
@@ -49,16 +24,13 @@ static korch_status conv_geometry_read(const korch_op_ctx *ctx, conv_geometry *g
             return korch_op_error(ctx, KORCH_ERR_SHAPE, "B has shape %s; expected [%lld] (one bias per output channel)",
                                   korch_shape_format(b, xs, sizeof xs), (long long)g->out_channels);
     }
-    return korch_window_forward(ctx, &x->shape, wt->shape.dims + 2, false, &g->w);
+    return KORCH_OK;
 }
 
 static korch_status infer_conv(korch_op_ctx *ctx) {
     conv_geometry g;
     KORCH_TRY(conv_geometry_read(ctx, &g));
-    korch_shape out = {.rank = ctx->inputs[0]->shape.rank};
-    out.dims[0] = g.batch;
-    out.dims[1] = g.out_channels;
-    for (int i = 0; i < g.w.spatial; i++) out.dims[2 + i] = g.w.out[3 - g.w.spatial + i];
+    korch_shape out = korch_conv_output_shape(&g, ctx->inputs[0]->shape.rank);
     korch_op_set_output(ctx, 0, KORCH_DTYPE_FLOAT32, &out);
     return KORCH_OK;
 }

@@ -12,14 +12,13 @@
  * output channel. The requantization is float32, as in QLinearMatMul
  * (matmul_integer.c). A direct loop nest: the reference is meant to be
  * obviously right, not fast. */
+#include "ops/conv_kernel.h"
+#include "ops/conv_shape.h"
 #include "ops/flop_count.h"
 #include "ops/quant.h"
 #include "ops/window.h"
 
-typedef struct iconv_geometry {
-    korch_window w;
-    int64_t batch, channels, groups, out_channels, channels_per_group, out_per_group;
-} iconv_geometry;
+typedef korch_conv_geometry iconv_geometry;
 
 /* ConvInteger is (x, w, x_zp, w_zp); QLinearConv is (x, x_scale, x_zp, w,
  * w_scale, w_zp, y_scale, y_zp, B). */
@@ -48,31 +47,8 @@ static korch_status geometry_read(const korch_op_ctx *ctx, const iconv_inputs *i
     KORCH_TRY(korch_quant_require_same_dtype(ctx, io->x_zp, io->x, "x's zero point"));
     KORCH_TRY(korch_quant_require_same_dtype(ctx, io->w_zp, io->w, "w's zero point"));
     KORCH_TRY(korch_quant_require_scalar(ctx, io->x_zp, "x's zero point"));
-    const korch_tensor *x = ctx->inputs[io->x], *wt = ctx->inputs[io->w];
-    char xs[96], ws[96];
-    if (x->shape.rank < 3 || x->shape.rank > 2 + KORCH_WINDOW_MAX_SPATIAL)
-        return korch_op_error(ctx, KORCH_ERR_SHAPE, "x has shape %s; expected N x C x 1-3 spatial dims",
-                              korch_shape_format(&x->shape, xs, sizeof xs));
-    if (wt->shape.rank != x->shape.rank)
-        return korch_op_error(ctx, KORCH_ERR_SHAPE, "w has shape %s but x has shape %s; ranks must match",
-                              korch_shape_format(&wt->shape, ws, sizeof ws), korch_shape_format(&x->shape, xs, sizeof xs));
-    int64_t group = korch_node_attr_int(ctx->node, "group", 1);
-    g->batch = x->shape.dims[0];
-    g->channels = x->shape.dims[1];
-    g->out_channels = wt->shape.dims[0];
-    g->channels_per_group = wt->shape.dims[1];
-    if (group < 1 || group > g->channels || group >= KORCH_WINDOW_MAX_ATTR)
-        return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "group %lld is out of range for %lld input channels",
-                              (long long)group, (long long)g->channels);
-    g->groups = group;
-    /* divided, not multiplied: a hostile w's channel count must not overflow */
-    if (g->channels_per_group < 1 || g->channels % group != 0 || g->channels / group != g->channels_per_group)
-        return korch_op_error(ctx, KORCH_ERR_SHAPE, "x has %lld channels but w expects %lld per group (group %lld)",
-                              (long long)g->channels, (long long)g->channels_per_group, (long long)group);
-    if (g->out_channels < 1 || g->out_channels % group != 0)
-        return korch_op_error(ctx, KORCH_ERR_SHAPE, "w has %lld output channels, not a positive multiple of group %lld",
-                              (long long)g->out_channels, (long long)group);
-    g->out_per_group = g->out_channels / group;
+    char xs[96];
+    KORCH_TRY(korch_conv_geometry_read(ctx, io->x, io->w, g));
     KORCH_TRY(check_channel_param(ctx, io->w_zp, g->out_channels, "w's zero point"));
     if (io->x_scale >= 0) {
         KORCH_TRY(korch_op_require_dtype(ctx, io->x_scale, KORCH_DTYPE_FLOAT32));
@@ -87,15 +63,11 @@ static korch_status geometry_read(const korch_op_ctx *ctx, const iconv_inputs *i
             return korch_op_error(ctx, KORCH_ERR_SHAPE, "B has shape %s; expected [%lld] (one bias per output channel)",
                                   korch_shape_format(b, xs, sizeof xs), (long long)g->out_channels);
     }
-    return korch_window_forward(ctx, &x->shape, wt->shape.dims + 2, false, &g->w);
+    return KORCH_OK;
 }
 
 static korch_shape output_shape(const korch_op_ctx *ctx, const iconv_geometry *g) {
-    korch_shape out = {.rank = ctx->inputs[0]->shape.rank};
-    out.dims[0] = g->batch;
-    out.dims[1] = g->out_channels;
-    for (int i = 0; i < g->w.spatial; i++) out.dims[2 + i] = g->w.out[3 - g->w.spatial + i];
-    return out;
+    return korch_conv_output_shape(g, ctx->inputs[0]->shape.rank);
 }
 
 static inline int32_t channel_i32(const korch_tensor *t, int64_t m) {
