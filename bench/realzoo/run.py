@@ -9,7 +9,10 @@ Per model (fetched by fetch.py into build/realzoo):
   3. `korch optimize MODEL -o PLAN --threads T --input ...` (plus the
      model's optimize_flags in zoo.py, e.g. --specialize sr=16000)
   4. `korch run PLAN --input ...` against ONNX Runtime
-  5. timing, interleaved: per round ORT's median of --runs in-process
+  5. `korch export PLAN -o DIR`, `make -C DIR`, `DIR/model_run --input ...`
+     against ONNX Runtime (the standalone C; a failure here is reported in
+     its column and does not stop the timing)
+  6. timing, interleaved: per round ORT's median of --runs in-process
      session.run calls, then one `korch run PLAN --bench RUNS` process
      (its median); the table gives the median over rounds.
 Outputs match when max|korch - ort| <= 1e-4 + 1e-3 * max|ort| for every
@@ -100,7 +103,7 @@ def compare(out_dir, names, refs):
 
 
 def run_model(m, args, korch_bin, ort):
-    res = dict(name=m["name"], kind=m["kind"], check="", ref="", opt="", plan="",
+    res = dict(name=m["name"], kind=m["kind"], check="", ref="", opt="", plan="", export="",
                ort_ms=None, plan_ms=None, stops="")
     path = os.path.join(args.zoo, m["name"] + ".onnx")
     if not os.path.exists(path):
@@ -172,6 +175,8 @@ def run_model(m, args, korch_bin, ort):
         res["stops"] = "plan vs ORT: " + why
         return res
 
+    res["export"] = export_check(korch_bin, plan, work, in_args, out_names, refs, args.run_timeout)
+
     ort_rounds, plan_rounds = [], []
     for _ in range(3):
         sess.run(None, feeds)
@@ -195,6 +200,30 @@ def run_model(m, args, korch_bin, ort):
     res["ort_ms"] = statistics.median(ort_rounds)
     res["plan_ms"] = statistics.median(plan_rounds)
     return res
+
+
+def export_check(korch_bin, plan, work, in_args, out_names, refs, timeout):
+    """The plan as standalone C: exported, built with -Werror, its runner's
+    outputs against ONNX Runtime. Returns the table cell."""
+    exp = os.path.join(work, "export")
+    out = os.path.join(work, "export_out")
+    for d in (exp, out):
+        subprocess.run(["rm", "-rf", d], check=False)
+    r, err, _ = korch([korch_bin, "export", plan, "-o", exp, "-q"], timeout)
+    if err or r.returncode != 0:
+        return "fail: export: " + (err or last_line(r.stderr))
+    try:
+        b = subprocess.run(["make", "-s", "-C", exp, "CFLAGS_EXTRA=-Werror"], capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"fail: make timed out after {timeout} s"
+    if b.returncode != 0:
+        return "fail: make: " + last_line(b.stderr or b.stdout)
+    r, err, _ = korch([os.path.join(exp, "model_run")] + in_args + ["--output-dir", out], timeout)
+    if err or r.returncode != 0:
+        return "fail: model_run: " + (err or last_line(r.stderr))
+    ok, worst, why = compare(out, out_names, refs)
+    return f"ok ({worst:.1e})" if ok else "wrong: " + why
 
 
 def cpu_model():
@@ -229,14 +258,14 @@ def report(results, args, command, started, minutes):
              "- Models: third-party .onnx files shipped inside pinned PyPI wheels "
              "(bench/realzoo/zoo.py, fetched and sha256-checked by bench/realzoo/fetch.py)", "",
              "| model | kind | check | reference vs ORT (max abs err) | optimize | plan vs ORT | "
-             "ORT ms | plan ms | plan/ORT | what stops it |",
-             "|---|---|---|---|---|---|---:|---:|---:|---|"]
+             "exported C vs ORT | ORT ms | plan ms | plan/ORT | what stops it |",
+             "|---|---|---|---|---|---|---|---:|---:|---:|---|"]
     for r in results:
         ratio = (f"{r['plan_ms'] / r['ort_ms']:.2f}x"
                  if r["plan_ms"] and r["ort_ms"] else "")
         stops = r["stops"].replace("|", "\\|")
         lines.append(f"| {r['name']} | {r['kind']} | {r['check']} | {r['ref']} | {r['opt']} | "
-                     f"{r['plan']} | {fmt_ms(r['ort_ms'])} | {fmt_ms(r['plan_ms'])} | {ratio} | "
+                     f"{r['plan']} | {r['export'].replace('|', '/')} | {fmt_ms(r['ort_ms'])} | {fmt_ms(r['plan_ms'])} | {ratio} | "
                      f"{stops} |")
     return "\n".join(lines) + "\n"
 
