@@ -2,6 +2,7 @@
 korch_session (include/korch.h, docs/c-api.md, docs/python.md)."""
 import ctypes
 import os
+import sys
 import threading
 import weakref
 
@@ -14,6 +15,10 @@ from ._types import decode_name, numpy_dtype, type_string
 _lib_ = _lib.lib
 _c_char = ctypes.c_char
 _addressof = ctypes.addressof
+_refs = sys.getrefcount
+# an array held only by the session's pool: the pool's list slot, and
+# getrefcount's own argument
+_POOLED_ONLY = 2
 
 
 def _address(out):
@@ -93,6 +98,8 @@ class InferenceSession:
         self._outputs = [self._info(_lib_.korch_session_output_info, i)
                          for i in range(_lib_.korch_session_output_count(self._handle))]
         self._input_index = {a.name: i for i, a in enumerate(self._inputs)}
+        self._in_names = [a.name for a in self._inputs]
+        self._input_names = frozenset(self._in_names)
         self._output_index = {a.name: i for i, a in enumerate(self._outputs)}
         for a in self._outputs:
             if a.dtype is None:
@@ -104,6 +111,14 @@ class InferenceSession:
         # the arrays bound to the C session's inputs: kept alive (the session
         # holds their pointers) and rebound only when a different array comes
         self._bound = [None] * len(self._inputs)
+        # per output: the array bound to the C session now, and the one bound
+        # before it. A run reuses whichever nobody else holds any more
+        # (its reference count says so), so a loop that drops or replaces
+        # its outputs allocates none and binds none: the Python side of a
+        # run then touches a few cache lines instead of NumPy's allocator
+        # and a ctypes call per output (bench/python/RESULTS.md, run 3)
+        self._out_now = [None] * len(self._outputs)
+        self._out_before = [None] * len(self._outputs)
 
     def _info(self, fn, index):
         info = _lib.TensorInfo()
@@ -134,39 +149,53 @@ class InferenceSession:
         C-contiguous NumPy arrays of the input's dtype (anything else
         array-like is copied into one); the dtype and shape must be the
         model's (no conversion, as in ONNX Runtime)."""
-        if len(input_feed) != len(self._inputs) or not all(k in self._input_index for k in input_feed):
-            self._feed_error(input_feed)
-        copies = []  # inputs converted here: alive until the run is over
+        try:
+            if input_feed.keys() != self._input_names:
+                self._feed_error(input_feed)
+        except AttributeError:
+            raise InvalidArgumentError("run: input_feed must be a dict {name: array}, got %s"
+                                       % type(input_feed).__name__) from None
+        copies = None  # inputs converted here: alive until the run is over
         with self._lock:
             h = self._handle
             if h is None:
                 raise InvalidArgumentError("run: the session is closed")
-            for i, arg in enumerate(self._inputs):
-                arr = input_feed[arg.name]
-                if arr is self._bound[i]:
+            bound, names = self._bound, self._in_names
+            for i in range(len(names)):
+                arr = input_feed[names[i]]
+                if arr is bound[i]:
                     continue  # bound already; its data may have changed, its address has not
                 dtype, shape, nbytes = self._in_spec[i]
                 if type(arr) is not np.ndarray or arr.dtype != dtype or arr.shape != shape \
                         or not arr.flags.c_contiguous:
-                    arr = self._conform(arg, arr)
-                self._bound[i] = None
+                    arr = self._conform(self._inputs[i], arr)
+                bound[i] = None
                 _lib.check_status(_lib_.korch_session_set_input(h, i, arr.__array_interface__["data"][0], nbytes))
-                if arr is input_feed[arg.name]:
-                    self._bound[i] = arr
+                if arr is input_feed[names[i]]:
+                    bound[i] = arr
                 else:
-                    copies.append(arr)  # rebound on the next run
-            results = []
-            for i, (dtype, shape, nbytes) in enumerate(self._out_spec):
-                out = np.empty(shape, dtype)
+                    copies = (copies or []) + [arr]  # rebound on the next run
+            now, before = self._out_now, self._out_before
+            for i in range(len(now)):
+                if now[i] is not None and _refs(now[i]) == _POOLED_ONLY:
+                    continue  # bound, and nobody else holds it: written again in place
+                if before[i] is not None and _refs(before[i]) == _POOLED_ONLY:
+                    now[i], before[i] = before[i], now[i]  # the older one is free: bind it
+                else:
+                    dtype, shape, nbytes = self._out_spec[i]
+                    before[i] = now[i]
+                    now[i] = np.empty(shape, dtype)
+                out = now[i]
                 # the address through ctypes' buffer view: cheaper than
                 # out.ctypes.data (numpy's Python-level _ctypes), which
                 # counts when the model's run has evicted the caches
+                nbytes = self._out_spec[i][2]
                 addr = _address(out) if nbytes else out.__array_interface__["data"][0]
                 status = _lib_.korch_session_set_output(h, i, addr, nbytes)
                 if status:
                     _lib.check_status(status)
-                results.append(out)
             _lib.check_status(_lib_.korch_session_run(h))
+            results = list(now)
         if output_names is None:
             return results
         try:
@@ -211,6 +240,14 @@ class InferenceSession:
             self._finalizer()
             self._handle = None
             self._bound = [None] * len(self._inputs)
+        # per output: the array bound to the C session now, and the one bound
+        # before it. A run reuses whichever nobody else holds any more
+        # (its reference count says so), so a loop that drops or replaces
+        # its outputs allocates none and binds none: the Python side of a
+        # run then touches a few cache lines instead of NumPy's allocator
+        # and a ctypes call per output (bench/python/RESULTS.md, run 3)
+        self._out_now = [None] * len(self._outputs)
+        self._out_before = [None] * len(self._outputs)
 
     def __enter__(self):
         return self

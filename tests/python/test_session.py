@@ -44,6 +44,39 @@ def test_run_all_and_named_outputs():
     assert not np.array_equal(p4, pooled)
 
 
+def test_outputs_held_are_never_written_again():
+    """The session reuses an output array only when nobody else holds it
+    (its reference count): whatever the caller keeps, a view included,
+    stays as its run left it."""
+    s = korch.InferenceSession(SMALL, threads=1)
+    x = small_input()
+    fresh = lambda v: korch.InferenceSession(SMALL, threads=1).run(None, {"x": v})  # noqa: E731
+    want = [fresh(x + k) for k in range(4)]
+    r0 = s.run(None, {"x": x})
+    r1 = s.run(None, {"x": x + 1})
+    view = r1[1][0, :2]  # holds r1's pooled output through its base
+    r1 = None
+    r2 = s.run(None, {"x": x + 2})
+    for got, w in zip(r0, want[0]):
+        assert np.array_equal(got, w)
+    assert np.array_equal(view, want[1][1][0, :2])
+    for got, w in zip(r2, want[2]):
+        assert np.array_equal(got, w)
+    # dropped results are reused: a loop that drops them allocates nothing
+    del r0, r2, view
+    first = s.run(None, {"x": x + 3})
+    ids = [id(a) for a in first]
+    del first
+    again = s.run(None, {"x": x + 3})
+    assert [id(a) for a in again] == ids
+    for got, w in zip(again, want[3]):
+        assert np.array_equal(got, w)
+    # an output not asked for is in the pool too, and right when asked again
+    (y,) = s.run(["y"], {"x": x})
+    assert np.array_equal(y, want[0][0])
+    assert np.array_equal(s.run(["pooled"], {"x": x + 1})[0], want[1][1])
+
+
 def test_zero_copy_input_binding():
     s = korch.InferenceSession(SMALL)
     x = small_input()
