@@ -146,10 +146,10 @@ static bool probe_settled(const double *runs, int n, int k) {
     return hi <= lo * PROBE_STABLE;
 }
 
-/* Median probe time (ms) and the wait share while probing; false when it
+/* The probe time (ms) and the wait share while probing; false when it
  * cannot run (out of memory).
  *
- * Why it runs until the runs settle, not a fixed 3 times: a vCPU that was
+ * Why it starts with an untimed run and runs until the runs settle, not a fixed 3 times: a vCPU that was
  * idle comes back slow. Measured on a 2-vCPU AMD EPYC guest with nothing
  * else running (2026-11-26): after 0.1-0.3 s of idle, the first runs took
  * 1.5-7 ms where the settled run takes 0.35 ms, the slowness lasted 3-12 ms
@@ -181,6 +181,7 @@ static bool run_probe(int threads, double *ms, double *wait) {
             for (int i = 0; i < PROBE_FLOATS; i++) probe_buf[(size_t)t * PROBE_FLOATS + i] = 1.0f;
         }
     }
+    (void)probe_once(threads); /* the wake-up: neither timed nor counted in the wait share */
     /* run[i], delay[i]: this process's threads' totals before run i */
     double runs[PROBE_MAX_RUNS], run[PROBE_MAX_RUNS + 1], delay[PROBE_MAX_RUNS + 1], spent = 0;
     bool sched = sched_sample(&run[0], &delay[0]);
