@@ -78,7 +78,8 @@ int korch_cmd_check(int argc, char **argv) {
     korch_graph *g = NULL;
     korch_status st = korch_onnx_load_file(model, &g);
     if (st == KORCH_OK) st = korch_graph_validate(g);
-    if (st == KORCH_OK && korch_graph_open_inputs(g, shapes.items, shapes.count) > 0) {
+    if (st == KORCH_OK && korch_graph_open_inputs(g, shapes.items, shapes.count) > 0 &&
+        (st = korch_graph_check_input_types(g)) == KORCH_OK) {
         korch_cli_shapes_free(&shapes);
         int rc = report_open(g);
         korch_graph_free(g);

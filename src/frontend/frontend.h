@@ -86,6 +86,9 @@ bool korch_value_shape_open(const korch_value *v);
 /* Graph inputs (without initializers) whose shape is open and not fixed by
  * an override: shape inference cannot run while this is above 0. */
 int korch_graph_open_inputs(const korch_graph *g, const korch_input_shape *ov, int n_ov);
+/* What shape inference checks of the graph inputs besides their shapes:
+ * each has an element type korch supports (same errors). */
+korch_status korch_graph_check_input_types(const korch_graph *g);
 /* The declared shape with symbolic dimensions by name: "batchx3x?x640". */
 const char *korch_value_declared_format(const korch_value *v, char *buf, size_t cap);
 

@@ -48,6 +48,7 @@ korch_status korch_model_summary_load(const char *path, const korch_input_shape 
     korch_status st = korch_onnx_load_file(path, &graph);
     if (st == KORCH_OK) st = korch_graph_validate(graph);
     int open = st == KORCH_OK ? korch_graph_open_inputs(graph, shapes, n_shapes) : 0;
+    if (open > 0) st = korch_graph_check_input_types(graph);
     if (st == KORCH_OK && open == 0) st = korch_graph_infer(graph, shapes, n_shapes);
     if (st != KORCH_OK) {
         korch_graph_free(graph);

@@ -31,6 +31,22 @@ int korch_graph_open_inputs(const korch_graph *g, const korch_input_shape *ov, i
     return n;
 }
 
+korch_status korch_graph_check_input_types(const korch_graph *g) {
+    char vbuf[160];
+    for (int i = 0; i < g->n_inputs; i++) {
+        const korch_value *v = &g->values[g->inputs[i]];
+        if (v->is_constant) continue;
+        korch_printable(v->name, vbuf, sizeof vbuf);
+        /* the messages of shape inference's input binding (infer.c) */
+        if (v->declared_dtype == KORCH_DTYPE_UNDEFINED)
+            return korch_error(KORCH_ERR_INVALID_MODEL, "graph input \"%s\" has no element type", vbuf);
+        if (korch_dtype_size(v->declared_dtype) == 0 || v->declared_dtype == KORCH_DTYPE_STRING)
+            return korch_error(KORCH_ERR_UNSUPPORTED, "graph input \"%s\" has unsupported dtype %s", vbuf,
+                               korch_dtype_name(v->declared_dtype));
+    }
+    return KORCH_OK;
+}
+
 const char *korch_value_declared_format(const korch_value *v, char *buf, size_t cap) {
     if (cap == 0) return buf;
     buf[0] = '\0';
