@@ -324,6 +324,7 @@ static korch_status check_plans(dt_case *c) {
              * not a wrong plan, but worth reading */
             printf("REFUSED seed %llu %s: %s\n", (unsigned long long)seed, label, korch_last_error());
             stats->refused++;
+            if (o->refused_fails) fail(c);
             keep(c, NULL, NULL);
             continue;
         }

@@ -29,6 +29,7 @@ typedef struct dt_options {
      * (kernels checked against the interpreter, the plan against the reference,
      * wrong kernels excluded); every plan it returns is compared as usual */
     bool verify;
+    bool refused_fails; /* --refused-fails: with verify, a refused plan is a failure (regressions) */
     unsigned features; /* DT_FEAT_* (--features): the generator's half and qdq */
     /* the layouts plans are made in (--layout; auto: channels-last and nchw);
      * n_layouts 0: the default (channels-last) alone */
