@@ -125,6 +125,7 @@ bool korch_verify_compare(const korch_tensor *got, const korch_tensor *want, con
         double err = fabs(g - w);
         double t = tol->rtol * fabs(w) + abs_floor + tol->sensitivity * fabs(w - p);
         if (step > 0) t += step * fabs(w) + step_floor;
+        t += tol->step;
         if (err > d->max_abs) d->max_abs = err;
         /* an all-zero reference has no scale: float32 noise of its own size */
         if (t <= 0) t = 1e-30;

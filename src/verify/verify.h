@@ -47,6 +47,10 @@ typedef struct korch_verify_tolerance {
     double atol;       /* relative to the reference tensor's RMS ... */
     int64_t reduction; /* ... times sqrt(max(16, reduction)): terms summed per element */
     double sensitivity; /* times |reference - perturbed reference| */
+    /* added to every element's bound: one quantization step of a model
+     * output computed by DequantizeLinear (plan checks, korch_verify_plan;
+     * 0 elsewhere). docs/quantization.md says why. */
+    double step;
 } korch_verify_tolerance;
 
 /* The rules for a kernel or plan whose longest chain of summed terms is

@@ -5,9 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_float(korch_dtype d) { return d == KORCH_DTYPE_FLOAT32 || d == KORCH_DTYPE_FLOAT64; }
+static bool is_float(korch_dtype d) {
+    return d == KORCH_DTYPE_FLOAT32 || d == KORCH_DTYPE_FLOAT64 || d == KORCH_DTYPE_FLOAT16 || d == KORCH_DTYPE_BFLOAT16;
+}
 
 bool dt_compare(const korch_tensor *got, const korch_tensor *want, double terms, double scale_floor, dt_mismatch *m) {
+    return dt_compare_q(got, want, terms, scale_floor, NULL, m);
+}
+
+bool dt_compare_q(const korch_tensor *got, const korch_tensor *want, double terms, double scale_floor,
+                  const dt_qstep *q, dt_mismatch *m) {
     memset(m, 0, sizeof *m);
     m->index = -1;
     char a[64], b[64];
@@ -37,9 +44,15 @@ bool dt_compare(const korch_tensor *got, const korch_tensor *want, double terms,
         if (isfinite(y) && fabs(y) > scale) scale = fabs(y);
     }
     double abs_part = scale * (DT_ATOL + DT_PER_TERM * terms);
+    /* a half output: one step of its format (relative), the smallest subnormal near 0 */
+    double step = want->dtype == KORCH_DTYPE_FLOAT16 ? ldexp(1.0, -10) : want->dtype == KORCH_DTYPE_BFLOAT16 ? ldexp(1.0, -7) : 0;
+    double step_floor = want->dtype == KORCH_DTYPE_FLOAT16 ? ldexp(1.0, -24) : want->dtype == KORCH_DTYPE_BFLOAT16 ? ldexp(1.0, -133) : 0;
+    bool quant = q && q->n > 0 && q->scale && q->inner > 0;
     for (int64_t i = 0; i < n; i++) {
         double x = korch_tensor_get_f64(got, i), y = korch_tensor_get_f64(want, i);
         double err, bound = DT_RTOL * fabs(y) + abs_part, ratio;
+        if (step > 0) bound += step * fabs(y) + step_floor;
+        if (quant) bound += fabs(q->scale[(i / q->inner) % q->n]);
         if (isnan(y) || isnan(x) || isinf(y) || isinf(x)) {
             bool same = (isnan(x) && isnan(y)) || x == y;
             err = same ? 0 : INFINITY;
@@ -147,4 +160,34 @@ void dt_output_scales(const korch_graph *g, const double *magnitude, double *sca
     }
     for (int i = 0; i < g->n_outputs; i++) scales[i] = up[g->outputs[i]];
     free(up);
+}
+
+void dt_qstep_of(const korch_graph *g, int value, dt_qstep *q) {
+    memset(q, 0, sizeof *q);
+    int p = value >= 0 ? g->values[value].producer : -1;
+    if (p < 0 || strcmp(g->nodes[p].op_type, "DequantizeLinear") != 0 || g->nodes[p].n_inputs < 2) return;
+    const korch_node *n = &g->nodes[p];
+    int sv = n->inputs[1];
+    if (sv < 0 || !g->values[sv].is_constant) return;
+    const korch_tensor *s = &g->values[sv].constant;
+    int64_t count = korch_tensor_numel(s);
+    const korch_shape *shape = &g->values[value].shape;
+    if (count < 1) return;
+    int64_t inner = 1;
+    if (count > 1) { /* per axis: the axis attribute (default 1) */
+        int axis = (int)korch_node_attr_int(n, "axis", 1);
+        if (axis < 0) axis += shape->rank;
+        if (axis < 0 || axis >= shape->rank || shape->dims[axis] != count) return;
+        for (int k = axis + 1; k < shape->rank; k++) inner *= shape->dims[k];
+    }
+    q->scale = malloc(sizeof *q->scale * (size_t)count);
+    if (!q->scale) return;
+    for (int64_t i = 0; i < count; i++) q->scale[i] = korch_tensor_get_f64(s, i);
+    q->n = (int)count;
+    q->inner = inner;
+}
+
+void dt_qstep_free(dt_qstep *q) {
+    free(q->scale);
+    memset(q, 0, sizeof *q);
 }

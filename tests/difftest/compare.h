@@ -9,7 +9,15 @@
  * reduction lengths on the longest path from the inputs (dt_reduction_terms):
  * each product of a convolution or matmul, each element of a reduction or
  * normalisation may be added in another order. NaN must meet NaN and an
- * infinity the same infinity; integers and bools must be equal. */
+ * infinity the same infinity; integers and bools must be equal.
+ *
+ * Two more terms, from the formats the model asks for (features half, qdq):
+ * a float16/bfloat16 output adds one step of its format (2^-10 or 2^-7 of
+ * |want|, and the smallest subnormal near zero: float32 noise before the
+ * final rounding may move it to the neighbouring value; docs/precision.md),
+ * and an output of DequantizeLinear adds one quantization step, the scale of
+ * the element's channel (noise before the QuantizeLinear may round it the
+ * other way; docs/quantization.md). */
 #ifndef KORCH_DIFFTEST_COMPARE_H
 #define KORCH_DIFFTEST_COMPARE_H
 
@@ -32,6 +40,23 @@ typedef struct dt_mismatch {
 /* true when got matches want; m describes the worst element either way.
  * scale_floor: the scale is at least this (dt_output_scales). */
 bool dt_compare(const korch_tensor *got, const korch_tensor *want, double terms, double scale_floor, dt_mismatch *m);
+
+/* One quantization step per element of a DequantizeLinear output: element i
+ * is in channel (i / inner) % n, whose step is scale[channel]. */
+typedef struct dt_qstep {
+    int n; /* 0: not a dequantized output */
+    int64_t inner;
+    double *scale;
+} dt_qstep;
+
+/* dt_compare with the quantization step q (NULL or q->n == 0: none). */
+bool dt_compare_q(const korch_tensor *got, const korch_tensor *want, double terms, double scale_floor,
+                  const dt_qstep *q, dt_mismatch *m);
+
+/* q for output `value` of g: its producer is a DequantizeLinear with a
+ * constant scale; q->n = 0 otherwise. q->scale is malloc'ed (dt_qstep_free). */
+void dt_qstep_of(const korch_graph *g, int value, dt_qstep *q);
+void dt_qstep_free(dt_qstep *q);
 
 /* The largest finite |element| of every value of a reference run
  * (korch_reference_run_observed's observer; user: a double per value). */

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "compare.h"
+#include "core/half.h"
 #include "frontend/onnx_load.h"
 #include "io/npy.h"
 #include "rng.h"
@@ -24,6 +25,8 @@ typedef struct dt_case {
     dt_stats *stats;
     bool kept; /* model and inputs already copied to keep_dir */
     int failures;
+    dt_qstep *qsteps; /* per output: one quantization step of a dequantized output */
+    const char *prefix; /* plan labels: "" or the layout ("nchw/") */
 } dt_case;
 
 static void fill_inputs(dt_case *c) {
@@ -33,8 +36,12 @@ static void fill_inputs(dt_case *c) {
         korch_tensor *t = &c->inputs[i];
         float *d = t->data;
         int64_t n = korch_tensor_numel(t);
-        /* uniform in [-1, 1]: the generator's magnitudes assume it */
-        for (int64_t k = 0; k < n; k++) d[k] = (float)dt_unif(&r, -1, 1);
+        /* uniform in [-1, 1]: the generator's magnitudes assume it; a half
+         * input (feature half) gets the same draws, rounded to its format */
+        if (korch_dtype_is_half(t->dtype))
+            for (int64_t k = 0; k < n; k++) korch_half_store(t->dtype, t->data, k, dt_unif(&r, -1, 1));
+        else
+            for (int64_t k = 0; k < n; k++) d[k] = (float)dt_unif(&r, -1, 1);
     }
 }
 
@@ -60,7 +67,13 @@ static void keep(dt_case *c, const korch_plan *plan, const char *label) {
         if (copy_file(c->model, model) != KORCH_OK) fprintf(stderr, "  (cannot keep the model: %s)\n", korch_last_error());
         for (int i = 0; i < c->m.graph->n_inputs; i++) {
             snprintf(path, sizeof path, "%s/seed-%llu-input%d.npy", dir, (unsigned long long)c->seed, i);
-            if (korch_npy_write(path, &c->inputs[i]) != KORCH_OK) fprintf(stderr, "  (%s)\n", korch_last_error());
+            /* bfloat16: a float32 .npy file, as korch run reads it (docs/precision.md) */
+            korch_tensor wide = {0};
+            bool bf = c->inputs[i].dtype == KORCH_DTYPE_BFLOAT16;
+            korch_status ws = bf ? korch_half_convert(&c->inputs[i], KORCH_DTYPE_FLOAT32, &wide) : KORCH_OK;
+            if (ws == KORCH_OK) ws = korch_npy_write(path, bf ? &wide : &c->inputs[i]);
+            if (ws != KORCH_OK) fprintf(stderr, "  (%s)\n", korch_last_error());
+            if (bf) korch_tensor_free(&wide);
         }
         printf("  model kept: %s\n", model);
     }
@@ -97,7 +110,7 @@ static int compare_outputs(dt_case *c, korch_tensor *got, const char *label, boo
     int bad = 0;
     for (int i = 0; i < g->n_outputs; i++) {
         dt_mismatch mm;
-        if (dt_compare(&got[i], &c->want[i], c->terms[i], c->scales[i], &mm)) {
+        if (dt_compare_q(&got[i], &c->want[i], c->terms[i], c->scales[i], c->qsteps ? &c->qsteps[i] : NULL, &mm)) {
             if (mm.worst_ratio > c->stats->worst_ratio) c->stats->worst_ratio = mm.worst_ratio, c->stats->worst_seed = c->seed;
             continue;
         }
@@ -229,7 +242,7 @@ static korch_status run_forced(dt_case *c, korch_candidate_set *set) {
         for (int i = 0; i < take; i++) {
             korch_plan *one = NULL;
             char label[64];
-            snprintf(label, sizeof label, "forced#%d", list[i]);
+            snprintf(label, sizeof label, "%sforced#%d", c->prefix, list[i]);
             if (dt_forced_plan(set, &list[i], 1, &one) != KORCH_OK) continue;
             if (c->o->verbose > 1) printf("  running %s\n", label), print_culprit(c, one), fflush(stdout);
             c->stats->candidates++;
@@ -251,7 +264,7 @@ static korch_status run_forced(dt_case *c, korch_candidate_set *set) {
             korch_plan *one = NULL;
             if (dt_forced_plan(set, &list[i], 1, &one) != KORCH_OK) continue;
             char label[64];
-            snprintf(label, sizeof label, "forced#%d", list[i]);
+            snprintf(label, sizeof label, "%sforced#%d", c->prefix, list[i]);
             if (run_plan(c, one, label) != 0) print_culprit(c, one);
             korch_plan_free(one);
         }
@@ -259,7 +272,7 @@ static korch_status run_forced(dt_case *c, korch_candidate_set *set) {
     for (int i = 0; i < take && st == KORCH_OK; i++) {
         korch_plan *one = NULL;
         char label[64];
-        snprintf(label, sizeof label, "forced#%d", list[i]);
+        snprintf(label, sizeof label, "%sforced#%d", c->prefix, list[i]);
         if (dt_forced_plan(set, &list[i], 1, &one) != KORCH_OK) {
             printf("FAIL seed %llu %s: %s\n", (unsigned long long)c->seed, label, korch_last_error());
             fail(c);
@@ -287,8 +300,80 @@ static korch_status run_forced(dt_case *c, korch_candidate_set *set) {
     return KORCH_OK;
 }
 
+/* Every requested strategy's plan and the forced candidates, for the
+ * primitive graph c->m.pg (one layout). */
+static korch_status check_plans(dt_case *c) {
+    const dt_options *o = c->o;
+    dt_stats *stats = c->stats;
+    uint64_t seed = c->seed;
+    korch_status st = KORCH_OK;
+    dt_optimizer opt;
+    dt_optimizer_init(&opt, o);
+    korch_plan *prev = NULL;
+    bool prev_bad = false;
+    for (int s = 0; s < KORCH_STRATEGY_COUNT && st == KORCH_OK; s++) {
+        if (!o->strategy[s]) continue;
+        korch_plan *plan = NULL;
+        char label[64];
+        snprintf(label, sizeof label, "%s%s", c->prefix, korch_strategy_name(s));
+        double t0 = dt_now();
+        korch_status os = dt_optimize(&opt, o, &c->m, (korch_strategy)s, &plan);
+        stats->t_optimize += dt_now() - t0;
+        if (os != KORCH_OK && o->verify && os != KORCH_ERR_OUT_OF_MEMORY) {
+            /* the product refused to write a plan it could not make right:
+             * not a wrong plan, but worth reading */
+            printf("REFUSED seed %llu %s: %s\n", (unsigned long long)seed, label, korch_last_error());
+            stats->refused++;
+            if (o->refused_fails) fail(c);
+            keep(c, NULL, NULL);
+            continue;
+        }
+        if (os != KORCH_OK) {
+            printf("FAIL seed %llu %s: optimize fails: %s\n", (unsigned long long)seed, label, korch_last_error());
+            fail(c);
+            keep(c, NULL, NULL);
+            break;
+        }
+        stats->candidates += fused_kernels(plan);
+        /* a plan equal to the previous strategy's (small graphs: greedy and
+         * optimal often agree) runs the same kernels the same way: its
+         * result is that plan's, and one compiler run is saved */
+        if (prev && same_kernels(prev, plan)) {
+            stats->plans++, stats->same_plans++;
+            if (prev_bad) fail(c);
+            korch_plan_free(plan);
+            continue;
+        }
+        prev_bad = run_plan(c, plan, label) != 0;
+        if (prev_bad) fail(c);
+        korch_plan_free(prev);
+        prev = plan;
+    }
+    korch_plan_free(prev);
+    if (st == KORCH_OK && o->forced) {
+        korch_plan *plan = NULL;
+        if (!opt.orch && dt_optimize(&opt, o, &c->m, KORCH_STRATEGY_NONE, &plan) != KORCH_OK) {
+            printf("FAIL seed %llu %s: optimize fails: %s\n", (unsigned long long)seed, c->prefix, korch_last_error());
+            fail(c);
+        }
+        korch_plan_free(plan);
+        korch_candidate_set *set = dt_optimizer_candidates(&opt);
+        if (set) st = run_forced(c, set);
+    }
+    stats->excluded += dt_optimizer_excluded(&opt);
+    /* a kernel verification excluded is a wrong kernel korch generated (or
+     * a check too strict): named per seed, for the campaign to localise */
+    const korch_verify_log *vl = opt.orch ? korch_orchestrator_verify_log(opt.orch) : NULL;
+    for (int k = 0; vl && k < vl->n_excluded; k++)
+        printf("EXCLUDED seed %llu %s: candidate %d [%s %s] error/bound %.3g: %s\n", (unsigned long long)seed,
+               c->prefix[0] ? c->prefix : "-", vl->excluded[k].candidate, korch_backend_name(vl->excluded[k].backend),
+               vl->excluded[k].impl, vl->excluded[k].worst_ratio, vl->excluded[k].detail);
+    dt_optimizer_free(&opt);
+    return st;
+}
+
 korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) {
-    dt_case c = {.o = o, .seed = seed, .stats = stats};
+    dt_case c = {.o = o, .seed = seed, .stats = stats, .prefix = ""};
     snprintf(c.model, sizeof c.model, "%s/model.onnx", o->work_dir);
     dt_gen_info info;
     stats->graphs++;
@@ -296,12 +381,14 @@ korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) 
     memset(&info, 0, sizeof info);
     double t0 = dt_now();
     if (o->model) snprintf(c.model, sizeof c.model, "%s", o->model);
-    else st = dt_generate(seed, c.model, &info);
+    else st = dt_generate_features(seed, o->features & (DT_FEAT_HALF | DT_FEAT_QDQ), c.model, &info);
     if (st != KORCH_OK) return st; /* the generator failing is the harness failing */
     dt_coverage_merge(&stats->coverage, &info.coverage);
     stats->t_gen += dt_now() - t0;
     t0 = dt_now();
-    if (korch_plan_model_load(c.model, NULL, 0, &c.m) != KORCH_OK) {
+    int n_layouts = o->n_layouts > 0 ? o->n_layouts : 1;
+    korch_layout_strategy first = o->n_layouts > 0 ? o->layouts[0] : KORCH_LAYOUT_DEFAULT;
+    if (korch_plan_model_load_layout(c.model, NULL, 0, first, &c.m) != KORCH_OK) {
         printf("FAIL seed %llu: korch refuses the generated model: %s\n", (unsigned long long)seed, korch_last_error());
         stats->gen_errors++;
         stats->failures++;
@@ -317,13 +404,17 @@ korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) 
     c.want = calloc((size_t)g->n_outputs + 1, sizeof *c.want);
     c.terms = calloc((size_t)g->n_outputs + 1, sizeof *c.terms);
     c.scales = calloc((size_t)g->n_outputs + 1, sizeof *c.scales);
+    c.qsteps = calloc((size_t)g->n_outputs + 1, sizeof *c.qsteps);
     double *magnitude = calloc((size_t)g->n_values + 1, sizeof *magnitude);
-    st = c.inputs && c.want && c.terms && c.scales && magnitude ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "difftest: out of memory");
+    st = c.inputs && c.want && c.terms && c.scales && c.qsteps && magnitude
+             ? KORCH_OK
+             : korch_error(KORCH_ERR_OUT_OF_MEMORY, "difftest: out of memory");
     for (int i = 0; i < g->n_inputs && st == KORCH_OK; i++)
         st = korch_tensor_alloc(&c.inputs[i], g->values[g->inputs[i]].dtype, &g->values[g->inputs[i]].shape);
     if (st == KORCH_OK) {
         fill_inputs(&c);
         dt_reduction_terms(g, c.terms);
+        for (int i = 0; i < g->n_outputs; i++) dt_qstep_of(g, g->outputs[i], &c.qsteps[i]);
         for (int i = 0; i < g->n_inputs; i++) dt_observe_magnitude(magnitude, g, g->inputs[i], &c.inputs[i]);
         korch_status rs = korch_reference_run_observed(g, c.inputs, c.want, dt_observe_magnitude, magnitude);
         if (rs == KORCH_OK) dt_output_scales(g, magnitude, c.scales);
@@ -335,59 +426,38 @@ korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) 
             goto done;
         }
     }
-    dt_optimizer opt;
-    dt_optimizer_init(&opt, o);
-    korch_plan *prev = NULL;
-    bool prev_bad = false;
-    for (int s = 0; s < KORCH_STRATEGY_COUNT && st == KORCH_OK; s++) {
-        if (!o->strategy[s]) continue;
-        korch_plan *plan = NULL;
-        t0 = dt_now();
-        korch_status os = dt_optimize(&opt, o, &c.m, (korch_strategy)s, &plan);
-        stats->t_optimize += dt_now() - t0;
-        if (os != KORCH_OK && o->verify && os != KORCH_ERR_OUT_OF_MEMORY) {
-            /* the product refused to write a plan it could not make right:
-             * not a wrong plan, but worth reading */
-            printf("REFUSED seed %llu %s: %s\n", (unsigned long long)seed, korch_strategy_name(s), korch_last_error());
-            stats->refused++;
-            keep(&c, NULL, NULL);
-            continue;
+    /* every requested layout (--layout auto: channels-last, then nchw); the
+     * reference is the op graph's, the same for both */
+    uint64_t first_hash = korch_pgraph_hash(c.m.pg);
+    for (int li = 0; li < n_layouts && st == KORCH_OK; li++) {
+        korch_layout_strategy layout = o->n_layouts > 0 ? o->layouts[li] : KORCH_LAYOUT_DEFAULT;
+        korch_plan_model other, saved = c.m;
+        bool swapped = false;
+        if (li > 0) {
+            if (korch_plan_model_load_layout(c.model, NULL, 0, layout, &other) != KORCH_OK) {
+                printf("FAIL seed %llu: lowering with layout %s fails: %s\n", (unsigned long long)seed,
+                       korch_layout_strategy_token(layout), korch_last_error());
+                fail(&c);
+                continue;
+            }
+            if (korch_pgraph_hash(other.pg) == first_hash) { /* nothing to relayout: the same plans */
+                stats->same_layout++;
+                korch_plan_model_close(&other);
+                continue;
+            }
+            c.m = other, swapped = true;
+            stats->layout_graphs++;
         }
-        if (os != KORCH_OK) {
-            printf("FAIL seed %llu %s: optimize fails: %s\n", (unsigned long long)seed, korch_strategy_name(s),
-                   korch_last_error());
-            fail(&c);
-            keep(&c, NULL, NULL);
-            break;
+        char prefix[48];
+        snprintf(prefix, sizeof prefix, "%s/", korch_layout_strategy_token(layout));
+        c.prefix = layout == KORCH_LAYOUT_DEFAULT ? "" : prefix;
+        st = check_plans(&c);
+        c.prefix = "";
+        if (swapped) {
+            korch_plan_model_close(&c.m);
+            c.m = saved;
         }
-        stats->candidates += fused_kernels(plan);
-        /* a plan equal to the previous strategy's (small graphs: greedy and
-         * optimal often agree) runs the same kernels the same way: its
-         * result is that plan's, and one compiler run is saved */
-        if (prev && same_kernels(prev, plan)) {
-            stats->plans++, stats->same_plans++;
-            if (prev_bad) fail(&c);
-            korch_plan_free(plan);
-            continue;
-        }
-        prev_bad = run_plan(&c, plan, korch_strategy_name(s)) != 0;
-        if (prev_bad) fail(&c);
-        korch_plan_free(prev);
-        prev = plan;
     }
-    korch_plan_free(prev);
-    if (st == KORCH_OK && o->forced) {
-        korch_plan *plan = NULL;
-        if (!opt.orch && dt_optimize(&opt, o, &c.m, KORCH_STRATEGY_NONE, &plan) != KORCH_OK) {
-            printf("FAIL seed %llu: optimize fails: %s\n", (unsigned long long)seed, korch_last_error());
-            fail(&c);
-        }
-        korch_plan_free(plan);
-        korch_candidate_set *set = dt_optimizer_candidates(&opt);
-        if (set) st = run_forced(&c, set);
-    }
-    stats->excluded += dt_optimizer_excluded(&opt);
-    dt_optimizer_free(&opt);
     if (o->verbose && c.failures == 0)
         printf("ok seed %llu: %d nodes, %d primitives, %d outputs\n", (unsigned long long)seed, info.n_nodes,
                c.m.pg->n_nodes, g->n_outputs);
@@ -395,10 +465,12 @@ done:
     stats->failures += c.failures;
     for (int i = 0; c.inputs && i < g->n_inputs; i++) korch_tensor_free(&c.inputs[i]);
     for (int i = 0; c.want && i < g->n_outputs; i++) korch_tensor_free(&c.want[i]);
+    for (int i = 0; c.qsteps && i < g->n_outputs; i++) dt_qstep_free(&c.qsteps[i]);
     free(c.inputs);
     free(c.want);
     free(c.terms);
     free(c.scales);
+    free(c.qsteps);
     free(magnitude);
     korch_plan_model_close(&c.m);
     return st;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "gen.h"
+#include "relayout/relayout.h"
 #include "orchestrate/orchestrate.h"
 #include "runtime/plan.h"
 
@@ -28,6 +29,12 @@ typedef struct dt_options {
      * (kernels checked against the interpreter, the plan against the reference,
      * wrong kernels excluded); every plan it returns is compared as usual */
     bool verify;
+    bool refused_fails; /* --refused-fails: with verify, a refused plan is a failure (regressions) */
+    unsigned features; /* DT_FEAT_* (--features): the generator's half and qdq */
+    /* the layouts plans are made in (--layout; auto: channels-last and nchw);
+     * n_layouts 0: the default (channels-last) alone */
+    int n_layouts;
+    korch_layout_strategy layouts[2];
 } dt_options;
 
 typedef struct dt_stats {
@@ -37,6 +44,8 @@ typedef struct dt_stats {
     long prims; /* primitives of all graphs */
     long excluded; /* --verify: candidate kernels verification excluded as wrong */
     long refused; /* --verify: strategies for which korch refused to return a plan */
+    long layout_graphs; /* --layout auto: graphs whose nchw primitive graph differs (checked twice) */
+    long same_layout;   /* --layout auto: graphs both layouts lower to the same primitive graph */
     double worst_ratio; /* largest error / bound among comparisons that passed */
     uint64_t worst_seed;
     dt_coverage coverage;

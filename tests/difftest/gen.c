@@ -68,13 +68,21 @@ static int pick_kind(dt_rng *r) {
 static int pick_value(dt_gen *g) {
     if (dt_chance(&g->rng, 0.7)) return g->n_vals - 1;
     int lo = g->n_vals > 8 ? g->n_vals - 8 : 0;
-    return dt_int(&g->rng, lo, g->n_vals - 1);
+    int v = dt_int(&g->rng, lo, g->n_vals - 1);
+    /* a half value before its Cast (features only): the newest instead */
+    return g->vals[v].hidden ? g->n_vals - 1 : v;
 }
 
 korch_status dt_generate(uint64_t seed, const char *path, dt_gen_info *info) {
+    return dt_generate_features(seed, 0, path, info);
+}
+
+korch_status dt_generate_features(uint64_t seed, unsigned features, const char *path, dt_gen_info *info) {
     dt_gen *g = calloc(1, sizeof *g);
     if (!g) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "difftest: out of memory");
     g->rng.s = seed;
+    g->features = features;
+    g->frng.s = seed ^ 0x6a09e667f3bcc908ull; /* the features' stream, apart from the main one */
     g->w.opset = 17;
     korch_strmap_init(&g->w.used);
     dt_coverage scratch;
@@ -90,6 +98,7 @@ korch_status dt_generate(uint64_t seed, const char *path, dt_gen_info *info) {
         add_input(g, &s1);
         dt_cover(g, "two graph inputs");
     }
+    if (g->features) dt_feature_inputs(g);
     int steps = dt_int(&g->rng, 2, 14);
     for (int step = 0, fails = 0; step < steps && fails < 40 && g->n_vals < DT_MAX_VALS - 24;) {
         int x = pick_value(g);

@@ -4,6 +4,8 @@
 #ifndef KORCH_DIFFTEST_GEN_H
 #define KORCH_DIFFTEST_GEN_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -32,7 +34,26 @@ typedef struct dt_gen_info {
     dt_coverage coverage; /* of this model */
 } dt_gen_info;
 
+/* Optional features (--features): each adds patterns drawn from a random
+ * stream of its own, so that without them every seed writes exactly the
+ * model generator version DT_GEN_VERSION always wrote (old campaign results
+ * and the seed lists stay valid). docs/difftest.md, "Features". */
+enum {
+    DT_FEAT_HALF = 1,   /* float16/bfloat16 graph inputs, outputs and initializers, with Casts */
+    DT_FEAT_QDQ = 2,    /* QuantizeLinear -> DequantizeLinear pairs, dequantized int8/uint8 weights */
+    DT_FEAT_LAYOUT = 4, /* the driver's: plans in both layouts (--layout auto); no generator change */
+};
+/* The features' own version: bump it when a feature's models change. */
+#define DT_FEAT_VERSION 1
+
+/* "half,qdq,layout" (or "all", or "none") -> mask; false on an unknown name. */
+bool dt_features_parse(const char *text, unsigned *mask);
+/* The mask as "half,qdq,layout" ("none" when empty). */
+const char *dt_features_name(unsigned mask, char *buf, size_t size);
+
 /* Writes the model of `seed` to `path`. */
 korch_status dt_generate(uint64_t seed, const char *path, dt_gen_info *info);
+/* With generator features (DT_FEAT_HALF, DT_FEAT_QDQ); 0: dt_generate. */
+korch_status dt_generate_features(uint64_t seed, unsigned features, const char *path, dt_gen_info *info);
 
 #endif

@@ -194,7 +194,7 @@ static int partner(dt_gen *g, int x) {
     const korch_shape *xs = &g->vals[x].shape;
     int found[DT_MAX_VALS], n = 0;
     for (int v = 0; v < g->n_vals; v++) {
-        if (v == x) continue;
+        if (v == x || g->vals[v].hidden) continue; /* hidden: a half value (features only) */
         korch_shape b;
         if (korch_shape_broadcast(xs, &g->vals[v].shape, &b) && korch_shape_equal(&b, xs)) found[n++] = v;
     }

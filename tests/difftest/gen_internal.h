@@ -26,6 +26,12 @@ typedef struct dt_val {
     double lower; /* > 0: every element is known to be >= lower */
     int uses;
     bool is_input;
+    /* features only (gen_features.c); all zero without them */
+    korch_dtype dtype; /* 0: float32; a half graph input or a half-typed value */
+    bool hidden;       /* not read by the random walk (a half value before its Cast) */
+    bool exact;        /* every correct plan computes it bit for bit as the reference
+                        * does (inputs, Casts of them, dequantized exact values,
+                        * rounding-free operators): a QuantizeLinear of it cannot flip */
 } dt_val;
 
 typedef struct dt_const {
@@ -44,6 +50,8 @@ typedef struct dt_gen {
     int n_inputs;
     int inputs[4];
     dt_coverage *cov;
+    unsigned features; /* DT_FEAT_* */
+    dt_rng frng;       /* the features' own stream: the main one (rng) is drawn as without them */
 } dt_gen;
 
 /* ---- building blocks (gen_model.c) ---------------------------------------- */
@@ -95,5 +103,21 @@ int dt_layout(dt_gen *g, int x);
 int dt_concat(dt_gen *g, int x);
 int dt_split(dt_gen *g, int x);
 int dt_pool(dt_gen *g, int x);
+
+/* gen_features.c (only with g->features; see gen.h) */
+void dt_feature_inputs(dt_gen *g);    /* half inputs made float, QDQ chains on exact inputs */
+/* Dequantized int8/uint8 weights (DT_FEAT_QDQ, sometimes): the name of a
+ * DequantizeLinear output with elements within +-a, per tensor or per axis
+ * `axis`; NULL: use float weights. */
+const char *dt_feature_weights(dt_gen *g, const korch_shape *s, double a, int axis);
+/* A constant stored as float16/bfloat16 and Cast to float (DT_FEAT_HALF,
+ * sometimes): the Cast's output, or NULL. data is rounded to the format in
+ * place, so that the caller's record of the values stays true; as_node: a
+ * Constant node instead of an initializer. */
+const char *dt_feature_half_const(dt_gen *g, const korch_shape *s, float *data, bool as_node);
+/* A graph output wrapped (sometimes): Cast to a half type (and a
+ * rounding-free half operator), or a terminal QuantizeLinear ->
+ * DequantizeLinear pair; returns the value to declare as output. */
+int dt_feature_output(dt_gen *g, int v);
 
 #endif

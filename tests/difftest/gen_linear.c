@@ -10,9 +10,11 @@
 
 #include "gen_internal.h"
 
-static const char *weights(dt_gen *g, const korch_shape *s, double fan_in) {
+/* axis: the output-channel axis, for per-axis dequantized weights (features) */
+static const char *weights(dt_gen *g, const korch_shape *s, double fan_in, int axis) {
     double a = sqrt(3.0 / (fan_in < 1 ? 1 : fan_in));
-    return dt_const_rand(g, s, -a, a);
+    const char *dq = g->features ? dt_feature_weights(g, s, a, axis) : NULL;
+    return dq ? dq : dt_const_rand(g, s, -a, a);
 }
 
 static int64_t window_out(int64_t in, int k, int stride, int dil, int pb, int pe) {
@@ -61,7 +63,7 @@ int dt_conv(dt_gen *g, int x) {
     korch_shape bs = dt_shape(1, (int64_t[]){cout});
     int y = dt_new_val(g, &out, v->mag + (bias ? 0.2 : 0));
     if (y < 0) return -1;
-    const char *ins[] = {dt_use(g, x), weights(g, &ws, (double)(c / group) * k * k),
+    const char *ins[] = {dt_use(g, x), weights(g, &ws, (double)(c / group) * k * k, 0),
                          bias ? dt_const_rand(g, &bs, -0.2, 0.2) : NULL};
     const char *outs[] = {g->vals[y].name};
     Onnx__NodeProto *node = dt_node(g, "Conv", bias ? 3 : 2, ins, 1, outs);
@@ -95,7 +97,7 @@ int dt_conv_transpose(dt_gen *g, int x) {
     if (y < 0) return -1;
     /* each output sums about (c / group) * k * k / stride^2 products */
     double fan = (double)(c / group) * k * k / (stride * stride);
-    const char *ins[] = {dt_use(g, x), weights(g, &ws, fan), bias ? dt_const_rand(g, &bs, -0.2, 0.2) : NULL};
+    const char *ins[] = {dt_use(g, x), weights(g, &ws, fan, 1), bias ? dt_const_rand(g, &bs, -0.2, 0.2) : NULL};
     const char *outs[] = {g->vals[y].name};
     Onnx__NodeProto *node = dt_node(g, "ConvTranspose", bias ? 3 : 2, ins, 1, outs);
     korch_onnx_attr_ints(&g->w, node, "kernel_shape", (int64_t[]){k, k}, 2);
@@ -121,19 +123,19 @@ int dt_matmul(dt_gen *g, int x) {
         out.dims[rank - 1] = nn;
         if (dt_numel(&out) > DT_MAX_ELEMS) return -1;
         korch_shape ws = dt_shape(2, (int64_t[]){k, nn});
-        a = dt_use(g, x), b = weights(g, &ws, (double)k);
+        a = dt_use(g, x), b = weights(g, &ws, (double)k, 1);
         what = rank == 2 ? "MatMul 2-D" : "MatMul batched x@W";
     } else if (kind == 1) { /* W @ x */
         out.dims[rank - 2] = nn;
         if (dt_numel(&out) > DT_MAX_ELEMS) return -1;
         korch_shape ws = dt_shape(2, (int64_t[]){nn, m});
-        a = weights(g, &ws, (double)m), b = dt_use(g, x);
+        a = weights(g, &ws, (double)m, 0), b = dt_use(g, x);
         what = "MatMul W@x";
     } else if (kind == 2) { /* batched weights, one matrix per batch entry */
         out.dims[rank - 1] = nn;
         if (dt_numel(&out) > DT_MAX_ELEMS) return -1;
         korch_shape ws = dt_shape(3, (int64_t[]){v->shape.dims[rank - 3], k, nn});
-        a = dt_use(g, x), b = weights(g, &ws, (double)k);
+        a = dt_use(g, x), b = weights(g, &ws, (double)k, 2);
         what = "MatMul batched weights";
     } else { /* x @ x^T: two activations */
         out.dims[rank - 1] = m;
@@ -182,7 +184,7 @@ int dt_gemm(dt_gen *g, int x) {
     }
     int y = dt_new_val(g, &out, fabs(alpha) * v->mag + (ckind < 5 ? 0.3 * beta : 0));
     if (y < 0) return -1;
-    const char *ins[] = {dt_use(g, x), weights(g, &bs, (double)k), ckind < 5 ? dt_const_rand(g, &cs, -0.3, 0.3) : NULL};
+    const char *ins[] = {dt_use(g, x), weights(g, &bs, (double)k, tb ? 0 : 1), ckind < 5 ? dt_const_rand(g, &cs, -0.3, 0.3) : NULL};
     const char *outs[] = {g->vals[y].name};
     Onnx__NodeProto *node = dt_node(g, "Gemm", ckind < 5 ? 3 : 2, ins, 1, outs);
     if (ta) korch_onnx_attr_int(&g->w, node, "transA", 1);

@@ -63,15 +63,21 @@ const char *dt_use(dt_gen *g, int v) {
     return g->vals[v].name;
 }
 
-static const char *add_const(dt_gen *g, const korch_shape *s, const float *data) {
+static const char *add_const(dt_gen *g, const korch_shape *s, float *data) {
+    /* a Constant node, as torch.onnx writes scalars (drawn first: the
+     * features' choice below leaves the main stream as without them) */
+    bool as_node = s->rank == 0 && dt_chance(&g->rng, 0.3);
+    if (g->features) { /* sometimes stored as float16/bfloat16 and Cast (features only) */
+        const char *h = dt_feature_half_const(g, s, data, as_node);
+        if (h) return h;
+    }
     korch_tensor t = {.dtype = KORCH_DTYPE_FLOAT32, .shape = *s};
     size_t bytes = korch_tensor_bytes(&t);
     t.data = korch_onnx_alloc(&g->w, bytes);
     if (!t.data) return "";
     memcpy(t.data, data, bytes);
     const char *name = korch_onnx_unique(&g->w, korch_onnx_str(&g->w, "c%d", g->w.counter++));
-    if (s->rank == 0 && dt_chance(&g->rng, 0.3)) {
-        /* a Constant node, as torch.onnx writes scalars */
+    if (as_node) {
         const char *outs[] = {name};
         Onnx__NodeProto *n = dt_node(g, "Constant", 0, NULL, 1, outs);
         Onnx__AttributeProto *a = korch_onnx_add_attr(&g->w, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
@@ -82,7 +88,15 @@ static const char *add_const(dt_gen *g, const korch_shape *s, const float *data)
     return korch_onnx_add_initializer(&g->w, &t, name);
 }
 
-const char *dt_const_data(dt_gen *g, const korch_shape *s, const float *data) { return add_const(g, s, data); }
+const char *dt_const_data(dt_gen *g, const korch_shape *s, const float *data) {
+    int64_t n = dt_numel(s);
+    float *copy = malloc(sizeof(float) * (size_t)(n + 1));
+    if (!copy) return "";
+    memcpy(copy, data, sizeof(float) * (size_t)n);
+    const char *name = add_const(g, s, copy);
+    free(copy);
+    return name;
+}
 
 const char *dt_const_rand(dt_gen *g, const korch_shape *s, double lo, double hi) {
     /* reuse: same shape and range, so the guards that chose the range hold */
@@ -137,7 +151,8 @@ int dt_binary_named(dt_gen *g, const char *op, const char *a, const char *b, con
 
 /* ---- the ModelProto -------------------------------------------------------- */
 
-static Onnx__ValueInfoProto *value_info(korch_onnx_writer *w, const char *name, const korch_shape *s) {
+static Onnx__ValueInfoProto *value_info(korch_onnx_writer *w, const char *name, const korch_shape *s,
+                                        korch_dtype dtype) {
     Onnx__ValueInfoProto *vi = korch_onnx_alloc(w, sizeof *vi);
     Onnx__TypeProto *tp = korch_onnx_alloc(w, sizeof *tp);
     Onnx__TypeProto__Tensor *tt = korch_onnx_alloc(w, sizeof *tt);
@@ -158,7 +173,7 @@ static Onnx__ValueInfoProto *value_info(korch_onnx_writer *w, const char *name, 
     sp->n_dim = (size_t)s->rank;
     sp->dim = dims;
     tt->has_elem_type = 1;
-    tt->elem_type = KORCH_DTYPE_FLOAT32;
+    tt->elem_type = dtype ? dtype : KORCH_DTYPE_FLOAT32;
     tt->shape = sp;
     tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
     tp->tensor_type = tt;
@@ -188,6 +203,8 @@ korch_status dt_finish(dt_gen *g, const char *path, dt_gen_info *info) {
     int n_out = choose_outputs(g, outs, 16);
     if (n_out == 0) return korch_error(KORCH_ERR_INTERNAL, "difftest: generated graph has no output");
     if (n_out > 1) dt_cover(g, "several graph outputs");
+    if (g->features)
+        for (int i = 0; i < n_out; i++) outs[i] = dt_feature_output(g, outs[i]);
     Onnx__GraphProto *gp = korch_onnx_alloc(w, sizeof *gp);
     Onnx__ValueInfoProto **ins = korch_onnx_alloc(w, sizeof *ins * (size_t)(g->n_inputs + 1));
     Onnx__ValueInfoProto **ovi = korch_onnx_alloc(w, sizeof *ovi * (size_t)(n_out + 1));
@@ -195,8 +212,9 @@ korch_status dt_finish(dt_gen *g, const char *path, dt_gen_info *info) {
     Onnx__OperatorSetIdProto **opsets = korch_onnx_alloc(w, sizeof *opsets);
     if (!gp || !ins || !ovi || !opset || !opsets) return w->status;
     onnx__graph_proto__init(gp);
-    for (int i = 0; i < g->n_inputs; i++) ins[i] = value_info(w, g->vals[g->inputs[i]].name, &g->vals[g->inputs[i]].shape);
-    for (int i = 0; i < n_out; i++) ovi[i] = value_info(w, g->vals[outs[i]].name, &g->vals[outs[i]].shape);
+    for (int i = 0; i < g->n_inputs; i++) ins[i] = value_info(w, g->vals[g->inputs[i]].name, &g->vals[g->inputs[i]].shape,
+                                                         g->vals[g->inputs[i]].dtype);
+    for (int i = 0; i < n_out; i++) ovi[i] = value_info(w, g->vals[outs[i]].name, &g->vals[outs[i]].shape, g->vals[outs[i]].dtype);
     gp->name = (char *)"difftest";
     gp->n_node = w->n_nodes;
     gp->node = w->nodes;

@@ -322,7 +322,7 @@ int dt_concat(dt_gen *g, int x) {
     int axis = dt_int(r, 0, s.rank - 1), other = -1;
     for (int v = g->n_vals - 1; v >= 0 && other < 0; v--) {
         const korch_shape *o = &g->vals[v].shape;
-        if (v == x || o->rank != s.rank) continue;
+        if (v == x || o->rank != s.rank || g->vals[v].hidden) continue; /* hidden: features only */
         bool fits = true;
         for (int i = 0; i < s.rank; i++) fits &= i == axis || o->dims[i] == s.dims[i];
         if (fits) other = v;

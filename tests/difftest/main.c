@@ -40,8 +40,14 @@ static void usage(FILE *f) {
             "  --max-forced N       forced candidates per graph, a seeded sample (default 24; 0: all)\n"
             "  --no-runner          run forced plans with korch's executor, one compiler run each (slow)\n"
             "  --measure            real backends, timed and tuned (private database)\n"
+            "  --features LIST      of half,qdq,layout (or all): float16/bfloat16 inputs, outputs and\n"
+            "                       initializers; QuantizeLinear/DequantizeLinear pairs and dequantized\n"
+            "                       weights; plans in both layouts (--layout auto). Other models than\n"
+            "                       without it (the default's seeds stay valid); docs/difftest.md\n"
+            "  --layout L           nchw, channels-last (default) or auto (both: every plan in each)\n"
             "  --verify             the product path: plans from korch's verified driver (kernels and plans\n"
             "                       checked, wrong kernels excluded); a refused plan is REFUSED, not FAIL\n"
+            "  --refused-fails      with --verify: a refused plan counts as a failure\n"
             "  --budget SECONDS     tuning budget per graph with --measure (default 2)\n"
             "  --threads N          OpenMP threads (default 2)\n"
             "  --work-dir DIR       private database and kernel cache (default: a new temp dir, removed)\n"
@@ -181,8 +187,26 @@ int main(int argc, char **argv) {
             o.max_forced = atoi(v);
         } else if (!strcmp(a, "--measure")) {
             o.measure = true;
+        } else if (!strcmp(a, "--features")) {
+            NEEDV;
+            if (!dt_features_parse(v, &o.features)) {
+                fprintf(stderr, "korch-difftest: --features expects a list of half, qdq, layout (or all), not \"%s\"\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--layout")) {
+            NEEDV;
+            if (!strcmp(v, "auto")) {
+                o.n_layouts = 2, o.layouts[0] = KORCH_LAYOUT_CHANNELS_LAST, o.layouts[1] = KORCH_LAYOUT_KEEP;
+            } else if (korch_layout_strategy_parse(v, &o.layouts[0])) {
+                o.n_layouts = 1;
+            } else {
+                fprintf(stderr, "korch-difftest: --layout expects nchw, channels-last or auto, not \"%s\"\n", v);
+                return 2;
+            }
         } else if (!strcmp(a, "--verify")) {
             o.verify = true;
+        } else if (!strcmp(a, "--refused-fails")) {
+            o.refused_fails = true;
         } else if (!strcmp(a, "--budget")) {
             NEEDV;
             o.budget_s = atof(v);
@@ -211,6 +235,9 @@ int main(int argc, char **argv) {
         }
     }
     if (o.threads < 1) o.threads = 1;
+    /* feature layout: both layouts, unless --layout fixed one */
+    if ((o.features & DT_FEAT_LAYOUT) && o.n_layouts == 0)
+        o.n_layouts = 2, o.layouts[0] = KORCH_LAYOUT_CHANNELS_LAST, o.layouts[1] = KORCH_LAYOUT_KEEP;
 #ifdef _OPENMP
     omp_set_num_threads(o.threads);
 #endif
@@ -222,7 +249,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < seeds.n; i++) {
             char path[4200];
             snprintf(path, sizeof path, "%s/seed-%llu.onnx", gen_only, (unsigned long long)seeds.v[i]);
-            if (dt_generate(seeds.v[i], path, NULL) != KORCH_OK) {
+            if (dt_generate_features(seeds.v[i], o.features & (DT_FEAT_HALF | DT_FEAT_QDQ), path, NULL) != KORCH_OK) {
                 fprintf(stderr, "korch-difftest: seed %llu: %s\n", (unsigned long long)seeds.v[i], korch_last_error());
                 bad = 1;
             }
@@ -294,11 +321,20 @@ int main(int argc, char **argv) {
         printf("generated patterns:\n");
         dt_coverage_print(&st.coverage, stdout);
     }
-    printf("difftest (generator v%d): %ld graphs (%ld primitives), %ld plans compared, %ld failures (%ld refused models), "
+    char gen_name[96], feat[64];
+    if (o.features)
+        snprintf(gen_name, sizeof gen_name, "generator v%d, features %s v%d", DT_GEN_VERSION,
+                 dt_features_name(o.features, feat, sizeof feat), DT_FEAT_VERSION);
+    else
+        snprintf(gen_name, sizeof gen_name, "generator v%d", DT_GEN_VERSION);
+    printf("difftest (%s): %ld graphs (%ld primitives), %ld plans compared, %ld failures (%ld refused models), "
            "%ld known, %ld xpass, %ld fused kernels exercised, %.1f s, %.2f graphs/s, worst passing error/bound "
            "%.3f (seed %llu)\n",
-           DT_GEN_VERSION, st.graphs, st.prims, st.plans, st.failures, st.gen_errors, known_failed, xpass, st.candidates, secs,
+           gen_name, st.graphs, st.prims, st.plans, st.failures, st.gen_errors, known_failed, xpass, st.candidates, secs,
            secs > 0 ? (double)st.graphs / secs : 0.0, st.worst_ratio, (unsigned long long)st.worst_seed);
+    if (o.n_layouts > 1)
+        printf("layout auto: %ld graphs checked in both layouts, %ld lowered to the same primitive graph in both\n",
+               st.layout_graphs, st.same_layout);
     if (o.verify)
         printf("verified path: %ld candidate kernels excluded as wrong, %ld plans refused\n", st.excluded, st.refused);
     if (o.verbose)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "compare.h"
+#include "core/half.h"
 #include "frontend/onnx_load.h"
 #include "gen.h"
 
@@ -55,6 +56,86 @@ static void check_compare(void) {
     EXPECT(!dt_compare(&s, &w, 1, 0, &m) && m.what[0], "a shape mismatch passes");
 }
 
+/* The format terms (features half and qdq): one step passes, three fail. */
+static void check_compare_formats(void) {
+    dt_mismatch m;
+    for (int k = 0; k < 2; k++) {
+        korch_dtype dt = k ? KORCH_DTYPE_BFLOAT16 : KORCH_DTYPE_FLOAT16;
+        double v[3] = {0.7, -1.3, 0.01};
+        uint16_t w[3], g[3];
+        for (int i = 0; i < 3; i++) korch_half_store(dt, w, i, v[i]), g[i] = w[i];
+        korch_tensor tw = {.dtype = dt, .shape = {.rank = 1, .dims = {3}}, .data = w}, tg = tw;
+        tg.data = g;
+        EXPECT(dt_compare(&tg, &tw, 1, 0, &m), "identical half tensors differ");
+        g[1] = (uint16_t)(w[1] + 1); /* the neighbouring value: one step */
+        EXPECT(dt_compare(&tg, &tw, 1, 0, &m), "a half output one step off fails");
+        g[1] = (uint16_t)(w[1] + 3);
+        EXPECT(!dt_compare(&tg, &tw, 1, 0, &m), "a half output three steps off passes");
+    }
+    float w[4] = {0.5f, 0.25f, -0.75f, 1.0f}, g[4];
+    double scales[2] = {0.01, 0.05};
+    dt_qstep q = {.n = 2, .inner = 2, .scale = scales}; /* elements 0-1: channel 0, 2-3: channel 1 */
+    korch_tensor tw = {.dtype = KORCH_DTYPE_FLOAT32, .shape = {.rank = 1, .dims = {4}}, .data = w}, tg = tw;
+    tg.data = g;
+    memcpy(g, w, sizeof g);
+    g[3] += 0.05f; /* one step of channel 1 */
+    EXPECT(dt_compare_q(&tg, &tw, 1, 0, &q, &m), "a dequantized output one step off fails");
+    EXPECT(!dt_compare_q(&tg, &tw, 1, 0, NULL, &m), "one quantization step passes without the step term");
+    memcpy(g, w, sizeof g);
+    g[1] += 0.05f; /* five steps of channel 0 */
+    EXPECT(!dt_compare_q(&tg, &tw, 1, 0, &q, &m), "a dequantized output five steps off passes");
+    memcpy(g, w, sizeof g);
+    g[2] += 0.12f; /* 2.4 steps of channel 1 */
+    EXPECT(!dt_compare_q(&tg, &tw, 1, 0, &q, &m), "a dequantized output 2.4 steps off passes");
+}
+
+static uint64_t fnv1a(const uint8_t *d, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ d[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The default models are those generator v1 always wrote (hashes of the
+ * bytes written before the features existed): features must not change
+ * them, or the seed lists and old campaign results would name other graphs.
+ * With features, models are deterministic and differ. */
+static void check_features(const char *dir) {
+    static const struct {
+        uint64_t seed, hash;
+    } pinned[] = {{1, 0xd757e712ea0c517aull}, {2, 0xe03e68a39e9d3f83ull}, {3, 0xde20e21ba7cbff07ull},
+                  {117, 0xc81e346f3a094276ull}, {400, 0x45de9e3c62cf5920ull}};
+    char p[128], q[128];
+    snprintf(p, sizeof p, "%s/f.onnx", dir);
+    snprintf(q, sizeof q, "%s/g.onnx", dir);
+    for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) {
+        uint8_t *d = NULL, *e = NULL;
+        size_t n = 0, ne = 0;
+        if (dt_generate(pinned[i].seed, p, NULL) != KORCH_OK || korch_read_file(p, 1 << 26, &d, &n) != KORCH_OK) {
+            EXPECT(0, korch_last_error());
+            continue;
+        }
+        if (fnv1a(d, n) != pinned[i].hash) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "seed %llu: the default model changed (hash %016llx): bump DT_GEN_VERSION",
+                     (unsigned long long)pinned[i].seed, (unsigned long long)fnv1a(d, n));
+            EXPECT(0, msg);
+        }
+        unsigned all = DT_FEAT_HALF | DT_FEAT_QDQ;
+        uint8_t *f = NULL;
+        size_t nf = 0;
+        if (dt_generate_features(pinned[i].seed, all, p, NULL) == KORCH_OK &&
+            dt_generate_features(pinned[i].seed, all, q, NULL) == KORCH_OK &&
+            korch_read_file(p, 1 << 26, &e, &ne) == KORCH_OK && korch_read_file(q, 1 << 26, &f, &nf) == KORCH_OK) {
+            EXPECT(ne == nf && memcmp(e, f, ne) == 0, "the same seed and features write different models");
+            EXPECT(ne != n || memcmp(d, e, n) != 0, "features change nothing");
+        } else {
+            EXPECT(0, korch_last_error());
+        }
+        free(d), free(e), free(f);
+    }
+    remove(p), remove(q);
+}
+
 static void check_generator(void) {
     char a[] = "/tmp/korch-difftest-selftest-XXXXXX", pa[128], pb[128];
     if (!mkdtemp(a)) {
@@ -86,11 +167,13 @@ static void check_generator(void) {
         }
         free(da), free(db);
     }
+    check_features(a);
     remove(pa), remove(pb), rmdir(a);
 }
 
 int dt_selftest(void) {
     check_compare();
+    check_compare_formats();
     check_generator();
     printf("selftest: %s\n", failures ? "FAILED" : "passed");
     return failures ? 1 : 0;

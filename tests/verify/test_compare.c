@@ -110,7 +110,19 @@ int main(void) {
     CHECK(memcmp(f1.data, f2.data, korch_tensor_bytes(&f1)) != 0);
     CHECK(same(&f2, &f1, NULL, 1, &d)); /* a perturbation is within the tolerance */
 
-    korch_tensor *all[] = {&a, &b, &p, &ia, &ib, &shorter, &f1, &f2};
+    /* 9. the quantization step of a dequantized output (plan checks): one
+     * step passes with it, not without it, and two steps fail with it */
+    korch_tensor qa = vec(KORCH_DTYPE_FLOAT32, 8), qb = vec(KORCH_DTYPE_FLOAT32, 8);
+    for (int i = 0; i < 8; i++) set(&qa, i, 0.02 * (i - 4)), set(&qb, i, 0.02 * (i - 4));
+    set(&qa, 5, 0.02 * 2); /* one step of 0.02 */
+    korch_verify_tolerance qt = korch_verify_tolerance_for(1);
+    CHECK(!korch_verify_compare(&qa, &qb, NULL, &qt, &d, NULL, 0));
+    qt.step = 0.02;
+    CHECK(korch_verify_compare(&qa, &qb, NULL, &qt, &d, NULL, 0));
+    set(&qa, 5, 0.02 * 3); /* two steps */
+    CHECK(!korch_verify_compare(&qa, &qb, NULL, &qt, &d, NULL, 0));
+
+    korch_tensor *all[] = {&a, &b, &p, &ia, &ib, &shorter, &f1, &f2, &qa, &qb};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) korch_tensor_free(all[i]);
     TEST_MAIN_END();
 }
