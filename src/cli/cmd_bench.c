@@ -9,7 +9,7 @@
 #include "cli/cli_files.h"
 #include "cli/cli_orchestrate.h"
 #include "runtime/executor.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 #include "verify/verify.h"
 
 static void help(void) {

@@ -9,7 +9,7 @@
 #include "frontend/onnx_load.h"
 #include "io/npy.h"
 #include "runtime/plan.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 #include "verify/verify.h"
 
 #ifdef _OPENMP

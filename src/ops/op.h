@@ -18,6 +18,9 @@ typedef enum korch_op_kind {
  * dtype and shape, and `data` only for constants (NULL otherwise). During a
  * run, every present input has data and outputs are allocated from the
  * inferred shapes. Omitted optional inputs/outputs are NULL. */
+typedef korch_status (*korch_subgraph_infer_fn)(korch_graph *sub, const korch_tensor *formal, int n_formal,
+                                                korch_tensor *const *node_inputs);
+
 typedef struct korch_op_ctx {
     const korch_graph *graph;
     const korch_node *node;
@@ -25,6 +28,12 @@ typedef struct korch_op_ctx {
     korch_tensor **inputs;
     int n_outputs;
     korch_tensor **outputs;
+    /* During shape inference only: infers a control-flow node's subgraph
+     * (If/Loop/Scan). Graph inference (inlining constant Ifs, unrolling
+     * Loops, folding) is the frontend's, a later layer than ops/, so the
+     * frontend hands its korch_subgraph_infer in here when it calls an infer
+     * function. NULL elsewhere; control flow then reports an internal error. */
+    korch_subgraph_infer_fn infer_subgraph;
 } korch_op_ctx;
 
 typedef korch_status (*korch_op_infer_fn)(korch_op_ctx *ctx);

@@ -9,7 +9,7 @@
 #include "frontend/onnx_load.h"
 #include "runtime/executor.h"
 #include "runtime/plan.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 
 #ifdef _OPENMP
 #include <omp.h>

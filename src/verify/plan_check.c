@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "runtime/executor.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 #include "verify/verify.h"
 
 /* Inputs of the graph: the caller's, or seeded. */

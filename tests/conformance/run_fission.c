@@ -10,7 +10,7 @@
 #include "fission/fission.h"
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 
 int conformance_fission_mode = 0;
 

@@ -12,7 +12,7 @@
 #include "rng.h"
 #include "runner.h"
 #include "runtime/executor.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 
 typedef struct dt_case {
     const dt_options *o;

@@ -31,7 +31,7 @@
 #include "fission/fission.h"
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 #include "test.h"
 
 /* ---- deterministic random numbers --------------------------------------- */

@@ -10,7 +10,7 @@
 #include "ir/indexmap.h"
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 #include "ir/pgraph.h"
 #include "relayout/relayout.h"
 #include "test.h"
