@@ -6,8 +6,8 @@
 #include <stdlib.h>
 
 #include "conformance.h"
-#include "fission/pgraph_onnx.h"
 #include "fission/fission.h"
+#include "fission/pgraph_onnx.h"
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
 #include "ops/reference.h"

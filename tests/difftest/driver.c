@@ -9,10 +9,10 @@
 #include "compare.h"
 #include "frontend/onnx_load.h"
 #include "io/npy.h"
+#include "ops/reference.h"
 #include "rng.h"
 #include "runner.h"
 #include "runtime/executor.h"
-#include "ops/reference.h"
 
 typedef struct dt_case {
     const dt_options *o;

@@ -27,8 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fission/pgraph_onnx.h"
 #include "fission/fission.h"
+#include "fission/pgraph_onnx.h"
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
 #include "ops/reference.h"
