@@ -14,13 +14,14 @@ typedef enum korch_op_kind {
     KORCH_OP_COUNT
 } korch_op_kind;
 
+/* Infers a control-flow subgraph (korch_op_ctx.infer_subgraph). */
+typedef korch_status (*korch_subgraph_infer_fn)(korch_graph *sub, const korch_tensor *formal, int n_formal,
+                                                korch_tensor *const *node_inputs);
+
 /* What an op function sees of its node. During shape inference, inputs carry
  * dtype and shape, and `data` only for constants (NULL otherwise). During a
  * run, every present input has data and outputs are allocated from the
  * inferred shapes. Omitted optional inputs/outputs are NULL. */
-typedef korch_status (*korch_subgraph_infer_fn)(korch_graph *sub, const korch_tensor *formal, int n_formal,
-                                                korch_tensor *const *node_inputs);
-
 typedef struct korch_op_ctx {
     const korch_graph *graph;
     const korch_node *node;
