@@ -8,8 +8,8 @@
 
 #include "cli/cli_files.h"
 #include "cli/cli_orchestrate.h"
+#include "ops/reference.h"
 #include "runtime/executor.h"
-#include "runtime/reference.h"
 #include "verify/verify.h"
 
 static void help(void) {

@@ -8,8 +8,8 @@
 #include "core/half.h"
 #include "frontend/onnx_load.h"
 #include "io/npy.h"
+#include "ops/reference.h"
 #include "runtime/plan.h"
-#include "runtime/reference.h"
 #include "verify/verify.h"
 
 #ifdef _OPENMP

@@ -84,7 +84,7 @@ korch_status korch_export_write(const korch_plan *plan, const korch_pgraph *pg, 
     korch_status st = korch_memory_plan_build(plan, pg, &x.mp);
     if (st == KORCH_OK) st = layout_weights(&x);
     for (int i = 0; i < plan->n_kernels && st == KORCH_OK; i++) st = ex_emit_kernel(&x, i);
-    if (st == KORCH_OK) ex_dnnl_hooks(&x);
+    if (st == KORCH_OK) ex_finish_backends(&x);
     if (st == KORCH_OK && (x.functions.oom || x.decls.oom || x.calls.oom || x.hooks.oom || x.handle_fields.oom ||
                            x.session_fields.oom))
         st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "export: out of memory");

@@ -1,7 +1,8 @@
 /* oneDNN kernels in exported C: the backend's construction parameters
  * (korch_dnnl_export_params: operation, memory formats of the chosen variant,
  * post-ops, thread count) written as a static kx_dn description, run by
- * src/export/support/dnnl_runtime.inc through the oneDNN C API. */
+ * src/export/support/dnnl_runtime.inc through the oneDNN C API. The row
+ * ex_backend_dnnl of the export table (export_internal.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -38,7 +39,7 @@ static void float_literal(cg_buf *b, float v) {
     else cg_buf_printf(b, "%af", (double)v);
 }
 
-korch_status ex_emit_dnnl(ex_ctx *x, int i) {
+static korch_status emit_dnnl(ex_ctx *x, int i) {
     const korch_plan_kernel *pk = &x->plan->kernels[i];
     korch_kernel_spec spec = korch_plan_kernel_spec(x->pg, pk);
     korch_dnnl_params p;
@@ -123,7 +124,9 @@ korch_status ex_emit_dnnl(ex_ctx *x, int i) {
     return KORCH_OK;
 }
 
-void ex_dnnl_hooks(ex_ctx *x) {
+/* once all kernels are written: the engine, the reordered weights and the
+ * sessions' primitives every oneDNN kernel shares */
+static void finish(ex_ctx *x) {
     if (x->n_dnnl == 0) return;
     int n = x->n_dnnl;
     cg_buf_printf(&x->handle_fields,
@@ -151,3 +154,12 @@ void ex_dnnl_hooks(ex_ctx *x) {
                   "    for (int i = 0; i < %d; i++) kx_dn_free(&s->dn[i]);\n}\n",
                   n);
 }
+
+static korch_status emit(ex_ctx *x, int i, const char *what) {
+    (void)what;
+    korch_status st = emit_dnnl(x, i);
+    if (st == KORCH_OK) x->stats.dnnl++;
+    return st;
+}
+
+const ex_backend ex_backend_dnnl = {.emit = emit, .finish = finish};

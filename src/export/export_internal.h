@@ -53,18 +53,42 @@ void ex_value_ptr(const ex_ctx *x, int v, char *buf, size_t size);
 void ex_describe_kernel(const ex_ctx *x, const korch_plan_kernel *k, char *buf, size_t size);
 uint64_t ex_checksum(const uint8_t *data, uint64_t n);
 
+/* How one backend's kernels become standalone C: the export table, one
+ * row ex_backend_<name> per backend of backend/backend_list.h, defined in
+ * export_<name>.c (dnnl's parameters are included there alone; cgen's text
+ * buffer and prelude, above, are every export file's). ex_emit_kernel
+ * dispatches on the kernel's backend through it,
+ * as backend/backend.c does through korch_backend_ops. The rows live here,
+ * not in korch_backend_ops, because what they write targets the export's
+ * own runtime (the support sources, model_handle, model_session): a backend
+ * (layer 8) writing it would depend on a later layer. */
+typedef struct ex_backend {
+    /* appends kernel i (`what`: its primitives, for messages) and counts it
+     * in x->stats; refuses, naming the kernel, what it cannot write */
+    korch_status (*emit)(ex_ctx *x, int i, const char *what);
+    /* NULL, or once after every kernel: what the backend's kernels share
+     * (oneDNN's engine, weights and session hooks) */
+    void (*finish)(ex_ctx *x);
+} ex_backend;
+#define EX_BACKEND_DECLARE(KIND, name) extern const ex_backend ex_backend_##name;
+KORCH_BACKEND_LIST(EX_BACKEND_DECLARE)
+#undef EX_BACKEND_DECLARE
+
 /* kernels (export_kernels.c): appends kernel i's functions, parameters and
- * call; refuses (naming the kernel) what it cannot write */
+ * call through its backend's row; refuses (naming the kernel) what it
+ * cannot write */
 korch_status ex_emit_kernel(ex_ctx *x, int i);
+/* every row's finish, in backend order */
+void ex_finish_backends(ex_ctx *x);
+
+/* cgen's emitter for kernel i with `schedule` (NULL: the default one), for
+ * CGEN kernels and REF kernels cgen can also implement (export_cgen.c);
+ * *handled false when the generator refuses a non-CGEN kernel */
+korch_status ex_emit_cgen(ex_ctx *x, int i, const char *schedule, bool *handled);
 
 /* reference kernels as standalone C (export_ref.c); *handled false when the
  * kernel is not one of the kinds written this way */
 korch_status ex_emit_ref(ex_ctx *x, int i, bool *handled);
-
-/* oneDNN kernels (export_dnnl.c): kernel i's description, weights reorder,
- * session creation and call; then, once, the backend hooks */
-korch_status ex_emit_dnnl(ex_ctx *x, int i);
-void ex_dnnl_hooks(ex_ctx *x);
 
 /* files (export_files.c) */
 korch_status ex_write_weights(const ex_ctx *x, const char *path);

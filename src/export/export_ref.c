@@ -219,3 +219,27 @@ korch_status ex_emit_ref(ex_ctx *x, int i, bool *handled) {
     if (st == KORCH_OK) *handled = true;
     return st;
 }
+
+/* A REF kernel (the primitive interpreter in korch): memory-bound
+ * primitives get the code generator's code (the same maths, in the dtype
+ * instead of double), else a reference routine; anything else is refused. */
+static korch_status emit(ex_ctx *x, int i, const char *what) {
+    const korch_plan_kernel *pk = &x->plan->kernels[i];
+    bool memory_bound = true, handled = false;
+    for (int j = 0; j < pk->n_nodes; j++) {
+        korch_prim_kind kind = x->pg->nodes[pk->nodes[j]].kind;
+        memory_bound &= kind != KORCH_PRIM_LINEAR && kind != KORCH_PRIM_OPAQUE;
+    }
+    korch_status st = KORCH_OK;
+    if (x->options.reference_routines) st = ex_emit_ref(x, i, &handled);
+    if (st == KORCH_OK && !handled && memory_bound) st = ex_emit_cgen(x, i, NULL, &handled);
+    if (st == KORCH_OK && !handled && !x->options.reference_routines) st = ex_emit_ref(x, i, &handled);
+    if (st == KORCH_OK && !handled)
+        st = korch_error(KORCH_ERR_UNSUPPORTED,
+                         "kernel %d (ref: %s): korch export has no standalone C for it; the plan cannot be exported", i,
+                         what);
+    if (st == KORCH_OK) x->stats.ref++;
+    return st;
+}
+
+const ex_backend ex_backend_ref = {.emit = emit, .finish = NULL};

@@ -140,7 +140,7 @@ static korch_status infer_node(korch_graph *g, int ni, size_t *fold_budget) {
         outs[k] = &out_store[k];
     }
     korch_op_ctx ctx = {.graph = g, .node = n, .n_inputs = n->n_inputs, .inputs = ins,
-                        .n_outputs = n->n_outputs, .outputs = outs};
+                        .n_outputs = n->n_outputs, .outputs = outs, .infer_subgraph = korch_subgraph_infer};
     korch_status st = n->def->infer(&ctx);
     for (int k = 0; k < n->n_outputs && st == KORCH_OK; k++)
         if (outs[k]) st = accept_output(g, n, k, outs[k]);

@@ -149,11 +149,6 @@ korch_status korch_subgraph_drop_constant_captures(korch_graph *g, int ni) {
     return KORCH_OK;
 }
 
-korch_graph *korch_node_subgraph(const korch_node *n, const char *name) {
-    const korch_attr *a = korch_node_attr(n, name);
-    return a && a->type == KORCH_ATTR_GRAPH ? a->graph : NULL;
-}
-
 /* The first graph input that `v` depends on, or -1 (breadth-first over
  * producers; visited marks values). */
 static int graph_input_behind(const korch_graph *g, int v) {

@@ -27,9 +27,6 @@ korch_status korch_subgraph_drop_constant_captures(korch_graph *g, int ni);
  * is marked dead. */
 korch_status korch_graph_inline_if(korch_graph *g, int ni, bool then_branch);
 
-/* A deep copy (subgraphs included; borrowed constants stay borrowed). */
-korch_status korch_graph_clone(const korch_graph *g, korch_graph **out);
-
 /* Moves the live nodes of `sub` (a subgraph of node `owner` of g, or a copy
  * of one; its nodes lose their attributes) into g, named prefix/NAME. map
  * (sub->n_values entries) gives the g value for each sub value: entries
@@ -47,9 +44,6 @@ korch_status korch_graph_add_identity(korch_graph *g, int from, int to, const ch
  * the iteration number as a constant. *done says whether it did. */
 #define KORCH_LOOP_UNROLL_MAX 16
 korch_status korch_graph_unroll_loop(korch_graph *g, int ni, bool *done);
-
-/* The GRAPH attribute `name` of a node, or NULL. */
-korch_graph *korch_node_subgraph(const korch_node *n, const char *name);
 
 /* Prints one note per control-flow node left in the (inferred) main graph:
  * what keeps it from being resolved, and that its subgraphs run in the

@@ -201,6 +201,11 @@ const korch_attr *korch_node_attr(const korch_node *n, const char *name) {
     return NULL;
 }
 
+korch_graph *korch_node_subgraph(const korch_node *n, const char *name) {
+    const korch_attr *a = korch_node_attr(n, name);
+    return a && a->type == KORCH_ATTR_GRAPH ? a->graph : NULL;
+}
+
 int64_t korch_node_attr_int(const korch_node *n, const char *name, int64_t dflt) {
     const korch_attr *a = korch_node_attr(n, name);
     return a && a->type == KORCH_ATTR_INT ? a->i : dflt;

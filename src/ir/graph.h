@@ -147,6 +147,12 @@ int korch_node_attr_ints(const korch_node *n, const char *name, const int64_t **
 int korch_node_attr_floats(const korch_node *n, const char *name, const float **floats);
 /* STRINGS attribute: returns count (or -1 when absent) and sets *strings. */
 int korch_node_attr_strings(const korch_node *n, const char *name, char *const **strings);
+/* The GRAPH attribute `name` of a node (a control-flow subgraph), or NULL. */
+korch_graph *korch_node_subgraph(const korch_node *n, const char *name);
+
+/* A deep copy (subgraphs included; borrowed constants stay borrowed;
+ * graph_clone.c). */
+korch_status korch_graph_clone(const korch_graph *g, korch_graph **out);
 
 /* Number of inputs actually present (trailing omitted ones trimmed). */
 int korch_node_input_count(const korch_node *n);

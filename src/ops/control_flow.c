@@ -2,7 +2,7 @@
 
 #include <stdlib.h>
 
-#include "runtime/reference.h"
+#include "ops/reference.h"
 
 korch_status korch_control_subgraph(const korch_op_ctx *ctx, const char *name, korch_graph **out) {
     *out = korch_node_subgraph(ctx->node, name);
@@ -12,8 +12,10 @@ korch_status korch_control_subgraph(const korch_op_ctx *ctx, const char *name, k
 
 korch_status korch_control_infer(const korch_op_ctx *ctx, korch_graph *sub, const char *name,
                                  const korch_tensor *formal, int n_formal) {
-    korch_status st = korch_subgraph_infer(sub, formal, n_formal, ctx->inputs);
     char nbuf[160];
+    if (!ctx->infer_subgraph)
+        return korch_op_error(ctx, KORCH_ERR_INTERNAL, "subgraph \"%s\": inferred outside graph inference", name);
+    korch_status st = ctx->infer_subgraph(sub, formal, n_formal, ctx->inputs);
     if (st != KORCH_OK)
         return korch_error_prefix(st, "node \"%s\" (%s, opset %d), subgraph \"%s\"",
                                   korch_printable(ctx->node->name, nbuf, sizeof nbuf), ctx->node->op_type,

@@ -14,6 +14,10 @@ typedef enum korch_op_kind {
     KORCH_OP_COUNT
 } korch_op_kind;
 
+/* Infers a control-flow subgraph (korch_op_ctx.infer_subgraph). */
+typedef korch_status (*korch_subgraph_infer_fn)(korch_graph *sub, const korch_tensor *formal, int n_formal,
+                                                korch_tensor *const *node_inputs);
+
 /* What an op function sees of its node. During shape inference, inputs carry
  * dtype and shape, and `data` only for constants (NULL otherwise). During a
  * run, every present input has data and outputs are allocated from the
@@ -25,6 +29,12 @@ typedef struct korch_op_ctx {
     korch_tensor **inputs;
     int n_outputs;
     korch_tensor **outputs;
+    /* During shape inference only: infers a control-flow node's subgraph
+     * (If/Loop/Scan). Graph inference (inlining constant Ifs, unrolling
+     * Loops, folding) is the frontend's, a later layer than ops/, so the
+     * frontend hands its korch_subgraph_infer in here when it calls an infer
+     * function. NULL elsewhere; control flow then reports an internal error. */
+    korch_subgraph_infer_fn infer_subgraph;
 } korch_op_ctx;
 
 typedef korch_status (*korch_op_infer_fn)(korch_op_ctx *ctx);

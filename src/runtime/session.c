@@ -7,9 +7,9 @@
 
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
+#include "ops/reference.h"
 #include "runtime/executor.h"
 #include "runtime/plan.h"
-#include "runtime/reference.h"
 
 #ifdef _OPENMP
 #include <omp.h>

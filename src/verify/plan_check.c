@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/reference.h"
 #include "runtime/executor.h"
-#include "runtime/reference.h"
 #include "verify/verify.h"
 
 /* Inputs of the graph: the caller's, or seeded. */

@@ -6,7 +6,7 @@
 
 #include "api_plan.h"
 #include "io/npy.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 #include "test.h"
 
 static char tmp[] = "/tmp/korch_test_api_XXXXXX";

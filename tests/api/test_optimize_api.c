@@ -7,7 +7,7 @@
 
 #include "api_plan.h"
 #include "io/npy.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 #include "test.h"
 
 #ifdef _OPENMP

@@ -10,7 +10,7 @@
 
 #include "api_plan.h"
 #include "io/npy.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 #include "test.h"
 
 #define THREADS 4

@@ -6,11 +6,11 @@
 #include <stdlib.h>
 
 #include "conformance.h"
-#include "fission/pgraph_onnx.h"
 #include "fission/fission.h"
+#include "fission/pgraph_onnx.h"
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 
 int conformance_fission_mode = 0;
 

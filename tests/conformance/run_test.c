@@ -12,7 +12,7 @@
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
 #include "io/npy.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 #include "tensor_compare.h"
 
 enum { MAX_TENSORS = 64, MAX_DATA_SETS = 64 };

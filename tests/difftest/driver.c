@@ -10,10 +10,10 @@
 #include "core/half.h"
 #include "frontend/onnx_load.h"
 #include "io/npy.h"
+#include "ops/reference.h"
 #include "rng.h"
 #include "runner.h"
 #include "runtime/executor.h"
-#include "runtime/reference.h"
 
 typedef struct dt_case {
     const dt_options *o;

@@ -27,11 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fission/pgraph_onnx.h"
 #include "fission/fission.h"
+#include "fission/pgraph_onnx.h"
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 #include "test.h"
 
 /* ---- deterministic random numbers --------------------------------------- */

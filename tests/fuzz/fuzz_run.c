@@ -12,7 +12,7 @@
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
 #include "ops/op.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 
 enum { MAX_NUMEL = 1 << 16 };
 #define MAX_FLOPS 100000000LL

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "frontend/frontend.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 
 typedef struct h_input {
     korch_dtype dtype;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "frontend/frontend.h"
-#include "runtime/reference.h"
+#include "ops/reference.h"
 #include "test.h"
 
 static int value(korch_graph *g, const char *name) {

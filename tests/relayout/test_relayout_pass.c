@@ -7,11 +7,11 @@
 #include <string.h>
 
 #include "fission/pgraph_onnx.h"
-#include "ir/indexmap.h"
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
-#include "runtime/reference.h"
+#include "ir/indexmap.h"
 #include "ir/pgraph.h"
+#include "ops/reference.h"
 #include "relayout/relayout.h"
 #include "test.h"
 

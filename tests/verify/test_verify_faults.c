@@ -21,10 +21,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ops/reference.h"
 #include "orchestrate/fake_oracle.h" /* test_orchestrate_options: no solver time limit */
 #include "orchestrate/orchestrate.h"
 #include "runtime/executor.h"
-#include "runtime/reference.h"
 #include "test.h"
 
 static char tmp[] = "/tmp/korch_test_faults_XXXXXX";

@@ -1,4 +1,4 @@
-#include "runtime/reference.h"
+#include "ops/reference.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frontend/subgraph.h"
+#include "ir/graph.h"
 
 static char *dup(const char *s) { return s ? strdup(s) : NULL; }
 

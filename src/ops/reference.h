@@ -1,8 +1,8 @@
 /* The reference executor: runs an inferred op graph node by node with the
  * reference kernels of the op table. It is the oracle every optimised path is
  * checked against, so it favours clarity over speed. */
-#ifndef KORCH_RUNTIME_REFERENCE_H
-#define KORCH_RUNTIME_REFERENCE_H
+#ifndef KORCH_OPS_REFERENCE_H
+#define KORCH_OPS_REFERENCE_H
 
 #include "ir/graph.h"
 
