@@ -284,14 +284,14 @@ static korch_status run_reduce(const korch_pnode *n, const korch_tensor *x, korc
     return KORCH_OK;
 }
 
-/* A layout whose one map is in bounds everywhere and affine in every input
+/* A layout whose one map is in bounds everywhere (checked) and affine in every input
  * dimension (no div, mod or table: transposes, slices, expands, identities)
  * reads input element base + sum_j step[j] * o[j] for output coordinates o:
  * the offset korch_index_map_eval and the generic loop compute, in integer
  * arithmetic, so the same element is copied. False for other maps. */
 static bool layout_affine(const korch_prim_layout *l, const korch_shape *in, const korch_shape *out, int64_t *base,
                           int64_t *step) {
-    if (l->n_maps != 1 || l->maps[0].may_be_out_of_bounds || l->maps[0].input_rank != in->rank) return false;
+    if (l->n_maps != 1 || l->maps[0].input_rank != in->rank) return false;
     const korch_index_map *m = &l->maps[0];
     int64_t stride = 1;
     *base = 0;
@@ -299,6 +299,15 @@ static bool layout_affine(const korch_prim_layout *l, const korch_shape *in, con
     for (int k = in->rank - 1; k >= 0; k--) {
         const korch_index_term *t = &m->terms[k];
         if (t->div > 1 || t->mod > 0 || t->table) return false;
+        /* in bounds over the whole output box, checked here (the map's flag
+         * is not trusted): an affine term is extreme at the box's corners */
+        int64_t lo = t->offset, hi = t->offset;
+        for (int j = 0; j < out->rank; j++) {
+            int64_t span = t->coef[j] * (out->dims[j] - 1);
+            if (span < 0) lo += span;
+            else hi += span;
+        }
+        if (lo < 0 || hi >= in->dims[k]) return false;
         *base += t->offset * stride;
         for (int j = 0; j < KORCH_MAX_RANK; j++) {
             if (!t->coef[j]) continue;
