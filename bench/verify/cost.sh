@@ -51,8 +51,8 @@ for m in $names; do
         excl=$(sed -n 's/.*, \([0-9]*\) candidate kernels* excluded as wrong/\1/p' "$log" | tail -1)
         # the margins (docs/verification.md): the worst error/tolerance ratio of
         # a kernel the plan uses, and of a plan output, as the plan records them
-        kworst=$(grep -o ' verified=[0-9.eE+-]*' "$WORK/$m/plan" | cut -d= -f2 | sort -g | tail -1)
-        pworst=$(sed -n 's/^checked .* worst=\([0-9.eE+-]*\) .*/\1/p' "$WORK/$m/plan" | sort -g | tail -1)
+        kworst=$(grep -ao ' verified=[0-9.eE+-]*' "$WORK/$m/plan" | cut -d= -f2 | sort -g | tail -1)
+        pworst=$(LC_ALL=C sed -n 's/^checked .* worst=\([0-9.eE+-]*\) .*/\1/p' "$WORK/$m/plan" | sort -g | tail -1)
         row=$(awk -v m="$m" -v p="$phase" -v t="$total" -v k="${kern:-0}" -v c="${plan:-0}" -v n="${checked:-0}" \
                   -v e="${excl:-0}" -v kw="${kworst:-nan}" -v pw="${pworst:-nan}" 'BEGIN { v = k + c; b = t - v;
                   o = b > 0 ? 100 * v / b : 0

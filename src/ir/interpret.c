@@ -148,6 +148,30 @@ static void store_wrapped(korch_tensor *t, int64_t i, int64_t v) {
     }
 }
 
+/* run_elementwise's float32 path over [begin, end): element i is
+ * korch_ew_apply on the same doubles as the generic path, rounded once. */
+static void ew_f32(const korch_pnode *n, korch_tensor **in, korch_tensor *out, bool same, int64_t begin, int64_t end) {
+    const float *a = in[0]->data, *b = n->n_inputs > 1 ? in[1]->data : NULL, *c = n->n_inputs > 2 ? in[2]->data : NULL;
+    float *y = out->data;
+    korch_ew_op op = n->u.ew.op;
+    float alpha = n->u.ew.alpha, beta = n->u.ew.beta;
+    if (same) {
+        for (int64_t i = begin; i < end; i++)
+            y[i] = (float)korch_ew_apply(op, a[i], b ? b[i] : 0.0, c ? c[i] : 0.0, alpha, beta);
+        return;
+    }
+    const korch_shape *shapes[3] = {0};
+    for (int i = 0; i < n->n_inputs; i++) shapes[i] = &in[i]->shape;
+    korch_broadcast_iter it;
+    korch_broadcast_iter_init(&it, &out->shape, n->n_inputs, shapes);
+    korch_broadcast_iter_seek(&it, begin);
+    for (int64_t i = begin; i < end; i++) {
+        y[i] = (float)korch_ew_apply(op, a[it.offset[0]], b ? b[it.offset[1]] : 0.0, c ? c[it.offset[2]] : 0.0,
+                                     alpha, beta);
+        korch_broadcast_iter_next(&it);
+    }
+}
+
 static korch_status run_elementwise(const korch_pnode *n, korch_tensor **in, korch_tensor *out) {
     if (n->u.ew.op == KORCH_EW_CAST && !is_float(in[0]->dtype) && !is_float(out->dtype)) {
         int64_t total = korch_tensor_numel(out);
@@ -160,10 +184,23 @@ static korch_status run_elementwise(const korch_pnode *n, korch_tensor **in, kor
     /* every element is computed alone, so the elements are shared out in
      * contiguous chunks, each with its own iterator: the same values in any
      * order (kernel verification spends most of its time here) */
+    /* float32 throughout (nearly every elementwise primitive of a model):
+     * the same double arithmetic (korch_ew_apply) on the same values, read
+     * and written without a dtype switch per element, and without the
+     * broadcast iterator where every input has the output's shape */
+    bool f32 = out->dtype == KORCH_DTYPE_FLOAT32, same = true;
+    for (int i = 0; i < n->n_inputs; i++) {
+        f32 = f32 && in[i]->dtype == KORCH_DTYPE_FLOAT32;
+        same = same && korch_shape_equal(&in[i]->shape, &out->shape);
+    }
 #pragma omp parallel if (total >= INTERPRET_PARALLEL_MIN)
     {
         int64_t begin, end;
         chunk_of(total, &begin, &end);
+        if (f32) {
+            ew_f32(n, in, out, same, begin, end);
+            begin = end;
+        }
         korch_broadcast_iter it;
         korch_broadcast_iter_init(&it, &out->shape, n->n_inputs, shapes);
         korch_broadcast_iter_seek(&it, begin);
@@ -178,47 +215,145 @@ static korch_status run_elementwise(const korch_pnode *n, korch_tensor **in, kor
     return KORCH_OK;
 }
 
-static korch_status run_reduce(const korch_pnode *n, const korch_tensor *x, korch_tensor *y) {
-    const korch_prim_reduce *r = &n->u.reduce;
-    int64_t out_n = korch_tensor_numel(y), in_n = korch_tensor_numel(x);
-    double *acc = malloc((size_t)(out_n ? out_n : 1) * sizeof *acc);
-    if (!acc) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "interpreter: out of memory");
-    double init = r->op == KORCH_REDUCE_MAX ? -INFINITY : r->op == KORCH_REDUCE_MIN ? INFINITY : 0.0;
-    for (int64_t i = 0; i < out_n; i++) acc[i] = init;
-    /* output strides over the input coordinates (0 on reduced axes) */
-    int64_t ostride[KORCH_MAX_RANK] = {0}, s = 1;
-    for (int k = x->shape.rank - 1; k >= 0; k--) {
-        if (r->axes & (1u << k)) continue;
-        ostride[k] = s;
-        s *= x->shape.dims[k];
-    }
-    int64_t idx[KORCH_MAX_RANK] = {0}, o = 0;
-    for (int64_t i = 0; i < in_n; i++) {
-        double v = load(x, i);
-        switch (r->op) {
-        case KORCH_REDUCE_SUM:
-        case KORCH_REDUCE_MEAN: acc[o] += v; break;
-        case KORCH_REDUCE_MAX: acc[o] = (v > acc[o] || v != v) ? v : acc[o]; break;
-        case KORCH_REDUCE_MIN: acc[o] = (v < acc[o] || v != v) ? v : acc[o]; break;
+/* One output element of a reduction: its input elements in increasing
+ * input order (the order a single pass over the input visits them), so
+ * every output is accumulated exactly as a sequential pass would. */
+static double reduce_one(const korch_prim_reduce *r, const korch_tensor *x, int64_t base, int n_red,
+                         const int64_t *rdims, const int64_t *rstride, int64_t count) {
+    double acc = r->op == KORCH_REDUCE_MAX ? -INFINITY : r->op == KORCH_REDUCE_MIN ? INFINITY : 0.0;
+    const float *xf = x->dtype == KORCH_DTYPE_FLOAT32 ? x->data : NULL;
+    int64_t idx[KORCH_MAX_RANK] = {0}, off = base;
+    int64_t inner = n_red > 0 ? rdims[n_red - 1] : 1, istep = n_red > 0 ? rstride[n_red - 1] : 0;
+    for (int64_t done = 0; done < count; done += inner) {
+        for (int64_t j = 0; j < inner; j++) {
+            double v = xf ? xf[off + j * istep] : load(x, off + j * istep);
+            switch (r->op) {
+            case KORCH_REDUCE_SUM:
+            case KORCH_REDUCE_MEAN: acc += v; break;
+            case KORCH_REDUCE_MAX: acc = (v > acc || v != v) ? v : acc; break;
+            case KORCH_REDUCE_MIN: acc = (v < acc || v != v) ? v : acc; break;
+            }
         }
-        for (int k = x->shape.rank - 1; k >= 0; k--) {
-            idx[k]++;
-            o += ostride[k];
-            if (idx[k] < x->shape.dims[k]) break;
-            o -= ostride[k] * idx[k];
+        /* the next row of the reduced axes but the last */
+        for (int k = n_red - 2; k >= 0; k--) {
+            off += rstride[k];
+            if (++idx[k] < rdims[k]) break;
+            off -= rstride[k] * idx[k];
             idx[k] = 0;
         }
     }
+    return acc;
+}
+
+static korch_status run_reduce(const korch_pnode *n, const korch_tensor *x, korch_tensor *y) {
+    const korch_prim_reduce *r = &n->u.reduce;
+    int64_t out_n = korch_tensor_numel(y), in_n = korch_tensor_numel(x);
+    int rank = x->shape.rank, n_red = 0, n_kept = 0;
+    int64_t stride[KORCH_MAX_RANK], rdims[KORCH_MAX_RANK], rstride[KORCH_MAX_RANK];
+    int64_t kdims[KORCH_MAX_RANK], kstride[KORCH_MAX_RANK], s = 1;
+    for (int k = rank - 1; k >= 0; k--) {
+        stride[k] = s;
+        s *= x->shape.dims[k];
+    }
+    for (int k = 0; k < rank; k++) {
+        if (r->axes & (1u << k)) {
+            rdims[n_red] = x->shape.dims[k];
+            rstride[n_red++] = stride[k];
+        } else {
+            kdims[n_kept] = x->shape.dims[k];
+            kstride[n_kept++] = stride[k];
+        }
+    }
     int64_t count = out_n ? in_n / out_n : 0;
-    for (int64_t i = 0; i < out_n; i++) store(y, i, r->op == KORCH_REDUCE_MEAN ? acc[i] / (double)count : acc[i]);
-    free(acc);
+    /* the output is the kept axes in row-major order; each of its elements
+     * is computed alone, so they are shared out over the threads */
+#pragma omp parallel if (in_n >= INTERPRET_PARALLEL_MIN && out_n > 1)
+    {
+        int64_t begin, end;
+        chunk_of(out_n, &begin, &end);
+        for (int64_t o = begin; o < end; o++) {
+            int64_t base = 0, rest = o;
+            for (int k = n_kept - 1; k >= 0; k--) {
+                base += (rest % kdims[k]) * kstride[k];
+                rest /= kdims[k];
+            }
+            double acc = reduce_one(r, x, base, n_red, rdims, rstride, count);
+            store(y, o, r->op == KORCH_REDUCE_MEAN ? acc / (double)count : acc);
+        }
+    }
     return KORCH_OK;
+}
+
+/* A layout whose one map is in bounds everywhere (checked) and affine in every input
+ * dimension (no div, mod or table: transposes, slices, expands, identities)
+ * reads input element base + sum_j step[j] * o[j] for output coordinates o:
+ * the offset korch_index_map_eval and the generic loop compute, in integer
+ * arithmetic, so the same element is copied. False for other maps. */
+static bool layout_affine(const korch_prim_layout *l, const korch_shape *in, const korch_shape *out, int64_t *base,
+                          int64_t *step) {
+    if (l->n_maps != 1 || l->maps[0].input_rank != in->rank) return false;
+    const korch_index_map *m = &l->maps[0];
+    int64_t stride = 1;
+    *base = 0;
+    for (int j = 0; j < KORCH_MAX_RANK; j++) step[j] = 0;
+    for (int k = in->rank - 1; k >= 0; k--) {
+        const korch_index_term *t = &m->terms[k];
+        if (t->div > 1 || t->mod > 0 || t->table) return false;
+        /* in bounds over the whole output box, checked here (the map's flag
+         * is not trusted): an affine term is extreme at the box's corners */
+        int64_t lo = t->offset, hi = t->offset;
+        for (int j = 0; j < out->rank; j++) {
+            int64_t span = t->coef[j] * (out->dims[j] - 1);
+            if (span < 0) lo += span;
+            else hi += span;
+        }
+        if (lo < 0 || hi >= in->dims[k]) return false;
+        *base += t->offset * stride;
+        for (int j = 0; j < KORCH_MAX_RANK; j++) {
+            if (!t->coef[j]) continue;
+            if (j >= out->rank) return false;
+            step[j] += t->coef[j] * stride;
+        }
+        stride *= in->dims[k];
+    }
+    return true;
 }
 
 static korch_status run_layout(const korch_pnode *n, korch_tensor **in, korch_tensor *out) {
     const korch_prim_layout *l = &n->u.layout;
     int64_t total = korch_tensor_numel(out);
     size_t esize = korch_dtype_size(out->dtype);
+    int64_t base, step[KORCH_MAX_RANK];
+    if (total > 0 && layout_affine(l, &in[0]->shape, &out->shape, &base, step)) {
+        int r = out->shape.rank;
+        int64_t inner = r > 0 ? out->shape.dims[r - 1] : 1, istep = r > 0 ? step[r - 1] : 0, rows = total / inner;
+        const char *src = in[0]->data;
+        char *dst = out->data;
+#pragma omp parallel if (total >= INTERPRET_PARALLEL_MIN)
+        {
+            int64_t begin, end;
+            chunk_of(rows, &begin, &end);
+            for (int64_t row = begin; row < end; row++) {
+                int64_t off = base, rest = row;
+                for (int k = r - 2; k >= 0; k--) {
+                    off += (rest % out->shape.dims[k]) * step[k];
+                    rest /= out->shape.dims[k];
+                }
+                char *d = dst + row * inner * (int64_t)esize;
+                if (istep == 1) {
+                    memcpy(d, src + off * (int64_t)esize, (size_t)inner * esize);
+                } else if (esize == 4) {
+                    const uint32_t *s4 = (const uint32_t *)(const void *)src + off;
+                    uint32_t *d4 = (uint32_t *)(void *)d;
+                    for (int64_t j = 0; j < inner; j++) d4[j] = s4[j * istep];
+                } else {
+                    for (int64_t j = 0; j < inner; j++)
+                        memcpy(d + j * (int64_t)esize, src + (off + j * istep) * (int64_t)esize, esize);
+                }
+            }
+        }
+        return KORCH_OK;
+    }
 #pragma omp parallel if (total >= INTERPRET_PARALLEL_MIN)
     {
     int64_t begin, end, o[KORCH_MAX_RANK] = {0};
@@ -265,6 +400,11 @@ static korch_status run_matmul(const korch_tensor *a, const korch_tensor *b, kor
     int64_t nb = korch_shape_numel(&batch);
     const float *pa = a->data, *pb = b->data;
     float *py = y->data;
+    /* many small products (attention heads): one per thread at a time;
+     * korch_sgemm then stays serial, and every element is computed as it
+     * would be alone (its tiles depend on the shapes, not on the threads) */
+    int failed = 0;
+#pragma omp parallel for schedule(dynamic, 1) if (nb > 1 && M * N * K * nb >= ((int64_t)1 << 16)) reduction(| : failed)
     for (int64_t bi = 0; bi < nb; bi++) {
         int64_t rem = bi, oa = 0, ob = 0;
         for (int k = batch.rank - 1; k >= 0; k--) {
@@ -273,9 +413,11 @@ static korch_status run_matmul(const korch_tensor *a, const korch_tensor *b, kor
             oa += c * sa[k];
             ob += c * sb[k];
         }
-        KORCH_TRY(korch_sgemm(false, false, M, N, K, 1.0f, pa + oa * M * K, K, pb + ob * K * N, N, 0.0f,
-                              py + bi * M * N, N));
+        if (korch_sgemm(false, false, M, N, K, 1.0f, pa + oa * M * K, K, pb + ob * K * N, N, 0.0f, py + bi * M * N,
+                        N) != KORCH_OK)
+            failed = 1;
     }
+    if (failed) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "interpreter: matmul: out of memory");
     return KORCH_OK;
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "backend/ref/ref_backend.h"
+#include "core/clock.h"
 #include "verify/verify.h"
 
 const char *korch_verdict_name(korch_verdict v) {
@@ -239,7 +240,10 @@ korch_status korch_verify_kernels(const korch_pgraph *pg, const korch_verify_ite
                           ? KORCH_OK
                           : korch_error(KORCH_ERR_OUT_OF_MEMORY, "verify: out of memory");
     if (st == KORCH_OK) st = korch_pgraph_toposort(pg, order, &count);
+    double t_build = korch_now_s(), t_check = 0;
     if (st == KORCH_OK) st = build_all(items, n, &o, kernels, results);
+    t_build = korch_now_s() - t_build;
+    double t_walk = korch_now_s();
     if (st != KORCH_OK) goto done;
     for (int i = 0; i < pg->n_nodes; i++) pos[i] = -1;
     for (int i = 0; i < count; i++) pos[order[i]] = i;
@@ -310,12 +314,19 @@ korch_status korch_verify_kernels(const korch_pgraph *pg, const korch_verify_ite
         for (; next_check < n_checks && checks[next_check].ready <= i && st == KORCH_OK; next_check++) {
             int it = checks[next_check].item;
             const korch_kernel_spec *spec = &items[it].spec;
+            double t0 = korch_now_s();
             st = run_check(&items[it], kernels[it], vals, o.seed ^ 0x5bd1e995u, &results[it]);
+            t_check += korch_now_s() - t0;
             for (int k = 0; k < spec->n_inputs; k++)
                 if (--uses[spec->inputs[k]] == 0) korch_tensor_free(&vals[spec->inputs[k]]);
             for (int k = 0; k < spec->n_outputs; k++)
                 if (--uses[spec->outputs[k]] == 0) korch_tensor_free(&vals[spec->outputs[k]]);
         }
+    }
+    if (o.timing) {
+        o.timing->build += t_build;
+        o.timing->check += t_check;
+        o.timing->interpret += korch_now_s() - t_walk - t_check;
     }
 done:
     for (int i = 0; kernels && i < n; i++) korch_kernel_destroy(kernels[i]);

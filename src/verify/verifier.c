@@ -182,7 +182,9 @@ korch_status korch_verifier_check(korch_verifier *v, const korch_verify_item *it
     }
     if (st == KORCH_OK && n_todo > 0) {
         double t0 = korch_now_s();
-        st = korch_verify_kernels(v->pg, batch, n_todo, &v->options, out);
+        korch_verify_options vo = v->options;
+        vo.timing = &v->stats.timing;
+        st = korch_verify_kernels(v->pg, batch, n_todo, &vo, out);
         v->stats.seconds += korch_now_s() - t0;
         v->stats.rounds++;
         for (int j = 0; j < n_todo && st == KORCH_OK; j++) {

@@ -128,10 +128,18 @@ typedef struct korch_verify_result {
     char detail[256];   /* for a wrong kernel: which output, where, how far */
 } korch_verify_result;
 
+/* Where the time of korch_verify_kernels went (seconds, added to). */
+typedef struct korch_verify_timing {
+    double build;     /* building the kernels by their backends (compiling) */
+    double interpret; /* the primitive interpreter over the graph */
+    double check;     /* running the kernels, comparing, the perturbed reference */
+} korch_verify_timing;
+
 typedef struct korch_verify_options {
     uint64_t seed;                      /* model inputs are korch_verify_fill(seed + i) */
     const korch_tensor *inputs;         /* or these (one per pgraph input); NULL: seeded */
     const korch_profile_options *build; /* how kernels are built (threads, cache dir) */
+    korch_verify_timing *timing;        /* NULL, or where korch_verify_kernels adds its times */
 } korch_verify_options;
 
 /* Checks items[0..n) against the interpreter. The primitive graph is run
@@ -208,6 +216,7 @@ typedef struct korch_verifier_stats {
     long verified, wrong;
     long rounds;        /* calls that ran the reference */
     double seconds;     /* in those calls */
+    korch_verify_timing timing; /* seconds split: building, interpreting, checking */
 } korch_verifier_stats;
 
 /* The fingerprint verdicts of `kind`'s kernels run with `threads` threads

@@ -69,6 +69,7 @@ korch_status korch_cgen_build(const korch_kernel_spec *specs, const char *const 
     char (*names)[64] = calloc((size_t)n, sizeof *names);
     cg_buf src = {0}, what = {0};
     cg_library *lib = NULL;
+    int *order = NULL;
     korch_status st = KORCH_OK;
     if (!ks || !ss || !names) {
         st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
@@ -91,9 +92,28 @@ korch_status korch_cgen_build(const korch_kernel_spec *specs, const char *const 
             break;
         }
         cg_kernel_name(&ks[i], &ss[i], names[i], sizeof names[i]);
-        bool dup = false;
-        for (int j = 0; j < i && !dup; j++) dup = strcmp(names[j], names[i]) == 0;
-        if (dup) continue;
+    }
+    if (st != KORCH_OK) goto done;
+    /* Each function once, in the order of their names: the source (hence
+     * the object cache key, compile.c) depends on the set of kernels only,
+     * not on the order the caller lists them in. Verification builds the
+     * kernels a plan chooses before the plan exists, the executor builds
+     * the plan's kernels in plan order; the same set then compiles once. */
+    order = malloc(((size_t)n + 1) * sizeof *order);
+    if (!order) {
+        st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) order[i] = i;
+    for (int i = 1; i < n; i++) { /* insertion sort: a plan has at most a few hundred kernels */
+        int x = order[i], j = i;
+        for (; j > 0 && strcmp(names[order[j - 1]], names[x]) > 0; j--) order[j] = order[j - 1];
+        order[j] = x;
+    }
+    for (int r = 0; r < n && st == KORCH_OK; r++) {
+        int i = order[r];
+        if (r > 0 && strcmp(names[order[r - 1]], names[i]) == 0) continue; /* the same function */
+        char reason[256];
         st = cg_emit_kernel(&ks[i], &ss[i], names[i], &src, reason, sizeof reason);
         cg_buf_printf(&what, "%s%s", what.len ? ", " : "", names[i]);
     }
@@ -128,6 +148,7 @@ done:
     free(ks);
     free(ss);
     free(names);
+    free(order);
     cg_buf_free(&src);
     cg_buf_free(&what);
     return st;
