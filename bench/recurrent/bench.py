@@ -5,13 +5,20 @@ against ONNX Runtime in the same run on the same input and thread count.
 
     python bench/recurrent/bench.py --korch build/korch --work build/bench-recurrent
         [--threads 2] [--runs 50] [--rounds 5] [--optimize-args "..."]
+        [--plan-suffix S] [--baseline OTHER_KORCH]
 
 For each model: korch optimize (once; plans are kept in WORK), then ROUNDS
 alternating rounds of `korch run PLAN --bench RUNS` and ONNX Runtime
 (intra_op_num_threads=THREADS, all graph optimisations, RUNS timed runs
 after one warm-up); the table gives the median of the per-round medians and
 the ratio. Outputs are checked against ONNX Runtime first (issue 18's
-tolerance). Prints a Markdown table."""
+tolerance). Prints a Markdown table.
+
+--baseline OTHER_KORCH also runs the same plan with another korch binary
+(e.g. the build before a change) in every round, between korch and ONNX
+Runtime, so that a change is measured against its own past in the same run.
+--plan-suffix names the plan file (crnn_CELL_SIZE.SUFFIX.plan), so plans
+made with different --optimize-args can sit side by side in WORK."""
 import argparse
 import os
 import platform
@@ -68,6 +75,8 @@ def main():
     ap.add_argument("--cells", default="lstm,gru")
     ap.add_argument("--optimize-args", default="")
     ap.add_argument("--size", choices=["tiny", "bench"], default="bench")
+    ap.add_argument("--baseline", default=None)
+    ap.add_argument("--plan-suffix", default="")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     rows = []
@@ -75,7 +84,7 @@ def main():
         name = os.path.join(a.work, "crnn_%s_%s" % (cell, a.size))
         if not os.path.exists(name + ".onnx"):
             subprocess.run(["/usr/bin/python3", MAKE, a.work, "--cell", cell, "--size", a.size], check=True)
-        plan = name + ".plan"
+        plan = name + (("." + a.plan_suffix) if a.plan_suffix else "") + ".plan"
         if not os.path.exists(plan):
             t0 = time.time()
             subprocess.run([a.korch, "optimize", name + ".onnx", "-o", plan, "--threads", str(a.threads)] +
@@ -87,26 +96,39 @@ def main():
                        capture_output=True, check=True)
         # the first run of a plan compiles the kernels missing from the cache
         korch_time(a.korch, plan, name + ".input.npy", a.threads, 1)
-        k_ms, o_ms = [], []
+        if a.baseline:
+            korch_time(a.baseline, plan, name + ".input.npy", a.threads, 1)
+        k_ms, o_ms, b_ms = [], [], []
         want = None
         for _ in range(a.rounds):
             k_ms.append(korch_time(a.korch, plan, name + ".input.npy", a.threads, a.runs))
+            if a.baseline:
+                b_ms.append(korch_time(a.baseline, plan, name + ".input.npy", a.threads, a.runs))
             ms, want = ort_time(name + ".onnx", x, a.threads, a.runs)
             o_ms.append(ms)
         got = np.load(os.path.join(out, "logits.npy"))
         err = float(np.abs(got - want).max())
         tol = 1e-4 + 1e-3 * float(np.abs(want).max())
         k, o = statistics.median(k_ms), statistics.median(o_ms)
-        rows.append(("crnn_%s_%s" % (cell, a.size), k, o, o / k, err, tol, k_ms, o_ms))
+        rows.append(("crnn_%s_%s" % (cell, a.size), k, o, o / k, err, tol, k_ms, o_ms, b_ms))
     print("CPU: %s; %d threads; %d rounds x %d runs" % (cpu_model(), a.threads, a.rounds, a.runs))
     print()
-    print("| model | korch plan ms | ONNX Runtime ms | ORT / korch | max error vs ORT (tolerance) |")
-    print("|---|---|---|---|---|")
-    for cell, k, o, ratio, err, tol, k_ms, o_ms in rows:
-        print("| %s | %.3f | %.3f | %.2fx | %.2g (%.2g) |" % (cell, k, o, ratio, err, tol))
+    base = " baseline ms | ORT / baseline |" if a.baseline else ""
+    print("| model | korch plan ms | ONNX Runtime ms | ORT / korch |%s max error vs ORT (tolerance) |" % base)
+    print("|---|---|---|---|%s---|" % ("---|---|" if a.baseline else ""))
+    for cell, k, o, ratio, err, tol, k_ms, o_ms, b_ms in rows:
+        b = statistics.median(b_ms) if b_ms else 0
+        extra = " %.3f | %.2fx |" % (b, o / b) if b_ms else ""
+        print("| %s | %.3f | %.3f | %.2fx |%s %.2g (%.2g) |" % (cell, k, o, ratio, extra, err, tol))
     print()
-    for cell, k, o, ratio, err, tol, k_ms, o_ms in rows:
-        print("%s rounds: korch %s; ORT %s" % (cell, " ".join("%.3f" % v for v in k_ms), " ".join("%.3f" % v for v in o_ms)))
+    for cell, k, o, ratio, err, tol, k_ms, o_ms, b_ms in rows:
+        line = "%s rounds: korch %s; ORT %s" % (cell, " ".join("%.3f" % v for v in k_ms), " ".join("%.3f" % v for v in o_ms))
+        if b_ms:
+            line += "; baseline %s" % " ".join("%.3f" % v for v in b_ms)
+        print(line)
+    # per round: the ratio of ORT's time to korch's in the same round
+    for cell, k, o, ratio, err, tol, k_ms, o_ms, b_ms in rows:
+        print("%s ORT/korch per round: %s" % (cell, " ".join("%.2f" % (y / x) for x, y in zip(k_ms, o_ms))))
     sys.exit(0 if all(r[4] <= r[5] for r in rows) else 1)
 
 

@@ -127,6 +127,29 @@ int dn_variants(const dn_desc *d, int threads, const char *only, dn_variant *out
     return kept;
 }
 
+/* Without a timed choice, a kernel this small runs on one thread. A plan of
+ * an unrolled recurrence runs one (1, H) x (H, 4H) product per step and
+ * direction (0.5 MFLOP at H = 256, a few microseconds): in parallel each
+ * pays a wake-up of the other threads, a futex wake per kernel when they
+ * wait passively on a busy machine, more than the work it splits; on the
+ * CRNN benchmark (bench/recurrent/RESULTS.md) 128 such kernels per
+ * inference. Above it, splitting the work pays even on a busy machine. The
+ * profiler still times both variants when it measures (dn_variants). */
+#define DN_SERIAL_FLOPS 1e6
+
+int dn_variants_untimed(const dn_desc *d, int threads, const char *only, dn_variant *out, int cap) {
+    int n = dn_variants(d, threads, only, out, cap);
+    if (d->flops >= DN_SERIAL_FLOPS) return n;
+    for (int i = 1; i < n; i++)
+        if (out[i].threads == 1) {
+            dn_variant v = out[i];
+            memmove(&out[1], &out[0], (size_t)i * sizeof out[0]);
+            out[0] = v;
+            break;
+        }
+    return n;
+}
+
 /* ---- memory descriptors ---------------------------------------------------- */
 
 static dnnl_status_t md_of(const dn_tensor *t, dnnl_memory_desc_t *md) {
