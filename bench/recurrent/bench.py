@@ -55,14 +55,14 @@ def ort_time(model, x, threads, runs):
         t0 = time.perf_counter()
         s.run(None, feed)
         ts.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ts), s.run(None, feed)[0]
+    return statistics.median(ts), min(ts), s.run(None, feed)[0]
 
 
 def korch_time(korch, plan, inp, threads, runs):
     r = subprocess.run([korch, "run", plan, "--input", "image=" + inp, "--threads", str(threads), "--bench", str(runs)],
                        capture_output=True, text=True, check=True)
-    m = re.search(r"median_ms=([0-9.]+)", r.stdout.strip().splitlines()[-1])
-    return float(m.group(1))
+    m = re.search(r"median_ms=([0-9.]+) min_ms=([0-9.]+)", r.stdout.strip().splitlines()[-1])
+    return float(m.group(1)), float(m.group(2))
 
 
 def main():
@@ -80,6 +80,7 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     rows = []
+    mins = []  # fastest single run of korch, ORT, baseline over all rounds
     for cell in a.cells.split(","):
         name = os.path.join(a.work, "crnn_%s_%s" % (cell, a.size))
         if not os.path.exists(name + ".onnx"):
@@ -99,18 +100,25 @@ def main():
         if a.baseline:
             korch_time(a.baseline, plan, name + ".input.npy", a.threads, 1)
         k_ms, o_ms, b_ms = [], [], []
+        k_min, o_min, b_min = [], [], []
         want = None
         for _ in range(a.rounds):
-            k_ms.append(korch_time(a.korch, plan, name + ".input.npy", a.threads, a.runs))
+            ms, lo = korch_time(a.korch, plan, name + ".input.npy", a.threads, a.runs)
+            k_ms.append(ms)
+            k_min.append(lo)
             if a.baseline:
-                b_ms.append(korch_time(a.baseline, plan, name + ".input.npy", a.threads, a.runs))
-            ms, want = ort_time(name + ".onnx", x, a.threads, a.runs)
+                ms, lo = korch_time(a.baseline, plan, name + ".input.npy", a.threads, a.runs)
+                b_ms.append(ms)
+                b_min.append(lo)
+            ms, lo, want = ort_time(name + ".onnx", x, a.threads, a.runs)
             o_ms.append(ms)
+            o_min.append(lo)
         got = np.load(os.path.join(out, "logits.npy"))
         err = float(np.abs(got - want).max())
         tol = 1e-4 + 1e-3 * float(np.abs(want).max())
         k, o = statistics.median(k_ms), statistics.median(o_ms)
         rows.append(("crnn_%s_%s" % (cell, a.size), k, o, o / k, err, tol, k_ms, o_ms, b_ms))
+        mins.append((min(k_min), min(o_min), min(b_min) if b_min else 0))
     print("CPU: %s; %d threads; %d rounds x %d runs" % (cpu_model(), a.threads, a.rounds, a.runs))
     print()
     base = " baseline ms | ORT / baseline |" if a.baseline else ""
@@ -126,6 +134,10 @@ def main():
         if b_ms:
             line += "; baseline %s" % " ".join("%.3f" % v for v in b_ms)
         print(line)
+    # the fastest run of each: what a quiet moment of a busy machine gives
+    for row, (k, o, b) in zip(rows, mins):
+        print("%s fastest run ms: korch %.3f; ORT %.3f (ORT/korch %.2fx)%s" %
+              (row[0], k, o, o / k, "; baseline %.3f (ORT/baseline %.2fx)" % (b, o / b) if b else ""))
     # per round: the ratio of ORT's time to korch's in the same round
     for cell, k, o, ratio, err, tol, k_ms, o_ms, b_ms in rows:
         print("%s ORT/korch per round: %s" % (cell, " ".join("%.2f" % (y / x) for x, y in zip(k_ms, o_ms))))
