@@ -110,17 +110,22 @@ static int64_t parallel_work(void) {
     return w && strcasecmp(w, "passive") == 0 ? CG_PARALLEL_WORK_PASSIVE : CG_PARALLEL_WORK;
 }
 
+/* elements produced, intermediates included */
+static int64_t kernel_work(const cg_kernel *k) {
+    int64_t work = 0;
+    for (int i = 0; i < k->n_values; i++)
+        if (k->values[i].producer >= 0) work += korch_shape_numel(&k->values[i].shape);
+    return work;
+}
+
 /* Parallel only when there is enough work to amortise waking the threads
  * (a few microseconds); everything else vectorised, no tiling; streaming
  * stores on (they only apply to outputs larger than the last-level cache,
  * and the tuner turns them off where they lose: kernels that compute slowly
  * per element, such as erf-GELU). */
 cg_schedule cg_schedule_default(const cg_kernel *k) {
-    int64_t work = 0;
-    for (int i = 0; i < k->n_values; i++)
-        if (k->values[i].producer >= 0) work += korch_shape_numel(&k->values[i].shape);
-    cg_schedule s = {.par = work >= parallel_work() ? 2 : 0, .grain = 0, .vec = 1, .unroll = 1, .tile = 0, .order = 0, .red = 3,
-                      .stream = 1};
+    cg_schedule s = {.par = kernel_work(k) >= parallel_work() ? 2 : 0, .grain = 0, .vec = 1, .unroll = 1, .tile = 0,
+                      .order = 0, .red = 3, .stream = 1};
     /* tiled, and the point loops run along the input's rows, the output
      * staged through the tile (emit_stage.c) */
     if (cg_kernel_strides_pages(k)) s.tile = CG_PAGE_STRIDE_TILE, s.order = 1;
@@ -141,10 +146,7 @@ int cg_schedule_quick(const cg_kernel *k, cg_schedule out[CG_QUICK_MAX]) {
     }
     /* serial by default only because threads wait passively: time the
      * parallel twin too, as on a machine with spinning threads */
-    int64_t work = 0;
-    for (int i = 0; i < k->n_values; i++)
-        if (k->values[i].producer >= 0) work += korch_shape_numel(&k->values[i].shape);
-    if (work < CG_PARALLEL_WORK) return 1;
+    if (kernel_work(k) < CG_PARALLEL_WORK) return 1;
     out[1].par = 2;
     return 2;
 }
