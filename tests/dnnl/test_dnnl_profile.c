@@ -148,6 +148,32 @@ static void test_reference_policy(const char *db) {
     korch_pgraph_free(fused);
 }
 
+/* Without a schedule (estimated plans), a product below 2 MFLOP runs on one
+ * thread, as an unrolled LSTM's per-step (1, H) x (H, 4H) one: it must not
+ * open a parallel region per step; a larger one keeps every thread. */
+static void test_untimed_threads(void) {
+    korch_profile_options o = {.threads = 2};
+    korch_pgraph *small = dc_graph();
+    int64_t h[2] = {1, 256}, r[2] = {256, 1024};
+    korch_prim_linear p = {.op = KORCH_LINEAR_MATMUL};
+    dc_output(small, korch_pgraph_linear(small, &p, dc_input(small, 2, h), dc_constant(small, 2, r, -1, 1)));
+    korch_pgraph *large = conv_bias_relu(); /* 7 MFLOP */
+    korch_pgraph *pgs[2] = {small, large};
+    for (int i = 0; i < 2; i++) {
+        korch_kernel_spec spec;
+        dc_spec_all(pgs[i], &spec);
+        korch_kernel *k = NULL;
+        CHECK_OK(korch_backend_build(KORCH_BACKEND_DNNL, &spec, NULL, 1, &o, &k));
+        bool one = k && strstr(k->impl, "thr=1") != NULL;
+        CHECK_MSG(i == 0 ? one : !one, "%s product: impl \"%s\"", i == 0 ? "small" : "large", k ? k->impl : "none");
+        korch_kernel_destroy(k);
+        dc_spec_free(&spec);
+    }
+    CHECK(dc_check(small, -1, 1, "1x256 x 256x1024 matmul") > 0);
+    korch_pgraph_free(small);
+    korch_pgraph_free(large);
+}
+
 /* the machine state pinned quiet (the CLI's KORCH_PROFILE_STATE=quiet) */
 static void quiet_state(void *user, double *probe, double *wait) {
     (void)user;
@@ -167,6 +193,7 @@ int main(void) {
     test_profile_and_database(db);
     test_unsupported(db);
     test_reference_policy(db);
+    test_untimed_threads();
     char side[64];
     unlink(db);
     snprintf(side, sizeof side, "%s-wal", db);

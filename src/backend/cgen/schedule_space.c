@@ -4,7 +4,9 @@
  * in the profile database; the parser accepts exactly what the formatter
  * writes, since plan files are untrusted input. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "backend/cgen/cgen.h"
 
@@ -91,17 +93,39 @@ bool cg_kernel_strides_pages(const cg_kernel *k) {
     return false;
 }
 
+/* Work (elements produced, intermediates included) from which a kernel
+ * without a timed schedule runs in parallel. Spinning threads (libgomp's
+ * default) wake in a few microseconds. Threads that wait passively (the
+ * CLI's choice when the machine is busy, src/cli/omp_policy.c) cost a
+ * futex wake per kernel and, on a busy machine, the other thread's wait
+ * for a time slice: on the small CRNN (bench/recurrent/RESULTS.md) its three
+ * conv-bias-ReLU-pool kernels (65K elements counted, 6 us each) took 17 us
+ * at their fastest but 2.5 ms at their median, the rest of the plan 0.25 ms.
+ * So with passive waiting the bar is 8x higher. */
+#define CG_PARALLEL_WORK 32768
+#define CG_PARALLEL_WORK_PASSIVE (8 * CG_PARALLEL_WORK)
+
+static int64_t parallel_work(void) {
+    const char *w = getenv("OMP_WAIT_POLICY");
+    return w && strcasecmp(w, "passive") == 0 ? CG_PARALLEL_WORK_PASSIVE : CG_PARALLEL_WORK;
+}
+
+/* elements produced, intermediates included */
+static int64_t kernel_work(const cg_kernel *k) {
+    int64_t work = 0;
+    for (int i = 0; i < k->n_values; i++)
+        if (k->values[i].producer >= 0) work += korch_shape_numel(&k->values[i].shape);
+    return work;
+}
+
 /* Parallel only when there is enough work to amortise waking the threads
  * (a few microseconds); everything else vectorised, no tiling; streaming
  * stores on (they only apply to outputs larger than the last-level cache,
  * and the tuner turns them off where they lose: kernels that compute slowly
  * per element, such as erf-GELU). */
 cg_schedule cg_schedule_default(const cg_kernel *k) {
-    int64_t work = 0;
-    for (int i = 0; i < k->n_values; i++)
-        if (k->values[i].producer >= 0) work += korch_shape_numel(&k->values[i].shape);
-    cg_schedule s = {.par = work >= 32768 ? 2 : 0, .grain = 0, .vec = 1, .unroll = 1, .tile = 0, .order = 0, .red = 3,
-                      .stream = 1};
+    cg_schedule s = {.par = kernel_work(k) >= parallel_work() ? 2 : 0, .grain = 0, .vec = 1, .unroll = 1, .tile = 0,
+                      .order = 0, .red = 3, .stream = 1};
     /* tiled, and the point loops run along the input's rows, the output
      * staged through the tile (emit_stage.c) */
     if (cg_kernel_strides_pages(k)) s.tile = CG_PAGE_STRIDE_TILE, s.order = 1;
@@ -109,14 +133,21 @@ cg_schedule cg_schedule_default(const cg_kernel *k) {
 }
 
 /* The schedules quick profiling (phase 1) may time: the default and, when
- * the default runs in parallel, its serial twin. Whether waking the threads
+ * the default runs in parallel, its serial twin (when it is serial only for
+ * passive waiting, its parallel twin). Whether waking the threads
  * pays depends on the kernel and on how busy the machine is (a parallel
  * region waits until every thread is scheduled); cgen_profile.c picks one. */
 int cg_schedule_quick(const cg_kernel *k, cg_schedule out[CG_QUICK_MAX]) {
     out[0] = cg_schedule_default(k);
-    if (out[0].par == 0) return 1;
     out[1] = out[0];
-    out[1].par = 0;
+    if (out[0].par != 0) {
+        out[1].par = 0;
+        return 2;
+    }
+    /* serial by default only because threads wait passively: time the
+     * parallel twin too, as on a machine with spinning threads */
+    if (kernel_work(k) < CG_PARALLEL_WORK) return 1;
+    out[1].par = 2;
     return 2;
 }
 

@@ -70,7 +70,8 @@ korch_status korch_dnnl_build(const korch_kernel_spec *specs, const char *const 
                 break;
             }
         } else {
-            nv = dn_variants(&d, threads_of(options), options ? options->dnnl_variants : NULL, vs, DN_MAX_VARIANTS);
+            nv = dn_variants_untimed(&d, threads_of(options), options ? options->dnnl_variants : NULL, vs,
+                                     DN_MAX_VARIANTS);
             if (nv < 1) {
                 vs[0] = (dn_variant){.fmt = DN_FMT_PLAIN};
                 nv = 1;
@@ -84,7 +85,8 @@ korch_status korch_dnnl_build(const korch_kernel_spec *specs, const char *const 
         char impl[128], fmt[40];
         dn_kernel *dk = NULL;
         /* no schedule (estimated latencies): the first variant oneDNN can
-         * build correctly, in the profiler's order of preference; a variant
+         * build correctly, in the profiler's order of preference except that
+         * very small kernels try one thread first (dn_variants_untimed); a variant
          * refused as unsupported (an implementation with a known defect,
          * dnnl_quirks.c) gives way to the next */
         dn_variant v = vs[0];

@@ -94,6 +94,9 @@ void dn_variant_format(const dn_variant *v, char *buf, size_t size);
 /* The variants worth trying for d run with `threads` threads, best first. */
 /* only: korch_profile_options.dnnl_variants (NULL or "": every variant) */
 int dn_variants(const dn_desc *d, int threads, const char *only, dn_variant *out, int cap);
+/* The same variants in the order a kernel built without a timed schedule
+ * (estimated plans) tries them: one thread first for very small work. */
+int dn_variants_untimed(const dn_desc *d, int threads, const char *only, dn_variant *out, int cap);
 
 typedef struct dn_kernel dn_kernel;
 

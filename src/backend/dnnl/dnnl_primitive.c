@@ -127,6 +127,32 @@ int dn_variants(const dn_desc *d, int threads, const char *only, dn_variant *out
     return kept;
 }
 
+/* Without a timed choice, a kernel this small runs on one thread. A plan of
+ * an unrolled recurrence runs one (1, H) x (H, 4H) product per step and
+ * direction (0.5 MFLOP at H = 256, 25-30 us): in parallel each pays a
+ * wake-up of the other threads, a futex wake per kernel when they wait
+ * passively on a busy machine, more than the work it splits; on the CRNN
+ * benchmark (bench/recurrent/RESULTS.md) 128 such kernels per inference.
+ * The small CRNN's 1.2 MFLOP convolutions were faster on one thread too,
+ * even in the fastest of many runs (the whole model 0.107 against 0.133 ms
+ * on the 2-vCPU EPYC). Above it splitting the work is assumed to pay; the
+ * full-size CRNN run entirely on one thread was slower. The profiler still
+ * times both variants when it measures (dn_variants). */
+#define DN_SERIAL_FLOPS 2e6
+
+int dn_variants_untimed(const dn_desc *d, int threads, const char *only, dn_variant *out, int cap) {
+    int n = dn_variants(d, threads, only, out, cap);
+    if (d->flops >= DN_SERIAL_FLOPS) return n;
+    for (int i = 1; i < n; i++)
+        if (out[i].threads == 1) {
+            dn_variant v = out[i];
+            memmove(&out[1], &out[0], (size_t)i * sizeof out[0]);
+            out[0] = v;
+            break;
+        }
+    return n;
+}
+
 /* ---- memory descriptors ---------------------------------------------------- */
 
 static dnnl_status_t md_of(const dn_tensor *t, dnnl_memory_desc_t *md) {
