@@ -23,13 +23,16 @@ korch_status korch_dnnl_export_params(const korch_kernel_spec *spec, const char 
     dn_desc d;
     char reason[256];
     if (!dn_analyze(spec, &d, reason, sizeof reason)) return korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN: %s", reason);
-    dn_variant v = {.fmt = DN_FMT_PLAIN};
+    dn_variant v = {.fmt = DN_FMT_PLAIN}, vs[DN_MAX_VARIANTS];
     if (schedule && *schedule) {
         if (!dn_variant_parse(schedule, &v))
             return korch_error(KORCH_ERR_INVALID_ARGUMENT, "oneDNN kernel (%s): bad schedule \"%.64s\"", d.text,
                                schedule);
-    } else if (dn_variants(&d, threads > 0 ? threads : 1, NULL, &v, 1) < 1) {
-        v = (dn_variant){.fmt = DN_FMT_PLAIN};
+    } else if (dn_variants_untimed(&d, threads > 0 ? threads : 1, NULL, vs, DN_MAX_VARIANTS) >= 1) {
+        /* the variant korch_backend_build tries first for an untimed kernel
+         * (one thread below DN_SERIAL_FLOPS): the export computes what the
+         * plan does, in the same order */
+        v = vs[0];
     }
     out->op = d.op;
     out->spatial = d.params.spatial;
