@@ -31,6 +31,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -50,6 +51,7 @@ typedef korch_status (*set_output_fn)(korch_session *, int, void *, size_t);
 typedef korch_status (*run_fn)(korch_session *);
 typedef const char *(*last_error_fn)(void);
 typedef const char *(*status_name_fn)(korch_status);
+typedef void (*destroy_fn)(korch_session *);
 
 typedef struct {
     PyObject *name;   /* the feed's key (str) */
@@ -72,16 +74,24 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    korch_session *session; /* NULL once closed */
+    korch_session *session; /* owned: destroyed by close() or with the runner; NULL once closed */
     set_input_fn set_input;
     set_output_fn set_output;
     run_fn run;
     last_error_fn last_error;
     status_name_fn status_name;
-    PyThread_type_lock lock;
+    destroy_fn destroy;
+    /* one run at a time (turns): busy and waiters change only with the GIL
+     * held; a thread that finds the session busy waits on cond, GIL released */
+    int busy, waiters, sync_ready;
+    unsigned long turn;     /* bumped (under mutex) each time a run ends and a thread waits */
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
     int n_in, n_out;
     input_slot *in;
     output_slot *out;
+    PyObject *results;      /* the list of all outputs the last run returned; filled again when only the
+                               runner holds it (then its items count in the outputs' reference counts) */
     PyObject *out_index;    /* {output name: index} */
     PyObject *np_empty;     /* numpy.empty */
     PyObject *conform;      /* conform(i, value) -> contiguous ndarray, or raises */
@@ -91,6 +101,8 @@ typedef struct {
     PyObject *arg_error;    /* korch.InvalidArgumentError */
     int bench_mode;         /* 0 run; 1 run and time the C call; 2 no run (bench/python) */
     long long last_run_ns;
+    long long split_ns[5];  /* bench_mode 1, CLOCK_MONOTONIC: turn taken, run start, run end, GIL taken back,
+                               return */
     int running;            /* set while the GIL is released for the run */
 } Runner;
 
@@ -137,13 +149,39 @@ static void raise_korch(Runner *self, korch_status status) {
     if (!PyErr_Occurred()) PyErr_Format(PyExc_RuntimeError, "korch: C call failed with status %d", (int)status);
 }
 
-/* ---- the session's lock --------------------------------------------------- */
+/* ---- turns: one run at a time per session --------------------------------- */
 
-static void lock_session(Runner *self) {
-    if (PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) return;
-    Py_BEGIN_ALLOW_THREADS /* another thread runs this session: wait without the GIL */
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    Py_END_ALLOW_THREADS
+/* The C session is not reentrant. With the GIL held, a flag says whether a
+ * run is in progress, and taking or giving the turn costs no call at all:
+ * a lock's code would be one more thing the model's run has evicted
+ * (bench/python/RESULTS.md: releasing a PyThread lock there took 1.6-2 us).
+ * Only a thread that finds the session busy waits, on a condition variable,
+ * with the GIL released. */
+static void session_enter(Runner *self) {
+    if (!self->busy) {
+        self->busy = 1;
+        return;
+    }
+    self->waiters++;
+    while (self->busy) {
+        unsigned long seen = self->turn; /* written with the GIL held and under mutex: stable here */
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&self->mutex);
+        while (self->turn == seen) pthread_cond_wait(&self->cond, &self->mutex);
+        pthread_mutex_unlock(&self->mutex);
+        Py_END_ALLOW_THREADS
+    }
+    self->waiters--;
+    self->busy = 1;
+}
+
+static void session_leave(Runner *self) {
+    self->busy = 0;
+    if (self->waiters == 0) return;
+    pthread_mutex_lock(&self->mutex);
+    self->turn++;
+    pthread_cond_broadcast(&self->cond);
+    pthread_mutex_unlock(&self->mutex);
 }
 
 /* ---- binding -------------------------------------------------------------- */
@@ -213,11 +251,17 @@ static PyObject *output_new(Runner *self, int i, void **addr) {
     return arr;
 }
 
+/* Is array a held by the runner alone: the pool, and the results list when
+ * the runner alone holds that (listed)? */
+static int runner_only(Runner *self, PyObject *a, int i, int listed) {
+    return Py_REFCNT(a) == 1 + (listed && PyList_GET_ITEM(self->results, i) == a);
+}
+
 /* Binds to output i an array of the pool nobody else holds, or a new one. */
-static int output_bind(Runner *self, int i) {
+static int output_bind(Runner *self, int i, int listed) {
     output_slot *slot = &self->out[i];
-    if (slot->now != NULL && Py_REFCNT(slot->now) == 1) return 0; /* bound, and only the pool holds it */
-    if (slot->before != NULL && Py_REFCNT(slot->before) == 1) {
+    if (slot->now != NULL && runner_only(self, slot->now, i, listed)) return 0; /* bound, and nobody else has it */
+    if (slot->before != NULL && runner_only(self, slot->before, i, listed)) {
         PyObject *o = slot->now;
         void *a = slot->now_addr;
         slot->now = slot->before, slot->now_addr = slot->before_addr;
@@ -293,12 +337,14 @@ static PyObject *runner_run(Runner *self, PyObject *const *args, Py_ssize_t narg
         }
         feed = own_feed;
     }
-    lock_session(self);
+    session_enter(self);
     PyObject *result = NULL;
     korch_status st = KORCH_OK;
+    int mode = self->bench_mode;
+    if (mode == 1) self->split_ns[0] = now_ns();
     if (self->session == NULL) {
         PyErr_SetString(self->arg_error, "run: the session is closed");
-        goto unlock;
+        goto leave;
     }
     for (int i = 0; i < self->n_in; i++) {
         PyObject *v = PyDict_GetItemWithError(feed, self->in[i].name); /* borrowed */
@@ -308,55 +354,78 @@ static PyObject *runner_run(Runner *self, PyObject *const *args, Py_ssize_t narg
                 Py_XDECREF(r);
             }
             if (!PyErr_Occurred()) PyErr_Format(self->arg_error, "run: input %R not given", self->in[i].name);
-            goto unlock;
+            goto leave;
         }
         if (v == self->in[i].src) continue; /* bound already: its contents may have changed, its memory not */
-        if (input_bind(self, i, v) < 0) goto unlock;
+        if (input_bind(self, i, v) < 0) goto leave;
+    }
+    int listed = 0; /* the last results list is ours alone: its items are the pool's references too */
+    if (self->results != NULL) {
+        if (Py_REFCNT(self->results) == 1 && PyList_GET_SIZE(self->results) == self->n_out)
+            listed = 1;
+        else /* the caller's list now, with the arrays in it (or one the caller resized before dropping it) */
+            Py_CLEAR(self->results);
     }
     for (int i = 0; i < self->n_out; i++)
-        if (output_bind(self, i) < 0) goto unlock;
+        if (output_bind(self, i, listed) < 0) goto leave;
 
     korch_session *session = self->session;
     run_fn run = self->run;
-    int mode = self->bench_mode;
     long long t0 = 0, t1 = 0;
     self->running = 1;
     Py_BEGIN_ALLOW_THREADS
     if (mode == 1) t0 = now_ns();
     if (mode != 2) st = run(session);
     if (mode == 1) t1 = now_ns();
+    /* the run evicted what comes next: fetch the runner's lines while the
+     * GIL is taken back (prefetches only; nothing is read without the GIL) */
+    __builtin_prefetch(self->out);
+    __builtin_prefetch(self->results);
     Py_END_ALLOW_THREADS
     self->running = 0;
-    self->last_run_ns = t1 - t0;
+    if (mode == 1) {
+        self->last_run_ns = t1 - t0;
+        self->split_ns[1] = t0, self->split_ns[2] = t1, self->split_ns[3] = now_ns();
+    }
     for (int i = 0; i < self->n_in; i++) /* converted copies are bound for one run */
         if (self->in[i].held && self->in[i].src == NULL) input_unbind(&self->in[i]);
     if (st != KORCH_OK) {
         raise_korch(self, st);
-        goto unlock;
+        goto leave;
     }
-    result = PyList_New(self->n_out);
-    for (int i = 0; result != NULL && i < self->n_out; i++) {
-        Py_INCREF(self->out[i].now);
-        PyList_SET_ITEM(result, i, self->out[i].now);
+    /* the list the caller dropped is filled again, not a new one allocated:
+     * after a model's run the allocator's lines are cold too */
+    if (self->results == NULL && (self->results = PyList_New(self->n_out)) == NULL) goto leave;
+    for (int i = 0; i < self->n_out; i++) {
+        PyObject **item = &PyList_GET_ITEM(self->results, i);
+        if (*item != self->out[i].now) {
+            Py_INCREF(self->out[i].now);
+            Py_XSETREF(*item, self->out[i].now);
+        }
     }
-unlock:
-    PyThread_release_lock(self->lock);
+    result = self->results;
+    Py_INCREF(result);
+leave:
+    session_leave(self);
     Py_XDECREF(own_feed);
     if (result != NULL && names != Py_None) Py_SETREF(result, select_outputs(self, result, names));
+    if (mode == 1) self->split_ns[4] = now_ns();
     return result;
 }
 
-/* close(): no run after this one; drops the bindings. The package then
- * destroys the C session. */
+/* close(): waits for a run in progress, destroys the C session and drops
+ * the bindings; runs after it raise "closed". */
 static PyObject *runner_close(Runner *self, PyObject *Py_UNUSED(ignored)) {
-    lock_session(self);
+    session_enter(self);
+    if (self->session != NULL) self->destroy(self->session);
     self->session = NULL;
     for (int i = 0; i < self->n_in; i++) input_unbind(&self->in[i]);
+    Py_CLEAR(self->results);
     for (int i = 0; i < self->n_out; i++) {
         Py_CLEAR(self->out[i].now);
         Py_CLEAR(self->out[i].before);
     }
-    PyThread_release_lock(self->lock);
+    session_leave(self);
     Py_RETURN_NONE;
 }
 
@@ -403,24 +472,24 @@ static int runner_init(Runner *self, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_TypeError, "korch._fast.Runner takes no keyword arguments");
         return -1;
     }
-    if (self->lock != NULL) {
+    if (self->sync_ready) {
         PyErr_SetString(PyExc_TypeError, "korch._fast.Runner is initialised once");
         return -1;
     }
     if (!PyArg_ParseTuple(args, "OO!O!O!O!O!", &handle, &PyTuple_Type, &fns, &PyList_Type, &inputs, &PyList_Type,
                           &outputs, &PyDict_Type, &out_index, &PyTuple_Type, &helpers))
         return -1;
-    if (PyTuple_GET_SIZE(fns) != 5 || PyTuple_GET_SIZE(helpers) != 6) {
-        PyErr_SetString(PyExc_TypeError, "korch._fast.Runner: 5 functions and 6 helpers");
+    if (PyTuple_GET_SIZE(fns) != 6 || PyTuple_GET_SIZE(helpers) != 6) {
+        PyErr_SetString(PyExc_TypeError, "korch._fast.Runner: 6 functions and 6 helpers");
         return -1;
     }
-    self->session = PyLong_AsVoidPtr(handle);
-    if (self->session == NULL) {
+    korch_session *session = PyLong_AsVoidPtr(handle);
+    if (session == NULL) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "korch._fast.Runner: a null session");
         return -1;
     }
-    void *f[5];
-    for (int k = 0; k < 5; k++)
+    void *f[6];
+    for (int k = 0; k < 6; k++)
         if ((f[k] = address_of(fns, k)) == NULL) return -1;
     /* addresses of the library's functions, from ctypes: integers to function pointers */
     self->set_input = (set_input_fn)(uintptr_t)f[0];
@@ -428,6 +497,7 @@ static int runner_init(Runner *self, PyObject *args, PyObject *kwds) {
     self->run = (run_fn)(uintptr_t)f[2];
     self->last_error = (last_error_fn)(uintptr_t)f[3];
     self->status_name = (status_name_fn)(uintptr_t)f[4];
+    self->destroy = (destroy_fn)(uintptr_t)f[5];
     PyObject **h[6] = {&self->np_empty, &self->conform, &self->feed_check, &self->output_error, &self->raise_status,
                        &self->arg_error};
     for (int k = 0; k < 6; k++) {
@@ -468,11 +538,21 @@ static int runner_init(Runner *self, PyObject *args, PyObject *kwds) {
         if (s->empty_args == NULL) return -1;
         s->nbytes = (size_t)nbytes;
     }
-    self->lock = PyThread_allocate_lock();
-    if (self->lock == NULL) {
+    if (pthread_mutex_init(&self->mutex, NULL) != 0) {
         PyErr_NoMemory();
         return -1;
     }
+    if (pthread_cond_init(&self->cond, NULL) != 0) {
+        pthread_mutex_destroy(&self->mutex);
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->sync_ready = 1;
+    /* the runner owns the session from here on (not before: a failed
+     * constructor leaves it to the package's finalizer). The package's
+     * session object may go before the runner does: `sess.run` is the
+     * runner's bound method, and a caller may keep only that. */
+    self->session = session;
     return 0;
 }
 
@@ -490,6 +570,7 @@ static int runner_traverse(Runner *self, visitproc visit, void *arg) {
         Py_VISIT(self->out[i].now);
         Py_VISIT(self->out[i].before);
     }
+    Py_VISIT(self->results);
     Py_VISIT(self->out_index);
     Py_VISIT(self->np_empty);
     Py_VISIT(self->conform);
@@ -501,7 +582,6 @@ static int runner_traverse(Runner *self, visitproc visit, void *arg) {
 }
 
 static int runner_clear(Runner *self) {
-    self->session = NULL; /* a cleared runner runs nothing */
     for (int i = 0; self->in != NULL && i < self->n_in; i++) {
         input_unbind(&self->in[i]);
         Py_CLEAR(self->in[i].name);
@@ -511,6 +591,7 @@ static int runner_clear(Runner *self) {
         Py_CLEAR(self->out[i].now);
         Py_CLEAR(self->out[i].before);
     }
+    Py_CLEAR(self->results);
     Py_CLEAR(self->out_index);
     Py_CLEAR(self->np_empty);
     Py_CLEAR(self->conform);
@@ -525,15 +606,23 @@ static void runner_dealloc(Runner *self) {
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     runner_clear(self);
+    if (self->session != NULL) self->destroy(self->session);
     PyMem_Free(self->in);
     PyMem_Free(self->out);
-    if (self->lock != NULL) PyThread_free_lock(self->lock);
+    if (self->sync_ready) {
+        pthread_cond_destroy(&self->cond);
+        pthread_mutex_destroy(&self->mutex);
+    }
     type->tp_free((PyObject *)self);
     Py_DECREF(type);
 }
 
 /* ---- attributes for the tests and bench/python ------------------------------ */
 
+static PyObject *get_split_ns(Runner *self, void *Py_UNUSED(c)) {
+    long long *t = self->split_ns;
+    return Py_BuildValue("(LLLLL)", t[0], t[1], t[2], t[3], t[4]);
+}
 static PyObject *get_running(Runner *self, void *Py_UNUSED(c)) { return PyBool_FromLong(self->running); }
 static PyObject *get_last_run_ns(Runner *self, void *Py_UNUSED(c)) { return PyLong_FromLongLong(self->last_run_ns); }
 static PyObject *get_bench_mode(Runner *self, void *Py_UNUSED(c)) { return PyLong_FromLong(self->bench_mode); }
@@ -550,6 +639,9 @@ static int set_bench_mode(Runner *self, PyObject *value, void *Py_UNUSED(c)) {
 }
 
 static PyGetSetDef runner_getset[] = {
+    {"split_ns", (getter)get_split_ns, NULL,
+     "bench_mode 1: CLOCK_MONOTONIC ns at the turn taken, the run's start and end, the GIL taken back and the "
+     "return", NULL},
     {"running", (getter)get_running, NULL, "True while a run has the GIL released", NULL},
     {"last_run_ns", (getter)get_last_run_ns, NULL, "the last run's C call in ns, in bench_mode 1", NULL},
     {"bench_mode", (getter)get_bench_mode, (setter)set_bench_mode,

@@ -164,6 +164,14 @@ class InferenceSession:
         self._out_before = [None] * len(self._outputs)
         # the C path: these bindings and pools live in the runner instead
         self._runner = self._make_runner() if _fast is not None and _use_fast else None
+        if self._runner is not None:
+            # the runner owns the C session now: it may outlive this object
+            # (a caller can keep sess.run alone), so it destroys it
+            self._finalizer.detach()
+            # run is the runner's C method itself: no Python frame between
+            # the caller and the C call (3-4 us after a MobileNetV2 run has
+            # evicted the interpreter; bench/python/RESULTS.md, run 4)
+            self.run = self._runner.run
 
     def _make_runner(self):
         """korch._fast.Runner over this session: the C API's functions by
@@ -184,7 +192,7 @@ class InferenceSession:
 
         fns = tuple(_lib.function_address(n) for n in ("korch_session_set_input", "korch_session_set_output",
                                                        "korch_session_run", "korch_last_error",
-                                                       "korch_status_name"))
+                                                       "korch_status_name", "korch_session_destroy"))
         # an input without a NumPy dtype gets kind "x", which no buffer has:
         # conform() then names it
         in_specs = [(a.name, a.dtype.kind if a.dtype is not None else "x", a.dtype.itemsize if a.dtype is not None
@@ -310,12 +318,6 @@ class InferenceSession:
             self._finalizer()
             self._handle = None
             self._bound = [None] * len(self._inputs)
-        # per output: the array bound to the C session now, and the one bound
-        # before it. A run reuses whichever nobody else holds any more
-        # (its reference count says so), so a loop that drops or replaces
-        # its outputs allocates none and binds none: the Python side of a
-        # run then touches a few cache lines instead of NumPy's allocator
-        # and a ctypes call per output (bench/python/RESULTS.md, run 3)
         self._out_now = [None] * len(self._outputs)
         self._out_before = [None] * len(self._outputs)
 

@@ -209,6 +209,30 @@ def test_outputs_fed_back_as_inputs(fast, workdir):
     for k, h in enumerate(history):  # all held: none written again
         assert np.array_equal(h, x0 if k % 2 else -x0)
 
+def test_run_alone_outlives_the_session_object():
+    """sess.run is the runner's own method: kept alone, it still runs (the
+    runner owns the C session), and the results list a caller changed
+    before dropping it is not trusted."""
+    x = small_input()
+    want = korch.InferenceSession(SMALL, threads=1).run(None, {"x": x})
+    s = korch.InferenceSession(SMALL, threads=1)
+    assert s.run.__self__ is s._runner
+    run = s.run
+    del s
+    gc.collect()
+    for _ in range(2):
+        for g, w in zip(run(None, {"x": x}), want):
+            assert np.array_equal(g, w)
+    for change in (lambda r: r.pop(), lambda r: r.append(x), lambda r: r.reverse(), lambda r: r.clear(),
+                   lambda r: r.__setitem__(0, r[1])):
+        r = run(None, {"x": x + 1})
+        change(r)
+        del r
+        y, pooled = run(None, {"x": x})
+        assert np.array_equal(y, want[0]) and np.array_equal(pooled, want[1])
+        del y, pooled
+
+
 def test_no_reference_leaks():
     """Repeated runs leave the caller's objects' reference counts as they
     were, and closing the session lets its arrays go."""
