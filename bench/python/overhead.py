@@ -100,9 +100,20 @@ class TimedLib:
         return getattr(self._lib, name)
 
 
-def py_times(path, runs, threads, split=False, stub=False, fast=True):
+# the fast path's time outside the C call, in the order it is spent
+# (korch._fast's split_ns; the last part is back in Python, up to the
+# caller's next statement: here the timer's own call)
+PARTS = ["call -> turn taken", "inputs, outputs, GIL release", "run end -> GIL taken back",
+         "results list, return", "back in Python"]
+
+
+GLOBAL_TIMER = False
+
+
+def py_times(path, runs, threads, split=False, stub=False, fast=True, parts=None):
     """Per call of session.run, us: (whole calls, their korch_session_run
-    calls). fast: the korch._fast path, else the ctypes one."""
+    calls). fast: the korch._fast path, else the ctypes one. parts: a list
+    that gets, per call of the fast path, the PARTS' times."""
     korch.session._use_fast = fast
     try:
         s = korch.InferenceSession(path, threads=threads)
@@ -119,14 +130,28 @@ def py_times(path, runs, threads, split=False, stub=False, fast=True):
     elif split or stub:
         timed = TimedLib(saved, stub)
         korch.session._lib_ = timed
+    # the timer as a local: after a model's run the lookups of
+    # time.perf_counter_ns (two dictionaries) miss too, and they are the
+    # harness's, not session.run's (--global-timer: as in runs 1-3)
+    clock = time.perf_counter_ns
     try:
         total, inner = [], []
         for _ in range(runs):
-            t0 = time.perf_counter_ns()
-            s.run(None, feeds)
-            total.append((time.perf_counter_ns() - t0) / 1e3)
+            if GLOBAL_TIMER:
+                t0 = time.perf_counter_ns()
+                s.run(None, feeds)
+                t1 = time.perf_counter_ns()
+            else:
+                t0 = clock()
+                s.run(None, feeds)
+                t1 = clock()
+            total.append((t1 - t0) / 1e3)
             if split:
                 inner.append((s._runner.last_run_ns if fast else timed.c_ns) / 1e3)
+            if split and fast and parts is not None:  # perf_counter_ns is CLOCK_MONOTONIC, as split_ns
+                turn, start, end, back, ret = s._runner.split_ns
+                parts.append([(turn - t0) / 1e3, (start - turn) / 1e3, (back - end) / 1e3, (ret - back) / 1e3,
+                              (t1 - ret) / 1e3])
     finally:
         korch.session._lib_ = saved
     s.close()
@@ -156,7 +181,11 @@ def main():
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--skip-tiny", action="store_true", help="only the model's plan")
     ap.add_argument("--paths", default="fast,ctypes", help="session.run paths measured: fast (korch._fast), ctypes")
+    ap.add_argument("--global-timer", action="store_true",
+                    help="time with time.perf_counter_ns() looked up at each call (runs 1-3 did)")
     a = ap.parse_args()
+    global GLOBAL_TIMER
+    GLOBAL_TIMER = a.global_timer
     paths = [p for p in a.paths.split(",") if p]
     if not set(paths) <= {"fast", "ctypes"}:
         ap.error("--paths: fast and/or ctypes")
@@ -177,12 +206,16 @@ def main():
         for p in paths:
             for what in ("session.run", "outside C", "C stubbed"):
                 rows["%s %s" % (p, what)] = []
+        parts = {k: [] for k in PARTS}
         for _ in range(a.rounds):  # interleaved: C, then each path, in every round
             rows["C korch_session_run"].append(statistics.median(c_times(exe, path, a.warmup + a.runs,
                                                                          threads)[a.warmup:]))
             for p in paths:
-                total, inner = py_times(path, a.warmup + a.runs, threads, split=True, fast=p == "fast")
+                calls = []
+                total, inner = py_times(path, a.warmup + a.runs, threads, split=True, fast=p == "fast", parts=calls)
                 total, inner = total[a.warmup:], inner[a.warmup:]
+                for k, name in enumerate(PARTS if calls else []):
+                    parts[name].append(statistics.median(c[k] for c in calls[a.warmup:]))
                 rows[p + " session.run"].append(statistics.median(total))
                 rows[p + " outside C"].append(statistics.median(t - i for t, i in zip(total, inner)))
             for p in paths:
@@ -193,6 +226,11 @@ def main():
         for key, vals in rows.items():
             print("  %-28s %s   | %.1f [%.1f-%.1f]" % (key, " ".join("%9.1f" % v for v in vals),
                                                      statistics.median(vals), min(vals), max(vals)))
+        if parts[PARTS[0]]:
+            print("  fast outside C, by part (medians per round):")
+            for key, vals in parts.items():
+                print("    %-30s %s   | %.2f [%.2f-%.2f]" % (key, " ".join("%7.2f" % v for v in vals),
+                                                           statistics.median(vals), min(vals), max(vals)))
 
 
 if __name__ == "__main__":

@@ -298,3 +298,50 @@ def test_close_waits_for_a_run_and_runs_stop(plan):
     t.join()
     assert len(errors) == 1 and "closed" in str(errors[0])
 
+
+
+def test_pip_wheel_builds_the_extension(workdir):
+    """`pip wheel ./python` (what `pip install ./python` builds) compiles
+    korch._fast under -Wall -Wextra -Werror and ships it, and the package
+    installed from the wheel takes the C path. The library is the build
+    tree's (KORCH_LIBRARY_FILE: no second CMake build here), and the
+    repository's parts setup.py reads are copied, so nothing is written
+    into the source tree."""
+    import shutil
+    import subprocess
+    import zipfile
+    from conftest import SOURCE
+    r = subprocess.run([sys.executable, "-c", "import setuptools, wheel, pip"], capture_output=True)
+    if r.returncode != 0:
+        pytest.skip("this Python has no pip, setuptools or wheel (%s)" % r.stderr.decode().strip().splitlines()[-1:])
+    repo = os.path.join(workdir, "repo")
+    os.makedirs(repo)
+    shutil.copy(os.path.join(SOURCE, "CMakeLists.txt"), repo)
+    shutil.copytree(os.path.join(SOURCE, "include"), os.path.join(repo, "include"))
+    shutil.copytree(os.path.join(SOURCE, "python"), os.path.join(repo, "python"),
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so"))
+    env = dict(os.environ, KORCH_LIBRARY_FILE=os.path.realpath(korch.library_path()), PIP_NO_INDEX="1",
+               PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env.pop("KORCH_NO_EXTENSION", None)
+    dist = os.path.join(workdir, "dist")
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", dist,
+                        os.path.join(repo, "python")], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (whl,) = [f for f in os.listdir(dist) if f.endswith(".whl")]
+    tag = "cp%d%d-cp%d%d" % (sys.version_info[:2] * 2)
+    assert tag in whl and "linux" in whl, whl
+    names = zipfile.ZipFile(os.path.join(dist, whl)).namelist()
+    assert any(n.startswith("korch/_fast.") and n.endswith(".so") for n in names), names
+    assert "korch/libkorch.so.0" in names and "korch/_fast.c" not in names, names
+    # installed (unpacked) without the development tree's variables: the C path
+    site = os.path.join(workdir, "site")
+    zipfile.ZipFile(os.path.join(dist, whl)).extractall(site)
+    env = {k: v for k, v in os.environ.items() if k not in ("KORCH_LIBRARY", "KORCH_FAST_MODULE", "PYTHONPATH")}
+    env["PYTHONPATH"] = site
+    code = ("import korch, numpy as np; s = korch.InferenceSession(%r, threads=1); "
+            "y = s.run(None, {'x': np.load(%r)}); print(korch.fast_path, korch.fast_path_info, y[0].shape)"
+            % (SMALL, os.path.join(FIXTURES, "small_net.x.npy")))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=workdir)
+    assert r.returncode == 0, r.stderr
+    fast, where, shape = r.stdout.split()[0], r.stdout.split()[1], r.stdout.split(None, 2)[2].strip()
+    assert fast == "True" and where.startswith(site) and shape == "(1, 8)", r.stdout
