@@ -4,7 +4,7 @@ and libkorch.so next to them.
 `pip install ./python` (from the korch repository) runs CMake on the
 repository (the library target only) and bundles its libkorch.so into the
 package, so the installed package needs nothing but the system libraries
-scripts/install-deps.sh installs. It compiles korch/_fast.c, the C
+scripts/install-deps.sh installs. It compiles korch/_fast*.c, the C
 extension that makes InferenceSession.run one C call (it needs Python's
 headers: python3-dev, which install-deps.sh installs); a failure to compile
 it fails the install rather than leaving the slower ctypes path in place
@@ -87,9 +87,10 @@ class BuildExtChecked(build_ext):
 WITH_EXTENSION = os.environ.get("KORCH_NO_EXTENSION") != "1"
 # the repository's header (the extension calls the C API through function
 # addresses from ctypes: it includes korch.h for the types, links nothing)
-EXTENSIONS = [Extension("korch._fast", sources=["korch/_fast.c"], include_dirs=[os.path.join(ROOT, "include")],
+EXTENSIONS = [Extension("korch._fast", sources=["korch/_fast.c", "korch/_fast_run.c"],
+                        include_dirs=[os.path.join(ROOT, "include")],
                         extra_compile_args=["-std=c11", "-Wall", "-Wextra", "-Werror"],
-                        depends=[os.path.join(ROOT, "include", "korch.h")])] if WITH_EXTENSION else []
+                        depends=["korch/_fast.h", os.path.join(ROOT, "include", "korch.h")])] if WITH_EXTENSION else []
 
 cmdclass = {"build_py": BuildPyWithLibrary, "build_ext": BuildExtChecked}
 
