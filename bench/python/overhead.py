@@ -14,10 +14,16 @@ build/libkorch.so, then measures, in interleaved rounds:
   stubbed session.run with korch_session_run replaced by a no-op: the
           Python side's work for this model's bindings alone
 
+each for both paths of session.run: "fast", the C extension korch._fast
+(the korch_session_run call timed inside it, bench_mode 1; skipped,
+bench_mode 2), and "ctypes", the fallback (korch_session_run wrapped in
+Python, as before the extension). --paths picks them.
+
 and the same for a one-node model (Relu on 1x1000 floats), where the run
 itself takes a few microseconds and the overhead shows directly. Medians in
 microseconds. Not a test: nothing is asserted (bench/python/RESULTS.md)."""
 import argparse
+import glob
 import os
 import platform
 import statistics
@@ -31,6 +37,8 @@ os.makedirs(WORK, exist_ok=True)
 os.environ.setdefault("XDG_CACHE_HOME", os.path.join(WORK, "cache"))
 if os.path.exists(os.path.join(ROOT, "build", "libkorch.so")):
     os.environ.setdefault("KORCH_LIBRARY", os.path.join(ROOT, "build", "libkorch.so"))
+for _m in glob.glob(os.path.join(ROOT, "build", "python", "korch", "_fast*.so")):
+    os.environ.setdefault("KORCH_FAST_MODULE", _m)  # make build's korch._fast
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import numpy as np  # noqa: E402
@@ -92,22 +100,58 @@ class TimedLib:
         return getattr(self._lib, name)
 
 
-def py_times(path, runs, threads, split=False, stub=False):
-    s = korch.InferenceSession(path, threads=threads)
+# the fast path's time outside the C call, in the order it is spent
+# (korch._fast's split_ns; the last part is back in Python, up to the
+# caller's next statement: here the timer's own call)
+PARTS = ["call -> turn taken", "inputs, outputs, GIL release", "run end -> GIL taken back",
+         "results list, return", "back in Python"]
+
+
+GLOBAL_TIMER = False
+
+
+def py_times(path, runs, threads, split=False, stub=False, fast=True, parts=None):
+    """Per call of session.run, us: (whole calls, their korch_session_run
+    calls). fast: the korch._fast path, else the ctypes one. parts: a list
+    that gets, per call of the fast path, the PARTS' times."""
+    korch.session._use_fast = fast
+    try:
+        s = korch.InferenceSession(path, threads=threads)
+    finally:
+        korch.session._use_fast = True
+    if fast and s._runner is None:
+        raise SystemExit("overhead: korch._fast is not built (%s)" % korch.fast_path_info)
     arg = s.get_inputs()[0]
     feeds = {arg.name: fill(arg.shape)}
     saved = korch.session._lib_
-    timed = TimedLib(saved, stub) if split or stub else None
-    if split or stub:
+    timed = None
+    if fast:
+        s._runner.bench_mode = 2 if stub else 1 if split else 0
+    elif split or stub:
+        timed = TimedLib(saved, stub)
         korch.session._lib_ = timed
+    # the timer as a local: after a model's run the lookups of
+    # time.perf_counter_ns (two dictionaries) miss too, and they are the
+    # harness's, not session.run's (--global-timer: as in runs 1-3)
+    clock = time.perf_counter_ns
     try:
         total, inner = [], []
         for _ in range(runs):
-            t0 = time.perf_counter_ns()
-            s.run(None, feeds)
-            total.append((time.perf_counter_ns() - t0) / 1e3)
+            if GLOBAL_TIMER:
+                t0 = time.perf_counter_ns()
+                s.run(None, feeds)
+                t1 = time.perf_counter_ns()
+            else:
+                t0 = clock()
+                s.run(None, feeds)
+                t1 = clock()
+            total.append((t1 - t0) / 1e3)
             if split:
-                inner.append(timed.c_ns / 1e3)
+                inner.append((s._runner.last_run_ns if fast else timed.c_ns) / 1e3)
+            if split and fast and parts is not None:  # perf_counter_ns is CLOCK_MONOTONIC, as split_ns
+                turn, start, end, back, ret = s._runner.split_ns
+                parts.append([(turn - t0) / 1e3, (start - turn) / 1e3, (back - end) / 1e3, (ret - back) / 1e3,
+                              (t1 - ret) / 1e3])
     finally:
         korch.session._lib_ = saved
     s.close()
@@ -136,39 +180,57 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--skip-tiny", action="store_true", help="only the model's plan")
+    ap.add_argument("--paths", default="fast,ctypes", help="session.run paths measured: fast (korch._fast), ctypes")
+    ap.add_argument("--global-timer", action="store_true",
+                    help="time with time.perf_counter_ns() looked up at each call (runs 1-3 did)")
     a = ap.parse_args()
+    global GLOBAL_TIMER
+    GLOBAL_TIMER = a.global_timer
+    paths = [p for p in a.paths.split(",") if p]
+    if not set(paths) <= {"fast", "ctypes"}:
+        ap.error("--paths: fast and/or ctypes")
     name = os.path.splitext(os.path.basename(a.model))[0]
     plan = os.path.join(WORK, name + ".plan")
     if not os.path.exists(plan):
         print("making %s (korch.optimize, %d threads)" % (plan, a.threads), flush=True)
         korch.optimize(a.model, plan, threads=a.threads, progress=False)
     exe = build_c_loop()
-    print("CPU: %s, %d cores; korch %s; Python %s; numpy %s; load average %s" % (
+    print("CPU: %s, %d cores; korch %s; Python %s; numpy %s; korch._fast: %s; load average %s" % (
         cpu_model(), os.cpu_count(), korch.__version__, platform.python_version(), np.__version__,
-        " ".join("%.1f" % v for v in os.getloadavg())))
+        korch.fast_path_info, " ".join("%.1f" % v for v in os.getloadavg())))
     cases = [(name + " plan", plan, a.threads)]
     if not a.skip_tiny:
         cases.append(("Relu 1x1000 (ONNX)", tiny_model(), 1))
     for label, path, threads in cases:
-        c_med, py_med, own_med, stub_med = [], [], [], []
-        for _ in range(a.rounds):
-            c = c_times(exe, path, a.warmup + a.runs, threads)[a.warmup:]
-            total, inner = py_times(path, a.warmup + a.runs, threads, split=True)
-            total, inner = total[a.warmup:], inner[a.warmup:]
-            c_med.append(statistics.median(c))
-            py_med.append(statistics.median(total))
-            own_med.append(statistics.median(t - i for t, i in zip(total, inner)))
-            stub_med.append(statistics.median(py_times(path, a.warmup + a.runs, threads, stub=True)[0][a.warmup:]))
-        print("\n%s, %d threads, %d rounds of %d calls (medians per round, us):" % (label, threads, a.rounds, a.runs))
-        print("  C korch_session_run      " + " ".join("%9.1f" % v for v in c_med))
-        print("  Python session.run       " + " ".join("%9.1f" % v for v in py_med))
-        print("  difference               " + " ".join("%9.1f" % (p - c) for p, c in zip(py_med, c_med)))
-        print("  session.run outside C    " + " ".join("%9.1f" % v for v in own_med))
-        print("  session.run, C stubbed   " + " ".join("%9.1f" % v for v in stub_med))
-        print("  median: C %.1f, Python %.1f, difference %.1f; outside C %.1f; with the run stubbed %.1f" % (
-            statistics.median(c_med), statistics.median(py_med),
-            statistics.median(p - c for p, c in zip(py_med, c_med)), statistics.median(own_med),
-            statistics.median(stub_med)))
+        rows = {"C korch_session_run": []}
+        for p in paths:
+            for what in ("session.run", "outside C", "C stubbed"):
+                rows["%s %s" % (p, what)] = []
+        parts = {k: [] for k in PARTS}
+        for _ in range(a.rounds):  # interleaved: C, then each path, in every round
+            rows["C korch_session_run"].append(statistics.median(c_times(exe, path, a.warmup + a.runs,
+                                                                         threads)[a.warmup:]))
+            for p in paths:
+                calls = []
+                total, inner = py_times(path, a.warmup + a.runs, threads, split=True, fast=p == "fast", parts=calls)
+                total, inner = total[a.warmup:], inner[a.warmup:]
+                for k, name in enumerate(PARTS if calls else []):
+                    parts[name].append(statistics.median(c[k] for c in calls[a.warmup:]))
+                rows[p + " session.run"].append(statistics.median(total))
+                rows[p + " outside C"].append(statistics.median(t - i for t, i in zip(total, inner)))
+            for p in paths:
+                stub = py_times(path, a.warmup + a.runs, threads, stub=True, fast=p == "fast")[0][a.warmup:]
+                rows[p + " C stubbed"].append(statistics.median(stub))
+        print("\n%s, %d threads, %d rounds of %d calls (medians per round, us; then median [min-max] of rounds):"
+              % (label, threads, a.rounds, a.runs))
+        for key, vals in rows.items():
+            print("  %-28s %s   | %.1f [%.1f-%.1f]" % (key, " ".join("%9.1f" % v for v in vals),
+                                                     statistics.median(vals), min(vals), max(vals)))
+        if parts[PARTS[0]]:
+            print("  fast outside C, by part (medians per round):")
+            for key, vals in parts.items():
+                print("    %-30s %s   | %.2f [%.2f-%.2f]" % (key, " ".join("%7.2f" % v for v in vals),
+                                                           statistics.median(vals), min(vals), max(vals)))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,10 @@ foreign call, so korch_session_run and korch_optimize run while other Python
 threads continue; the log callback of korch_optimize takes the GIL back
 (ctypes callbacks do so themselves).
 
+korch._fast (_fast.c), the C extension that runs InferenceSession.run in one
+C call, is loaded here too (load_fast); it calls the functions of the library
+loaded here, whose addresses it is given.
+
 Where the library comes from, first match wins:
   1. $KORCH_LIBRARY, a path to libkorch.so (tests, development trees);
   2. the copy `pip install ./python` bundled next to this file;
@@ -12,7 +16,11 @@ Where the library comes from, first match wins:
 """
 import ctypes
 import ctypes.util
+import importlib.machinery
+import importlib.util
 import os
+import sys
+import warnings
 import subprocess
 
 from ._errors import raise_status
@@ -125,3 +133,55 @@ def library_version():
 
 def library_path():
     return lib._name
+
+
+# korch._fast's constructor version (KORCH_FAST_PROTOCOL in _fast.c)
+FAST_PROTOCOL = 1
+
+
+def _fast_from_path(path):
+    loader = importlib.machinery.ExtensionFileLoader("korch._fast", path)
+    spec = importlib.util.spec_from_file_location("korch._fast", path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules["korch._fast"] = module
+    return module
+
+
+def load_fast():
+    """(module, detail): korch._fast and the file it came from, or (None,
+    why not). First match wins: $KORCH_FAST_MODULE (a path; the tests and
+    development trees set it, and a failure to load it is an error), then
+    the module `pip install ./python` built into the package. Without it
+    session.run goes through ctypes (the fallback, about 45 us slower per
+    call on MobileNetV2: bench/python/RESULTS.md)."""
+    path = os.environ.get("KORCH_FAST_MODULE")
+    try:
+        if path:
+            try:
+                module = _fast_from_path(path)
+            except (ImportError, OSError) as e:
+                raise ImportError("korch: KORCH_FAST_MODULE=%s cannot be loaded: %s" % (path, e)) from None
+        else:
+            from . import _fast as module
+    except ModuleNotFoundError as e:
+        if path or e.name != "korch._fast":
+            raise
+        return None, "korch._fast is not built: session.run goes through ctypes (docs/python.md)"
+    except ImportError as e:
+        if path:
+            raise
+        # built, but not for this Python or this platform: said aloud
+        why = "korch._fast cannot be loaded (%s): session.run goes through ctypes (docs/python.md)" % e
+        warnings.warn(why, RuntimeWarning, stacklevel=3)
+        return None, why
+    if getattr(module, "PROTOCOL", None) != FAST_PROTOCOL:
+        raise ImportError("korch: %s is korch._fast protocol %s, this package needs %d: rebuild it (pip install "
+                          "./python, or make build)" % (module.__file__, getattr(module, "PROTOCOL", None),
+                                                        FAST_PROTOCOL))
+    return module, module.__file__
+
+
+def function_address(name):
+    """The address of one of the library's functions (for korch._fast)."""
+    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value

@@ -9,10 +9,16 @@ import weakref
 import numpy as np
 
 from . import _lib
-from ._errors import InvalidArgumentError
+from ._errors import InvalidArgumentError, raise_status
 from ._types import decode_name, numpy_dtype, type_string
 
 _lib_ = _lib.lib
+# korch._fast (_fast.c): run() as one C call. None when it is not built;
+# korch.fast_path says which path sessions take, fast_path_info why
+_fast, fast_path_info = _lib.load_fast()
+# False: sessions created from now on take the ctypes path even with
+# korch._fast built (the tests and bench/python compare the two)
+_use_fast = True
 _c_char = ctypes.c_char
 _addressof = ctypes.addressof
 _refs = sys.getrefcount
@@ -24,6 +30,43 @@ _POOLED_ONLY = 2
 def _address(out):
     """The data address of a writable array of at least one byte."""
     return _addressof(_c_char.from_buffer(out))
+
+
+def _checked_feed(inputs, names, input_feed):
+    """input_feed as a dict whose keys are the inputs' names (names, a
+    frozenset), or the error that says which are unknown or missing."""
+    try:
+        keys = input_feed.keys()
+    except AttributeError:
+        raise InvalidArgumentError("run: input_feed must be a dict {name: array}, got %s"
+                                   % type(input_feed).__name__) from None
+    if keys != names:
+        unknown = [k for k in input_feed if k not in names]
+        missing = [a.name for a in inputs if a.name not in input_feed]
+        parts = []
+        if unknown:
+            parts.append("no input named %s" % ", ".join(repr(k) for k in unknown))
+        if missing:
+            parts.append("input %s not given" % ", ".join(repr(k) for k in missing))
+        raise InvalidArgumentError("run: %s; the inputs are %s" % ("; ".join(parts),
+                                                                  ", ".join(repr(a.name) for a in inputs)))
+    return input_feed if isinstance(input_feed, dict) else dict(input_feed)
+
+
+def _output_error(outputs, index, output_names):
+    """Raises the error naming the output names that are not the model's."""
+    def known(n):
+        try:
+            return n in index
+        except TypeError:  # unhashable
+            return False
+    try:
+        bad = [n for n in output_names if not known(n)]
+    except TypeError:
+        raise InvalidArgumentError("run: output_names must be a list of names or None, got %s"
+                                   % type(output_names).__name__) from None
+    raise InvalidArgumentError("run: no output named %s; the outputs are %s"
+                               % (", ".join(repr(n) for n in bad), ", ".join(repr(a.name) for a in outputs)))
 
 
 class NodeArg:
@@ -119,6 +162,48 @@ class InferenceSession:
         # and a ctypes call per output (bench/python/RESULTS.md, run 3)
         self._out_now = [None] * len(self._outputs)
         self._out_before = [None] * len(self._outputs)
+        # the C path: these bindings and pools live in the runner instead
+        self._runner = self._make_runner() if _fast is not None and _use_fast else None
+        if self._runner is not None:
+            # the runner owns the C session now: it may outlive this object
+            # (a caller can keep sess.run alone), so it destroys it
+            self._finalizer.detach()
+            # run is the runner's C method itself: no Python frame between
+            # the caller and the C call (3-4 us after a MobileNetV2 run has
+            # evicted the interpreter; bench/python/RESULTS.md, run 4)
+            self.run = self._runner.run
+
+    def _make_runner(self):
+        """korch._fast.Runner over this session: the C API's functions by
+        address, each input's (name, kind, item size, shape, bytes), each
+        output's numpy.empty arguments, and the Python helpers that raise
+        this module's errors (so both paths say the same)."""
+        inputs, outputs, out_index = self._inputs, self._outputs, self._output_index
+        names = self._input_names
+
+        def conform(i, value):
+            return InferenceSession._conform(inputs[i], value)
+
+        def feed_check(feed):
+            return _checked_feed(inputs, names, feed)
+
+        def output_error(output_names):
+            _output_error(outputs, out_index, output_names)
+
+        fns = tuple(_lib.function_address(n) for n in ("korch_session_set_input", "korch_session_set_output",
+                                                       "korch_session_run", "korch_last_error",
+                                                       "korch_status_name", "korch_session_destroy"))
+        # an input without a NumPy dtype gets kind "x", which no buffer has:
+        # conform() then names it
+        in_specs = [(a.name, a.dtype.kind if a.dtype is not None else "x", a.dtype.itemsize if a.dtype is not None
+                     else 0, shape, nbytes) for a, (_, shape, nbytes) in zip(inputs, self._in_spec)]
+        out_specs = [(shape, dtype, nbytes) for dtype, shape, nbytes in self._out_spec]
+        helpers = (np.empty, conform, feed_check, output_error, raise_status, InvalidArgumentError)
+        return _fast.Runner(self._handle, fns, in_specs, out_specs, dict(out_index), helpers)
+
+    def _bound_inputs(self):
+        """Per input, the caller's array bound zero-copy now, or None (tests)."""
+        return self._runner.bound_inputs() if self._runner is not None else list(self._bound)
 
     def _info(self, fn, index):
         info = _lib.TensorInfo()
@@ -145,16 +230,21 @@ class InferenceSession:
 
     def run(self, output_names, input_feed, run_options=None):
         """Runs once; returns the outputs named (None: all, in model order)
-        as new NumPy arrays. Inputs are bound without a copy when they are
-        C-contiguous NumPy arrays of the input's dtype (anything else
-        array-like is copied into one); the dtype and shape must be the
-        model's (no conversion, as in ONNX Runtime)."""
-        try:
-            if input_feed.keys() != self._input_names:
-                self._feed_error(input_feed)
-        except AttributeError:
-            raise InvalidArgumentError("run: input_feed must be a dict {name: array}, got %s"
-                                       % type(input_feed).__name__) from None
+        as NumPy arrays the session will not write again while they (or a
+        view of them) are held. Inputs are bound without a copy when they
+        are C-contiguous arrays of the input's dtype and shape (anything
+        else array-like is copied into one); the dtype and shape must be the
+        model's (no conversion, as in ONNX Runtime). One C call
+        (korch._fast) when the extension is built: korch.fast_path."""
+        runner = self._runner
+        if runner is not None:
+            return runner.run(output_names, input_feed)
+        return self._run_ctypes(output_names, input_feed)
+
+    def _run_ctypes(self, output_names, input_feed):
+        """run() without korch._fast: the same steps in Python, each C call
+        through ctypes."""
+        _checked_feed(self._inputs, self._input_names, input_feed)
         copies = None  # inputs converted here: alive until the run is over
         with self._lock:
             h = self._handle
@@ -163,7 +253,7 @@ class InferenceSession:
             bound, names = self._bound, self._in_names
             for i in range(len(names)):
                 arr = input_feed[names[i]]
-                if arr is bound[i]:
+                if arr is bound[i] and arr is not None:  # (None is an empty slot, not a feed)
                     continue  # bound already; its data may have changed, its address has not
                 dtype, shape, nbytes = self._in_spec[i]
                 if type(arr) is not np.ndarray or arr.dtype != dtype or arr.shape != shape \
@@ -201,21 +291,7 @@ class InferenceSession:
         try:
             return [results[self._output_index[n]] for n in output_names]
         except (KeyError, TypeError):
-            bad = [n for n in output_names if n not in self._output_index]
-            raise InvalidArgumentError("run: no output named %s; the outputs are %s"
-                                       % (", ".join(repr(n) for n in bad),
-                                          ", ".join(repr(a.name) for a in self._outputs))) from None
-
-    def _feed_error(self, input_feed):
-        unknown = [k for k in input_feed if k not in self._input_index]
-        missing = [a.name for a in self._inputs if a.name not in input_feed]
-        parts = []
-        if unknown:
-            parts.append("no input named %s" % ", ".join(repr(k) for k in unknown))
-        if missing:
-            parts.append("input %s not given" % ", ".join(repr(k) for k in missing))
-        raise InvalidArgumentError("run: %s; the inputs are %s" % ("; ".join(parts),
-                                                                  ", ".join(repr(a.name) for a in self._inputs)))
+            _output_error(self._outputs, self._output_index, output_names)
 
     @staticmethod
     def _conform(arg, value):
@@ -236,16 +312,12 @@ class InferenceSession:
     # ---- lifetime ----------------------------------------------------------
     def close(self):
         """Releases the session now (otherwise when it is garbage)."""
+        if self._runner is not None:
+            self._runner.close()  # waits for a run in progress; runs nothing after
         with self._lock:
             self._finalizer()
             self._handle = None
             self._bound = [None] * len(self._inputs)
-        # per output: the array bound to the C session now, and the one bound
-        # before it. A run reuses whichever nobody else holds any more
-        # (its reference count says so), so a loop that drops or replaces
-        # its outputs allocates none and binds none: the Python side of a
-        # run then touches a few cache lines instead of NumPy's allocator
-        # and a ctypes call per output (bench/python/RESULTS.md, run 3)
         self._out_now = [None] * len(self._outputs)
         self._out_before = [None] * len(self._outputs)
 

@@ -83,11 +83,11 @@ def test_zero_copy_input_binding():
     assert x.flags.c_contiguous and x.dtype == np.float32
     y1, _ = s.run(None, {"x": x})
     # the session keeps the caller's array itself (its pointer is bound), no copy
-    assert s._bound[0] is x
+    assert s._bound_inputs()[0] is x
     # the same array with new contents: read in place (bound once), and right
     x += 0.5
     y2, _ = s.run(None, {"x": x})
-    assert s._bound[0] is x
+    assert s._bound_inputs()[0] is x
     (y_fresh, _) = korch.InferenceSession(SMALL).run(None, {"x": x.copy()})
     assert np.array_equal(y2, y_fresh) and not np.array_equal(y1, y2)
 
@@ -99,7 +99,7 @@ def test_non_contiguous_input_is_copied_and_right():
     assert not strided.flags.c_contiguous
     want = s.run(None, {"x": x})
     got = s.run(None, {"x": strided})
-    assert s._bound[0] is None  # a converted copy is not kept
+    assert s._bound_inputs()[0] is None  # a converted copy is not kept
     for g, w in zip(got, want):
         assert np.array_equal(g, w)
     # a nested list of the right dtype is accepted too (copied)
