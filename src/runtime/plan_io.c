@@ -533,15 +533,15 @@ static bool per_plan_keyword(const char *k) {
 static korch_status close_bucket(parser *p, korch_plan *file_plan) {
     korch_plan *b = p->bucket;
     if (!b) return KORCH_OK;
-    int index = file_plan->n_buckets - 1;
+    int index = file_plan->n_buckets - 1; /* messages count buckets from 1, as explain and info do */
     char shapes[1024], detail[160];
-    snprintf(detail, sizeof detail, "%d", index);
+    snprintf(detail, sizeof detail, "%d", index + 1);
     korch_status st = KORCH_OK;
     if (b->n_kernels != p->bucket_kernels)
         st = korch_error(KORCH_ERR_PARSE,
                          "plan \"%s\" is damaged: bucket %d has %d kernel lines, its bucket line says %d (truncated "
                          "or damaged bucket table); copy it again or re-run korch optimize",
-                         p->path, index, b->n_kernels, p->bucket_kernels);
+                         p->path, index + 1, b->n_kernels, p->bucket_kernels);
     else if (!b->fission_version[0] || b->n_input_shapes == 0)
         st = perr(p, "no fission or input line in bucket ", detail);
     else if (strcmp(korch_plan_shapes_format(b, shapes, sizeof shapes), p->bucket_shapes) != 0)
@@ -764,6 +764,12 @@ static korch_status parse_line(parser *p, korch_plan *file_plan, char *line, boo
     return KORCH_OK;
 }
 
+static bool has_end_line(const char *text, size_t size) {
+    for (size_t i = 0; i + 5 <= size; i++)
+        if (text[i] == '\n' && memcmp(text + i + 1, "end ", 4) == 0) return true;
+    return false;
+}
+
 /* Parses the text part (the bytes before the first NUL) into plan. */
 static korch_status parse_text(parser *p, korch_plan *plan, const char *file_text, size_t size) {
     const char *path = p->path;
@@ -782,6 +788,10 @@ static korch_status parse_text(parser *p, korch_plan *plan, const char *file_tex
         st = korch_error(KORCH_ERR_UNSUPPORTED, "plan \"%s\" has format version %d; this korch reads versions 1 to %d",
                          path, version, KORCH_PLAN_VERSION_BUCKETS);
     plan->version = version;
+    /* a file cut anywhere before its end line: say so, rather than what the
+     * cut left of its last line looks like */
+    if (st == KORCH_OK && !has_end_line(file_text, size))
+        st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": no end line (truncated file?)", path);
     bool ended = false;
     /* strtok_r skips empty lines, so count line breaks by position instead
      * (strtok_r turned the break after each token into a NUL) */
