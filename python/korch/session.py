@@ -9,7 +9,7 @@ import weakref
 import numpy as np
 
 from . import _lib
-from ._errors import InvalidArgumentError
+from ._errors import InvalidArgumentError, ShapeError
 from ._types import decode_name, numpy_dtype, type_string
 
 _lib_ = _lib.lib
@@ -185,7 +185,7 @@ class InferenceSession:
                 break
         else:
             given = ";".join("%s=%s" % (k, "x".join(map(str, v))) for k, v in shapes.items())
-            raise InvalidArgumentError("run: plan %r has no shape bucket for %s; its buckets are %s (inputs must "
+            raise ShapeError("run: plan %r has no shape bucket for %s; its buckets are %s (inputs must "
                                        "match a bucket exactly: korch does not pad to a larger one)"
                                        % (self._path, given, ", ".join(s.decode("utf-8", "replace")
                                                                         for _, s in self._buckets)))
