@@ -4,7 +4,11 @@
  * range `{16..512}`, which stands for the powers of two from 16 to 512
  * (16, 32, ..., 512: each start doubled while it stays below the end, then
  * the end itself, so {20..100} is 20, 40, 80, 100). Every combination of
- * the listed values, over all dimensions and all inputs, is one bucket. */
+ * the listed values is one bucket, except that a list equal to one of an
+ * earlier input (same values, same order) is tied to it: both take the same
+ * value in every bucket, so `ids=1x{32,64} mask=1x{32,64}` is two buckets
+ * (a sequence length shared by inputs), while the dimensions of one input
+ * combine freely (`x=1x3x{320,640}x{320,640}` is four). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,10 +98,30 @@ int korch_cli_bucket_spec_add(korch_cli_buckets *b, const char *spec, const char
     return 0;
 }
 
+/* The earlier input's dimension whose list equals dims[d] of input i
+ * (*ti = -1: none, the list is free). */
+static void tied_to(const korch_cli_buckets *b, int i, int d, int *ti, int *td) {
+    *ti = *td = -1;
+    const korch_cli_bucket_dim *x = &b->inputs[i].dims[d];
+    if (x->count < 2) return;
+    for (int j = 0; j < i; j++)
+        for (int e = 0; e < b->inputs[j].rank; e++) {
+            const korch_cli_bucket_dim *y = &b->inputs[j].dims[e];
+            if (y->count == x->count && memcmp(y->values, x->values, (size_t)x->count * sizeof *x->values) == 0) {
+                *ti = j;
+                *td = e;
+                return;
+            }
+        }
+}
+
 int korch_cli_buckets_total(const korch_cli_buckets *b) {
     long total = 1;
     for (int i = 0; i < b->count; i++)
         for (int d = 0; d < b->inputs[i].rank; d++) {
+            int ti, td;
+            tied_to(b, i, d, &ti, &td);
+            if (ti >= 0) continue;
             total *= b->inputs[i].dims[d].count;
             if (total > KORCH_PLAN_MAX_BUCKETS) return KORCH_PLAN_MAX_BUCKETS + 1;
         }
@@ -105,13 +129,22 @@ int korch_cli_buckets_total(const korch_cli_buckets *b) {
 }
 
 int korch_cli_buckets_apply(const korch_cli_buckets *b, int index, korch_cli_shapes *shapes, const char *command) {
+    int pick[KORCH_CLI_MAX_SHAPES][KORCH_MAX_RANK]; /* the value each dimension takes in this bucket */
+    for (int i = 0; i < b->count; i++)
+        for (int d = 0; d < b->inputs[i].rank; d++) {
+            int ti, td;
+            tied_to(b, i, d, &ti, &td);
+            if (ti >= 0) {
+                pick[i][d] = pick[ti][td];
+                continue;
+            }
+            pick[i][d] = index % b->inputs[i].dims[d].count;
+            index /= b->inputs[i].dims[d].count;
+        }
     for (int i = 0; i < b->count; i++) {
         const korch_cli_bucket_input *in = &b->inputs[i];
         korch_shape s = {.rank = in->rank};
-        for (int d = 0; d < in->rank; d++) {
-            s.dims[d] = in->dims[d].values[index % in->dims[d].count];
-            index /= in->dims[d].count;
-        }
+        for (int d = 0; d < in->rank; d++) s.dims[d] = in->dims[d].values[pick[i][d]];
         char spec[512], dims[200];
         snprintf(spec, sizeof spec, "%s=%s", in->name, korch_shape_format(&s, dims, sizeof dims));
         int rc = korch_cli_shapes_add(shapes, spec, command);

@@ -42,6 +42,15 @@ def main():
     m.ir_version = 8
     onnx.checker.check_model(m)
     onnx.save(m, os.path.join(OUT, "seq_net.onnx"))
+    # two inputs sharing the sequence length: tied brace lists (docs/cli.md)
+    g2 = helper.make_graph([helper.make_node("Add", ["x", "m"], ["y"], name="add")], "two_inputs",
+                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 8]),
+                            helper.make_tensor_value_info("m", TensorProto.FLOAT, [1, "seq", 8])],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "seq", 8])])
+    m2 = helper.make_model(g2, producer_name="gen-bucket-fixtures.py", opset_imports=[helper.make_opsetid("", 14)])
+    m2.ir_version = 8
+    onnx.checker.check_model(m2)
+    onnx.save(m2, os.path.join(OUT, "two_inputs.onnx"))
     for seq in (4, 8, 16, 12):  # 12: no bucket holds it
         np.save(os.path.join(OUT, "x%d.npy" % seq), rng.standard_normal((1, seq, 8)).astype(np.float32),
                 allow_pickle=False)

@@ -100,6 +100,11 @@ expect "a bad list" 2 optimize "$fx/seq_net.onnx" --input-shape 'x=1x{4,a}x8' -o
     has "a bad list" "$err" "a brace list holds positive numbers"
 expect "a list not closed" 2 optimize "$fx/seq_net.onnx" --input-shape 'x=1x{4,8x8' -o "$work/bad.plan" &&
     has "a list not closed" "$err" "not closed"
+# equal lists of two inputs are tied (one sequence length): two buckets, not four
+expect "tied lists" 0 optimize "$fx/two_inputs.onnx" --input-shape 'x=1x{4,8}x8' --input-shape 'm=1x{4..8}x8' \
+    -o "$work/two.plan" --threads 1 --strategy none --estimate -q &&
+    expect "tied lists: explain" 0 explain "$work/two.plan" && has "tied lists" "$out" "shape buckets: 2" &&
+    has "tied: bucket 2" "$out" "bucket 2: x=1x8x8;m=1x8x8"
 # one value in braces: an ordinary plan (format 3)
 expect "one value" 0 optimize "$fx/seq_net.onnx" --input-shape 'x=1x{8}x8' -o "$work/one.plan" \
     --threads 1 --strategy none --estimate -q
