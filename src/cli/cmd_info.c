@@ -25,11 +25,10 @@ static void print_value(const korch_value *v, const char *kind, bool inferred) {
                     : korch_value_declared_format(v, shape, sizeof shape));
 }
 
-/* The summary of a plan's model at the plan's shapes; *plan stays loaded
- * (the graphs may borrow its weights). */
+/* The summary of a loaded plan's model at the plan's shapes; *plan stays
+ * loaded (the graphs may borrow its weights). */
 static korch_status load_plan_summary(const char *path, const korch_cli_shapes *shapes, korch_plan **plan,
                                       korch_model_summary *s, char *buckets, size_t size) {
-    KORCH_TRY(korch_plan_load(path, plan));
     /* a bucketed plan: the list of its buckets, and the model at the one
      * --input-shape chooses (the first without it) */
     buckets[0] = '\0';
@@ -65,16 +64,14 @@ int korch_cmd_info(int argc, char **argv) {
     korch_status st = KORCH_OK;
     char buckets[8192] = "";
     if (korch_plan_file_is_plan(model)) {
-        korch_plan *peek = NULL;
-        bool bucketed = korch_plan_load(model, &peek) == KORCH_OK && peek->n_buckets > 0;
-        korch_plan_free(peek);
-        korch_error_clear();
-        if (shapes.count && !bucketed) {
+        st = korch_plan_load(model, &plan);
+        if (st == KORCH_OK && shapes.count && plan->n_buckets == 0) {
             korch_cli_shapes_free(&shapes);
+            korch_plan_free(plan);
             return korch_cli_usage_error("info", "--input-shape: a plan's input shapes are fixed (korch explain PLAN "
                                                  "lists them; a plan with shape buckets takes it to choose one)");
         }
-        st = load_plan_summary(model, &shapes, &plan, &s, buckets, sizeof buckets);
+        if (st == KORCH_OK) st = load_plan_summary(model, &shapes, &plan, &s, buckets, sizeof buckets);
     } else {
         st = korch_model_summary_load(model, shapes.items, shapes.count, &s);
     }
