@@ -132,6 +132,18 @@ typedef struct korch_model korch_model;
 KORCH_API korch_status korch_model_load(const char *path, korch_model **out);
 KORCH_API void korch_model_free(korch_model *model);
 
+/* Shape buckets. `korch optimize MODEL --input-shape 'ids=1x{32,64,128}'`
+ * writes one plan file holding a plan per input shape (a bucket). A
+ * session runs one bucket: korch_session_options.input_shapes chooses it
+ * (exact match: korch never pads an input up to a larger bucket); without
+ * it, korch_session_create fails listing the buckets. Make one session per
+ * shape you serve (sessions of one model share its mapped weights).
+ * count: the buckets of a plan with buckets; 1 for a plan of one shape;
+ * 0 for an ONNX model. shapes: bucket `index`'s input shapes in the
+ * syntax of input_shapes ("ids=1x32;mask=1x32"), owned by the model. */
+KORCH_API int korch_model_bucket_count(const korch_model *model);
+KORCH_API korch_status korch_model_bucket_shapes(const korch_model *model, int index, const char **shapes);
+
 /* ---- sessions ------------------------------------------------------------
  * A session owns the prepared executable and its memory. Sessions are
  * independent: different sessions may run concurrently on different threads.
@@ -140,7 +152,9 @@ typedef struct korch_session korch_session;
 
 typedef struct korch_session_options {
     int threads;              /* 0: OpenMP default (for a plan: the plan's thread count) */
-    /* Fix symbolic input dimensions: "name=1x3x224x224;other=1x128". NULL: none. */
+    /* Fix symbolic input dimensions: "name=1x3x224x224;other=1x128". NULL: none.
+     * A plan with shape buckets: chooses the bucket (korch_model_bucket_shapes
+     * lists them in this syntax). A plan of one shape ignores it. */
     const char *input_shapes;
 } korch_session_options;
 

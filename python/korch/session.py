@@ -9,7 +9,7 @@ import weakref
 import numpy as np
 
 from . import _lib
-from ._errors import InvalidArgumentError, raise_status
+from ._errors import InvalidArgumentError, ShapeError, raise_status
 from ._types import decode_name, numpy_dtype, type_string
 
 _lib_ = _lib.lib
@@ -119,20 +119,40 @@ class InferenceSession:
 
     One session may be shared by threads: its runs take turns (the C
     session is not reentrant). Sessions run concurrently, with the GIL
-    released during each run."""
+    released during each run.
+
+    A plan with shape buckets (korch optimize --input-shape 'x=1x{32,64}'):
+    each run picks the bucket whose shapes equal the feed's (one C session
+    per bucket, made at its first run); a feed no bucket matches is refused
+    listing them. get_inputs() shows a dimension the buckets differ in as
+    None. input_shapes= fixes one bucket instead."""
+
+    _buckets = None  # a plan with shape buckets: [(shapes dict, spec bytes)]
+    _runner = None  # korch._fast's runner of this session's C session (none for the bucket list itself)
 
     def __init__(self, path_or_plan, threads=None, input_shapes=None, providers=None, sess_options=None, **_ignored):
         if threads is None and sess_options is not None:
             threads = getattr(sess_options, "intra_op_num_threads", 0) or None
         self._path = os.fspath(path_or_plan)
-        opts = _lib.SessionOptions(_threads_arg(threads), _shape_spec(input_shapes))
+        self._threads = _threads_arg(threads)
+        spec = _shape_spec(input_shapes)
         model = ctypes.c_void_p()
         _lib.check_status(_lib_.korch_model_load(os.fsencode(self._path), ctypes.byref(model)))
-        handle = ctypes.c_void_p()
+        kept = False
         try:
-            _lib.check_status(_lib_.korch_session_create(model, ctypes.byref(opts), ctypes.byref(handle)))
+            n = _lib_.korch_model_bucket_count(model)
+            if n > 1 and spec is None:
+                kept = self._open_buckets(model, n)
+            else:
+                self._open(model, spec)
         finally:
-            _lib_.korch_model_free(model)  # the session holds its own reference
+            if not kept:
+                _lib_.korch_model_free(model)  # the session holds its own reference
+
+    def _open(self, model, spec):
+        opts = _lib.SessionOptions(self._threads, spec)
+        handle = ctypes.c_void_p()
+        _lib.check_status(_lib_.korch_session_create(model, ctypes.byref(opts), ctypes.byref(handle)))
         self._handle = handle.value
         self._finalizer = weakref.finalize(self, _lib_.korch_session_destroy, self._handle)
         self._lock = threading.Lock()
@@ -205,6 +225,64 @@ class InferenceSession:
         """Per input, the caller's array bound zero-copy now, or None (tests)."""
         return self._runner.bound_inputs() if self._runner is not None else list(self._bound)
 
+    def _open_buckets(self, model, n):
+        """A plan with shape buckets: the bucket list, and the first bucket's
+        session (names, dtypes) made now; the others at their first run."""
+        self._buckets = []
+        for b in range(n):
+            text = ctypes.c_char_p()
+            _lib.check_status(_lib_.korch_model_bucket_shapes(model, b, ctypes.byref(text)))
+            shapes = {}
+            for part in text.value.split(b";"):
+                name, _, dims = part.rpartition(b"=")
+                shapes[decode_name(name)] = () if dims == b"scalar" else tuple(int(d) for d in dims.split(b"x"))
+            self._buckets.append((shapes, text.value))
+        # kept (mapped once) until close: the buckets' sessions are made from it
+        self._model = model.value
+        self._model_finalizer = weakref.finalize(self, _lib_.korch_model_free, self._model)
+        first = self._child(0, model)
+        self._children = {0: first}
+        self._lock = threading.Lock()
+        self._handle = None
+        self._inputs = []
+        for a in first._inputs:
+            dims = [a.shape[d] if all(a.name in s and len(s[a.name]) == len(a.shape) and s[a.name][d] == a.shape[d]
+                                      for s, _ in self._buckets) else None for d in range(len(a.shape))]
+            self._inputs.append(NodeArg(a.name, dims, a.type, a.dtype))
+        self._outputs = [NodeArg(a.name, [None] * len(a.shape), a.type, a.dtype) if n > 1 else a
+                         for a in first._outputs]
+        self._input_names = first._input_names
+        return True
+
+    def _child(self, index, model):
+        child = InferenceSession.__new__(InferenceSession)
+        child._path, child._threads = self._path, self._threads
+        child._open(model, self._buckets[index][1])
+        return child
+
+    def _run_bucket(self, output_names, input_feed):
+        try:
+            shapes = {k: np.shape(v) for k, v in input_feed.items()}
+        except AttributeError:
+            raise InvalidArgumentError("run: input_feed must be a dict {name: array}, got %s"
+                                       % type(input_feed).__name__) from None
+        for b, (want, spec) in enumerate(self._buckets):
+            if all(shapes.get(k) == v for k, v in want.items()):
+                break
+        else:
+            given = ";".join("%s=%s" % (k, "x".join(map(str, v))) for k, v in shapes.items())
+            raise ShapeError("run: plan %r has no shape bucket for %s; its buckets are %s (inputs must "
+                                       "match a bucket exactly: korch does not pad to a larger one)"
+                                       % (self._path, given, ", ".join(s.decode("utf-8", "replace")
+                                                                        for _, s in self._buckets)))
+        with self._lock:
+            if self._children is None:
+                raise InvalidArgumentError("run: the session is closed")
+            child = self._children.get(b)
+            if child is None:
+                child = self._children[b] = self._child(b, ctypes.c_void_p(self._model))
+        return child.run(output_names, input_feed)
+
     def _info(self, fn, index):
         info = _lib.TensorInfo()
         _lib.check_status(fn(self._handle, index, ctypes.byref(info)))
@@ -236,6 +314,8 @@ class InferenceSession:
         else array-like is copied into one); the dtype and shape must be the
         model's (no conversion, as in ONNX Runtime). One C call
         (korch._fast) when the extension is built: korch.fast_path."""
+        if self._buckets is not None:
+            return self._run_bucket(output_names, input_feed)
         runner = self._runner
         if runner is not None:
             return runner.run(output_names, input_feed)
@@ -312,6 +392,13 @@ class InferenceSession:
     # ---- lifetime ----------------------------------------------------------
     def close(self):
         """Releases the session now (otherwise when it is garbage)."""
+        if self._buckets is not None:
+            with self._lock:
+                for child in (self._children or {}).values():
+                    child.close()
+                self._children = None
+                self._model_finalizer()
+            return
         if self._runner is not None:
             self._runner.close()  # waits for a run in progress; runs nothing after
         with self._lock:

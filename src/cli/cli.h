@@ -91,7 +91,9 @@ void korch_cli_shapes_free(korch_cli_shapes *s);
 
 /* `korch run PLAN` (cli_plan.c). open: loads the plan, checks its model's
  * hash, points *model_path at the model (an embedded plan: at the plan
- * itself) and adds the plan's input shapes.
+ * itself) and adds the plan's input shapes. A plan with shape buckets:
+ * --input-shape (`shapes`) chooses the bucket; without it, the shapes
+ * korch_cli_plan_graph is given (the input files') do.
  * prepare: lowers the run's inferred graph, checks it is the plan's, builds
  * the kernels. run: one execution (allocates outputs whose data is NULL).
  * The int functions return 0 or an exit code (after printing the error). */
@@ -102,7 +104,7 @@ int korch_cli_plan_threads(const korch_cli_plan *p);
  * unless `shapes` is NULL inferred as the plan was made: with its shapes (the
  * ones korch_cli_plan_open gave) and its guards. An embedded plan's graph borrows the
  * plan's weights: free it before korch_cli_plan_close. */
-korch_status korch_cli_plan_graph(const korch_cli_plan *p, const korch_cli_shapes *shapes, korch_graph **out);
+korch_status korch_cli_plan_graph(korch_cli_plan *p, const korch_cli_shapes *shapes, korch_graph **out);
 /* bytes of the executor's arena (after prepare) */
 size_t korch_cli_plan_arena_bytes(const korch_cli_plan *p);
 int korch_cli_plan_prepare(korch_cli_plan *p, korch_graph *g, int threads);

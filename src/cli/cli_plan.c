@@ -63,6 +63,17 @@ int korch_cli_plan_open(const char *plan_path, korch_cli_plan **out, const char 
         korch_cli_plan_close(p);
         return 1;
     }
+    /* a bucketed plan: --input-shape chooses the bucket now; without it
+     * the input files' shapes choose it (korch_cli_plan_graph) */
+    if (p->plan->n_buckets && shapes->count == 0) {
+        *model_path = p->model_path;
+        *out = p;
+        return 0;
+    }
+    if (p->plan->n_buckets && korch_plan_bucket_choose(&p->plan, plan_path, shapes->items, shapes->count) != KORCH_OK) {
+        korch_cli_plan_close(p);
+        return korch_cli_fail();
+    }
     /* the plan fixes every input shape; --input-shape may only repeat them */
     for (int i = 0; i < p->plan->n_input_shapes; i++) {
         const korch_plan_shape *ps = &p->plan->input_shapes[i];
@@ -97,7 +108,11 @@ int korch_cli_plan_open(const char *plan_path, korch_cli_plan **out, const char 
     return 0;
 }
 
-korch_status korch_cli_plan_graph(const korch_cli_plan *p, const korch_cli_shapes *shapes, korch_graph **out) {
+korch_status korch_cli_plan_graph(korch_cli_plan *p, const korch_cli_shapes *shapes, korch_graph **out) {
+    *out = NULL;
+    /* a bucketed plan not chosen yet: the bucket of the input files' shapes */
+    if (shapes && p->plan->n_buckets)
+        KORCH_TRY(korch_plan_bucket_choose(&p->plan, p->plan_path, shapes->items, shapes->count));
     KORCH_TRY(korch_plan_load_graph(p->plan, p->plan_path, out));
     if (!shapes) return KORCH_OK;
     /* as the plan was made: its shapes (which `shapes` repeats) and its

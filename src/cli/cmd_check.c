@@ -20,25 +20,37 @@ static void help(void) {
 /* A plan: loaded (text, checksums, sections), its model loaded and
  * lowered, and its kernels validated against the primitive graph; nothing
  * is built or run. */
+static int check_one(const korch_plan *plan, const char *path, int bucket);
+
 static int check_plan(const char *path) {
     korch_plan *plan = NULL;
-    korch_plan_model m;
     if (korch_plan_load(path, &plan) != KORCH_OK) return korch_cli_fail();
-    if (korch_plan_model_open(plan, path, &m) != KORCH_OK) {
-        korch_plan_free(plan);
-        return korch_cli_fail();
-    }
+    int rc = 0;
+    /* a plan with shape buckets: every bucket against the model at its shapes */
+    for (int b = 0; b < plan->n_buckets && rc == 0; b++) rc = check_one(plan->buckets[b], path, b + 1);
+    if (plan->n_buckets == 0) rc = check_one(plan, path, 0);
+    korch_plan_free(plan);
+    return rc;
+}
+
+static int check_one(const korch_plan *plan, const char *path, int bucket) {
+    korch_plan_model m;
+    if (korch_plan_model_open(plan, path, &m) != KORCH_OK) return korch_cli_fail();
     int rc = 0;
     if (korch_plan_validate(plan, m.pg) != KORCH_OK) {
         char printable[256];
         korch_error_prefix(KORCH_ERR_INVALID_MODEL, "plan \"%s\"", korch_printable(path, printable, sizeof printable));
         rc = korch_cli_fail();
+    } else if (bucket) {
+        char shapes[1024];
+        printf("ok: bucket %d (%s): plan of %d kernels for %d primitives, %s\n", bucket,
+               korch_plan_shapes_format(plan, shapes, sizeof shapes), plan->n_kernels, m.pg->n_nodes,
+               plan->embedded ? "its model embedded" : "its model unchanged");
     } else {
         printf("ok: plan of %d kernels for %d primitives, %s\n", plan->n_kernels, m.pg->n_nodes,
                plan->embedded ? "its model embedded" : "its model unchanged");
     }
     korch_plan_model_close(&m);
-    korch_plan_free(plan);
     return rc;
 }
 

@@ -11,11 +11,15 @@
 #include "runtime/plan.h"
 
 static void help(void) {
-    printf("usage: korch explain PLAN [--top N]\n\n"
+    printf("usage: korch explain PLAN [--top N] [--input-shape NAME=DIMS]...\n\n"
            "Prints every kernel of PLAN in execution order: its primitives, the ONNX\n"
            "nodes it covers, its implementation, its profiled latency and its share of\n"
            "the total; then totals per backend, the N slowest kernels (default 10), and\n"
-           "the memory plan (peak arena bytes; this part loads the plan's model).\n");
+           "the memory plan (peak arena bytes; this part loads the plan's model).\n"
+           "A plan with shape buckets: lists them, then explains the one --input-shape\n"
+           "chooses (default: the first).\n\n"
+           "  --top N                  the N slowest kernels (default 10)\n"
+           "  --input-shape NAME=DIMS  the bucket to explain, in a plan with shape buckets\n");
 }
 
 /* Memory needs the value sizes, so the model is loaded and lowered (no kernel
@@ -67,30 +71,70 @@ static void print_onnx(const char *names) {
     if (first) printf("-");
 }
 
+/* A plan with shape buckets: one line per bucket, then the bucket the
+ * shapes choose (the first without any) replaces the plan. */
+static korch_status explain_buckets(korch_plan **plan, const char *path, const korch_cli_shapes *shapes) {
+    korch_plan *c = *plan;
+    char buf[1024];
+    printf("shape buckets: %d, sharing the model (%s) and the machine; a run picks the bucket whose shapes equal "
+           "its inputs'\n",
+           c->n_buckets, c->embedded ? "its graph and weights stored once" : "named once");
+    for (int b = 0; b < c->n_buckets; b++) {
+        const korch_plan *k = c->buckets[b];
+        double total = 0;
+        for (int i = 0; i < k->n_kernels; i++) total += k->kernels[i].latency_ms;
+        printf("  bucket %d: %s: %d kernels, predicted %.4f ms%s\n", b + 1,
+               korch_plan_shapes_format(k, buf, sizeof buf), k->n_kernels, total,
+               k->verified ? ", verified" : ", not verified");
+    }
+    if (shapes->count) KORCH_TRY(korch_plan_bucket_choose(plan, path, shapes->items, shapes->count));
+    else *plan = korch_plan_bucket_take(c, 0);
+    printf("explained below: %s\n\n", korch_plan_shapes_format(*plan, buf, sizeof buf));
+    return KORCH_OK;
+}
+
 int korch_cmd_explain(int argc, char **argv) {
     const char *path = NULL;
     long top = 10;
+    korch_cli_shapes shapes = {0};
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         if (korch_cli_is_help(argv[i])) {
             help();
             return 0;
         } else if (strcmp(argv[i], "--top") == 0) {
-            if (!(v = korch_cli_value(argc, argv, &i, "explain"))) return 2;
+            if (!(v = korch_cli_value(argc, argv, &i, "explain"))) return korch_cli_shapes_free(&shapes), 2;
             if (!korch_cli_parse_int(v, 0, 1000000, &top))
-                return korch_cli_usage_error("explain", "--top expects a count");
+                return korch_cli_shapes_free(&shapes), korch_cli_usage_error("explain", "--top expects a count");
+        } else if (strcmp(argv[i], "--input-shape") == 0) {
+            int rc = (v = korch_cli_value(argc, argv, &i, "explain")) ? korch_cli_shapes_add(&shapes, v, "explain") : 2;
+            if (rc) {
+                korch_cli_shapes_free(&shapes);
+                return rc;
+            }
         } else if (argv[i][0] == '-') {
-            return korch_cli_usage_error("explain", "unknown option %s", argv[i]);
+            return korch_cli_shapes_free(&shapes), korch_cli_usage_error("explain", "unknown option %s", argv[i]);
         } else if (!path) {
             path = argv[i];
         } else {
-            return korch_cli_usage_error("explain", "more than one plan given");
+            return korch_cli_shapes_free(&shapes), korch_cli_usage_error("explain", "more than one plan given");
         }
     }
-    if (!path) return korch_cli_usage_error("explain", "no plan given");
-    if (korch_cli_expect_plan(path, "explain") != 0) return 1;
+    if (!path) return korch_cli_shapes_free(&shapes), korch_cli_usage_error("explain", "no plan given");
+    if (korch_cli_expect_plan(path, "explain") != 0) return korch_cli_shapes_free(&shapes), 1;
     korch_plan *plan = NULL;
-    if (korch_plan_load(path, &plan) != KORCH_OK) return korch_cli_fail();
+    korch_status lst = korch_plan_load(path, &plan);
+    if (lst == KORCH_OK && plan->n_buckets) lst = explain_buckets(&plan, path, &shapes);
+    else if (lst == KORCH_OK && shapes.count)
+        lst = korch_error(KORCH_ERR_INVALID_ARGUMENT,
+                          "--input-shape chooses a shape bucket; plan \"%s\" has one shape (listed below its input "
+                          "lines)",
+                          path);
+    korch_cli_shapes_free(&shapes);
+    if (lst != KORCH_OK) {
+        korch_plan_free(plan);
+        return korch_cli_fail();
+    }
     char buf[400], dims[160];
     double total = 0;
     for (int i = 0; i < plan->n_kernels; i++) total += plan->kernels[i].latency_ms;

@@ -25,10 +25,25 @@ static void print_value(const korch_value *v, const char *kind, bool inferred) {
                     : korch_value_declared_format(v, shape, sizeof shape));
 }
 
-/* The summary of a plan's model at the plan's shapes; *plan stays loaded
- * (the graphs may borrow its weights). */
-static korch_status load_plan_summary(const char *path, korch_plan **plan, korch_model_summary *s) {
-    KORCH_TRY(korch_plan_load(path, plan));
+/* The summary of a loaded plan's model at the plan's shapes; *plan stays
+ * loaded (the graphs may borrow its weights). */
+static korch_status load_plan_summary(const char *path, const korch_cli_shapes *shapes, korch_plan **plan,
+                                      korch_model_summary *s, char *buckets, size_t size) {
+    /* a bucketed plan: the list of its buckets, and the model at the one
+     * --input-shape chooses (the first without it) */
+    buckets[0] = '\0';
+    size_t used = 0;
+    for (int b = 0; b < (*plan)->n_buckets && used < size; b++) {
+        char one[1024];
+        int w = snprintf(buckets + used, size - used, "  bucket %d: %s\n", b + 1,
+                         korch_plan_shapes_format((*plan)->buckets[b], one, sizeof one));
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    if ((*plan)->n_buckets && shapes->count)
+        KORCH_TRY(korch_plan_bucket_choose(plan, path, shapes->items, shapes->count));
+    else if ((*plan)->n_buckets)
+        *plan = korch_plan_bucket_take(*plan, 0);
     korch_graph *raw = NULL, *graph = NULL;
     KORCH_TRY(korch_plan_load_graph(*plan, path, &raw));
     korch_status st = korch_plan_load_inferred(*plan, path, &graph);
@@ -47,13 +62,16 @@ int korch_cmd_info(int argc, char **argv) {
     korch_model_summary s;
     korch_plan *plan = NULL;
     korch_status st = KORCH_OK;
+    char buckets[8192] = "";
     if (korch_plan_file_is_plan(model)) {
-        if (shapes.count) {
+        st = korch_plan_load(model, &plan);
+        if (st == KORCH_OK && shapes.count && plan->n_buckets == 0) {
             korch_cli_shapes_free(&shapes);
+            korch_plan_free(plan);
             return korch_cli_usage_error("info", "--input-shape: a plan's input shapes are fixed (korch explain PLAN "
-                                                 "lists them)");
+                                                 "lists them; a plan with shape buckets takes it to choose one)");
         }
-        st = load_plan_summary(model, &plan, &s);
+        if (st == KORCH_OK) st = load_plan_summary(model, &shapes, &plan, &s, buckets, sizeof buckets);
     } else {
         st = korch_model_summary_load(model, shapes.items, shapes.count, &s);
     }
@@ -69,6 +87,13 @@ int korch_cmd_info(int argc, char **argv) {
                                        korch_printable(plan->model_path, name, sizeof name));
     else if (plan) printf("plan: format %d, for the model %s\n", plan->version,
                           korch_printable(plan->model_path, name, sizeof name));
+    if (plan && buckets[0]) {
+        char shown[1024];
+        int n = 0;
+        for (const char *c = buckets; *c; c++) n += *c == '\n';
+        printf("shape buckets: %d (a plan per input shape; shown: %s, --input-shape chooses another)\n%s", n,
+               korch_plan_shapes_format(plan, shown, sizeof shown), buckets);
+    }
     printf("graph: \"%s\", IR version %lld, ONNX opset %lld\n", korch_printable(g->name, name, sizeof name),
            (long long)g->ir_version, (long long)korch_graph_opset(g, ""));
     bool inferred = s.open_inputs == 0;

@@ -19,6 +19,11 @@
  * 3: the machine line, the end line's checksum, and the embedded model
  *    (embedded line, graph and weight sections after the text) */
 #define KORCH_PLAN_VERSION 3
+/* 4: shape buckets (buckets and bucket lines, one plan per input shape; the
+ *    model, its sections and the machine shared). Single-shape plans are
+ *    still written as version 3. */
+#define KORCH_PLAN_VERSION_BUCKETS 4
+#define KORCH_PLAN_MAX_BUCKETS 256
 /* where the sections of an embedded plan start: a multiple of this, so that
  * every tensor of the mapped weight section is this aligned in memory */
 #define KORCH_PLAN_ALIGN 64
@@ -115,6 +120,14 @@ typedef struct korch_plan {
     int excluded;           /* candidate kernels verification excluded while choosing */
     int n_excluded_kernels; /* the first of them (at most KORCH_PLAN_MAX_EXCLUDED), for explain */
     korch_plan_excluded *excluded_kernels;
+    /* A bucketed plan (format 4, korch optimize --input-shape 'x=1x{32,64}'):
+     * one plan per input shape. This plan then holds only what they share
+     * (model, sections, machine; threads and strategy copied from the first
+     * bucket) and has no kernels; each bucket is a whole plan whose sections
+     * point into this plan's mapping (they do not own it). 0: a plan of one
+     * shape. */
+    int n_buckets;
+    struct korch_plan **buckets;
 } korch_plan;
 
 korch_plan *korch_plan_new(void);
@@ -161,6 +174,34 @@ bool korch_plan_file_is_plan(const char *path);
 /* The model path resolved against the plan file's folder when relative.
  * Returns a malloc'd string or NULL (error set). */
 char *korch_plan_model_path(const korch_plan *plan, const char *plan_path);
+
+/* ---- shape buckets (plan_buckets.c) ------------------------------------- */
+
+/* The plan's input shapes as "x=1x32x8;mask=1x32" (the syntax of
+ * korch_session_options.input_shapes), truncated to size. */
+const char *korch_plan_shapes_format(const korch_plan *plan, char *buf, size_t size);
+/* After a bucketed plan is read: each bucket takes the shared model,
+ * sections (not owned) and machine; the container the first bucket's
+ * threads and strategy. */
+korch_status korch_plan_buckets_share(korch_plan *plan);
+/* Appends `bucket` (taken over; its sections must be the container's) to a
+ * container being written. */
+korch_status korch_plan_bucket_add(korch_plan *plan, korch_plan *bucket);
+/* The bucket whose every input shape equals the one given for it (inputs
+ * not named in `shapes` match any); a plan without buckets: index 0 (its
+ * shapes are checked where they are bound). Errors (KORCH_ERR_SHAPE) name
+ * the plan, the shapes asked for and list the buckets: no bucket matches,
+ * or several do (then an input's shape is needed to choose). Padding to a
+ * larger bucket is never done (docs/plan-format.md, "Shape buckets"). */
+korch_status korch_plan_bucket_find(const korch_plan *plan, const char *plan_path, const korch_input_shape *shapes,
+                                    int n_shapes, int *index);
+/* Bucket `index` as a plan of its own: it takes over the mapping; the
+ * container is freed. A plan without buckets is returned as it is. */
+korch_plan *korch_plan_bucket_take(korch_plan *plan, int index);
+/* korch_plan_bucket_find, then korch_plan_bucket_take (the plan is freed on
+ * error too). */
+korch_status korch_plan_bucket_choose(korch_plan **plan, const char *plan_path, const korch_input_shape *shapes,
+                                      int n_shapes);
 
 /* ---- the machine (plan_machine.c) -------------------------------------- */
 

@@ -49,10 +49,16 @@ typedef struct sections_info {
     uint32_t graph_crc, weights_crc;
 } sections_info;
 
-/* Everything before the end line (whose checksum covers these bytes). */
-static void write_body(FILE *f, const korch_plan *plan, const sections_info *embedded) {
-    fprintf(f, "%s %d\n", KORCH_PLAN_MAGIC, KORCH_PLAN_VERSION);
-    fprintf(f, "# korch execution plan; format: docs/plan-format.md\n");
+/* The lines every plan file opens with: magic, model, sections, machine
+ * (in a bucketed plan, shared by its buckets). */
+static void write_header(FILE *f, const korch_plan *plan, const sections_info *embedded) {
+    if (plan->n_buckets > 0) {
+        fprintf(f, "%s %d\n", KORCH_PLAN_MAGIC, KORCH_PLAN_VERSION_BUCKETS);
+        fprintf(f, "# korch execution plan, one per input shape (bucket); format: docs/plan-format.md\n");
+    } else {
+        fprintf(f, "%s %d\n", KORCH_PLAN_MAGIC, KORCH_PLAN_VERSION);
+        fprintf(f, "# korch execution plan; format: docs/plan-format.md\n");
+    }
     fprintf(f, "model path=");
     put_escaped(f, plan->model_path);
     fprintf(f, " sha256=%s\n", plan->model_sha256);
@@ -69,6 +75,11 @@ static void write_body(FILE *f, const korch_plan *plan, const sections_info *emb
         put_escaped(f, plan->machine_isa);
         fputc('\n', f);
     }
+}
+
+/* One plan's own lines: inputs, guards, fission, strategy, verification,
+ * kernels (a bucket's, after its bucket line). */
+static void write_plan_lines(FILE *f, const korch_plan *plan) {
     for (int i = 0; i < plan->n_input_shapes; i++) {
         char dims[160];
         fprintf(f, "input name=");
@@ -141,6 +152,31 @@ static void write_body(FILE *f, const korch_plan *plan, const sections_info *emb
     }
 }
 
+/* Everything before the end line (whose checksum covers these bytes). A
+ * bucketed plan (format 4): the shared header, the bucket table's count,
+ * then each bucket's line followed by its plan's lines. */
+static void write_body(FILE *f, const korch_plan *plan, const sections_info *embedded) {
+    write_header(f, plan, embedded);
+    if (plan->n_buckets == 0) {
+        write_plan_lines(f, plan);
+        return;
+    }
+    fprintf(f, "buckets count=%d\n", plan->n_buckets);
+    for (int b = 0; b < plan->n_buckets; b++) {
+        char shapes[1024];
+        fprintf(f, "bucket index=%d kernels=%d shapes=", b, plan->buckets[b]->n_kernels);
+        put_escaped(f, korch_plan_shapes_format(plan->buckets[b], shapes, sizeof shapes));
+        fputc('\n', f);
+        write_plan_lines(f, plan->buckets[b]);
+    }
+}
+
+static int total_kernels(const korch_plan *plan) {
+    int n = plan->n_kernels;
+    for (int b = 0; b < plan->n_buckets; b++) n += plan->buckets[b]->n_kernels;
+    return n;
+}
+
 static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 /* The first byte of the sections: past the text and at least one NUL, which
@@ -169,8 +205,11 @@ static korch_status save(const korch_plan *plan, const char *path, const uint8_t
         return korch_error(KORCH_ERR_OUT_OF_MEMORY, "cannot write plan \"%s\": out of memory", path);
     }
     char end[96];
-    int end_size = snprintf(end, sizeof end, "end kernels=%d crc32c=%08" PRIx32 "\n", plan->n_kernels,
-                            korch_crc32c(0, body, body_size));
+    int end_size = plan->n_buckets > 0
+                       ? snprintf(end, sizeof end, "end buckets=%d kernels=%d crc32c=%08" PRIx32 "\n",
+                                  plan->n_buckets, total_kernels(plan), korch_crc32c(0, body, body_size))
+                       : snprintf(end, sizeof end, "end kernels=%d crc32c=%08" PRIx32 "\n", plan->n_kernels,
+                                  korch_crc32c(0, body, body_size));
     FILE *f = fopen(path, "wb");
     if (!f) {
         free(body);
@@ -220,6 +259,13 @@ korch_status korch_plan_save_embedded(const korch_plan *plan, const char *path, 
 
 typedef struct parser {
     const char *path;
+    /* a bucketed plan (format 4): the bucket table's count (-1: no buckets
+     * line yet), the bucket the plan lines go to and the kernels its bucket
+     * line announced */
+    int buckets_declared;
+    korch_plan *bucket;
+    int bucket_kernels;
+    char *bucket_shapes;
     int line;
     size_t line_start; /* offset of the current line */
     sections_info sections;
@@ -472,13 +518,103 @@ static korch_status parse_specialize(parser *p, korch_plan *plan, field *fields,
     return KORCH_OK;
 }
 
-static korch_status parse_line(parser *p, korch_plan *plan, char *line, bool *ended) {
+/* The lines that belong to one plan; in a bucketed plan, to a bucket. */
+static bool per_plan_keyword(const char *k) {
+    static const char *const own[] = {"input",        "specialize", "fission",  "strategy",
+                                      "verification", "checked",    "excluded", "kernel"};
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+        if (strcmp(k, own[i]) == 0) return true;
+    return false;
+}
+
+/* Checks the bucket being read against its bucket line once its lines are
+ * over (the next bucket line or the end line): a cut or damaged table shows
+ * here even before the checksum is compared. */
+static korch_status close_bucket(parser *p, korch_plan *file_plan) {
+    korch_plan *b = p->bucket;
+    if (!b) return KORCH_OK;
+    int index = file_plan->n_buckets - 1; /* messages count buckets from 1, as explain and info do */
+    char shapes[1024], detail[160];
+    snprintf(detail, sizeof detail, "%d", index + 1);
+    korch_status st = KORCH_OK;
+    if (b->n_kernels != p->bucket_kernels)
+        st = korch_error(KORCH_ERR_PARSE,
+                         "plan \"%s\" is damaged: bucket %d has %d kernel lines, its bucket line says %d (truncated "
+                         "or damaged bucket table); copy it again or re-run korch optimize",
+                         p->path, index + 1, b->n_kernels, p->bucket_kernels);
+    else if (!b->fission_version[0] || b->n_input_shapes == 0)
+        st = perr(p, "no fission or input line in bucket ", detail);
+    else if (strcmp(korch_plan_shapes_format(b, shapes, sizeof shapes), p->bucket_shapes) != 0)
+        st = perr(p, "the input lines differ from the shapes= of bucket ", detail);
+    for (int o = 0; st == KORCH_OK && o < index; o++) {
+        const korch_plan *other = file_plan->buckets[o];
+        char theirs[1024];
+        bool same_names = other->n_input_shapes == b->n_input_shapes;
+        for (int i = 0; same_names && i < b->n_input_shapes; i++)
+            same_names = strcmp(other->input_shapes[i].name, b->input_shapes[i].name) == 0;
+        if (!same_names) st = perr(p, "the inputs differ from the first bucket's in bucket ", detail);
+        else if (strcmp(korch_plan_shapes_format(other, theirs, sizeof theirs), shapes) == 0)
+            st = perr(p, "two buckets have the same shapes: ", shapes);
+    }
+    free(p->bucket_shapes);
+    p->bucket_shapes = NULL;
+    p->bucket = NULL;
+    return st;
+}
+
+/* buckets count=N, then bucket index=I kernels=K shapes=S per bucket */
+static korch_status parse_bucket_line(parser *p, korch_plan *file_plan, const char *keyword, field *fields, int nf) {
+    long n = 0;
+    if (strcmp(keyword, "buckets") == 0) {
+        if (p->buckets_declared >= 0 || file_plan->n_buckets) return perr(p, "a second buckets line", NULL);
+        if (!parse_long(get(fields, nf, "count"), 1, KORCH_PLAN_MAX_BUCKETS, &n))
+            return perr(p, "bad buckets count", NULL);
+        p->buckets_declared = (int)n;
+        return KORCH_OK;
+    }
+    KORCH_TRY(close_bucket(p, file_plan));
+    if (p->buckets_declared < 0) return perr(p, "a bucket line before the buckets line", NULL);
+    if (file_plan->n_buckets >= p->buckets_declared) return perr(p, "more bucket lines than the buckets line says", NULL);
+    if (!parse_long(get(fields, nf, "index"), 0, KORCH_PLAN_MAX_BUCKETS, &n) || n != file_plan->n_buckets)
+        return perr(p, "bucket lines out of order (index=)", NULL);
+    long kernels = 0;
+    if (!parse_long(get(fields, nf, "kernels"), 0, 10000000L, &kernels)) return perr(p, "bad bucket kernels=", NULL);
+    bool ok = true;
+    char *shapes = dup_unescaped(get(fields, nf, "shapes"), &ok);
+    korch_plan *b = ok ? korch_plan_new() : NULL;
+    korch_plan **grown = b ? realloc(file_plan->buckets, ((size_t)file_plan->n_buckets + 1) * sizeof *grown) : NULL;
+    if (!grown) {
+        free(shapes);
+        korch_plan_free(b);
+        return ok ? korch_error(KORCH_ERR_OUT_OF_MEMORY, "plan: out of memory") : perr(p, "bad bucket shapes=", NULL);
+    }
+    file_plan->buckets = grown;
+    file_plan->buckets[file_plan->n_buckets++] = b;
+    b->version = file_plan->version;
+    p->bucket = b;
+    p->bucket_kernels = (int)kernels;
+    p->bucket_shapes = shapes;
+    return KORCH_OK;
+}
+
+static korch_status parse_line(parser *p, korch_plan *file_plan, char *line, bool *ended) {
     char *keyword = NULL;
     field fields[16];
     int nf = split_fields(line, &keyword, fields, 16);
     if (!keyword || keyword[0] == '#') return KORCH_OK;
     if (nf < 0) return perr(p, "malformed fields (expected key=value)", NULL);
     if (*ended) return perr(p, "text after the end line", NULL);
+    korch_plan *plan = file_plan; /* where a plan line goes: the file's plan, or its bucket */
+    if (file_plan->version >= KORCH_PLAN_VERSION_BUCKETS) {
+        if (strcmp(keyword, "buckets") == 0 || strcmp(keyword, "bucket") == 0)
+            return parse_bucket_line(p, file_plan, keyword, fields, nf);
+        if (per_plan_keyword(keyword)) {
+            if (!p->bucket) return perr(p, "a plan line before the first bucket line: ", keyword);
+            plan = p->bucket;
+        } else if (p->bucket && strcmp(keyword, "end") != 0) {
+            return perr(p, "a shared line after the first bucket line: ", keyword);
+        }
+    }
     if (strcmp(keyword, "model") == 0) {
         bool ok = true;
         free(plan->model_path);
@@ -582,8 +718,18 @@ static korch_status parse_line(parser *p, korch_plan *plan, char *line, bool *en
         if (plan->n_kernels >= 10000000) return perr(p, "too many kernels", NULL);
         return parse_kernel(p, plan, fields, nf);
     } else if (strcmp(keyword, "end") == 0) {
-        long n = -1;
-        if (!parse_long(get(fields, nf, "kernels"), 0, 100000000L, &n) || n != plan->n_kernels)
+        long n = -1, buckets = -1;
+        if (plan->version >= KORCH_PLAN_VERSION_BUCKETS) {
+            KORCH_TRY(close_bucket(p, plan));
+            if (!parse_long(get(fields, nf, "buckets"), 1, KORCH_PLAN_MAX_BUCKETS, &buckets) ||
+                buckets != plan->n_buckets || buckets != p->buckets_declared)
+                return korch_error(KORCH_ERR_PARSE,
+                                   "plan \"%s\" is damaged: its bucket table lists %d of %d buckets, the end line "
+                                   "says %ld (truncated or damaged bucket table); copy it again or re-run korch "
+                                   "optimize",
+                                   p->path, plan->n_buckets, p->buckets_declared, buckets);
+        }
+        if (!parse_long(get(fields, nf, "kernels"), 0, 100000000L, &n) || n != total_kernels(plan))
             return perr(p, "the end line does not match the number of kernels (truncated file?)", NULL);
         const char *crc = get(fields, nf, "crc32c");
         if (crc && !parse_hex32(crc, &p->text_crc)) return perr(p, "bad crc32c", NULL);
@@ -618,6 +764,12 @@ static korch_status parse_line(parser *p, korch_plan *plan, char *line, bool *en
     return KORCH_OK;
 }
 
+static bool has_end_line(const char *text, size_t size) {
+    for (size_t i = 0; i + 5 <= size; i++)
+        if (text[i] == '\n' && memcmp(text + i + 1, "end ", 4) == 0) return true;
+    return false;
+}
+
 /* Parses the text part (the bytes before the first NUL) into plan. */
 static korch_status parse_text(parser *p, korch_plan *plan, const char *file_text, size_t size) {
     const char *path = p->path;
@@ -632,10 +784,14 @@ static korch_status parse_text(parser *p, korch_plan *plan, const char *file_tex
     size_t magic = strlen(KORCH_PLAN_MAGIC);
     if (!line || strncmp(line, KORCH_PLAN_MAGIC, magic) != 0 || line[magic] != ' ')
         st = korch_error(KORCH_ERR_PARSE, "\"%s\" is not a korch plan (no \"%s\" header)", path, KORCH_PLAN_MAGIC);
-    else if ((version = atoi(line + magic + 1)) < 1 || version > KORCH_PLAN_VERSION)
+    else if ((version = atoi(line + magic + 1)) < 1 || version > KORCH_PLAN_VERSION_BUCKETS)
         st = korch_error(KORCH_ERR_UNSUPPORTED, "plan \"%s\" has format version %d; this korch reads versions 1 to %d",
-                         path, version, KORCH_PLAN_VERSION);
+                         path, version, KORCH_PLAN_VERSION_BUCKETS);
     plan->version = version;
+    /* a file cut anywhere before its end line: say so, rather than what the
+     * cut left of its last line looks like */
+    if (st == KORCH_OK && !has_end_line(file_text, size))
+        st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": no end line (truncated file?)", path);
     bool ended = false;
     /* strtok_r skips empty lines, so count line breaks by position instead
      * (strtok_r turned the break after each token into a NUL) */
@@ -661,8 +817,12 @@ static korch_status parse_text(parser *p, korch_plan *plan, const char *file_tex
     }
     if (st == KORCH_OK && (!plan->model_path || !plan->model_sha256[0]))
         st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": no model line", path);
-    if (st == KORCH_OK && !plan->fission_version[0])
+    if (st == KORCH_OK && version >= KORCH_PLAN_VERSION_BUCKETS && plan->n_buckets == 0)
+        st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": no bucket lines", path);
+    if (st == KORCH_OK && version < KORCH_PLAN_VERSION_BUCKETS && !plan->fission_version[0])
         st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": no fission line", path);
+    free(p->bucket_shapes);
+    p->bucket_shapes = NULL;
     return st;
 }
 
@@ -740,7 +900,7 @@ static korch_status load_bytes(const char *path, uint8_t *file, size_t size, boo
     *out = NULL;
     const uint8_t *nul = memchr(file, 0, size);
     size_t text_size = nul ? (size_t)(nul - file) : size;
-    parser p = {.path = path, .line = 0};
+    parser p = {.path = path, .line = 0, .buckets_declared = -1};
     korch_plan *plan = korch_plan_new();
     korch_status st = plan ? KORCH_OK : KORCH_ERR_OUT_OF_MEMORY;
     if (st == KORCH_OK && text_size > MAX_PLAN_BYTES)
@@ -749,6 +909,7 @@ static korch_status load_bytes(const char *path, uint8_t *file, size_t size, boo
     if (st == KORCH_OK && plan->embedded) st = check_sections(&p, plan, file, size, text_size);
     else if (st == KORCH_OK && nul)
         st = korch_error(KORCH_ERR_PARSE, "plan \"%s\": contains a NUL byte", path);
+    if (st == KORCH_OK && plan->n_buckets) st = korch_plan_buckets_share(plan);
     if (plan && !mapped) { /* the caller's memory: never unmapped */
         plan->sections.map = NULL;
         plan->sections.map_size = 0;

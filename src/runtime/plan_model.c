@@ -103,6 +103,8 @@ static korch_status load_from_plan(const char *path, const korch_input_shape *sh
                                    korch_plan_model *out) {
     korch_plan *plan = NULL;
     KORCH_TRY(korch_plan_load(path, &plan));
+    /* a bucketed plan: the bucket of the shapes given (bench, optimize again) */
+    KORCH_TRY(korch_plan_bucket_choose(&plan, path, shapes, n_shapes));
     korch_input_shape *own = NULL;
     korch_input_value *own_values = NULL;
     int n_own_values = 0;

@@ -21,6 +21,11 @@ struct korch_model {
     size_t size;
     char *dir;
     korch_plan *plan; /* NULL: run with the reference executor */
+    char *path;       /* for messages */
+    /* the shapes of each bucket ("x=1x32;m=1x32"): a plan with shape
+     * buckets, one each; a plan of one shape, its shapes; a model, none */
+    int n_buckets;
+    char **bucket_shapes;
 };
 
 struct korch_session {
@@ -33,6 +38,31 @@ struct korch_session {
     korch_tensor *outputs; /* views of caller memory */
 };
 
+/* The shapes of every bucket, for korch_model_bucket_shapes. */
+static korch_status list_buckets(korch_model *m) {
+    const korch_plan *p = m->plan;
+    int n = p->n_buckets ? p->n_buckets : 1;
+    m->bucket_shapes = calloc((size_t)n, sizeof *m->bucket_shapes);
+    if (!m->bucket_shapes) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int b = 0; b < n; b++) {
+        char text[4096];
+        korch_plan_shapes_format(p->n_buckets ? p->buckets[b] : p, text, sizeof text);
+        if (!(m->bucket_shapes[b] = strdup(text))) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        m->n_buckets = b + 1;
+    }
+    return KORCH_OK;
+}
+
+int korch_model_bucket_count(const korch_model *model) { return model ? model->n_buckets : 0; }
+
+korch_status korch_model_bucket_shapes(const korch_model *model, int index, const char **shapes) {
+    if (!model || !shapes || index < 0 || index >= model->n_buckets)
+        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "bucket index %d out of range (the model has %d)", index,
+                           model ? model->n_buckets : 0);
+    *shapes = model->bucket_shapes[index];
+    return KORCH_OK;
+}
+
 korch_status korch_model_load(const char *path, korch_model **out) {
     if (!path || !out) return korch_error(KORCH_ERR_INVALID_ARGUMENT, "korch_model_load: NULL argument");
     *out = NULL;
@@ -41,9 +71,14 @@ korch_status korch_model_load(const char *path, korch_model **out) {
     m->refs = 1;
     korch_status st = KORCH_OK;
     char *model_path = NULL;
+    if (!(m->path = strdup(path))) {
+        free(m);
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     if (korch_plan_file_is_plan(path)) {
         /* a plan: keep it, and load the model it names (which must be unchanged) */
         st = korch_plan_load(path, &m->plan);
+        if (st == KORCH_OK) st = list_buckets(m);
         if (st == KORCH_OK && m->plan->embedded) {
             /* the model is in the plan, mapped: sessions parse it from there */
             korch_plan_note_foreign(m->plan, path);
@@ -96,6 +131,9 @@ korch_status korch_model_load(const char *path, korch_model **out) {
 void korch_model_free(korch_model *model) {
     if (!model || __atomic_sub_fetch(&model->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     korch_plan_free(model->plan);
+    for (int b = 0; b < model->n_buckets; b++) free(model->bucket_shapes[b]);
+    free(model->bucket_shapes);
+    free(model->path);
     free(model->bytes);
     free(model->dir);
     free(model);
@@ -115,12 +153,23 @@ korch_status korch_session_create(const korch_model *model, const korch_session_
     korch_input_shape shapes[64];
     int n_shapes = 0;
     char *spec = NULL;
-    if (model->plan) {
+    const korch_plan *plan = model->plan; /* the plan this session runs: a bucket of a plan with buckets */
+    if (plan && plan->n_buckets) {
+        /* input_shapes chooses the bucket (exact match; none given: an
+         * error listing them) */
+        int index = 0;
+        korch_status st = KORCH_OK;
+        if (options->input_shapes && !(spec = strdup(options->input_shapes)))
+            return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        if (spec) st = korch_input_shapes_parse(spec, shapes, 64, &n_shapes);
+        if (st == KORCH_OK) st = korch_plan_bucket_find(plan, model->path, shapes, n_shapes, &index);
+        free(spec);
+        spec = NULL;
+        if (st != KORCH_OK) return st;
+        plan = plan->buckets[index];
+    } else if (plan) {
         /* a plan fixes every input shape */
-        if (model->plan->n_input_shapes > 64) return korch_error(KORCH_ERR_UNSUPPORTED, "plan with more than 64 inputs");
-        for (int i = 0; i < model->plan->n_input_shapes; i++)
-            shapes[n_shapes++] = (korch_input_shape){.name = model->plan->input_shapes[i].name,
-                                                     .shape = model->plan->input_shapes[i].shape};
+        if (plan->n_input_shapes > 64) return korch_error(KORCH_ERR_UNSUPPORTED, "plan with more than 64 inputs");
     } else if (options->input_shapes) {
         spec = strdup(options->input_shapes);
         if (!spec) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
@@ -136,8 +185,8 @@ korch_status korch_session_create(const korch_model *model, const korch_session_
         s->model = (korch_model *)model; /* only its reference count changes */
         __atomic_add_fetch(&s->model->refs, 1, __ATOMIC_ACQ_REL);
     }
-    if (st == KORCH_OK && model->plan && model->plan->embedded) {
-        const korch_plan_sections *sec = &model->plan->sections;
+    if (st == KORCH_OK && plan && plan->embedded) {
+        const korch_plan_sections *sec = &plan->sections;
         /* the graph borrows the mapped weights; the session holds the model, which holds the mapping */
         st = korch_onnx_load_plan_sections(sec->graph, sec->graph_size, sec->weights, sec->weights_size, &s->graph);
     } else if (st == KORCH_OK) {
@@ -145,14 +194,15 @@ korch_status korch_session_create(const korch_model *model, const korch_session_
     }
     if (st == KORCH_OK) st = korch_graph_validate(s->graph);
     /* a plan: its shapes, and its guarded inputs specialized as when it was made */
-    if (st == KORCH_OK) st = model->plan ? korch_plan_infer_graph(model->plan, s->graph)
-                                         : korch_graph_infer(s->graph, shapes, n_shapes);
+    if (st == KORCH_OK) st = plan ? korch_plan_infer_graph(plan, s->graph)
+                                  : korch_graph_infer(s->graph, shapes, n_shapes);
     free(spec);
-    if (st == KORCH_OK && model->plan) {
-        st = korch_plan_lower_checked(model->plan, s->graph, "the plan", &s->pg);
-        korch_profile_options popts = {.threads = options->threads > 0 ? options->threads : model->plan->threads};
-        /* the session's graph and primitive graph are its own */
-        if (st == KORCH_OK) st = korch_executor_create_owned(model->plan, s->pg, s->graph, &popts, &s->exec);
+    if (st == KORCH_OK && plan) {
+        st = korch_plan_lower_checked(plan, s->graph, "the plan", &s->pg);
+        korch_profile_options popts = {.threads = options->threads > 0 ? options->threads : plan->threads};
+        /* the session's graph and primitive graph are its own; the plan (a
+         * bucket) lives as long as the model the session holds */
+        if (st == KORCH_OK) st = korch_executor_create_owned(plan, s->pg, s->graph, &popts, &s->exec);
     }
     if (st == KORCH_OK) {
         s->threads = options->threads;

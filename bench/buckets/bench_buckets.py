@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Shape buckets measured (bench/buckets/RESULTS.md): one korch plan file
+holding BERT-base at several sequence lengths, against ONNX Runtime on the
+same dynamic-length model at each length, in the same process, interleaved.
+
+  bench_buckets.py MODEL.onnx PLAN [--lengths 32,64,128,256] [--rounds 5]
+                   [--runs 10] [--threads 2]
+
+Per round and length: korch (korch.InferenceSession on the bucketed plan: the
+bucket is picked by the feed's shape) and ORT (intra-op threads = --threads,
+sequential), each warmed up once, then --runs runs each, alternating; the
+round's median of each, and their ratio. The machine is shared, so the
+result is the median over rounds of the per-round ratio ORT/korch (> 1:
+korch faster), with the per-round medians alongside. Also: plan load time
+(korch_model_load: map and checksum the file; then the first session of
+each bucket: lower, build kernels from the cache, allocate) and outputs
+compared with ORT (max |korch - ORT| relative to max |ORT|)."""
+import argparse
+import ctypes
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+import korch
+from korch import _lib
+
+
+def median_ms(fn, runs):
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("plan")
+    ap.add_argument("--lengths", default="32,64,128,256")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    lengths = [int(x) for x in a.lengths.split(",")]
+
+    # plan load: the C call alone (map, checksums, graph validated), 3 times
+    loads = []
+    for _ in range(3):
+        m = ctypes.c_void_p()
+        t0 = time.perf_counter()
+        _lib.check_status(_lib.lib.korch_model_load(os.fsencode(a.plan), ctypes.byref(m)))
+        loads.append((time.perf_counter() - t0) * 1e3)
+        n_buckets = _lib.lib.korch_model_bucket_count(m)
+        _lib.lib.korch_model_free(m)
+    print("plan: %s, %d bytes, %d buckets; korch_model_load %.1f ms (median of 3: %s)"
+          % (a.plan, os.path.getsize(a.plan), n_buckets, statistics.median(loads),
+             ", ".join("%.1f" % x for x in loads)))
+
+    t0 = time.perf_counter()
+    sess = korch.InferenceSession(a.plan, threads=a.threads)
+    print("InferenceSession(plan): %.1f ms (load, and the first bucket's session: kernels built from the cache)"
+          % ((time.perf_counter() - t0) * 1e3))
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = a.threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    osess = ort.InferenceSession(a.model, so, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(20241126)
+    feeds = {n: {"input_ids": rng.integers(0, 30522, (1, n), dtype=np.int64)} for n in lengths}
+    for n in lengths:  # first run of each bucket: its session is made here
+        t0 = time.perf_counter()
+        k = sess.run(None, feeds[n])
+        first = (time.perf_counter() - t0) * 1e3
+        o = osess.run(None, feeds[n])
+        errs = ["%.2e" % (np.abs(k[i] - o[i]).max() / max(np.abs(o[i]).max(), 1e-30)) for i in range(len(o))]
+        print("length %d: first run %.1f ms (bucket session made, then run); max |korch - ORT| / max |ORT|: %s"
+              % (n, first, " ".join(errs)))
+
+    per = {n: {"korch": [], "ort": [], "ratio": []} for n in lengths}
+    for r in range(a.rounds):
+        for n in lengths:
+            f = feeds[n]
+            sess.run(None, f)
+            osess.run(None, f)
+            kt, ot = [], []
+            for _ in range(a.runs):  # alternate one run each
+                kt.append(median_ms(lambda: sess.run(None, f), 1))
+                ot.append(median_ms(lambda: osess.run(None, f), 1))
+            km, om = statistics.median(kt), statistics.median(ot)
+            per[n]["korch"].append(km)
+            per[n]["ort"].append(om)
+            per[n]["ratio"].append(om / km)
+            print("round %d length %d: korch %.2f ms, ORT %.2f ms, ORT/korch %.3f" % (r + 1, n, km, om, om / km))
+            sys.stdout.flush()
+    print("\n| length | korch ms (median of rounds) | ORT ms | ORT/korch (median of per-round ratios) | ratio range |")
+    print("|---:|---:|---:|---:|---|")
+    for n in lengths:
+        p = per[n]
+        print("| %d | %.2f | %.2f | %.3f | %.3f to %.3f |" % (n, statistics.median(p["korch"]), statistics.median(p["ort"]),
+                                                         statistics.median(p["ratio"]), min(p["ratio"]),
+                                                         max(p["ratio"])))
+
+
+if __name__ == "__main__":
+    main()

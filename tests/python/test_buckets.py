@@ -1,0 +1,50 @@
+"""A plan with shape buckets (korch optimize --input-shape 'x=1x{4,8,16}x8',
+docs/plan-format.md "Shape buckets") in korch.InferenceSession: each run
+picks the bucket of the feed's shapes and matches the ONNX model run at that
+shape; a shape no bucket holds is refused listing the buckets; input_shapes=
+fixes one bucket. The plan is made with the CLI of this build (--estimate:
+nothing timed)."""
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import korch
+from conftest import SOURCE, WORK
+
+FIXTURES = os.path.join(SOURCE, "tests", "buckets", "fixtures")
+
+
+def _plan():
+    cli = os.environ.get("KORCH_CLI") or os.path.join(SOURCE, "build", "korch")
+    if not os.path.exists(cli):
+        pytest.skip("no korch CLI at %s" % cli)
+    os.makedirs(WORK, exist_ok=True)
+    path = os.path.join(WORK, "buckets.plan")
+    subprocess.run([cli, "optimize", os.path.join(FIXTURES, "seq_net.onnx"), "--input-shape", "x=1x{4,8,16}x8",
+                    "-o", path, "--threads", "1", "--strategy", "greedy", "--estimate", "-q"], check=True)
+    return path
+
+
+def test_bucketed_plan_picks_by_feed_shape():
+    path = _plan()
+    model = os.path.join(FIXTURES, "seq_net.onnx")
+    sess = korch.InferenceSession(path)
+    (x_arg,) = sess.get_inputs()
+    assert x_arg.name == "x" and x_arg.shape == [1, None, 8]
+    for seq in (16, 4, 8, 4):
+        x = np.load(os.path.join(FIXTURES, "x%d.npy" % seq))
+        (y,) = sess.run(None, {"x": x})
+        ref = korch.InferenceSession(model, input_shapes={"x": x.shape})
+        (want,) = ref.run(None, {"x": x})
+        assert y.shape == (1, seq * 16)
+        np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-7)
+    with pytest.raises(korch.ShapeError, match=r"no shape bucket for x=1x12x8; its buckets are "
+                                               r"x=1x4x8, x=1x8x8, x=1x16x8"):
+        sess.run(None, {"x": np.load(os.path.join(FIXTURES, "x12.npy"))})
+    sess.close()
+    one = korch.InferenceSession(path, input_shapes={"x": (1, 8, 8)})
+    assert one.get_inputs()[0].shape == [1, 8, 8]
+    with pytest.raises(korch.KorchError, match="no shape bucket for x=1x5x8"):
+        korch.InferenceSession(path, input_shapes={"x": (1, 5, 8)})
