@@ -400,6 +400,20 @@ static korch_status run_matmul(const korch_tensor *a, const korch_tensor *b, kor
     int64_t nb = korch_shape_numel(&batch);
     const float *pa = a->data, *pb = b->data;
     float *py = y->data;
+    if (nb == 0 || M == 0 || N == 0) return KORCH_OK;
+    /* B shared by every product and A not broadcast: the batch folds into
+     * M, one product of nb*M rows, as the reference executor computes it
+     * (src/ops/matmul.c). Every element is the same sum in the same order
+     * (korch_sgemm's tiles never change an element's arithmetic), so the
+     * bits are those of the products one by one (tests/ir/
+     * test_interpret_paths). One by one, a [197,1,768] x [768,2304]
+     * product (ViT-B/16's attention input projection) packed all of B for
+     * each of its 197 one-row products: 0.8 s of every layer. */
+    if (korch_shape_numel(&bb) == 1 && korch_shape_numel(&ba) == nb) {
+        if (korch_sgemm(false, false, nb * M, N, K, 1.0f, pa, K, pb, N, 0.0f, py, N) != KORCH_OK)
+            return korch_error(KORCH_ERR_OUT_OF_MEMORY, "interpreter: matmul: out of memory");
+        return KORCH_OK;
+    }
     /* many small products (attention heads): one per thread at a time;
      * korch_sgemm then stays serial, and every element is computed as it
      * would be alone (its tiles depend on the shapes, not on the threads) */

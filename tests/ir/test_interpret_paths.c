@@ -3,7 +3,8 @@
  * loops written here. The interpreter is the oracle kernel verification
  * trusts, so its fast paths must give the bits the one-element-at-a-time
  * definition gives: layouts and reductions are compared bit for bit, on
- * tensors large enough to take the parallel paths. */
+ * tensors large enough to take the parallel paths; batched matmuls against
+ * each product alone. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,35 +149,42 @@ static void test_elementwise(void) {
     free(y);
 }
 
-/* [12, 40, 24] @ [24, 30]: twelve products (one per thread at a time),
- * each against the same product computed alone. */
-static void test_batched_matmul(void) {
-    enum { B = 12, M = 40, K = 24, NN = 30 };
-    float *a = pattern(B * M * K, 5), *w = pattern(K * NN, 6);
+/* [B, M, K] @ [K, NN]: B products folded into one of B*M rows (the
+ * weight shared), each row block against the same product computed alone.
+ * Shapes: twelve products of 40 rows; ViT-B/16's sequence-first attention
+ * input ([197, 1, 768] @ [768, 2304]: one-row products, several k blocks of
+ * korch_sgemm and thread tiles of C); and a batched weight
+ * ([B, K, NN], not folded: one product per thread at a time). */
+static void check_batched_matmul(int B, int M, int K, int NN, bool batched_w) {
+    float *a = pattern((int64_t)B * M * K, 5), *w = pattern((int64_t)(batched_w ? B : 1) * K * NN, 6);
     korch_pgraph *pg = NULL, *one = NULL;
     CHECK_OK(korch_pgraph_create(NULL, &pg));
     CHECK_OK(korch_pgraph_create(NULL, &one));
-    korch_shape as = {.rank = 3, .dims = {B, M, K}}, ws = {.rank = 2, .dims = {K, NN}};
+    korch_shape as = {.rank = 3, .dims = {B, M, K}}, ws = {.rank = 2, .dims = {K, NN}}, wb = {.rank = 3, .dims = {B, K, NN}};
     korch_shape a1 = {.rank = 2, .dims = {M, K}};
     korch_prim_linear mm = {.op = KORCH_LINEAR_MATMUL};
     /* inputs in order: x, then w (argument evaluation order is unspecified) */
-    int x = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &as), wv = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &ws);
+    int x = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &as);
+    int wv = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, batched_w ? &wb : &ws);
     CHECK_OK(korch_pgraph_add_output(pg, korch_pgraph_linear(pg, &mm, x, wv)));
     int x1 = korch_pgraph_add_input(one, KORCH_DTYPE_FLOAT32, &a1), w1 = korch_pgraph_add_input(one, KORCH_DTYPE_FLOAT32, &ws);
     CHECK_OK(korch_pgraph_add_output(one, korch_pgraph_linear(one, &mm, x1, w1)));
     korch_tensor in[2] = {{.dtype = KORCH_DTYPE_FLOAT32, .shape = as, .data = a},
-                          {.dtype = KORCH_DTYPE_FLOAT32, .shape = ws, .data = w}};
+                          {.dtype = KORCH_DTYPE_FLOAT32, .shape = batched_w ? wb : ws, .data = w}};
     korch_tensor out = {0};
     CHECK_OK(korch_pgraph_interpret(pg, in, &out));
     int bad = 0;
     for (int b = 0; b < B; b++) {
-        korch_tensor in1[2] = {{.dtype = KORCH_DTYPE_FLOAT32, .shape = a1, .data = a + b * M * K}, in[1]};
+        korch_tensor in1[2] = {{.dtype = KORCH_DTYPE_FLOAT32, .shape = a1, .data = a + (int64_t)b * M * K},
+                               {.dtype = KORCH_DTYPE_FLOAT32, .shape = ws,
+                                .data = w + (batched_w ? (int64_t)b * K * NN : 0)}};
         korch_tensor o1 = {0};
         CHECK_OK(korch_pgraph_interpret(one, in1, &o1));
-        bad += memcmp((float *)out.data + b * M * NN, o1.data, sizeof(float) * M * NN) != 0;
+        bad += memcmp((float *)out.data + (int64_t)b * M * NN, o1.data, sizeof(float) * M * NN) != 0;
         korch_tensor_free(&o1);
     }
-    CHECK_MSG(bad == 0, "batched matmul: %d of %d products differ from the same product alone", bad, B);
+    CHECK_MSG(bad == 0, "batched matmul [%d,%d,%d] x [%s%d,%d]: %d of %d products differ from the same product alone",
+              B, M, K, batched_w ? "B," : "", K, NN, bad, B);
     korch_tensor_free(&out);
     korch_pgraph_free(pg);
     korch_pgraph_free(one);
@@ -188,6 +196,8 @@ int main(void) {
     test_reduce();
     test_layout();
     test_elementwise();
-    test_batched_matmul();
+    check_batched_matmul(12, 40, 24, 30, false);
+    check_batched_matmul(197, 1, 768, 2304, false);
+    check_batched_matmul(12, 40, 24, 30, true);
     TEST_MAIN_END();
 }
