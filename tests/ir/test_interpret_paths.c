@@ -121,32 +121,48 @@ static void test_layout(void) {
     free(x);
 }
 
-/* x * y with y broadcast over axes 0 and 2, then a tanh (same shape). */
+/* x (op) y then tanh, y broadcast along the innermost axis ([D1, D2, 1])
+ * or not ([D1, 1, D3]): the row path (rows of D3 >= EW_ROW_MIN), with
+ * its operators written out and the default through korch_ew_apply. */
 static void test_elementwise(void) {
-    float *x = pattern(N, 3), *y = pattern(D1 * D3, 4);
-    korch_pgraph *pg = NULL;
-    CHECK_OK(korch_pgraph_create(NULL, &pg));
-    korch_shape xs = {.rank = 4, .dims = {D0, D1, D2, D3}}, ys = {.rank = 3, .dims = {D1, 1, D3}};
-    int a = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &xs);
-    int b = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &ys);
-    int ab[2] = {a, b};
-    int m = korch_pgraph_elementwise(pg, KORCH_EW_MUL, 2, ab, 0, 0, KORCH_DTYPE_UNDEFINED);
-    int t = korch_pgraph_elementwise(pg, KORCH_EW_TANH, 1, &m, 0, 0, KORCH_DTYPE_UNDEFINED);
-    CHECK_OK(korch_pgraph_add_output(pg, t));
-    korch_tensor out = run(pg, x, y, &ys);
-    const float *got = out.data;
-    int bad = 0;
-    for (int64_t i = 0; i < N; i++) {
-        int64_t d = i % D3, bb = i / (D2 * D3) % D1;
-        float prod = (float)((double)x[i] * (double)y[bb * D3 + d]);
-        float want = (float)tanh((double)prod);
-        bad += memcmp(&got[i], &want, sizeof want) != 0;
-    }
-    CHECK_MSG(bad == 0, "elementwise: %d elements differ from the double-precision definition", bad);
-    korch_tensor_free(&out);
-    korch_pgraph_free(pg);
-    free(x);
-    free(y);
+    korch_ew_op ops[] = {KORCH_EW_ADD, KORCH_EW_SUB, KORCH_EW_MUL, KORCH_EW_DIV, KORCH_EW_POW};
+    korch_shape shapes[2] = {{.rank = 3, .dims = {D1, 1, D3}}, {.rank = 3, .dims = {D1, D2, 1}}};
+    for (int k = 0; k < (int)(sizeof ops / sizeof ops[0]); k++)
+        for (int sh = 0; sh < 2; sh++) {
+            const korch_shape *ys = &shapes[sh];
+            float *x = pattern(N, 3), *y = pattern(korch_shape_numel(ys), 4);
+            if (ops[k] == KORCH_EW_POW)
+                for (int64_t i = 0; i < N; i++) x[i] = fabsf(x[i]); /* real powers */
+            korch_pgraph *pg = NULL;
+            CHECK_OK(korch_pgraph_create(NULL, &pg));
+            korch_shape xs = {.rank = 4, .dims = {D0, D1, D2, D3}};
+            int a = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &xs);
+            int b = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, ys);
+            int ab[2] = {a, b};
+            int m = korch_pgraph_elementwise(pg, ops[k], 2, ab, 0, 0, KORCH_DTYPE_UNDEFINED);
+            int t = korch_pgraph_elementwise(pg, KORCH_EW_TANH, 1, &m, 0, 0, KORCH_DTYPE_UNDEFINED);
+            CHECK_OK(korch_pgraph_add_output(pg, t));
+            korch_tensor out = run(pg, x, y, ys);
+            const float *got = out.data;
+            int bad = 0;
+            for (int64_t i = 0; i < N; i++) {
+                int64_t d = i % D3, cc = i / D3 % D2, bb = i / (D2 * D3) % D1;
+                double xv = x[i], yv = sh == 0 ? y[bb * D3 + d] : y[bb * D2 + cc];
+                double r = ops[k] == KORCH_EW_ADD   ? xv + yv
+                           : ops[k] == KORCH_EW_SUB ? xv - yv
+                           : ops[k] == KORCH_EW_MUL ? xv * yv
+                           : ops[k] == KORCH_EW_DIV ? xv / yv
+                                                    : pow(xv, yv);
+                float want = (float)tanh((double)(float)r);
+                bad += memcmp(&got[i], &want, sizeof want) != 0;
+            }
+            CHECK_MSG(bad == 0, "elementwise op %d, y shape %d: %d elements differ from the double-precision definition",
+                      (int)ops[k], sh, bad);
+            korch_tensor_free(&out);
+            korch_pgraph_free(pg);
+            free(x);
+            free(y);
+        }
 }
 
 /* Runs [B, M, K] @ w, w of shape ws, through the interpreter. */
