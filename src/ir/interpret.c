@@ -148,22 +148,72 @@ static void store_wrapped(korch_tensor *t, int64_t i, int64_t v) {
     }
 }
 
+/* count elements of a float32 elementwise primitive along one row: input k
+ * at x[k] + j * step[k] (step 0: broadcast along the row). Each element is
+ * korch_ew_apply's double arithmetic on the same doubles, rounded once; the
+ * four arithmetic operators are written out (the same expression as in
+ * korch_ew_apply) so the loop does not switch per element. */
+static void ew_f32_row(korch_ew_op op, float alpha, float beta, const float *a, int64_t sa, const float *b, int64_t sb,
+                       const float *c, int64_t sc, float *y, int64_t count) {
+    if (b && !c) switch (op) {
+        case KORCH_EW_ADD:
+            for (int64_t j = 0; j < count; j++) y[j] = (float)((double)a[j * sa] + (double)b[j * sb]);
+            return;
+        case KORCH_EW_SUB:
+            for (int64_t j = 0; j < count; j++) y[j] = (float)((double)a[j * sa] - (double)b[j * sb]);
+            return;
+        case KORCH_EW_MUL:
+            for (int64_t j = 0; j < count; j++) y[j] = (float)((double)a[j * sa] * (double)b[j * sb]);
+            return;
+        case KORCH_EW_DIV:
+            for (int64_t j = 0; j < count; j++) y[j] = (float)((double)a[j * sa] / (double)b[j * sb]);
+            return;
+        default: break;
+        }
+    for (int64_t j = 0; j < count; j++)
+        y[j] = (float)korch_ew_apply(op, a[j * sa], b ? b[j * sb] : 0.0, c ? c[j * sc] : 0.0, alpha, beta);
+}
+
+/* Rows shorter than this take the per-element broadcast iterator. */
+#define EW_ROW_MIN 8
+
 /* run_elementwise's float32 path over [begin, end): element i is
- * korch_ew_apply on the same doubles as the generic path, rounded once. */
+ * korch_ew_apply on the same doubles as the generic path, rounded once.
+ * With broadcasting, the iterator positions each row of the innermost
+ * output axis (a bias add, a mask, a normalisation's scale), and the row
+ * runs with a fixed step per input: the same elements, the same values,
+ * without the iterator's per-element step (tests/ir/test_interpret_paths). */
 static void ew_f32(const korch_pnode *n, korch_tensor **in, korch_tensor *out, bool same, int64_t begin, int64_t end) {
     const float *a = in[0]->data, *b = n->n_inputs > 1 ? in[1]->data : NULL, *c = n->n_inputs > 2 ? in[2]->data : NULL;
     float *y = out->data;
     korch_ew_op op = n->u.ew.op;
     float alpha = n->u.ew.alpha, beta = n->u.ew.beta;
     if (same) {
-        for (int64_t i = begin; i < end; i++)
-            y[i] = (float)korch_ew_apply(op, a[i], b ? b[i] : 0.0, c ? c[i] : 0.0, alpha, beta);
+        if (end > begin)
+            ew_f32_row(op, alpha, beta, a + begin, 1, b ? b + begin : NULL, 1, c ? c + begin : NULL, 1, y + begin,
+                       end - begin);
         return;
     }
     const korch_shape *shapes[3] = {0};
     for (int i = 0; i < n->n_inputs; i++) shapes[i] = &in[i]->shape;
     korch_broadcast_iter it;
     korch_broadcast_iter_init(&it, &out->shape, n->n_inputs, shapes);
+    int r = out->shape.rank;
+    int64_t row = r > 0 ? out->shape.dims[r - 1] : 1;
+    if (r > 0 && row >= EW_ROW_MIN && it.rank == r) {
+        /* the iterator's innermost stride of each input: 0 or 1 */
+        int64_t st[3] = {0, 0, 0};
+        for (int k = 0; k < n->n_inputs; k++) st[k] = it.strides[k][r - 1];
+        for (int64_t i = begin; i < end;) {
+            int64_t count = row - i % row;
+            if (count > end - i) count = end - i;
+            korch_broadcast_iter_seek(&it, i);
+            ew_f32_row(op, alpha, beta, a + it.offset[0], st[0], b ? b + it.offset[1] : NULL, st[1],
+                       c ? c + it.offset[2] : NULL, st[2], y + i, count);
+            i += count;
+        }
+        return;
+    }
     korch_broadcast_iter_seek(&it, begin);
     for (int64_t i = begin; i < end; i++) {
         y[i] = (float)korch_ew_apply(op, a[it.offset[0]], b ? b[it.offset[1]] : 0.0, c ? c[it.offset[2]] : 0.0,
@@ -400,6 +450,20 @@ static korch_status run_matmul(const korch_tensor *a, const korch_tensor *b, kor
     int64_t nb = korch_shape_numel(&batch);
     const float *pa = a->data, *pb = b->data;
     float *py = y->data;
+    if (nb == 0 || M == 0 || N == 0) return KORCH_OK;
+    /* B shared by every product and A not broadcast: the batch folds into
+     * M, one product of nb*M rows, as the reference executor computes it
+     * (src/ops/matmul.c). Every element is the same sum in the same order
+     * (korch_sgemm's tiles never change an element's arithmetic), so the
+     * bits are those of the products one by one (tests/ir/
+     * test_interpret_paths). One by one, a [197,1,768] x [768,2304]
+     * product (ViT-B/16's attention input projection) packed all of B for
+     * each of its 197 one-row products: 0.8 s of every layer. */
+    if (korch_shape_numel(&bb) == 1 && korch_shape_numel(&ba) == nb) {
+        if (korch_sgemm(false, false, nb * M, N, K, 1.0f, pa, K, pb, N, 0.0f, py, N) != KORCH_OK)
+            return korch_error(KORCH_ERR_OUT_OF_MEMORY, "interpreter: matmul: out of memory");
+        return KORCH_OK;
+    }
     /* many small products (attention heads): one per thread at a time;
      * korch_sgemm then stays serial, and every element is computed as it
      * would be alone (its tiles depend on the shapes, not on the threads) */

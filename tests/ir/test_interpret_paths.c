@@ -3,7 +3,8 @@
  * loops written here. The interpreter is the oracle kernel verification
  * trusts, so its fast paths must give the bits the one-element-at-a-time
  * definition gives: layouts and reductions are compared bit for bit, on
- * tensors large enough to take the parallel paths. */
+ * tensors large enough to take the parallel paths; batched matmuls against
+ * each product alone. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,74 +121,106 @@ static void test_layout(void) {
     free(x);
 }
 
-/* x * y with y broadcast over axes 0 and 2, then a tanh (same shape). */
+/* x (op) y then tanh, y broadcast along the innermost axis ([D1, D2, 1])
+ * or not ([D1, 1, D3]): the row path (rows of D3 >= EW_ROW_MIN), with
+ * its operators written out and the default through korch_ew_apply. */
 static void test_elementwise(void) {
-    float *x = pattern(N, 3), *y = pattern(D1 * D3, 4);
-    korch_pgraph *pg = NULL;
-    CHECK_OK(korch_pgraph_create(NULL, &pg));
-    korch_shape xs = {.rank = 4, .dims = {D0, D1, D2, D3}}, ys = {.rank = 3, .dims = {D1, 1, D3}};
-    int a = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &xs);
-    int b = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &ys);
-    int ab[2] = {a, b};
-    int m = korch_pgraph_elementwise(pg, KORCH_EW_MUL, 2, ab, 0, 0, KORCH_DTYPE_UNDEFINED);
-    int t = korch_pgraph_elementwise(pg, KORCH_EW_TANH, 1, &m, 0, 0, KORCH_DTYPE_UNDEFINED);
-    CHECK_OK(korch_pgraph_add_output(pg, t));
-    korch_tensor out = run(pg, x, y, &ys);
-    const float *got = out.data;
-    int bad = 0;
-    for (int64_t i = 0; i < N; i++) {
-        int64_t d = i % D3, bb = i / (D2 * D3) % D1;
-        float prod = (float)((double)x[i] * (double)y[bb * D3 + d]);
-        float want = (float)tanh((double)prod);
-        bad += memcmp(&got[i], &want, sizeof want) != 0;
-    }
-    CHECK_MSG(bad == 0, "elementwise: %d elements differ from the double-precision definition", bad);
-    korch_tensor_free(&out);
-    korch_pgraph_free(pg);
-    free(x);
-    free(y);
+    korch_ew_op ops[] = {KORCH_EW_ADD, KORCH_EW_SUB, KORCH_EW_MUL, KORCH_EW_DIV, KORCH_EW_POW};
+    korch_shape shapes[2] = {{.rank = 3, .dims = {D1, 1, D3}}, {.rank = 3, .dims = {D1, D2, 1}}};
+    for (int k = 0; k < (int)(sizeof ops / sizeof ops[0]); k++)
+        for (int sh = 0; sh < 2; sh++) {
+            const korch_shape *ys = &shapes[sh];
+            float *x = pattern(N, 3), *y = pattern(korch_shape_numel(ys), 4);
+            if (ops[k] == KORCH_EW_POW)
+                for (int64_t i = 0; i < N; i++) x[i] = fabsf(x[i]); /* real powers */
+            korch_pgraph *pg = NULL;
+            CHECK_OK(korch_pgraph_create(NULL, &pg));
+            korch_shape xs = {.rank = 4, .dims = {D0, D1, D2, D3}};
+            int a = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &xs);
+            int b = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, ys);
+            int ab[2] = {a, b};
+            int m = korch_pgraph_elementwise(pg, ops[k], 2, ab, 0, 0, KORCH_DTYPE_UNDEFINED);
+            int t = korch_pgraph_elementwise(pg, KORCH_EW_TANH, 1, &m, 0, 0, KORCH_DTYPE_UNDEFINED);
+            CHECK_OK(korch_pgraph_add_output(pg, t));
+            korch_tensor out = run(pg, x, y, ys);
+            const float *got = out.data;
+            int bad = 0;
+            for (int64_t i = 0; i < N; i++) {
+                int64_t d = i % D3, cc = i / D3 % D2, bb = i / (D2 * D3) % D1;
+                double xv = x[i], yv = sh == 0 ? y[bb * D3 + d] : y[bb * D2 + cc];
+                double r = ops[k] == KORCH_EW_ADD   ? xv + yv
+                           : ops[k] == KORCH_EW_SUB ? xv - yv
+                           : ops[k] == KORCH_EW_MUL ? xv * yv
+                           : ops[k] == KORCH_EW_DIV ? xv / yv
+                                                    : pow(xv, yv);
+                float want = (float)tanh((double)(float)r);
+                bad += memcmp(&got[i], &want, sizeof want) != 0;
+            }
+            CHECK_MSG(bad == 0, "elementwise op %d, y shape %d: %d elements differ from the double-precision definition",
+                      (int)ops[k], sh, bad);
+            korch_tensor_free(&out);
+            korch_pgraph_free(pg);
+            free(x);
+            free(y);
+        }
 }
 
-/* [12, 40, 24] @ [24, 30]: twelve products (one per thread at a time),
- * each against the same product computed alone. */
-static void test_batched_matmul(void) {
-    enum { B = 12, M = 40, K = 24, NN = 30 };
-    float *a = pattern(B * M * K, 5), *w = pattern(K * NN, 6);
-    korch_pgraph *pg = NULL, *one = NULL;
+/* Runs [B, M, K] @ w, w of shape ws, through the interpreter. */
+static korch_tensor run_matmul(int B, int M, int K, const float *a, const korch_shape *ws, const float *w) {
+    korch_pgraph *pg = NULL;
     CHECK_OK(korch_pgraph_create(NULL, &pg));
-    CHECK_OK(korch_pgraph_create(NULL, &one));
-    korch_shape as = {.rank = 3, .dims = {B, M, K}}, ws = {.rank = 2, .dims = {K, NN}};
-    korch_shape a1 = {.rank = 2, .dims = {M, K}};
+    korch_shape as = {.rank = 3, .dims = {B, M, K}};
     korch_prim_linear mm = {.op = KORCH_LINEAR_MATMUL};
     /* inputs in order: x, then w (argument evaluation order is unspecified) */
-    int x = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &as), wv = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &ws);
+    int x = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &as);
+    int wv = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, ws);
     CHECK_OK(korch_pgraph_add_output(pg, korch_pgraph_linear(pg, &mm, x, wv)));
-    int x1 = korch_pgraph_add_input(one, KORCH_DTYPE_FLOAT32, &a1), w1 = korch_pgraph_add_input(one, KORCH_DTYPE_FLOAT32, &ws);
-    CHECK_OK(korch_pgraph_add_output(one, korch_pgraph_linear(one, &mm, x1, w1)));
-    korch_tensor in[2] = {{.dtype = KORCH_DTYPE_FLOAT32, .shape = as, .data = a},
-                          {.dtype = KORCH_DTYPE_FLOAT32, .shape = ws, .data = w}};
+    korch_tensor in[2] = {{.dtype = KORCH_DTYPE_FLOAT32, .shape = as, .data = (void *)a},
+                          {.dtype = KORCH_DTYPE_FLOAT32, .shape = *ws, .data = (void *)w}};
     korch_tensor out = {0};
     CHECK_OK(korch_pgraph_interpret(pg, in, &out));
+    korch_pgraph_free(pg);
+    return out;
+}
+
+/* [B, M, K] @ [K, NN], the weight shared: the interpreter folds the batch
+ * into one product of B*M rows. Compared bit for bit with the same weight
+ * repeated per product ([B, K, NN], not folded: one product per thread at a
+ * time), and each product with the same product computed alone. Shapes:
+ * twelve products of 40 rows, and the shape of ViT-B/16's sequence-first
+ * attention input ([197, 1, 768] @ [768, 2304], one-row products) scaled
+ * down but still across korch_sgemm's edges: two k blocks (256), two tile
+ * rows (96). */
+static void check_batched_matmul(int B, int M, int K, int NN) {
+    float *a = pattern((int64_t)B * M * K, 5), *w = pattern((int64_t)K * NN, 6);
+    float *wt = malloc(sizeof(float) * (size_t)B * (size_t)K * (size_t)NN);
+    for (int b = 0; b < B; b++) memcpy(wt + (int64_t)b * K * NN, w, sizeof(float) * (size_t)K * (size_t)NN);
+    korch_shape ws = {.rank = 2, .dims = {K, NN}}, wb = {.rank = 3, .dims = {B, K, NN}};
+    korch_tensor folded = run_matmul(B, M, K, a, &ws, w), each = run_matmul(B, M, K, a, &wb, wt);
+    size_t bytes = sizeof(float) * (size_t)B * (size_t)M * (size_t)NN;
+    CHECK_MSG(memcmp(folded.data, each.data, bytes) == 0,
+              "batched matmul [%d,%d,%d] x [%d,%d]: the folded product differs from the products one by one", B, M, K,
+              K, NN);
     int bad = 0;
     for (int b = 0; b < B; b++) {
-        korch_tensor in1[2] = {{.dtype = KORCH_DTYPE_FLOAT32, .shape = a1, .data = a + b * M * K}, in[1]};
-        korch_tensor o1 = {0};
-        CHECK_OK(korch_pgraph_interpret(one, in1, &o1));
-        bad += memcmp((float *)out.data + b * M * NN, o1.data, sizeof(float) * M * NN) != 0;
-        korch_tensor_free(&o1);
+        korch_tensor alone = run_matmul(1, M, K, a + (int64_t)b * M * K, &ws, w);
+        bad += memcmp((float *)each.data + (int64_t)b * M * NN, alone.data, sizeof(float) * (size_t)M * NN) != 0;
+        korch_tensor_free(&alone);
     }
-    CHECK_MSG(bad == 0, "batched matmul: %d of %d products differ from the same product alone", bad, B);
-    korch_tensor_free(&out);
-    korch_pgraph_free(pg);
-    korch_pgraph_free(one);
+    CHECK_MSG(bad == 0, "batched matmul [%d,%d,%d] x [%d,%d,%d]: %d of %d products differ from the same product alone",
+              B, M, K, B, K, NN, bad, B);
+    korch_tensor_free(&folded);
+    korch_tensor_free(&each);
     free(a);
     free(w);
+    free(wt);
 }
 
 int main(void) {
     test_reduce();
     test_layout();
     test_elementwise();
-    test_batched_matmul();
+    check_batched_matmul(12, 40, 24, 30);
+    check_batched_matmul(100, 1, 260, 40);
     TEST_MAIN_END();
 }

@@ -146,6 +146,13 @@ typedef struct cg_unit {
     char error[1536];
 } cg_unit;
 korch_status cg_compile_units(cg_unit *units, int n, const korch_profile_options *options, int jobs);
+/* Functions compiled in this process, found again by their full text and
+ * the compiler command (registry.c): add records one function of a loaded
+ * library (taking a reference); find returns a reference to the library
+ * holding the function compiled from exactly this text as `name`, or NULL. */
+void cg_registry_add(const char *fn, size_t len, const korch_profile_options *o, const char *name, cg_library *lib);
+cg_library *cg_registry_find(const char *fn, size_t len, const korch_profile_options *o, const char *name);
+void cg_registry_clear(void);
 int cg_compile_jobs(const korch_profile_options *options); /* options->cc_jobs, else one per CPU (at most 4) */
 void *cg_library_symbol(cg_library *lib, const char *name);
 void cg_library_retain(cg_library *lib);

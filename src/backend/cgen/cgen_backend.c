@@ -68,10 +68,11 @@ korch_status korch_cgen_build(const korch_kernel_spec *specs, const char *const 
     cg_schedule *ss = calloc((size_t)n, sizeof *ss);
     char (*names)[64] = calloc((size_t)n, sizeof *names);
     cg_buf src = {0}, what = {0};
-    cg_library *lib = NULL;
+    cg_library *lib = NULL, **found = calloc((size_t)n, sizeof *found);
+    size_t *at = calloc((size_t)n, sizeof *at), *len = calloc((size_t)n, sizeof *len);
     int *order = NULL;
     korch_status st = KORCH_OK;
-    if (!ks || !ss || !names) {
+    if (!ks || !ss || !names || !found || !at || !len) {
         st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
         goto done;
     }
@@ -110,22 +111,39 @@ korch_status korch_cgen_build(const korch_kernel_spec *specs, const char *const 
         for (; j > 0 && strcmp(names[order[j - 1]], names[x]) > 0; j--) order[j] = order[j - 1];
         order[j] = x;
     }
+    /* A function the tuner compiled from the same text with the same
+     * command is taken from its library (registry.c); the others compile
+     * in one unit, and are recorded in turn (the plan check builds the
+     * same kernels again). */
+    int missing = 0;
     for (int r = 0; r < n && st == KORCH_OK; r++) {
         int i = order[r];
         if (r > 0 && strcmp(names[order[r - 1]], names[i]) == 0) continue; /* the same function */
         char reason[256];
-        st = cg_emit_kernel(&ks[i], &ss[i], names[i], &src, reason, sizeof reason);
-        cg_buf_printf(&what, "%s%s", what.len ? ", " : "", names[i]);
+        cg_buf one = {0};
+        st = cg_emit_kernel(&ks[i], &ss[i], names[i], &one, reason, sizeof reason);
+        if (st == KORCH_OK && one.oom) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
+        if (st == KORCH_OK) found[i] = cg_registry_find(one.data, one.len, options, names[i]);
+        if (st == KORCH_OK && !found[i]) {
+            at[i] = src.len;
+            len[i] = one.len;
+            cg_buf_append(&src, one.data, one.len);
+            cg_buf_printf(&what, "%s%s", what.len ? ", " : "", names[i]);
+            missing++;
+        }
+        cg_buf_free(&one);
     }
-    if (st != KORCH_OK) goto done;
-    if (src.oom || what.oom) {
-        st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
-        goto done;
-    }
-    st = cg_compile(src.data, src.len, options, what.data, &lib);
+    if (st == KORCH_OK && (src.oom || what.oom)) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
+    if (st == KORCH_OK && missing) st = cg_compile(src.data, src.len, options, what.data, &lib);
+    for (int i = 0; i < n && st == KORCH_OK && missing; i++)
+        if (len[i]) cg_registry_add(src.data + at[i], len[i], options, names[i], lib);
     for (int i = 0; i < n && st == KORCH_OK; i++) {
+        /* a duplicate name takes the library of its first occurrence */
+        cg_library *from = lib;
+        for (int j = 0; j < n; j++)
+            if (found[j] && strcmp(names[j], names[i]) == 0) from = found[j];
         cg_entry fn;
-        void *sym = cg_library_symbol(lib, names[i]);
+        void *sym = cg_library_symbol(from, names[i]);
         memcpy(&fn, &sym, sizeof fn);
         if (!fn) {
             st = korch_error(KORCH_ERR_RUNTIME, "compiled library lacks kernel %s", names[i]);
@@ -134,7 +152,7 @@ korch_status korch_cgen_build(const korch_kernel_spec *specs, const char *const 
         char impl[160], text[64];
         cg_schedule_format(&ss[i], text, sizeof text);
         snprintf(impl, sizeof impl, "cgen k%.16s %s", ks[i].sig, text);
-        st = cg_kernel_wrap(&ks[i], lib, fn, cg_threads(options), impl, &kernels[i]);
+        st = cg_kernel_wrap(&ks[i], from, fn, cg_threads(options), impl, &kernels[i]);
     }
     if (st != KORCH_OK)
         for (int i = 0; i < n; i++) {
@@ -143,6 +161,10 @@ korch_status korch_cgen_build(const korch_kernel_spec *specs, const char *const 
         }
 done:
     cg_library_release(lib);
+    for (int i = 0; found && i < n; i++) cg_library_release(found[i]);
+    free(found);
+    free(at);
+    free(len);
     if (ks)
         for (int i = 0; i < n; i++) cg_kernel_free(&ks[i]);
     free(ks);

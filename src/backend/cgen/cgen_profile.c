@@ -47,6 +47,7 @@ typedef struct quick_item {
     int job;
     char name[64], text[64];
     int unit;
+    size_t at, len; /* its function's text in its unit's source */
     cg_library *lib; /* its own build, when its unit failed */
     bool emitted, timed;
     korch_timing t;
@@ -70,6 +71,8 @@ static korch_status quick_compile(cg_session *S, quick_item *items, int n, cg_un
         korch_status es = cg_emit_kernel(&S->jobs[it->job].k, &s, it->name, &probe, reason, sizeof reason);
         it->unit = i / per;
         if (es == KORCH_OK && !probe.oom) {
+            it->at = src[it->unit].len;
+            it->len = probe.len;
             cg_buf_append(&src[it->unit], probe.data, probe.len);
             cg_buf_printf(&what[it->unit], "%s%s", what[it->unit].len ? ", " : "", it->name);
             it->emitted = true;
@@ -88,6 +91,12 @@ static korch_status quick_compile(cg_session *S, quick_item *items, int n, cg_un
     for (int u = 0; u < n_units && st == KORCH_OK; u++)
         if (units[u].status != KORCH_OK && !cg_compiler_version(S->options))
             st = korch_error(units[u].status, "%s", units[u].error); /* no compiler at all */
+    /* for korch_cgen_build, should this schedule be chosen */
+    for (int i = 0; i < n && st == KORCH_OK; i++) {
+        quick_item *it = &items[i];
+        if (it->emitted && units[it->unit].status == KORCH_OK && !src[it->unit].oom)
+            cg_registry_add(src[it->unit].data + it->at, it->len, S->options, it->name, units[it->unit].lib);
+    }
     for (int i = 0; i < n && st == KORCH_OK; i++) {
         quick_item *it = &items[i];
         if (!it->emitted || units[it->unit].status == KORCH_OK) continue;

@@ -91,6 +91,7 @@ typedef struct item {
     korch_tune_point p;
     char name[64], code[33], sched[64];
     int unit;
+    size_t at, len; /* its function's text in its unit's source */
     cg_library *lib; /* NULL: this schedule did not compile */
 } item;
 
@@ -123,7 +124,9 @@ static korch_status compile_items(cg_session *S, item *items, int n) {
         cg_schedule s = point_schedule(&it->p);
         char reason[256];
         it->unit = i / per;
+        it->at = src[it->unit].len;
         st = cg_emit_kernel(&S->jobs[it->job].k, &s, it->name, &src[it->unit], reason, sizeof reason);
+        it->len = src[it->unit].len - it->at;
         cg_buf_printf(&what[it->unit], "%s%s", what[it->unit].len ? ", " : "", it->name);
     }
     for (int u = 0; u < n_units && st == KORCH_OK; u++) {
@@ -145,6 +148,9 @@ static korch_status compile_items(cg_session *S, item *items, int n) {
         if (u->status == KORCH_OK) {
             items[i].lib = u->lib;
             cg_library_retain(u->lib);
+            /* for korch_cgen_build, should this schedule be chosen */
+            if (!src[items[i].unit].oom)
+                cg_registry_add(src[items[i].unit].data + items[i].at, items[i].len, S->options, items[i].name, u->lib);
         }
     }
     if (st == KORCH_OK && retry) {
