@@ -2,7 +2,7 @@
 is the plan's predicted latency still within 15% of its measured latency?
 
     python -m bench.load.poisoned [--models mobilenetv2,resnet50] [--threads 2]
-                                  [--load cpu2] [--runs 20] [--no-record]
+                                  [--load cpu2] [--runs 20] [--closed-loop N] [--no-record]
 
 Per model, with a fresh private database: (1) `korch optimize` while the load
 runs (bench/load/load.c; by default two CPU-bound processes), so every
@@ -39,6 +39,9 @@ def main(argv=None):
     add_common_args(ap)
     ap.add_argument("--load", default="cpu2", choices=[k for k in LOADS if k != "none"])
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--closed-loop", type=int, default=0,
+                    help="pass --closed-loop N to the idle korch bench (docs/orchestration.md): "
+                         "each plan is run in place and kernels off their profiles re-costed")
     args = ap.parse_args(argv)
     shutil.rmtree(os.path.join(ROOT, "build", "bench", "poisoned"), ignore_errors=True)
     cmd, work, exe = prepare(args, argv, "poisoned", "poisoned")
@@ -53,7 +56,8 @@ def main(argv=None):
         with open(os.path.join(work, m + ".loaded.log"), "w") as fh:
             fh.write(loaded)
         log(f"{m}: bench on the idle machine")
-        out = korch(args, ["bench", model, "--runs", str(args.runs)] + common)
+        extra = ["--closed-loop", str(args.closed_loop)] if args.closed_loop else []
+        out = korch(args, ["bench", model, "--runs", str(args.runs)] + extra + common)
         with open(os.path.join(work, m + ".idle.log"), "w") as fh:
             fh.write(out)
         found = ROW.findall(out)
@@ -66,7 +70,8 @@ def main(argv=None):
     md = ["", f"## Profiled under load, optimised idle: {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC, "
               f"{cpu_model()}, {args.threads} threads", "",
           f"Command: `{cmd}` (korch {git_commit()}); profiles taken under load `{args.load}`, "
-          f"then `korch bench --runs {args.runs}` on the idle machine with the same database", "",
+          f"then `korch bench --runs {args.runs}"
+          f"{' --closed-loop ' + str(args.closed_loop) if args.closed_loop else ''}` on the idle machine with the same database", "",
           "| model | strategy | predicted ms | measured ms | measured/predicted |", "|---|---|---:|---:|---:|"]
     worst = 0.0
     for m, s, p, me in rows:
