@@ -35,20 +35,30 @@ static int map_value(fission_state *s, int v) {
 
 static korch_status make_opaque(fission_state *s, int ni, const int *in, int *out, const char *reason) {
     const korch_node *n = &s->g->nodes[ni];
-    int present[KORCH_MAX_RANK], count = 0;
+    int present[KORCH_MAX_RANK], count = 0, total = 0;
     char buf[160];
+    for (int k = 0; k < n->n_inputs; k++) total += n->inputs[k] >= 0;
+    /* more inputs than a primitive holds: the constant ones are read from
+     * the op graph (korch_opaque_input) */
+    uint32_t from_source = 0;
     for (int k = 0; k < n->n_inputs; k++) {
         if (n->inputs[k] < 0) continue;
+        if (total > KORCH_MAX_RANK && k < 32 && s->g->values[n->inputs[k]].is_constant &&
+            s->g->values[n->inputs[k]].constant.data) {
+            from_source |= 1u << k;
+            continue;
+        }
         if (count == KORCH_MAX_RANK)
             return korch_error(KORCH_ERR_UNSUPPORTED,
-                               "node \"%s\" (%s) cannot be fissioned (%s) and has more than %d inputs for an "
-                               "opaque primitive",
+                               "node \"%s\" (%s) cannot be fissioned (%s) and has more than %d non-constant inputs "
+                               "for an opaque primitive",
                                korch_printable(n->name, buf, sizeof buf), n->op_type, reason, KORCH_MAX_RANK);
         present[count++] = in[k];
     }
     int pn = korch_pgraph_opaque(s->pg, ni, count, present);
     if (pn < 0) return korch_error_prefix(KORCH_ERR_INTERNAL, "node \"%s\"", korch_printable(n->name, buf, sizeof buf));
     s->pg->nodes[pn].u.opaque.reason = reason;
+    s->pg->nodes[pn].u.opaque.from_source = from_source;
     for (int k = 0; k < n->n_outputs; k++) out[k] = s->pg->nodes[pn].outputs[k];
     return KORCH_OK;
 }

@@ -186,8 +186,14 @@ static void emit_opaque(korch_onnx_writer *w, const korch_pnode *n) {
     const char **ins = korch_onnx_alloc(w, sizeof(char *) * (size_t)(src->n_inputs + 1));
     const char **outs = korch_onnx_alloc(w, sizeof(char *) * (size_t)(src->n_outputs + 1));
     if (!ins || !outs) return;
-    int j = 0;
-    for (int k = 0; k < src->n_inputs; k++) ins[k] = src->inputs[k] < 0 ? "" : in_name(w, n, j++);
+    for (int k = 0; k < src->n_inputs; k++) {
+        const korch_tensor *c = NULL;
+        int j = korch_opaque_input(w->pg, n, k, &c);
+        ins[k] = j >= 0 ? in_name(w, n, j)
+                 : c    ? korch_onnx_add_initializer(w, c, korch_onnx_unique(w, w->pg->source->values[src->inputs[k]].name))
+                        : "";
+        if (!ins[k]) return;
+    }
     for (int k = 0; k < src->n_outputs; k++) outs[k] = n->outputs[k] < 0 ? "" : w->names[n->outputs[k]];
     Onnx__NodeProto *node = korch_onnx_node(w, src->op_type, src->n_inputs, ins, src->n_outputs, outs);
     if (!node) return;

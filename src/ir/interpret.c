@@ -556,11 +556,12 @@ static korch_status run_conv_channels_last(const korch_prim_linear *p, const kor
 static korch_status run_opaque(const korch_pgraph *pg, const korch_pnode *n, korch_tensor **in, korch_tensor **out) {
     const korch_node *src = &pg->source->nodes[n->u.opaque.source_node];
     korch_tensor *ins[64] = {0}, *outs[8] = {0};
-    /* inputs are positional like the source node's (omitted ones stay NULL) */
-    int j = 0;
+    /* inputs are positional like the source node's (omitted ones stay NULL;
+     * constants read from the op graph, korch_opaque_input) */
     for (int k = 0; k < src->n_inputs && k < 64; k++) {
-        if (src->inputs[k] < 0) continue;
-        if (j < n->n_inputs) ins[k] = in[j++];
+        const korch_tensor *c = NULL;
+        int j = korch_opaque_input(pg, n, k, &c);
+        ins[k] = j >= 0 ? in[j] : (korch_tensor *)c; /* the ops read their inputs only */
     }
     for (int k = 0; k < n->n_outputs; k++) outs[k] = out[k];
     korch_op_ctx ctx = {.graph = pg->source, .node = src, .n_inputs = src->n_inputs, .inputs = ins,

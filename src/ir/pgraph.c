@@ -328,6 +328,19 @@ int korch_pgraph_linear(korch_pgraph *pg, const korch_prim_linear *params, int x
     return attach_output(pg, ni, pg->values[x].dtype, &out);
 }
 
+int korch_opaque_input(const korch_pgraph *pg, const korch_pnode *n, int k, const korch_tensor **constant) {
+    const korch_node *src = &pg->source->nodes[n->u.opaque.source_node];
+    if (constant) *constant = NULL;
+    if (k < 0 || k >= src->n_inputs || src->inputs[k] < 0) return -1;
+    if (k < 32 && (n->u.opaque.from_source >> k) & 1u) {
+        if (constant) *constant = &pg->source->values[src->inputs[k]].constant;
+        return -1;
+    }
+    int j = 0;
+    for (int i = 0; i < k; i++) j += src->inputs[i] >= 0 && !(i < 32 && (n->u.opaque.from_source >> i) & 1u);
+    return j < n->n_inputs ? j : -1;
+}
+
 int korch_pgraph_opaque(korch_pgraph *pg, int source_node, int n, const int *inputs) {
     const korch_graph *g = pg->source;
     if (!g || source_node < 0 || source_node >= g->n_nodes || g->nodes[source_node].n_outputs > 8) {

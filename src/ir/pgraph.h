@@ -214,6 +214,11 @@ typedef struct korch_prim_linear {
 typedef struct korch_prim_opaque {
     int source_node; /* index into the source op graph; run with its reference kernel */
     const char *reason; /* static string: why the operator was not decomposed (docs/fission.md) */
+    /* Bit k: the source node's input k is a constant of the op graph, read
+     * from there and not a primitive input. Set only for operators with
+     * more inputs than a primitive holds (QLinearConv with a bias has 9),
+     * so that they can still run opaque; korch_opaque_input() maps. */
+    uint32_t from_source;
 } korch_prim_opaque;
 
 /* ---- graph ------------------------------------------------------------- */
@@ -283,6 +288,11 @@ int korch_pgraph_linear(korch_pgraph *pg, const korch_prim_linear *params, int x
 /* Opaque: outputs get the source node's inferred dtypes/shapes. Returns the
  * node index. */
 int korch_pgraph_opaque(korch_pgraph *pg, int source_node, int n, const int *inputs);
+
+/* The primitive input index of an opaque node's source input k: -1 when
+ * the input is absent (optional, omitted) or read from the op graph's
+ * constant (u.opaque.from_source; then *constant is set). */
+int korch_opaque_input(const korch_pgraph *pg, const korch_pnode *n, int k, const korch_tensor **constant);
 
 /* Evaluates one layout map at output coordinates o: writes the input
  * coordinates and returns false when they are out of bounds. */

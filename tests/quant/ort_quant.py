@@ -99,10 +99,11 @@ CASES = [
     ("qdq_conv_u8_perchannel", "conv", dict(kind="static", fmt=QuantFormat.QDQ, act=QuantType.QUInt8,
                                             per_channel=True)),
     ("qdq_mlp_u8", "mlp", dict(kind="static", fmt=QuantFormat.QDQ, act=QuantType.QUInt8, per_channel=False)),
-    # QLinearConv with a bias has 9 inputs, one more than an opaque primitive
-    # holds: optimize refuses it by name (docs/quantization.md, "Not yet")
+    # QLinearConv with a bias has 9 inputs, one more than a primitive holds:
+    # it runs opaque with its constants read from the op graph
+    # (korch_opaque_input; optimize refused it by name before)
     ("qop_conv_u8", "conv", dict(kind="static", fmt=QuantFormat.QOperator, act=QuantType.QUInt8, per_channel=True,
-                                 ops=["Conv"], refuse="has more than 8 inputs for an opaque primitive")),
+                                 ops=["Conv"])),
     ("qop_mlp_u8", "mlp", dict(kind="static", fmt=QuantFormat.QOperator, act=QuantType.QUInt8, per_channel=False,
                                ops=["MatMul"])),
     ("dyn_mlp_u8", "mlp", dict(kind="dynamic", weight=QuantType.QUInt8, per_channel=False)),

@@ -71,6 +71,7 @@ static korch_status add_node(korch_pgraph *sub, const korch_pgraph *pg, const ko
     case KORCH_PRIM_OPAQUE: {
         int ni = korch_pgraph_opaque(sub, node->u.opaque.source_node, node->n_inputs, ins);
         if (ni < 0) return KORCH_ERR_INTERNAL;
+        sub->nodes[ni].u.opaque.from_source = node->u.opaque.from_source;
         for (int k = 0; k < node->n_outputs; k++)
             if (node->outputs[k] >= 0) map[node->outputs[k]] = sub->nodes[ni].outputs[k];
         return KORCH_OK;
