@@ -5,6 +5,11 @@ same dynamic-length model at each length, in the same process, interleaved.
 
   bench_buckets.py MODEL.onnx PLAN [--lengths 32,64,128,256] [--rounds 5]
                    [--runs 10] [--threads 2]
+  bench_buckets.py MODEL.onnx PLAN --input x --shapes 1x3x320x640,1x3x640x640 ...
+
+--lengths feeds BERT's input_ids (1, length) of random token ids; --input
+NAME --shapes S1,S2,... feeds any one-input float32 model (a detector at
+several image sizes) seeded normal data of each shape instead.
 
 Per round and length: korch (korch.InferenceSession on the bucketed plan: the
 bucket is picked by the feed's shape) and ORT (intra-op threads = --threads,
@@ -46,8 +51,19 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--input", help="the float32 input's name, with --shapes")
+    ap.add_argument("--shapes", help="comma-separated shapes AxBxC of --input, one per bucket")
     a = ap.parse_args()
-    lengths = [int(x) for x in a.lengths.split(",")]
+    if bool(a.input) != bool(a.shapes):
+        ap.error("--input and --shapes go together")
+    rng = np.random.default_rng(20241126)
+    if a.shapes:
+        lengths = a.shapes.split(",")
+        feeds = {s: {a.input: rng.standard_normal([int(d) for d in s.split("x")]).astype(np.float32)}
+                 for s in lengths}
+    else:
+        lengths = [int(x) for x in a.lengths.split(",")]
+        feeds = {n: {"input_ids": rng.integers(0, 30522, (1, n), dtype=np.int64)} for n in lengths}
 
     # plan load: the C call alone (map, checksums, graph validated), 3 times
     loads = []
@@ -71,15 +87,13 @@ def main():
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     osess = ort.InferenceSession(a.model, so, providers=["CPUExecutionProvider"])
-    rng = np.random.default_rng(20241126)
-    feeds = {n: {"input_ids": rng.integers(0, 30522, (1, n), dtype=np.int64)} for n in lengths}
     for n in lengths:  # first run of each bucket: its session is made here
         t0 = time.perf_counter()
         k = sess.run(None, feeds[n])
         first = (time.perf_counter() - t0) * 1e3
         o = osess.run(None, feeds[n])
         errs = ["%.2e" % (np.abs(k[i] - o[i]).max() / max(np.abs(o[i]).max(), 1e-30)) for i in range(len(o))]
-        print("length %d: first run %.1f ms (bucket session made, then run); max |korch - ORT| / max |ORT|: %s"
+        print("bucket %s: first run %.1f ms (bucket session made, then run); max |korch - ORT| / max |ORT|: %s"
               % (n, first, " ".join(errs)))
 
     per = {n: {"korch": [], "ort": [], "ratio": []} for n in lengths}
@@ -96,13 +110,13 @@ def main():
             per[n]["korch"].append(km)
             per[n]["ort"].append(om)
             per[n]["ratio"].append(om / km)
-            print("round %d length %d: korch %.2f ms, ORT %.2f ms, ORT/korch %.3f" % (r + 1, n, km, om, om / km))
+            print("round %d bucket %s: korch %.2f ms, ORT %.2f ms, ORT/korch %.3f" % (r + 1, n, km, om, om / km))
             sys.stdout.flush()
-    print("\n| length | korch ms (median of rounds) | ORT ms | ORT/korch (median of per-round ratios) | ratio range |")
+    print("\n| bucket | korch ms (median of rounds) | ORT ms | ORT/korch (median of per-round ratios) | ratio range |")
     print("|---:|---:|---:|---:|---|")
     for n in lengths:
         p = per[n]
-        print("| %d | %.2f | %.2f | %.3f | %.3f to %.3f |" % (n, statistics.median(p["korch"]), statistics.median(p["ort"]),
+        print("| %s | %.2f | %.2f | %.3f | %.3f to %.3f |" % (n, statistics.median(p["korch"]), statistics.median(p["ort"]),
                                                          statistics.median(p["ratio"]), min(p["ratio"]),
                                                          max(p["ratio"])))
 
