@@ -95,8 +95,51 @@ static void perturbed_reference(const korch_kernel_spec *spec, const korch_tenso
     korch_pgraph_free(sub);
 }
 
+static bool is_float(korch_dtype d) {
+    return d == KORCH_DTYPE_FLOAT32 || d == KORCH_DTYPE_FLOAT64 || d == KORCH_DTYPE_FLOAT16 || d == KORCH_DTYPE_BFLOAT16;
+}
+
+/* The rounding floor's scale for kernel output `value` (compare.c): the
+ * largest magnitude among the values it is computed from inside the kernel
+ * (the kernel inputs and intermediates on its path, and itself), as the
+ * interpreter computed them (mag[]: a kernel runs on exactly those inputs,
+ * so its rounding is relative to them). Not counted: constants (what they
+ * contribute is in the products and sums computed from them) and integer or
+ * boolean values (no rounding; a flipped comparison is the perturbed
+ * reference's business). The path stops at an exp: its output's noise is
+ * relative to that output (the rtol term), and an operand far larger than
+ * anything that survives it (an attention mask of -10000 or -3.4e38 before
+ * a softmax) must not set the floor of every element after it. */
+static double kernel_sources(const korch_kernel_spec *spec, const double *mag, int value) {
+    const korch_pgraph *pg = spec->pg;
+    if (!mag || !is_float(pg->values[value].dtype)) return 0;
+    int cap = spec->n_nodes * KORCH_MAX_RANK + 1, n = 0;
+    int *cone = malloc((size_t)cap * sizeof *cone);
+    if (!cone) return 0;
+    cone[n++] = value;
+    double m = 0;
+    for (int i = 0; i < n; i++) {
+        int v = cone[i];
+        if (mag[v] > m) m = mag[v];
+        int p = pg->values[v].producer, in_kernel = 0;
+        for (int k = 0; p >= 0 && k < spec->n_nodes && !in_kernel; k++) in_kernel = spec->nodes[k] == p;
+        if (!in_kernel) continue; /* a kernel input */
+        const korch_pnode *nd = &pg->nodes[p];
+        if (nd->kind == KORCH_PRIM_ELEMENTWISE && nd->u.ew.op == KORCH_EW_EXP) continue;
+        for (int k = 0; k < nd->n_inputs; k++) {
+            int u = nd->inputs[k];
+            if (u < 0 || pg->values[u].is_constant || !is_float(pg->values[u].dtype)) continue;
+            bool seen = false;
+            for (int j = 0; j < n && !seen; j++) seen = cone[j] == u;
+            if (!seen && n < cap) cone[n++] = u;
+        }
+    }
+    free(cone);
+    return m;
+}
+
 static korch_status run_check(const korch_verify_item *item, korch_kernel *kernel, const korch_tensor *vals,
-                              uint64_t seed, korch_verify_result *r) {
+                              const double *mag, uint64_t seed, korch_verify_result *r) {
     const korch_kernel_spec *spec = &item->spec;
     const korch_pgraph *pg = spec->pg;
     int ni = spec->n_inputs, no = spec->n_outputs;
@@ -139,6 +182,7 @@ static korch_status run_check(const korch_verify_item *item, korch_kernel *kerne
                     korch_verify_diff d;
                     char why[160];
                     const korch_tensor *p = pert[o].data ? &pert[o] : NULL;
+                    tol.sources = kernel_sources(spec, mag, spec->outputs[o]);
                     bool ok = korch_verify_compare(&got[o], &vals[spec->outputs[o]], p, &tol, &d, why, sizeof why);
                     if (d.worst_ratio > r->worst_ratio || isnan(d.worst_ratio)) r->worst_ratio = d.worst_ratio;
                     if (d.max_abs > r->max_abs) r->max_abs = d.max_abs;
@@ -235,8 +279,9 @@ korch_status korch_verify_kernels(const korch_pgraph *pg, const korch_verify_ite
     korch_tensor *vals = calloc((size_t)pg->n_values + 1, sizeof *vals);
     check *checks = malloc(((size_t)n + 1) * sizeof *checks);
     korch_kernel **kernels = calloc((size_t)n + 1, sizeof *kernels);
+    double *mag = calloc((size_t)pg->n_values + 1, sizeof *mag); /* largest |element| per value (constants 0) */
     int count = 0, n_checks = 0;
-    korch_status st = order && pos && uses && vals && checks && kernels
+    korch_status st = order && pos && uses && vals && checks && kernels && mag
                           ? KORCH_OK
                           : korch_error(KORCH_ERR_OUT_OF_MEMORY, "verify: out of memory");
     if (st == KORCH_OK) st = korch_pgraph_toposort(pg, order, &count);
@@ -284,6 +329,7 @@ korch_status korch_verify_kernels(const korch_pgraph *pg, const korch_verify_ite
             st = korch_tensor_alloc(&vals[pg->inputs[i]], pv->dtype, &pv->shape);
             if (st == KORCH_OK) korch_verify_fill(&vals[pg->inputs[i]], o.seed + (uint64_t)i);
         }
+        if (st == KORCH_OK) mag[pg->inputs[i]] = korch_verify_max_abs(&vals[pg->inputs[i]]);
     }
     for (int i = 0; seeded && i < pg->n_inputs; i++) korch_tensor_free(&seeded[i]);
     free(seeded);
@@ -306,6 +352,8 @@ korch_status korch_verify_kernels(const korch_pgraph *pg, const korch_verify_ite
                                         order[i]);
                 break;
             }
+            for (int k = 0; k < nd->n_outputs; k++)
+                if (nd->outputs[k] >= 0) mag[nd->outputs[k]] = korch_verify_max_abs(&vals[nd->outputs[k]]);
             for (int k = 0; k < nd->n_inputs; k++)
                 if (--uses[nd->inputs[k]] == 0) korch_tensor_free(&vals[nd->inputs[k]]);
             for (int k = 0; k < nd->n_outputs; k++)
@@ -315,7 +363,7 @@ korch_status korch_verify_kernels(const korch_pgraph *pg, const korch_verify_ite
             int it = checks[next_check].item;
             const korch_kernel_spec *spec = &items[it].spec;
             double t0 = korch_now_s();
-            st = run_check(&items[it], kernels[it], vals, o.seed ^ 0x5bd1e995u, &results[it]);
+            st = run_check(&items[it], kernels[it], vals, mag, o.seed ^ 0x5bd1e995u, &results[it]);
             t_check += korch_now_s() - t0;
             for (int k = 0; k < spec->n_inputs; k++)
                 if (--uses[spec->inputs[k]] == 0) korch_tensor_free(&vals[spec->inputs[k]]);
@@ -337,5 +385,6 @@ done:
     free(vals);
     free(checks);
     free(kernels);
+    free(mag);
     return st;
 }

@@ -57,7 +57,62 @@ korch_verify_tolerance korch_verify_plan_tolerance(const korch_plan *plan, const
     korch_verify_tolerance t = korch_verify_tolerance_for(1);
     t.rtol *= 10;
     t.atol *= 10;
+    t.source_atol *= 10;
     return t;
+}
+
+static void observe_magnitude(void *user, const korch_graph *g, int value, const korch_tensor *t) {
+    (void)g;
+    ((double *)user)[value] = korch_verify_max_abs(t);
+}
+
+static bool is_float(korch_dtype d) {
+    return d == KORCH_DTYPE_FLOAT32 || d == KORCH_DTYPE_FLOAT64 || d == KORCH_DTYPE_FLOAT16 || d == KORCH_DTYPE_BFLOAT16;
+}
+
+/* The rounding floor's scale for graph output `value` (compare.c): the
+ * largest magnitude among the values it is computed from, as the reference
+ * run computed them (mag[]): the graph inputs and every intermediate on its
+ * paths, itself included. The whole cone and not the output's operands
+ * alone, because the remnant can be several operators away from the
+ * cancellation (seed 6068: Max(c, ReduceSum(Concat(x, -x)) / c7), the
+ * operands 0 and c, the noise from |x|). What is left out, as for kernels
+ * (kernel_check.c, kernel_sources): constants (their contributions are in
+ * the values computed from them), integer and boolean values (no rounding),
+ * and everything before an Exp or a Softmax (their outputs' noise is
+ * relative to the outputs; an attention mask of -10000 or -3.4e38 before
+ * the softmax must not set the floor of every output of the model). This
+ * overestimates where a large intermediate is scaled down later (x * 1e-3),
+ * by at most that factor: the floor stays 7.6e-5 of the largest value
+ * (source_atol 160 epsilons x sqrt(16)), far below the errors of real
+ * faults, which are of the order of the values. */
+static double plan_sources(const korch_graph *g, const double *mag, int value) {
+    if (value < 0 || !mag || !is_float(g->values[value].dtype)) return 0;
+    char *seen = calloc((size_t)g->n_values + 1, 1);
+    int *stack = malloc(((size_t)g->n_values + 1) * sizeof *stack);
+    double m = 0;
+    int n = 0;
+    if (seen && stack) {
+        stack[n++] = value;
+        seen[value] = 1;
+    }
+    while (n > 0) {
+        int v = stack[--n];
+        if (mag[v] > m) m = mag[v];
+        int p = g->values[v].producer;
+        if (p < 0) continue;
+        const korch_node *nd = &g->nodes[p];
+        if (!strcmp(nd->op_type, "Exp") || !strcmp(nd->op_type, "Softmax")) continue;
+        for (int k = 0; k < nd->n_inputs; k++) {
+            int u = nd->inputs[k];
+            if (u < 0 || seen[u] || g->values[u].is_constant || !is_float(g->values[u].dtype)) continue;
+            seen[u] = 1;
+            stack[n++] = u;
+        }
+    }
+    free(seen);
+    free(stack);
+    return m;
 }
 
 /* Step 1 of localising: each plan kernel alone against the interpreter. */
@@ -104,8 +159,8 @@ static double dequantized_step(const korch_graph *g, int value) {
 
 /* Step 2: the primitive graph against the reference executor. */
 static korch_status localise_fission(const korch_pgraph *pg, const korch_tensor *in, const korch_tensor *want,
-                                     const korch_tensor *pert, const korch_verify_tolerance *tol, int n_out,
-                                     const korch_graph *g, korch_plan_check *out) {
+                                     const korch_tensor *pert, const korch_verify_tolerance *tol, const double *sources,
+                                     int n_out, const korch_graph *g, korch_plan_check *out) {
     korch_tensor *got = calloc((size_t)n_out + 1, sizeof *got);
     if (!got) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "verify: out of memory");
     korch_status st = korch_pgraph_interpret(pg, in, got);
@@ -113,6 +168,7 @@ static korch_status localise_fission(const korch_pgraph *pg, const korch_tensor 
         korch_verify_diff d;
         korch_verify_tolerance ti = *tol;
         ti.step = dequantized_step(g, g->outputs[i]);
+        ti.sources = sources[i];
         if (korch_verify_compare(&got[i], &want[i], &pert[i], &ti, &d, NULL, 0)) continue;
         char text[220];
         korch_verify_diff_format(&d, &want[i].shape, text, sizeof text);
@@ -165,15 +221,17 @@ korch_status korch_verify_plan(const korch_plan *plan, const korch_graph *g, con
     korch_tensor *in = calloc((size_t)ni + 1, sizeof *in);
     korch_tensor *want = calloc((size_t)no + 1, sizeof *want), *pert = calloc((size_t)no + 1, sizeof *pert);
     korch_tensor *got = calloc((size_t)no + 1, sizeof *got);
+    double *mag = calloc((size_t)g->n_values + 1, sizeof *mag), *sources = calloc((size_t)no + 1, sizeof *sources);
     out->outputs = calloc((size_t)no + 1, sizeof *out->outputs);
     out->n_outputs = no;
     korch_executor *ex = NULL;
-    korch_status st = in && want && pert && got && out->outputs
+    korch_status st = in && want && pert && got && mag && sources && out->outputs
                           ? KORCH_OK
                           : korch_error(KORCH_ERR_OUT_OF_MEMORY, "verify: out of memory");
     if (st == KORCH_OK) st = make_inputs(g, o, in);
+    for (int i = 0; i < ni && st == KORCH_OK; i++) mag[g->inputs[i]] = korch_verify_max_abs(&in[i]);
     if (st == KORCH_OK) {
-        st = korch_reference_run(g, in, want);
+        st = korch_reference_run_observed(g, in, want, observe_magnitude, mag);
         if (st != KORCH_OK)
             st = korch_error_prefix(st, "verify: the reference executor cannot run the model on %s inputs",
                                     o->inputs ? "the given" : "seeded random");
@@ -196,6 +254,7 @@ korch_status korch_verify_plan(const korch_plan *plan, const korch_graph *g, con
         }
     }
     korch_verify_tolerance tol = korch_verify_plan_tolerance(plan, pg);
+    for (int i = 0; i < no && st == KORCH_OK; i++) sources[i] = plan_sources(g, mag, g->outputs[i]);
     /* the sensitivity term only widens the tolerance: the reference runs on
      * perturbed inputs only when the plan fails without it */
     for (int pass = 0; pass < 2 && st == KORCH_OK; pass++) {
@@ -206,6 +265,7 @@ korch_status korch_verify_plan(const korch_plan *plan, const korch_graph *g, con
             char why[160];
             korch_verify_tolerance ti = tol;
             ti.step = dequantized_step(g, g->outputs[i]);
+            ti.sources = sources[i];
             bool ok = korch_verify_compare(&got[i], &want[i], pass ? &pert[i] : NULL, &ti, &d, why, sizeof why);
             out->outputs[i].worst_ratio = d.worst_index >= 0 ? d.worst_ratio : 0;
             out->outputs[i].max_abs = d.max_abs;
@@ -223,7 +283,7 @@ korch_status korch_verify_plan(const korch_plan *plan, const korch_graph *g, con
         char first[sizeof out->detail];
         memcpy(first, out->detail, sizeof first);
         st = localise_kernels(plan, pg, o, out);
-        if (st == KORCH_OK && out->bad_kernel < 0) st = localise_fission(pg, in, want, pert, &tol, no, g, out);
+        if (st == KORCH_OK && out->bad_kernel < 0) st = localise_fission(pg, in, want, pert, &tol, sources, no, g, out);
         if (st == KORCH_OK && out->bad_kernel < 0 && !out->fission_wrong)
             snprintf(out->detail, sizeof out->detail,
                      "%.300s; every kernel matches the interpreter alone and the primitive graph matches the "
@@ -237,5 +297,7 @@ done:
     free_tensors(want, no);
     free_tensors(pert, no);
     free_tensors(got, no);
+    free(mag);
+    free(sources);
     return st;
 }

@@ -33,8 +33,9 @@
 #include "runtime/plan.h"
 
 /* Bumped whenever the rules change: verdicts stored under other rules are
- * not reused (the database keys them by this). */
-#define KORCH_VERIFY_RULES "v1"
+ * not reused (the database keys them by this). v2: the rounding floor of
+ * the sources' magnitude (source_atol). */
+#define KORCH_VERIFY_RULES "v2"
 
 /* The seed of the random inputs plans are verified on unless the user
  * names another (`--verify-seed`, korch_optimize). */
@@ -51,11 +52,22 @@ typedef struct korch_verify_tolerance {
      * output computed by DequantizeLinear (plan checks, korch_verify_plan;
      * 0 elsewhere). docs/quantization.md says why. */
     double step;
+    /* The rounding floor: source_atol sqrt(max(16, reduction)) times
+     * `sources`, the largest magnitude of the values the compared tensor is
+     * computed from (korch_verify_sources; 0: not known, no floor). float32
+     * work on values of that size leaves noise of their size even where the
+     * result cancels to 0 (found by korch-difftest, seed 6068). */
+    double source_atol;
+    double sources;
 } korch_verify_tolerance;
 
 /* The rules for a kernel or plan whose longest chain of summed terms is
- * `reduction` (1: elementwise only). */
+ * `reduction` (1: elementwise only); sources 0 (the caller sets it). */
 korch_verify_tolerance korch_verify_tolerance_for(int64_t reduction);
+
+/* The largest finite |element| of a float tensor (0 for other dtypes: an
+ * integer or boolean carries no rounding noise). */
+double korch_verify_max_abs(const korch_tensor *t);
 
 typedef struct korch_verify_diff {
     int64_t elements;   /* compared */
@@ -70,8 +82,8 @@ typedef struct korch_verify_diff {
 
 /* Compares got with want elementwise. perturbed (optional, same dtype and
  * shape) is the reference recomputed from perturbed inputs. Floats:
- * |got - want| <= rtol |want| + atol rms(want) sqrt(max(16, reduction)) +
- * sensitivity |want - perturbed|; NaN must meet NaN and an infinity the same
+ * |got - want| <= rtol |want| + (atol rms(want) + source_atol sources)
+ * sqrt(max(16, reduction)) + sensitivity |want - perturbed|; NaN must meet NaN and an infinity the same
  * infinity, unless the perturbed reference is of another class there
  * (exempt). Integers and booleans: exact, unless the perturbed reference
  * differs there (exempt). Returns true when every element is within. A dtype

@@ -364,10 +364,13 @@ static korch_status check_plans(dt_case *c) {
     /* a kernel verification excluded is a wrong kernel korch generated (or
      * a check too strict): named per seed, for the campaign to localise */
     const korch_verify_log *vl = opt.orch ? korch_orchestrator_verify_log(opt.orch) : NULL;
-    for (int k = 0; vl && k < vl->n_excluded; k++)
+    for (int k = 0; vl && k < vl->n_excluded; k++) {
         printf("EXCLUDED seed %llu %s: candidate %d [%s %s] error/bound %.3g: %s\n", (unsigned long long)seed,
                c->prefix[0] ? c->prefix : "-", vl->excluded[k].candidate, korch_backend_name(vl->excluded[k].backend),
                vl->excluded[k].impl, vl->excluded[k].worst_ratio, vl->excluded[k].detail);
+        /* kernel_check.c's words for a kernel that did not build or run */
+        if (o->excluded_fails && strncmp(vl->excluded[k].detail, "the kernel failed to ", 21) != 0) fail(c);
+    }
     dt_optimizer_free(&opt);
     return st;
 }

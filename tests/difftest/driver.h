@@ -30,6 +30,10 @@ typedef struct dt_options {
      * wrong kernels excluded); every plan it returns is compared as usual */
     bool verify;
     bool refused_fails; /* --refused-fails: with verify, a refused plan is a failure (regressions) */
+    /* --excluded-fails: with verify, a candidate kernel excluded for wrong
+     * values (not for failing to build or run) is a failure (regressions of
+     * kernel checks that were too strict, seed 6068) */
+    bool excluded_fails;
     unsigned features; /* DT_FEAT_* (--features): the generator's half and qdq */
     /* the layouts plans are made in (--layout; auto: channels-last and nchw);
      * n_layouts 0: the default (channels-last) alone */

@@ -314,7 +314,13 @@ int dt_activation(dt_gen *g, int x) {
     case 18: y = dt_unary(g, "Selu", x, 1.8 * m, NULL); break;
     case 19: y = dt_unary(g, "Softsign", x, 1, NULL); break;
     case 20: {
-        korch_shape ss = s.rank == 4 && dt_chance(r, 0.7) ? dt_shape(3, (int64_t[]){s.dims[1], 1, 1}) : dt_shape(1, (int64_t[]){1});
+        /* the slope must broadcast unidirectionally to x: per channel or one
+         * value, and a scalar x takes a scalar slope ((1,) does not go to ();
+         * seed 1754). Chosen from x's rank alone, with no extra draw: every
+         * model where x is not a scalar stays as it was. */
+        korch_shape ss = s.rank == 4 && dt_chance(r, 0.7) ? dt_shape(3, (int64_t[]){s.dims[1], 1, 1})
+                         : s.rank == 0                    ? dt_shape(0, NULL)
+                                                          : dt_shape(1, (int64_t[]){1});
         y = dt_binary_named(g, "PRelu", dt_use(g, x), dt_const_rand(g, &ss, 0.0, 0.4), &s, m);
         break;
     }

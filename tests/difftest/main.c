@@ -48,6 +48,8 @@ static void usage(FILE *f) {
             "  --verify             the product path: plans from korch's verified driver (kernels and plans\n"
             "                       checked, wrong kernels excluded); a refused plan is REFUSED, not FAIL\n"
             "  --refused-fails      with --verify: a refused plan counts as a failure\n"
+            "  --excluded-fails     with --verify: a candidate kernel excluded for wrong values (not for\n"
+            "                       failing to build or run) counts as a failure\n"
             "  --budget SECONDS     tuning budget per graph with --measure (default 2)\n"
             "  --threads N          OpenMP threads (default 2)\n"
             "  --work-dir DIR       private database and kernel cache (default: a new temp dir, removed)\n"
@@ -207,6 +209,8 @@ int main(int argc, char **argv) {
             o.verify = true;
         } else if (!strcmp(a, "--refused-fails")) {
             o.refused_fails = true;
+        } else if (!strcmp(a, "--excluded-fails")) {
+            o.excluded_fails = true;
         } else if (!strcmp(a, "--budget")) {
             NEEDV;
             o.budget_s = atof(v);

@@ -122,7 +122,47 @@ int main(void) {
     set(&qa, 5, 0.02 * 3); /* two steps */
     CHECK(!korch_verify_compare(&qa, &qb, NULL, &qt, &d, NULL, 0));
 
-    korch_tensor *all[] = {&a, &b, &p, &ia, &ib, &shorter, &f1, &f2, &qa, &qb};
+    /* 10. the rounding floor of the sources (korch-difftest seed 6068): an
+     * all-zero reference computed from values of magnitude 4 (a cancelling
+     * sum, ReduceSum(Concat(x, -x))) against a plan's float32 noise of 1e-9.
+     * Without the sources' magnitude the tolerance is 1e-30 and it fails;
+     * with it, it passes, in a kernel and in a plan check alike. An error of
+     * the size of the sources (a missed tail: one term of x left over) and
+     * one of a thousandth of it still fail. */
+    korch_tensor za = vec(KORCH_DTYPE_FLOAT32, 64), zb = vec(KORCH_DTYPE_FLOAT32, 64);
+    for (int i = 0; i < 64; i++) set(&za, i, (i % 3 - 1) * 1e-9), set(&zb, i, 0);
+    korch_verify_tolerance zt = korch_verify_tolerance_for(128);
+    CHECK(!korch_verify_compare(&za, &zb, NULL, &zt, &d, NULL, 0));
+    CHECK(d.mismatches > 0);
+    zt.sources = 4.0;
+    CHECK(korch_verify_compare(&za, &zb, NULL, &zt, &d, NULL, 0));
+    korch_verify_tolerance zp = korch_verify_plan_tolerance(NULL, NULL);
+    CHECK(!korch_verify_compare(&za, &zb, NULL, &zp, &d, NULL, 0));
+    zp.sources = 4.0;
+    CHECK(korch_verify_compare(&za, &zb, NULL, &zp, &d, NULL, 0));
+    set(&za, 17, 3.1); /* a term of x (magnitude up to 4) not cancelled */
+    CHECK(!korch_verify_compare(&za, &zb, NULL, &zt, &d, NULL, 0));
+    CHECK(d.mismatches == 1 && d.worst_index == 17);
+    CHECK(!korch_verify_compare(&za, &zb, NULL, &zp, &d, NULL, 0));
+    set(&za, 17, 4e-3); /* a thousandth of the sources */
+    CHECK(!korch_verify_compare(&za, &zb, NULL, &zt, &d, NULL, 0));
+    CHECK(!korch_verify_compare(&za, &zb, NULL, &zp, &d, NULL, 0));
+    /* the floor is float32 rounding, not a loosening: below a thousandth
+     * of the sources even after 4096 summed terms in a kernel */
+    korch_verify_tolerance zk = korch_verify_tolerance_for(4096);
+    zk.sources = 4.0;
+    CHECK(!korch_verify_compare(&za, &zb, NULL, &zk, &d, NULL, 0));
+    /* unknown (0) or non-finite sources add nothing */
+    zt.sources = INFINITY;
+    set(&za, 17, 0);
+    CHECK(!korch_verify_compare(&za, &zb, NULL, &zt, &d, NULL, 0));
+
+    /* 11. the sources' magnitude: finite floats only, integers carry none */
+    set(&zb, 3, -7.5), set(&zb, 4, NAN), set(&zb, 5, INFINITY);
+    CHECK(korch_verify_max_abs(&zb) == 7.5);
+    CHECK(korch_verify_max_abs(&ia) == 0);
+
+    korch_tensor *all[] = {&a, &b, &p, &ia, &ib, &shorter, &f1, &f2, &qa, &qb, &za, &zb};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) korch_tensor_free(all[i]);
     TEST_MAIN_END();
 }
