@@ -258,18 +258,16 @@ korch_status korch_buckets_optimize(const korch_buckets *b, const korch_buckets_
     korch_status st = KORCH_OK;
     for (int i = 0; i < total && st == KORCH_OK; i++) {
         bucket_shapes(b, i, shapes + o->n_fixed);
-        char text[1024];
-        if (o->log && total > 1)
-            fprintf(o->log, "bucket %d of %d: %s\n", i + 1, total, shapes_text(shapes, n_shapes, text, sizeof text));
+        char text[1024]; /* the listed inputs' shapes: what tells the buckets apart */
+        shapes_text(shapes + o->n_fixed, b->count, text, sizeof text);
+        if (o->log && total > 1) fprintf(o->log, "bucket %d of %d: %s\n", i + 1, total, text);
         korch_plan *plan = NULL;
         int prims = 0;
         st = o->optimize(o->user, shapes, n_shapes, &plan, &prims, i == 0 ? keep : NULL);
         *n_prims += prims;
         if (st != KORCH_OK) {
             korch_plan_free(plan);
-            if (total > 1)
-                korch_error_prefix(st, "bucket %d of %d (%s)", i + 1, total,
-                                   shapes_text(shapes, n_shapes, text, sizeof text));
+            if (total > 1) korch_error_prefix(st, "bucket %d of %d (%s)", i + 1, total, text);
             break;
         }
         if (!plan) continue; /* a dry run */

@@ -177,8 +177,10 @@ static int optimize_buckets(korch_cli_orchestrate_args *args, const korch_bucket
                             bool layout_auto, korch_plan **out, int *n_prims, korch_plan_model *keep) {
     bucket_job job = {.args = args, .strategy = strategy, .layout_auto = layout_auto, .layout = args->layout,
                       .layout_given = args->layout_given};
-    korch_buckets_optimize_options o = {.fixed = args->shapes.items, .n_fixed = args->shapes.count,
-                                        .optimize = optimize_bucket, .user = &job, .log = args->quiet ? NULL : stdout};
+    korch_input_shape fixed[KORCH_CLI_MAX_SHAPES]; /* args->shapes changes per bucket */
+    memcpy(fixed, args->shapes.items, (size_t)args->shapes.count * sizeof *fixed);
+    korch_buckets_optimize_options o = {.fixed = fixed, .n_fixed = args->shapes.count, .optimize = optimize_bucket,
+                                        .user = &job, .log = args->quiet ? NULL : stdout};
     korch_status st = korch_buckets_optimize(buckets, &o, out, n_prims, keep);
     if (job.rc != 0) return job.rc; /* a bucket failed, and said why */
     /* refused before any bucket ran: the specification (more than 256 shapes) */
