@@ -11,13 +11,10 @@
 # a malformed list is a usage error. Nothing here depends on timing.
 # usage: run_buckets.sh KORCH FIXTURES TENSOR_COMPARE_TOOL WORK_DIR
 set -u
-if [ $# -ne 4 ]; then
-    echo "usage: $0 KORCH FIXTURES TENSOR_COMPARE_TOOL WORK_DIR" >&2
-    exit 2
-fi
+. "$(dirname "$0")/../cli/lib.sh"
+need_args 4 "KORCH FIXTURES TENSOR_COMPARE_TOOL WORK_DIR" $#
 korch=$1 fx=$2 compare=$3 work=$4
 expect_timeout=900
-. "$(dirname "$0")/../cli/lib.sh"
 start_work
 
 plan="$work/seq.plan"

@@ -1,6 +1,6 @@
 # Shared helpers of the CLI test scripts (tests/cli/run_cli.sh,
 # run_newuser.sh, run_embedded_plan.sh, tests/buckets/run_buckets.sh), which
-# source it after setting
+# source it first (need_args checks their arguments), then set
 #   korch           the korch binary
 #   work            the script's work folder (start_work empties it)
 #   compare         tensor_compare_tool (for `same`)
@@ -10,6 +10,14 @@
 # failed, with the start of the last command's stdout and stderr); the
 # script's last line reports both and exits 0 only when nothing failed.
 # POSIX sh.
+
+# need_args N USAGE COUNT: the script was given N arguments (COUNT is $#),
+# else its usage line on stderr and exit 2
+need_args() {
+    [ "$3" -eq "$1" ] && return 0
+    echo "usage: $0 $2" >&2
+    exit 2
+}
 
 # start_work [DIR...]: an empty $work (and DIRs made), $out and $err the
 # files `expect` writes, the counters at zero

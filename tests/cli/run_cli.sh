@@ -4,13 +4,10 @@
 # run (one "korch: error:" line), 2 bad usage.
 # usage: run_cli.sh KORCH FIXTURES_DIR TENSOR_COMPARE_TOOL WORK_DIR
 set -u
-if [ $# -ne 4 ]; then
-    echo "usage: $0 KORCH FIXTURES_DIR TENSOR_COMPARE_TOOL WORK_DIR" >&2
-    exit 2
-fi
+. "$(dirname "$0")/lib.sh"
+need_args 4 "KORCH FIXTURES_DIR TENSOR_COMPARE_TOOL WORK_DIR" $#
 korch=$1 fx=$2 compare=$3 work=$4
 expect_timeout=300
-. "$(dirname "$0")/lib.sh"
 start_work
 
 # ---- help and usage errors ----------------------------------------------

@@ -9,15 +9,12 @@
 # which needs its model. Nothing here depends on timing.
 # usage: run_embedded_plan.sh KORCH MODEL INPUT_NPY TENSOR_COMPARE_TOOL WORK_DIR
 set -u
-if [ $# -ne 5 ]; then
-    echo "usage: $0 KORCH MODEL INPUT_NPY TENSOR_COMPARE_TOOL WORK_DIR" >&2
-    exit 2
-fi
+. "$(dirname "$0")/lib.sh"
+need_args 5 "KORCH MODEL INPUT_NPY TENSOR_COMPARE_TOOL WORK_DIR" $#
 korch=$1 model_src=$2 x=$3 compare=$4 work=$5
 here=$(cd "$(dirname "$0")" && pwd)
 command -v python3 >/dev/null || { echo "SKIP: python3 is needed to damage plans"; exit 77; }
 expect_timeout=900
-. "$here/lib.sh"
 start_work "$work/made" "$work/shipped"
 private_cache "$work/cache"
 

@@ -7,13 +7,10 @@
 # Nothing here depends on timing. Uses a private cache under WORK_DIR.
 # usage: run_newuser.sh KORCH FIXTURES_DIR TENSOR_COMPARE_TOOL WORK_DIR SOURCE_DIR
 set -u
-if [ $# -ne 5 ]; then
-    echo "usage: $0 KORCH FIXTURES_DIR TENSOR_COMPARE_TOOL WORK_DIR SOURCE_DIR" >&2
-    exit 2
-fi
+. "$(dirname "$0")/lib.sh"
+need_args 5 "KORCH FIXTURES_DIR TENSOR_COMPARE_TOOL WORK_DIR SOURCE_DIR" $#
 korch=$1 fx=$2 compare=$3 work=$4 src=$5
 expect_timeout=600
-. "$(dirname "$0")/lib.sh"
 start_work
 # every optimize below profiles into this private cache (never ~/.cache)
 private_cache "$work/cache"
