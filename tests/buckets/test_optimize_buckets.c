@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "test.h"
+#include "buckets/seq_net.h"
 
 static char dir[] = "/tmp/korch_optimize_buckets_XXXXXX";
 
@@ -32,24 +33,6 @@ static void on_line(void *user, const char *line) {
     l->bucket2 |= strcmp(line, "bucket 2 of 2: x=1x8x8") == 0;
     l->summary |= strncmp(line, "plan: 2 shape buckets written to ", 33) == 0;
     snprintf(l->last, sizeof l->last, "%s", line);
-}
-
-/* y = the model or plan run at x=1xSEQx8; `shapes` fixes the ONNX model's
- * symbolic dimension and chooses the plan's bucket */
-static korch_status run_at(const char *path, int seq, const char *shapes, const float *x, float *y) {
-    korch_model *model = NULL;
-    korch_session *session = NULL;
-    korch_session_options o = korch_session_options_default();
-    o.input_shapes = shapes;
-    o.threads = 1;
-    korch_status st = korch_model_load(path, &model);
-    if (st == KORCH_OK) st = korch_session_create(model, &o, &session);
-    if (st == KORCH_OK) st = korch_session_set_input(session, 0, x, (size_t)seq * 8 * sizeof *x);
-    if (st == KORCH_OK) st = korch_session_set_output(session, 0, y, (size_t)seq * 16 * sizeof *y);
-    if (st == KORCH_OK) st = korch_session_run(session);
-    korch_session_destroy(session);
-    korch_model_free(model);
-    return st;
 }
 
 static bool contains(const char *hay, const char *needle) { return hay && strstr(hay, needle) != NULL; }
@@ -101,34 +84,13 @@ int main(void) {
     /* the report sums the buckets: each has a kernel or more */
     CHECK(strcmp(r.strategy, "greedy") == 0 && r.kernels >= 2 && r.primitives >= 2 && r.predicted_ms > 0);
 
-    korch_model *m = NULL;
-    CHECK_OK(korch_model_load(plan, &m));
-    CHECK(korch_model_bucket_count(m) == 2);
     const char *want[2] = {"x=1x4x8", "x=1x8x8"};
-    for (int b = 0; m && b < 2; b++) {
-        const char *shapes = NULL;
-        CHECK_OK(korch_model_bucket_shapes(m, b, &shapes));
-        CHECK_MSG(shapes && strcmp(shapes, want[b]) == 0, "bucket %d: %s", b, shapes ? shapes : "(null)");
-    }
-    korch_model_free(m);
-
+    seq_net_check_list(plan, 2, want);
     /* each bucket against the reference executor at its shape */
-    for (int b = 0; b < 2; b++) {
-        int seq = 4 << b;
-        float x[8 * 8], y[8 * 16], ref[8 * 16];
-        for (int i = 0; i < seq * 8; i++) x[i] = (float)((i * 29 + b * 7) % 19) / 6.0f - 1.5f;
-        CHECK_OK(run_at(plan, seq, want[b], x, y));
-        CHECK_OK(run_at(model, seq, want[b], x, ref));
-        double worst = 0, largest = 0;
-        for (int i = 0; i < seq * 16; i++) {
-            worst = fmax(worst, fabs((double)y[i] - ref[i]));
-            largest = fmax(largest, fabs((double)ref[i]));
-        }
-        CHECK_MSG(largest > 0 && worst <= 1e-6, "bucket %s: max |plan - reference| %g", want[b], worst);
-    }
+    seq_net_check_buckets(plan, model, 2, want);
     /* a shape no bucket holds */
     float x16[16 * 8] = {0}, y16[16 * 16];
-    CHECK(run_at(plan, 16, "x=1x16x8", x16, y16) == KORCH_ERR_SHAPE);
+    CHECK(seq_net_run(plan, 16, "x=1x16x8", x16, y16) == KORCH_ERR_SHAPE);
     CHECK_MSG(contains(korch_last_error(), "no shape bucket for x=1x16x8") &&
                   contains(korch_last_error(), "x=1x4x8 and x=1x8x8"),
               "%s", korch_last_error());
@@ -145,6 +107,7 @@ int main(void) {
     o = quick(db);
     o.input_shapes = "x=1x{8}x8";
     CHECK_OK(korch_optimize(model, one, &o, NULL));
+    korch_model *m = NULL;
     CHECK_OK(korch_model_load(one, &m));
     CHECK(korch_model_bucket_count(m) == 1);
     korch_model_free(m);
