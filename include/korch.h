@@ -133,7 +133,8 @@ KORCH_API korch_status korch_model_load(const char *path, korch_model **out);
 KORCH_API void korch_model_free(korch_model *model);
 
 /* Shape buckets. `korch optimize MODEL --input-shape 'ids=1x{32,64,128}'`
- * writes one plan file holding a plan per input shape (a bucket). A
+ * (or korch_optimize with input_shapes "ids=1x{32,64,128}", below) writes
+ * one plan file holding a plan per input shape (a bucket). A
  * session runs one bucket: korch_session_options.input_shapes chooses it
  * (exact match: korch never pads an input up to a larger bucket); without
  * it, korch_session_create fails listing the buckets. Make one session per
@@ -200,7 +201,16 @@ typedef struct korch_optimize_options {
     const char *strategy;     /* "optimal" (NULL), "greedy" or "none" */
     const char *db_path;      /* profile database; NULL: $XDG_CACHE_HOME/korch/profile.db */
     double budget_s;          /* bound on the total kernel tuning time; 0: the default */
-    const char *input_shapes; /* as korch_session_options.input_shapes; NULL: none */
+    /* Fix symbolic input dimensions, as korch_session_options.input_shapes
+     * ("ids=1x128;mask=1x128"); NULL: none. Shape buckets: a dimension may
+     * list several values, {32,64,128}, or a range, {16..512} (the powers of
+     * two from 16 to 512), as `korch optimize --input-shape` takes them
+     * ("ids=1x{32,64,128};mask=1x{32,64,128}": equal lists of two inputs
+     * are tied, so this is 3 buckets). Every combination is optimised in
+     * turn and plan_path holds a plan per shape (korch_model_bucket_count;
+     * one value in braces: an ordinary plan). A malformed list, or an input
+     * listed twice, is KORCH_ERR_INVALID_ARGUMENT naming it. */
+    const char *input_shapes;
     /* Called with each line `korch optimize` prints (no newline), on the
      * calling thread; NULL: quiet. */
     void (*log)(void *user, const char *line);
@@ -213,6 +223,8 @@ typedef struct korch_optimize_options {
                                  graph and weights (`korch optimize --no-embed`; docs/plan-format.md) */
 } korch_optimize_options;
 
+/* A plan with shape buckets: predicted_ms, kernels, fused_kernels and
+ * primitives are summed over its buckets (`korch explain PLAN` lists each). */
 typedef struct korch_optimize_report {
     char strategy[16];
     double predicted_ms;      /* sum of the chosen kernels' profiled latencies */

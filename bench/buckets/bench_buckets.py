@@ -11,6 +11,11 @@ same dynamic-length model at each length, in the same process, interleaved.
 NAME --shapes S1,S2,... feeds any one-input float32 model (a detector at
 several image sizes) seeded normal data of each shape instead.
 
+MODEL.onnx: the zoo's BERT-base with a symbolic sequence length
+(`python -m models.bert --dynamic-seq -o MODEL.onnx`, from the repository
+root with the venv's Python); PLAN: `korch optimize MODEL.onnx
+--input-shape 'input_ids=1x{32,64,128,256}' -o PLAN` (RESULTS.md).
+
 Per round and length: korch (korch.InferenceSession on the bucketed plan: the
 bucket is picked by the feed's shape) and ORT (intra-op threads = --threads,
 sequential), each warmed up once, then --runs runs each, alternating; the

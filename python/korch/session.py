@@ -82,8 +82,21 @@ class NodeArg:
         return "NodeArg(name=%r, type=%r, shape=%r)" % (self.name, self.type, self.shape)
 
 
+def _dim_text(name, d):
+    """One dimension: 8 -> "8"; a list of values (shape buckets, for
+    korch.optimize) [4, 8, 16] -> "{4,8,16}"."""
+    if isinstance(d, (list, tuple, range)):
+        if not d:
+            raise InvalidArgumentError("input_shapes[%r]: an empty list of values for a dimension" % (name,))
+        return "{%s}" % ",".join(str(int(v)) for v in d)
+    return str(int(d))
+
+
 def _shape_spec(input_shapes):
-    """{"x": (1, 3, 224, 224)} -> b"x=1x3x224x224" (korch_session_options)."""
+    """{"x": (1, 3, 224, 224)} -> b"x=1x3x224x224" (korch_session_options,
+    korch_optimize_options). A shape may be a string in the C syntax
+    ("1x3x224x224", or with shape buckets "1x{4,8,16}" and "1x{16..512}"),
+    and a dimension a list of values: (1, [4, 8, 16]) is "1x{4,8,16}"."""
     if input_shapes is None:
         return None
     if isinstance(input_shapes, (str, bytes)):
@@ -92,7 +105,13 @@ def _shape_spec(input_shapes):
     for name, dims in input_shapes.items():
         if ";" in name or "=" in name:
             raise InvalidArgumentError("input_shapes: the name %r cannot be given here (it holds ';' or '=')" % name)
-        parts.append("%s=%s" % (name, "x".join(str(int(d)) for d in dims)))
+        if isinstance(dims, str):
+            if ";" in dims:
+                raise InvalidArgumentError("input_shapes[%r]: %r is one shape (it holds ';')" % (name, dims))
+            text = dims
+        else:
+            text = "x".join(_dim_text(name, d) for d in dims)
+        parts.append("%s=%s" % (name, text))
     return ";".join(parts).encode("utf-8", "surrogateescape")
 
 

@@ -55,6 +55,12 @@ def optimize(model_path, plan_path, strategy="optimal", threads=None, db=None, b
     each line (str) instead. An exception raised by the callable is raised
     again when the optimisation is over (it cannot stop it).
     input_shapes: {"name": (1, 3, 224, 224)} fixes symbolic dimensions.
+    Shape buckets (one plan file holding a plan per shape, as `korch
+    optimize --input-shape 'x=1x{4,8,16}'` makes it): a dimension given as
+    a list of values, {"x": (1, [4, 8, 16])}, or the CLI's syntax,
+    {"x": "1x{4,8,16}"} or {"x": "1x{16..512}"} (the powers of two from 16
+    to 512); equal lists of two inputs are tied (one sequence length).
+    InferenceSession then picks the bucket by the feed's shapes.
     estimate: latencies from a roofline model, nothing timed (quick, rough;
     `--estimate`). time_limit: wall clock for the binary programs, seconds
     (None: 120, the CLI's default). embed: the plan carries the model's
@@ -62,7 +68,8 @@ def optimize(model_path, plan_path, strategy="optimal", threads=None, db=None, b
     names the model by path instead (`--no-embed`, for huge models).
 
     The GIL is released while it runs. Calls take turns within a process
-    (the solver is not thread-safe). Returns an OptimizeReport."""
+    (the solver is not thread-safe). Returns an OptimizeReport (with shape
+    buckets: kernels, latencies and primitives summed over the buckets)."""
     if strategy not in ("optimal", "greedy", "none"):
         raise InvalidArgumentError("strategy must be 'optimal', 'greedy' or 'none', got %r" % (strategy,))
     for name, value in (("budget", budget), ("time_limit", time_limit)):

@@ -1,15 +1,18 @@
 /* The public C API's korch_optimize: `korch optimize MODEL -o PLAN` as a
  * call, for programs and bindings (python/korch). It runs the pipeline the
  * CLI runs (api/pipeline.h: load, profile, solve with verification, record
- * the model, save) with the CLI's default options; the CLI's expert options
- * (closed loop, verification inputs, size caps) stay in the CLI. The statistics the CLI prints to stdout go, line by line, to the
- * caller's log callback. */
+ * the model, save) with the CLI's default options, and for input_shapes
+ * with braces the CLI's loop over shape buckets (api/buckets.h); the CLI's
+ * expert options (closed loop, verification inputs, size caps, --layout
+ * auto) stay in the CLI. The statistics the CLI prints to stdout go, line
+ * by line, to the caller's log callback. */
 #define _GNU_SOURCE /* fopencookie: the orchestrator logs to a FILE * */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/buckets.h"
 #include "api/pipeline.h"
 #include "core/clock.h"
 
@@ -58,38 +61,97 @@ static int sink_close(void *cookie) {
     return 0;
 }
 
+/* What one plan needs besides its shapes (optimize_shapes' user data). */
+typedef struct optimize_job {
+    const char *model_path;
+    const korch_optimize_options *o;
+    korch_strategy strategy;
+    int threads;
+    FILE *log;
+} optimize_job;
+
 /* The pipeline `korch optimize` runs (api/pipeline.h), with its default
- * options, the lock held and this thread's OpenMP count set. */
-static korch_status optimize_locked(const char *model_path, const char *plan_path, const korch_optimize_options *o,
-                                    korch_strategy strategy, int threads, FILE *log, korch_optimize_report *report) {
-    korch_input_shape shapes[64];
-    int n_shapes = 0;
-    char *spec = o->input_shapes ? strdup(o->input_shapes) : NULL;
-    if (o->input_shapes && !spec) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-    korch_status st = spec ? korch_input_shapes_parse(spec, shapes, 64, &n_shapes) : KORCH_OK;
+ * options, for the model specialized to `shapes`: one plan, recorded but
+ * not written (korch_bucket_optimize_fn: a bucket of a plan with shape
+ * buckets, or the whole plan). */
+static korch_status optimize_shapes(void *user, const korch_input_shape *shapes, int n_shapes, korch_plan **out,
+                                    int *n_prims, korch_plan_model *keep) {
+    const optimize_job *job = user;
+    const korch_optimize_options *o = job->o;
     /* no environment here: a C API caller gets the defaults (docs/architecture.md) */
     korch_pipeline_config c = {
-        .model_path = model_path, .shapes = shapes, .n_shapes = n_shapes, .layout = KORCH_LAYOUT_DEFAULT,
-        .threads = threads, .profile = {.budget_s = o->budget_s, .db_path = o->db_path},
+        .model_path = job->model_path, .shapes = shapes, .n_shapes = n_shapes, .layout = KORCH_LAYOUT_DEFAULT,
+        .threads = job->threads, .profile = {.budget_s = o->budget_s, .db_path = o->db_path},
         .time_limit_s = o->time_limit_s, .estimate = o->estimate != 0, .verify = true,
-        .verify_seed = KORCH_VERIFY_DEFAULT_SEED, .progress = o->progress_bar != 0, .log = log};
+        .verify_seed = KORCH_VERIFY_DEFAULT_SEED, .progress = o->progress_bar != 0, .log = job->log};
     korch_pipeline p = {0};
-    korch_plan *plan = NULL;
-    if (st == KORCH_OK) st = korch_pipeline_load(&c, &p);
-    if (st == KORCH_OK) st = korch_pipeline_prepare(&c, strategy, &p);
+    korch_status st = korch_pipeline_load(&c, &p);
+    if (st == KORCH_OK) st = korch_pipeline_prepare(&c, job->strategy, &p);
     if (st == KORCH_OK) st = korch_orchestrator_profile(p.orch);
-    if (st == KORCH_OK) st = korch_pipeline_solve(&p, strategy, 0, &plan);
-    if (st == KORCH_OK) st = korch_pipeline_write(&p, model_path, plan, plan_path, !o->no_embed);
+    if (st == KORCH_OK) st = korch_pipeline_solve(&p, job->strategy, 0, out);
+    if (st == KORCH_OK) st = korch_pipeline_finish_plan(&p, job->model_path, *out);
+    if (p.model.pg) *n_prims = p.model.pg->n_nodes;
+    if (st != KORCH_OK) {
+        korch_plan_free(*out);
+        *out = NULL;
+    }
+    korch_pipeline_free_keep(&p, st == KORCH_OK ? keep : NULL); /* the model the plan file carries */
+    return st;
+}
+
+/* input_shapes with braces (`x=1x{4,8,16}`): a plan per shape in one file,
+ * as `korch optimize --input-shape` makes it (api/buckets.h); without, the
+ * one plan of those shapes. */
+static korch_status optimize_plan(const optimize_job *job, korch_plan **plan, int *n_prims, korch_plan_model *keep) {
+    const char *spec = job->o->input_shapes;
+    if (korch_buckets_spec_is_list(spec)) {
+        korch_buckets *b = NULL;
+        korch_status st = korch_buckets_create("input shape", &b);
+        if (st == KORCH_OK) st = korch_buckets_add_list(b, spec);
+        korch_buckets_optimize_options bo = {.optimize = optimize_shapes, .user = (void *)job, .log = job->log};
+        if (st == KORCH_OK) st = korch_buckets_optimize(b, &bo, plan, n_prims, keep);
+        korch_buckets_free(b);
+        return st;
+    }
+    korch_input_shape shapes[64];
+    int n_shapes = 0;
+    char *copy = spec ? strdup(spec) : NULL;
+    if (spec && !copy) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    korch_status st = copy ? korch_input_shapes_parse(copy, shapes, 64, &n_shapes) : KORCH_OK;
+    if (st == KORCH_OK) st = optimize_shapes((void *)job, shapes, n_shapes, plan, n_prims, keep);
+    free(copy); /* the shapes' names point into it */
+    return st;
+}
+
+/* The plan (or plans) made, written and summed up in the report; the lock
+ * held and this thread's OpenMP count set. */
+static korch_status optimize_locked(const char *model_path, const char *plan_path, const korch_optimize_options *o,
+                                    korch_strategy strategy, int threads, FILE *log, korch_optimize_report *report) {
+    double t0 = korch_now_s();
+    optimize_job job = {.model_path = model_path, .o = o, .strategy = strategy, .threads = threads, .log = log};
+    korch_plan *plan = NULL;
+    korch_plan_model keep;
+    memset(&keep, 0, sizeof keep);
+    int n_prims = 0;
+    korch_status st = optimize_plan(&job, &plan, &n_prims, &keep);
+    if (st == KORCH_OK) st = korch_plan_write(plan, plan_path, &keep, model_path, !o->no_embed);
+    if (st == KORCH_OK) korch_pipeline_log_plan(log, plan, n_prims, plan_path, korch_now_s() - t0);
     if (st == KORCH_OK && report) {
-        korch_optimize_report r = {.predicted_ms = plan->predicted_ms, .kernels = plan->n_kernels,
-                                   .primitives = p.model.pg->n_nodes, .seconds = korch_now_s() - p.t0};
+        /* a plan with shape buckets: its buckets' kernels and latencies summed */
+        korch_optimize_report r = {.primitives = n_prims};
         snprintf(r.strategy, sizeof r.strategy, "%s", plan->strategy);
-        for (int k = 0; k < plan->n_kernels; k++) r.fused_kernels += plan->kernels[k].n_nodes > 1;
+        int n = plan->n_buckets ? plan->n_buckets : 1;
+        for (int b = 0; b < n; b++) {
+            const korch_plan *one = plan->n_buckets ? plan->buckets[b] : plan;
+            r.predicted_ms += one->predicted_ms;
+            r.kernels += one->n_kernels;
+            for (int k = 0; k < one->n_kernels; k++) r.fused_kernels += one->kernels[k].n_nodes > 1;
+        }
+        r.seconds = korch_now_s() - t0;
         *report = r;
     }
     korch_plan_free(plan);
-    korch_pipeline_free(&p);
-    free(spec); /* the shapes' names point into it */
+    korch_plan_model_close(&keep);
     return st;
 }
 

@@ -86,16 +86,14 @@ korch_status korch_pipeline_finish_plan(const korch_pipeline *p, const char *mod
     return KORCH_OK;
 }
 
-korch_status korch_pipeline_write(korch_pipeline *p, const char *model_path, korch_plan *plan, const char *plan_path,
-                                  bool embed) {
-    KORCH_TRY(korch_pipeline_finish_plan(p, model_path, plan));
-    KORCH_TRY(korch_plan_write(plan, plan_path, &p->model, model_path, embed));
-    korch_pipeline_log_plan(p->log, plan, p->model.pg->n_nodes, plan_path, korch_now_s() - p->t0);
-    return KORCH_OK;
-}
-
 void korch_pipeline_log_plan(FILE *log, const korch_plan *plan, int n_prims, const char *plan_path, double seconds) {
     if (!log) return;
+    if (plan->n_buckets > 0) {
+        fprintf(log, "plan: %d shape buckets written to %s (the model's graph and weights once)\n", plan->n_buckets,
+                plan_path);
+        fprintf(log, "optimize time: %.1f s\n", seconds);
+        return;
+    }
     int fused = 0;
     for (int k = 0; k < plan->n_kernels; k++) fused += plan->kernels[k].n_nodes > 1;
     fprintf(log, "plan: %s strategy, %d kernels (%d fused) for %d primitives, predicted %.4f ms", plan->strategy,

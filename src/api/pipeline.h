@@ -8,8 +8,10 @@
  * Order: korch_pipeline_load (model), then the caller may bind verification
  * inputs (p->verify_inputs, the CLI's --input), korch_pipeline_prepare
  * (candidates, verifier), korch_orchestrator_profile(p->orch),
- * korch_pipeline_solve, korch_pipeline_write (or _finish_plan alone);
- * korch_pipeline_free in any case. */
+ * korch_pipeline_solve, korch_pipeline_finish_plan, then korch_pipeline_free
+ * (or _free_keep, keeping the model for korch_plan_write) in any case.
+ * Several input shapes in one plan file: api/buckets.h runs this once per
+ * shape. */
 #ifndef KORCH_API_PIPELINE_H
 #define KORCH_API_PIPELINE_H
 
@@ -64,12 +66,10 @@ korch_status korch_pipeline_prepare(const korch_pipeline_config *c, korch_strate
 korch_status korch_pipeline_solve(korch_pipeline *p, korch_strategy strategy, int closed_loop, korch_plan **out);
 /* Records the model (path, hash, shapes) and the thread count in the plan. */
 korch_status korch_pipeline_finish_plan(const korch_pipeline *p, const char *model_path, korch_plan *plan);
-/* finish_plan, then writes the plan to plan_path (self-contained unless
- * !embed: docs/plan-format.md) and logs "plan: ..." and "optimize time: ...". */
-korch_status korch_pipeline_write(korch_pipeline *p, const char *model_path, korch_plan *plan, const char *plan_path,
-                                  bool embed);
-/* The summary korch optimize prints last ("plan: ..." and "optimize time:
- * ..."); nothing when log is NULL. */
+/* The summary korch optimize prints last, once the plan is written
+ * (korch_plan_write: self-contained unless --no-embed, docs/plan-format.md):
+ * "plan: ..." (for a plan with shape buckets, their count) and "optimize
+ * time: ..."; nothing when log is NULL. */
 void korch_pipeline_log_plan(FILE *log, const korch_plan *plan, int n_prims, const char *plan_path, double seconds);
 void korch_pipeline_free(korch_pipeline *p);
 /* As korch_pipeline_free, but the model moves to *keep (the caller closes

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/buckets.h"
 #include "api/pipeline.h"
 #include "cli/cli.h"
-#include "cli/cli_buckets.h"
 #include "cli/cli_files.h"
 #include "cli/cli_orchestrate.h"
 #include "ir/nodeset.h"
@@ -137,68 +137,61 @@ static int optimize_one(korch_cli_orchestrate_args *args, korch_strategy strateg
                        : optimize_layout(args, strategy, out, n_prims, keep);
 }
 
-/* --input-shape with braces: each bucket optimised from the model
- * specialized to its shapes (so Shape and Reshape targets fold per bucket),
- * in turn, sharing the profile database (a kernel signature met in an
- * earlier bucket is not timed again) and the kernel cache; the plans go
- * into one file that carries the model once (docs/plan-format.md, "Shape
- * buckets"). */
-static int optimize_buckets(korch_cli_orchestrate_args *args, const korch_cli_buckets *buckets,
-                            korch_strategy strategy, bool layout_auto, korch_plan **out, int *n_prims,
-                            korch_plan_model *keep) {
-    FILE *log = args->quiet ? NULL : stdout;
-    int total = korch_cli_buckets_total(buckets);
-    if (total > KORCH_PLAN_MAX_BUCKETS)
-        return korch_cli_usage_error("optimize", "--input-shape lists more than %d shapes (one plan each)",
-                                     KORCH_PLAN_MAX_BUCKETS);
-    korch_plan *container = total > 1 ? korch_plan_new() : NULL;
-    if (total > 1 && !container) return korch_cli_fail();
-    int base = args->shapes.count, rc = 0;
-    korch_layout_strategy layout = args->layout;
-    bool layout_given = args->layout_given;
-    for (int b = 0; b < total && rc == 0; b++) {
-        while (args->shapes.count > base) free(args->shapes.storage[--args->shapes.count]);
-        rc = korch_cli_buckets_apply(buckets, b, &args->shapes, "optimize");
-        if (rc) break;
-        if (log && total > 1) {
-            fprintf(log, "bucket %d of %d:", b + 1, total);
-            for (int s = base; s < args->shapes.count; s++) {
-                char dims[160];
-                fprintf(log, " %s=%s", args->shapes.items[s].name,
-                        korch_shape_format(&args->shapes.items[s].shape, dims, sizeof dims));
-            }
-            fprintf(log, "\n");
-        }
-        args->layout = layout; /* --layout auto sets them per run */
-        args->layout_given = layout_given;
-        korch_plan *plan = NULL;
-        int prims = 0;
-        rc = optimize_one(args, strategy, layout_auto, &plan, &prims, b == 0 ? keep : NULL);
-        *n_prims += prims;
-        if (rc == 0 && args->dry_run) continue;
-        if (rc == 0 && total == 1) *out = plan;
-        else if (rc == 0 && korch_plan_bucket_add(container, plan) != KORCH_OK) rc = korch_cli_fail();
-        if (rc == 0 && log && total > 1)
-            fprintf(log, "bucket %d: %d kernels for %d primitives, predicted %.4f ms\n", b + 1, plan->n_kernels,
-                    prims, plan->predicted_ms);
+/* One bucket of --input-shape with braces, for the library's loop over
+ * them (api/buckets.h: the same loop as the C API's input_shapes): the
+ * bucket's shapes (the ones given without braces first) stand in for
+ * args->shapes while optimize_one runs. The CLI prints its own errors, so
+ * the exit code is kept here and the loop gets a status. */
+typedef struct bucket_job {
+    korch_cli_orchestrate_args *args;
+    korch_strategy strategy;
+    bool layout_auto;
+    korch_layout_strategy layout; /* --layout auto sets them per run */
+    bool layout_given;
+    int rc;
+} bucket_job;
+
+static korch_status optimize_bucket(void *user, const korch_input_shape *shapes, int n_shapes, korch_plan **plan,
+                                    int *n_prims, korch_plan_model *keep) {
+    bucket_job *job = user;
+    korch_cli_orchestrate_args *args = job->args;
+    if (n_shapes > KORCH_CLI_MAX_SHAPES) {
+        job->rc = korch_cli_usage_error("optimize", "too many --input-shape options");
+        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "too many --input-shape options");
     }
-    if (rc != 0 || args->dry_run || total == 1) {
-        korch_plan_free(container);
-        return rc;
-    }
-    /* the shared lines come from the first bucket (same model, same machine) */
-    korch_plan *first = container->buckets[0];
-    container->model_path = strdup(first->model_path);
-    if (!container->model_path) {
-        korch_plan_free(container);
-        return korch_cli_fail();
-    }
-    memcpy(container->model_sha256, first->model_sha256, sizeof container->model_sha256);
-    memcpy(container->machine_cpu, first->machine_cpu, sizeof container->machine_cpu);
-    memcpy(container->machine_isa, first->machine_isa, sizeof container->machine_isa);
-    container->threads = first->threads;
-    memcpy(container->strategy, first->strategy, sizeof container->strategy);
-    *out = container;
+    korch_cli_shapes given = args->shapes; /* its names stay where they are: the bucket's shapes point to them */
+    memset(&args->shapes, 0, sizeof args->shapes);
+    memcpy(args->shapes.items, shapes, (size_t)n_shapes * sizeof *shapes);
+    args->shapes.count = n_shapes; /* no storage: nothing to free */
+    args->layout = job->layout;
+    args->layout_given = job->layout_given;
+    job->rc = optimize_one(args, job->strategy, job->layout_auto, plan, n_prims, keep);
+    args->shapes = given;
+    return job->rc == 0 ? KORCH_OK : korch_error(KORCH_ERR_RUNTIME, "korch optimize: exit %d", job->rc);
+}
+
+/* --input-shape with braces: one plan file holding a plan per shape
+ * (docs/plan-format.md, "Shape buckets"); each bucket is optimised from
+ * the model specialized to its shapes, by optimize_one. */
+static int optimize_buckets(korch_cli_orchestrate_args *args, const korch_buckets *buckets, korch_strategy strategy,
+                            bool layout_auto, korch_plan **out, int *n_prims, korch_plan_model *keep) {
+    bucket_job job = {.args = args, .strategy = strategy, .layout_auto = layout_auto, .layout = args->layout,
+                      .layout_given = args->layout_given};
+    korch_input_shape fixed[KORCH_CLI_MAX_SHAPES]; /* args->shapes changes per bucket */
+    memcpy(fixed, args->shapes.items, (size_t)args->shapes.count * sizeof *fixed);
+    korch_buckets_optimize_options o = {.fixed = fixed, .n_fixed = args->shapes.count, .optimize = optimize_bucket,
+                                        .user = &job, .log = args->quiet ? NULL : stdout};
+    korch_status st = korch_buckets_optimize(buckets, &o, out, n_prims, keep);
+    if (job.rc != 0) return job.rc; /* a bucket failed, and said why */
+    /* refused before any bucket ran: the specification (more than 256 shapes) */
+    if (st == KORCH_ERR_INVALID_ARGUMENT) return korch_cli_usage_error("optimize", "%s", korch_last_error());
+    return st == KORCH_OK ? 0 : korch_cli_fail();
+}
+
+/* --input-shape NAME=DIMS with braces, checked as it comes */
+static int add_bucket_spec(korch_buckets **buckets, const char *spec) {
+    if (!*buckets && korch_buckets_create("--input-shape", buckets) != KORCH_OK) return korch_cli_fail();
+    if (korch_buckets_add(*buckets, spec) != KORCH_OK) return korch_cli_usage_error("optimize", "%s", korch_last_error());
     return 0;
 }
 
@@ -209,8 +202,7 @@ int korch_cmd_optimize(int argc, char **argv) {
     bool embed = true;
     korch_strategy strategy = KORCH_STRATEGY_OPTIMAL;
     bool layout_auto = false;
-    korch_cli_buckets buckets; /* --input-shape with braces */
-    buckets.count = 0;
+    korch_buckets *buckets = NULL; /* --input-shape with braces */
     int rc = 0;
     for (int i = 1; i < argc && rc == 0; i++) {
         const char *a = argv[i], *v = NULL;
@@ -232,8 +224,8 @@ int korch_cmd_optimize(int argc, char **argv) {
             else if (!(layout_auto = strcmp(v, "auto") == 0) &&
                      !(args.layout_given = korch_layout_strategy_parse(v, &args.layout)))
                 rc = korch_cli_usage_error("optimize", "--layout expects nchw, channels-last or auto, not \"%s\"", v);
-        } else if (strcmp(a, "--input-shape") == 0 && i + 1 < argc && korch_cli_bucket_spec_is(argv[i + 1])) {
-            rc = korch_cli_bucket_spec_add(&buckets, argv[++i], "optimize");
+        } else if (strcmp(a, "--input-shape") == 0 && i + 1 < argc && korch_buckets_spec_is_list(argv[i + 1])) {
+            rc = add_bucket_spec(&buckets, argv[++i]);
         } else if ((rc = korch_cli_orchestrate_option(&args, argc, argv, &i, "optimize", &used)) != 0 || used) {
             continue;
         } else if (a[0] == '-') {
@@ -249,12 +241,10 @@ int korch_cmd_optimize(int argc, char **argv) {
     /* before any work: the model is a model, and the plan can be written */
     if (rc == 0) rc = korch_cli_expect_model_or_plan(args.model, "optimize");
     if (rc == 0 && output && !args.dry_run) rc = korch_cli_check_output_file("-o", output);
-    for (int b = 0; rc == 0 && b < buckets.count; b++)
-        for (int s = 0; s < args.shapes.count; s++)
-            if (strcmp(args.shapes.items[s].name, buckets.inputs[b].name) == 0)
-                rc = korch_cli_usage_error("optimize", "--input-shape %s is given twice", buckets.inputs[b].name);
+    if (rc == 0 && buckets && korch_buckets_check_fixed(buckets, args.shapes.items, args.shapes.count) != KORCH_OK)
+        rc = korch_cli_usage_error("optimize", "%s", korch_last_error());
     if (rc) {
-        korch_cli_buckets_free(&buckets);
+        korch_buckets_free(buckets);
         korch_cli_orchestrate_args_free(&args);
         return rc;
     }
@@ -263,18 +253,15 @@ int korch_cmd_optimize(int argc, char **argv) {
     int n_prims = 0;
     korch_plan_model kept; /* the model (its bytes, or the plan it came from) the plan file carries */
     memset(&kept, 0, sizeof kept);
-    rc = buckets.count ? optimize_buckets(&args, &buckets, strategy, layout_auto, &plan, &n_prims, &kept)
-                       : optimize_one(&args, strategy, layout_auto, &plan, &n_prims, &kept);
+    rc = buckets ? optimize_buckets(&args, buckets, strategy, layout_auto, &plan, &n_prims, &kept)
+                 : optimize_one(&args, strategy, layout_auto, &plan, &n_prims, &kept);
     if (rc == 0 && !args.dry_run && korch_plan_write(plan, output, &kept, args.model, embed) != KORCH_OK)
         rc = korch_cli_fail();
     korch_plan_model_close(&kept);
-    if (rc == 0 && !args.dry_run && !args.quiet && plan->n_buckets == 0)
+    if (rc == 0 && !args.dry_run && !args.quiet)
         korch_pipeline_log_plan(stdout, plan, n_prims, output, (korch_now_ms() - t0) / 1e3);
-    else if (rc == 0 && !args.dry_run && !args.quiet)
-        printf("plan: %d shape buckets written to %s (the model's graph and weights once)\noptimize time: %.1f s\n",
-               plan->n_buckets, output, (korch_now_ms() - t0) / 1e3);
     korch_plan_free(plan);
-    korch_cli_buckets_free(&buckets);
+    korch_buckets_free(buckets);
     korch_cli_orchestrate_args_free(&args);
     return rc;
 }

@@ -11,44 +11,11 @@
 # a malformed list is a usage error. Nothing here depends on timing.
 # usage: run_buckets.sh KORCH FIXTURES TENSOR_COMPARE_TOOL WORK_DIR
 set -u
-if [ $# -ne 4 ]; then
-    echo "usage: $0 KORCH FIXTURES TENSOR_COMPARE_TOOL WORK_DIR" >&2
-    exit 2
-fi
+. "$(dirname "$0")/../cli/lib.sh"
+need_args 4 "KORCH FIXTURES TENSOR_COMPARE_TOOL WORK_DIR" $#
 korch=$1 fx=$2 compare=$3 work=$4
-rm -rf "$work"
-mkdir -p "$work" || exit 2
-out="$work/stdout" err="$work/stderr"
-passed=0 failed=0
-
-fail() {
-    echo "FAIL  $*"
-    echo "      stdout: $(head -c 600 "$out" | tr '\n' '|')"
-    echo "      stderr: $(head -c 600 "$err" | tr '\n' '|')"
-    failed=$((failed + 1))
-}
-pass() { passed=$((passed + 1)); }
-expect() {
-    label=$1 want=$2
-    shift 2
-    timeout -k 5 900 "$korch" "$@" </dev/null >"$out" 2>"$err"
-    rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        fail "$label: exit $rc, expected $want"
-        return 1
-    fi
-    pass
-}
-has() {
-    if grep -qF -- "$3" "$2"; then pass; else fail "$1: no \"$3\" in $(basename "$2")"; fi
-}
-one_error() {
-    if [ "$(wc -l <"$err")" -eq 1 ] && grep -q '^korch: error: ' "$err" && grep -qF -- "$2" "$err"; then
-        pass
-    else
-        fail "$1: expected one \"korch: error: ...$2...\" line"
-    fi
-}
+expect_timeout=900
+start_work
 
 plan="$work/seq.plan"
 buckets="x=1x4x8, x=1x8x8 and x=1x16x8"

@@ -17,27 +17,9 @@
 #include "core/crc32c.h"
 #include "runtime/plan.h"
 #include "test.h"
+#include "buckets/seq_net.h"
 
 static char dir[] = "/tmp/korch_plan_buckets_XXXXXX";
-
-/* y = the model or plan run at x=1xSEQx8 (input_shapes chooses the bucket) */
-static korch_status run_at(const char *path, int seq, const char *shapes, const float *x, float *y) {
-    korch_model *model = NULL;
-    korch_session *session = NULL;
-    korch_session_options o = korch_session_options_default();
-    o.input_shapes = shapes;
-    korch_status st = korch_model_load(path, &model);
-    if (st == KORCH_OK) st = korch_session_create(model, &o, &session);
-    korch_tensor_info info;
-    if (st == KORCH_OK) st = korch_session_input_info(session, 0, &info);
-    if (st == KORCH_OK && (info.rank != 3 || info.dims[1] != seq)) st = KORCH_ERR_INTERNAL;
-    if (st == KORCH_OK) st = korch_session_set_input(session, 0, x, (size_t)seq * 8 * sizeof *x);
-    if (st == KORCH_OK) st = korch_session_set_output(session, 0, y, (size_t)seq * 16 * sizeof *y);
-    if (st == KORCH_OK) st = korch_session_run(session);
-    korch_session_destroy(session);
-    korch_model_free(model);
-    return st;
-}
 
 static char *read_all(const char *path, size_t *size) {
     FILE *f = fopen(path, "rb");
@@ -149,15 +131,10 @@ int main(void) {
     CHECK_MSG(rc == 0, "korch optimize exited %d", rc);
     if (rc != 0) TEST_MAIN_END();
 
+    const char *want[3] = {"x=1x4x8", "x=1x8x8", "x=1x16x8"};
+    seq_net_check_list(plan_path, 3, want);
     korch_model *m = NULL;
     CHECK_OK(korch_model_load(plan_path, &m));
-    CHECK(korch_model_bucket_count(m) == 3);
-    const char *want[3] = {"x=1x4x8", "x=1x8x8", "x=1x16x8"};
-    for (int b = 0; b < 3; b++) {
-        const char *shapes = NULL;
-        CHECK_OK(korch_model_bucket_shapes(m, b, &shapes));
-        CHECK_MSG(shapes && strcmp(shapes, want[b]) == 0, "bucket %d: %s", b, shapes ? shapes : "(null)");
-    }
     const char *none = NULL;
     CHECK(korch_model_bucket_shapes(m, 3, &none) == KORCH_ERR_INVALID_ARGUMENT);
     /* no shape: refused, listing the buckets */
@@ -167,19 +144,10 @@ int main(void) {
     korch_model_free(m);
 
     /* each bucket against the reference executor at its shape */
-    for (int b = 0; b < 3; b++) {
-        int seq = 4 << b;
-        float x[16 * 8], y[16 * 16], ref[16 * 16];
-        for (int i = 0; i < seq * 8; i++) x[i] = (float)((i * 37 + b * 11) % 23) / 7.0f - 1.5f;
-        CHECK_OK(run_at(plan_path, seq, want[b], x, y));
-        CHECK_OK(run_at(model, seq, want[b], x, ref));
-        double worst = 0;
-        for (int i = 0; i < seq * 16; i++) worst = fmax(worst, fabs((double)y[i] - ref[i]));
-        CHECK_MSG(worst <= 1e-6, "bucket %s: max |plan - reference| %g", want[b], worst);
-    }
+    seq_net_check_buckets(plan_path, model, 3, want);
     /* a shape no bucket holds */
     float x[12 * 8] = {0}, y[12 * 16];
-    CHECK(run_at(plan_path, 12, "x=1x12x8", x, y) == KORCH_ERR_SHAPE);
+    CHECK(seq_net_run(plan_path, 12, "x=1x12x8", x, y) == KORCH_ERR_SHAPE);
     CHECK_MSG(strstr(korch_last_error(), "has no shape bucket for x=1x12x8") != NULL &&
                   strstr(korch_last_error(), "x=1x4x8, x=1x8x8 and x=1x16x8") != NULL,
               "%s", korch_last_error());
@@ -194,8 +162,8 @@ int main(void) {
     korch_model_free(m);
     float x8[8 * 8], y8[8 * 16], r8[8 * 16];
     for (int i = 0; i < 64; i++) x8[i] = (float)(i % 9) / 4.0f - 1.0f;
-    CHECK_OK(run_at(single_path, 8, NULL, x8, y8));
-    CHECK_OK(run_at(model, 8, "x=1x8x8", x8, r8));
+    CHECK_OK(seq_net_run(single_path, 8, NULL, x8, y8));
+    CHECK_OK(seq_net_run(model, 8, "x=1x8x8", x8, r8));
     for (int i = 0; i < 128; i++) CHECK_NEAR(y8[i], r8[i], 1e-6);
 
     check_damage(plan_path);

@@ -4,61 +4,11 @@
 # run (one "korch: error:" line), 2 bad usage.
 # usage: run_cli.sh KORCH FIXTURES_DIR TENSOR_COMPARE_TOOL WORK_DIR
 set -u
-if [ $# -ne 4 ]; then
-    echo "usage: $0 KORCH FIXTURES_DIR TENSOR_COMPARE_TOOL WORK_DIR" >&2
-    exit 2
-fi
+. "$(dirname "$0")/lib.sh"
+need_args 4 "KORCH FIXTURES_DIR TENSOR_COMPARE_TOOL WORK_DIR" $#
 korch=$1 fx=$2 compare=$3 work=$4
-rm -rf "$work"
-mkdir -p "$work" || exit 2
-out="$work/stdout" err="$work/stderr"
-passed=0 failed=0
-
-fail() {
-    echo "FAIL  $*"
-    echo "      stdout: $(head -c 400 "$out" | tr '\n' '|')"
-    echo "      stderr: $(head -c 400 "$err" | tr '\n' '|')"
-    failed=$((failed + 1))
-}
-pass() { passed=$((passed + 1)); }
-
-# expect LABEL EXIT COMMAND...: runs korch COMMAND, checks the exit status.
-# A signal (crash, sanitizer abort) or a hang (300 s: a hang guard, not a
-# speed check) always fails.
-expect() {
-    label=$1 want=$2
-    shift 2
-    timeout -k 5 300 "$korch" "$@" >"$out" 2>"$err"
-    rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        fail "$label: exit $rc, expected $want"
-        return 1
-    fi
-    pass
-}
-
-# has LABEL FILE TEXT: FILE contains the fixed string TEXT
-has() {
-    if grep -qF -- "$3" "$2"; then pass; else fail "$1: no \"$3\" in $(basename "$2")"; fi
-}
-
-# one_error LABEL TEXT: stderr is exactly one "korch: error:" line containing TEXT
-one_error() {
-    if [ "$(wc -l <"$err")" -eq 1 ] && head -n 1 "$err" | grep -q '^korch: error: ' && grep -qF -- "$2" "$err"; then
-        pass
-    else
-        fail "$1: expected one \"korch: error: ...$2...\" line"
-    fi
-}
-
-# same LABEL GOT WANT: tensors match (conformance tolerance)
-same() {
-    if "$compare" "$2" "$3" 2>"$work/cmp"; then pass; else fail "$1: $(cat "$work/cmp")"; fi
-}
-
-empty_stderr() {
-    if [ -s "$err" ]; then fail "$1: stderr not empty"; else pass; fi
-}
+expect_timeout=300
+start_work
 
 # ---- help and usage errors ----------------------------------------------
 expect "korch --help" 0 --help && has "korch --help" "$out" "usage: korch <command>" && empty_stderr "korch --help"

@@ -9,48 +9,15 @@
 # which needs its model. Nothing here depends on timing.
 # usage: run_embedded_plan.sh KORCH MODEL INPUT_NPY TENSOR_COMPARE_TOOL WORK_DIR
 set -u
-if [ $# -ne 5 ]; then
-    echo "usage: $0 KORCH MODEL INPUT_NPY TENSOR_COMPARE_TOOL WORK_DIR" >&2
-    exit 2
-fi
+. "$(dirname "$0")/lib.sh"
+need_args 5 "KORCH MODEL INPUT_NPY TENSOR_COMPARE_TOOL WORK_DIR" $#
 korch=$1 model_src=$2 x=$3 compare=$4 work=$5
 here=$(cd "$(dirname "$0")" && pwd)
 command -v python3 >/dev/null || { echo "SKIP: python3 is needed to damage plans"; exit 77; }
-rm -rf "$work"
-mkdir -p "$work/made" "$work/shipped" || exit 2
-out="$work/stdout" err="$work/stderr"
-passed=0 failed=0
-XDG_CACHE_HOME="$work/cache"
-export XDG_CACHE_HOME
+expect_timeout=900
+start_work "$work/made" "$work/shipped"
+private_cache "$work/cache"
 
-fail() {
-    echo "FAIL  $*"
-    echo "      stdout: $(head -c 600 "$out" | tr '\n' '|')"
-    echo "      stderr: $(head -c 600 "$err" | tr '\n' '|')"
-    failed=$((failed + 1))
-}
-pass() { passed=$((passed + 1)); }
-expect() {
-    label=$1 want=$2
-    shift 2
-    timeout -k 5 900 "$korch" "$@" </dev/null >"$out" 2>"$err"
-    rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        fail "$label: exit $rc, expected $want"
-        return 1
-    fi
-    pass
-}
-has() {
-    if grep -qF -- "$3" "$2"; then pass; else fail "$1: no \"$3\" in $(basename "$2")"; fi
-}
-one_error() {
-    if [ "$(wc -l <"$err")" -eq 1 ] && grep -q '^korch: error: ' "$err" && grep -qF -- "$2" "$err"; then
-        pass
-    else
-        fail "$1: expected one \"korch: error: ...$2...\" line"
-    fi
-}
 # same_outputs LABEL DIR: every output of the reference run matches
 same_outputs() {
     n=0

@@ -7,65 +7,19 @@
 # Nothing here depends on timing. Uses a private cache under WORK_DIR.
 # usage: run_newuser.sh KORCH FIXTURES_DIR TENSOR_COMPARE_TOOL WORK_DIR SOURCE_DIR
 set -u
-if [ $# -ne 5 ]; then
-    echo "usage: $0 KORCH FIXTURES_DIR TENSOR_COMPARE_TOOL WORK_DIR SOURCE_DIR" >&2
-    exit 2
-fi
+. "$(dirname "$0")/lib.sh"
+need_args 5 "KORCH FIXTURES_DIR TENSOR_COMPARE_TOOL WORK_DIR SOURCE_DIR" $#
 korch=$1 fx=$2 compare=$3 work=$4 src=$5
-rm -rf "$work"
-mkdir -p "$work" || exit 2
-out="$work/stdout" err="$work/stderr"
-passed=0 failed=0
+expect_timeout=600
+start_work
 # every optimize below profiles into this private cache (never ~/.cache)
-XDG_CACHE_HOME="$work/cache"
-export XDG_CACHE_HOME
+private_cache "$work/cache"
 
-fail() {
-    echo "FAIL  $*"
-    echo "      stdout: $(head -c 600 "$out" | tr '\n' '|')"
-    echo "      stderr: $(head -c 600 "$err" | tr '\n' '|')"
-    failed=$((failed + 1))
-}
-pass() { passed=$((passed + 1)); }
-
-# expect LABEL EXIT COMMAND...: korch COMMAND exits EXIT (a crash or a
-# 600 s hang, a guard and not a speed check, always fails)
-expect() {
-    label=$1 want=$2
-    shift 2
-    timeout -k 5 600 "$korch" "$@" </dev/null >"$out" 2>"$err"
-    rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        fail "$label: exit $rc, expected $want"
-        return 1
-    fi
-    pass
-}
-has() {
-    if grep -qF -- "$3" "$2"; then pass; else fail "$1: no \"$3\" in $(basename "$2")"; fi
-}
-lacks() {
-    if grep -qF -- "$3" "$2"; then fail "$1: \"$3\" in $(basename "$2")"; else pass; fi
-}
-empty() {
-    if [ -s "$2" ]; then fail "$1: $(basename "$2") not empty"; else pass; fi
-}
-# one_error LABEL TEXT: stderr is one "korch: error:" line containing TEXT
-one_error() {
-    if [ "$(wc -l <"$err")" -eq 1 ] && grep -q '^korch: error: ' "$err" && grep -qF -- "$2" "$err"; then
-        pass
-    else
-        fail "$1: expected one \"korch: error: ...$2...\" line"
-    fi
-}
 # usage_error LABEL CMD TEXT: a usage error naming TEXT that ends with the
 # pointer to the command's help (docs/cli.md, "Exit codes")
 usage_error() {
     has "$1" "$err" "$3"
     if [ "$(tail -n 1 "$err")" = "(see 'korch $2 --help')" ]; then pass; else fail "$1: last line is not (see 'korch $2 --help')"; fi
-}
-same() {
-    if "$compare" "$2" "$3" 2>"$work/cmp"; then pass; else fail "$1: $(cat "$work/cmp")"; fi
 }
 
 m="$fx/add_relu.onnx"
