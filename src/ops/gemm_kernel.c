@@ -23,7 +23,7 @@
 enum {
     MR = 6,    /* rows of the register tile */
     NR = 8,    /* columns of the register tile: two SSE vectors */
-    KC = 256,  /* depth of one packed block */
+    KC = KORCH_SGEMM_KC, /* depth of one packed block: it fixes how each element is summed */
     MC = 96,   /* rows of a thread tile (a multiple of MR) */
     NC = 512,  /* columns of a thread tile (a multiple of NR) */
 };
