@@ -15,6 +15,11 @@
 
 #include "core/status.h"
 
+/* Depth of one block of k: each output element sums its k products in
+ * blocks of this many, each block from zero, and adds the blocks' sums to C
+ * in order (tests/ops/test_conv_bits.c writes that out as plain loops). */
+#define KORCH_SGEMM_KC 256
+
 /* C[m x n] = alpha * op(A) * op(B) + beta * C, all row-major.
  * op(A) is m x k: A is m x k (lda >= k), or k x m when trans_a (lda >= m).
  * op(B) is k x n: B is k x n (ldb >= n), or n x k when trans_b (ldb >= k).

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/indexmap.h"
 #include "ir/pgraph.h"
 #include "test.h"
 
@@ -216,9 +217,89 @@ static void check_batched_matmul(int B, int M, int K, int NN) {
     free(wt);
 }
 
+/* Layouts whose affine maps leave their inputs (interpret_rows.c), against
+ * the definition evaluated here element by element: the first map in bounds
+ * (korch_index_map_eval), else the pad value. A three-way concat along the
+ * last axis and along axis 1, a constant pad that also crops, a pooling
+ * window with stride, dilation and padding, and a hand-made map reading
+ * backwards (negative coefficient) that runs off both ends. */
+static void check_bounded(korch_pgraph *pg, int y, const float *x, const korch_shape *xs, int n_in, const char *what) {
+    CHECK_OK(korch_pgraph_add_output(pg, y));
+    korch_tensor in[3];
+    for (int i = 0; i < n_in; i++)
+        in[i] = (korch_tensor){.dtype = KORCH_DTYPE_FLOAT32, .shape = xs[i], .data = (void *)(x + i * N)};
+    korch_tensor out = {0};
+    CHECK_OK(korch_pgraph_interpret(pg, in, &out));
+    const korch_prim_layout *l = &pg->nodes[pg->values[y].producer].u.layout;
+    const korch_shape *os = &pg->values[y].shape;
+    int64_t total = korch_shape_numel(os), o[KORCH_MAX_RANK] = {0};
+    int bad = 0;
+    for (int64_t i = 0; i < total && out.data; i++) {
+        float want = (float)l->pad_value;
+        for (int p = 0; p < l->n_maps; p++) {
+            int64_t c[KORCH_MAX_RANK], off = 0;
+            if (!korch_index_map_eval(&l->maps[p], &xs[p], o, c)) continue;
+            for (int k = 0; k < xs[p].rank; k++) off = off * xs[p].dims[k] + c[k];
+            want = x[p * N + off];
+            break;
+        }
+        bad += memcmp((const float *)out.data + i, &want, sizeof want) != 0;
+        for (int k = os->rank - 1; k >= 0; k--) {
+            if (++o[k] < os->dims[k]) break;
+            o[k] = 0;
+        }
+    }
+    CHECK_MSG(bad == 0, "%s: %d of %lld elements differ from the index maps' definition", what, bad, (long long)total);
+    korch_tensor_free(&out);
+    korch_pgraph_free(pg);
+}
+
+static void test_bounded_layouts(void) {
+    float *x = pattern(3 * N, 7);
+    korch_shape full = {.rank = 4, .dims = {D0, D1, D2, D3}};
+    /* concat of [D0,D1,D2,D3], [D0,D1,D2,5], [D0,D1,D2,4] along the last axis */
+    for (int axis = 3; axis >= 1; axis -= 2) {
+        korch_pgraph *pg = NULL;
+        CHECK_OK(korch_pgraph_create(NULL, &pg));
+        korch_shape xs[3] = {full, full, full};
+        xs[1].dims[axis] = 5;
+        xs[2].dims[axis] = 4;
+        int v[3];
+        for (int i = 0; i < 3; i++) v[i] = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &xs[i]);
+        check_bounded(pg, korch_pgraph_concat(pg, 3, v, axis), x, xs, 3, axis == 3 ? "concat, last axis" : "concat, axis 1");
+    }
+    {
+        korch_pgraph *pg = NULL;
+        CHECK_OK(korch_pgraph_create(NULL, &pg));
+        int v = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &full);
+        int64_t b[4] = {1, -2, 3, 2}, e[4] = {0, 1, -1, 5};
+        check_bounded(pg, korch_pgraph_pad(pg, v, b, e, KORCH_PAD_CONSTANT, 0.5), x, &full, 1, "pad and crop");
+    }
+    {
+        korch_pgraph *pg = NULL;
+        CHECK_OK(korch_pgraph_create(NULL, &pg));
+        int v = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &full);
+        int64_t k[2] = {3, 4}, st[2] = {2, 1}, dl[2] = {1, 2}, pb[2] = {1, 3}, os[2] = {(D2 + 2 - 3) / 2 + 1, D3};
+        check_bounded(pg, korch_pgraph_window(pg, v, 2, k, st, dl, pb, os, -INFINITY), x, &full, 1, "pooling window");
+    }
+    {
+        korch_pgraph *pg = NULL;
+        CHECK_OK(korch_pgraph_create(NULL, &pg));
+        int v = korch_pgraph_add_input(pg, KORCH_DTYPE_FLOAT32, &full);
+        korch_index_map m = {.input_rank = 4, .may_be_out_of_bounds = true};
+        for (int kk = 0; kk < 4; kk++) m.terms[kk] = korch_index_term_var(kk);
+        m.terms[3] = (korch_index_term){.coef = {[3] = -2, [2] = 1}, .div = 1, .offset = 6};
+        korch_shape ys = {.rank = 4, .dims = {D0, D1, D2, 2 * D3}};
+        check_bounded(pg, korch_pgraph_layout(pg, KORCH_LAYOUT_GENERIC, 1, &v, &ys, &m, 7.0), x, &full, 1,
+                      "backwards map off both ends");
+    }
+    free(x);
+}
+
 int main(void) {
     test_reduce();
     test_layout();
+    test_bounded_layouts();
     test_elementwise();
     check_batched_matmul(12, 40, 24, 30);
     check_batched_matmul(100, 1, 260, 40);

@@ -153,8 +153,18 @@ korch_status cg_compile_units(cg_unit *units, int n, const korch_profile_options
 void cg_registry_add(const char *fn, size_t len, const korch_profile_options *o, const char *name, cg_library *lib);
 cg_library *cg_registry_find(const char *fn, size_t len, const korch_profile_options *o, const char *name);
 void cg_registry_clear(void);
+/* The same across processes (links.c): keep leaves a link in the kernel
+ * cache to the cached object holding a function; find returns a reference
+ * to that object when the link's whole key text (prelude, function,
+ * compiler, flags) and the name match, or NULL. */
+void cg_link_keep(const char *fn, size_t len, const korch_profile_options *o, const char *name, cg_library *lib);
+cg_library *cg_link_find(const char *fn, size_t len, const korch_profile_options *o, const char *name);
+/* How many times this process has started the C compiler (for tests: a
+ * build that finds every function compiles nothing). */
+long cg_compile_count(void);
 int cg_compile_jobs(const korch_profile_options *options); /* options->cc_jobs, else one per CPU (at most 4) */
 void *cg_library_symbol(cg_library *lib, const char *name);
+const char *cg_library_path(const cg_library *lib); /* the object file it was loaded from, or NULL */
 void cg_library_retain(cg_library *lib);
 void cg_library_release(cg_library *lib);
 /* The compiler command line generated code is built with (for fingerprints):

@@ -112,9 +112,11 @@ korch_status korch_cgen_build(const korch_kernel_spec *specs, const char *const 
         order[j] = x;
     }
     /* A function the tuner compiled from the same text with the same
-     * command is taken from its library (registry.c); the others compile
-     * in one unit, and are recorded in turn (the plan check builds the
-     * same kernels again). */
+     * command is taken from its library (registry.c), or, in another
+     * process, from the cached object a link names (links.c); the others
+     * compile in one unit, and are recorded in turn (the plan check builds
+     * the same kernels again). Every function gets its link, so the first
+     * `korch run` of a plan `korch optimize` wrote compiles nothing. */
     int missing = 0;
     for (int r = 0; r < n && st == KORCH_OK; r++) {
         int i = order[r];
@@ -124,6 +126,9 @@ korch_status korch_cgen_build(const korch_kernel_spec *specs, const char *const 
         st = cg_emit_kernel(&ks[i], &ss[i], names[i], &one, reason, sizeof reason);
         if (st == KORCH_OK && one.oom) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
         if (st == KORCH_OK) found[i] = cg_registry_find(one.data, one.len, options, names[i]);
+        if (st == KORCH_OK && !found[i] && (found[i] = cg_link_find(one.data, one.len, options, names[i])))
+            cg_registry_add(one.data, one.len, options, names[i], found[i]);
+        if (st == KORCH_OK && found[i]) cg_link_keep(one.data, one.len, options, names[i], found[i]);
         if (st == KORCH_OK && !found[i]) {
             at[i] = src.len;
             len[i] = one.len;
@@ -136,7 +141,10 @@ korch_status korch_cgen_build(const korch_kernel_spec *specs, const char *const 
     if (st == KORCH_OK && (src.oom || what.oom)) st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "cgen: out of memory");
     if (st == KORCH_OK && missing) st = cg_compile(src.data, src.len, options, what.data, &lib);
     for (int i = 0; i < n && st == KORCH_OK && missing; i++)
-        if (len[i]) cg_registry_add(src.data + at[i], len[i], options, names[i], lib);
+        if (len[i]) {
+            cg_registry_add(src.data + at[i], len[i], options, names[i], lib);
+            cg_link_keep(src.data + at[i], len[i], options, names[i], lib);
+        }
     for (int i = 0; i < n && st == KORCH_OK; i++) {
         /* a duplicate name takes the library of its first occurrence */
         cg_library *from = lib;

@@ -169,6 +169,11 @@ int cg_compile_jobs(const korch_profile_options *o) {
     return cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
 }
 
+/* Compilers started by this process (cg_compile_count). */
+static long compiler_runs;
+
+long cg_compile_count(void) { return __atomic_load_n(&compiler_runs, __ATOMIC_RELAXED); }
+
 /* One unit in flight: its file names and the compiler's pid. */
 typedef struct pending {
     int unit;
@@ -239,6 +244,7 @@ static bool unit_start(const korch_profile_options *o, cg_unit *u, int index, co
                                  cg_compiler(o), strerror(err), u->what, strlen(u->what) > 200 ? "..." : ""));
         return false;
     }
+    __atomic_add_fetch(&compiler_runs, 1, __ATOMIC_RELAXED);
     return true;
 }
 

@@ -16,6 +16,7 @@
 struct cg_library {
     void *handle;
     int refs;
+    char *path; /* the object file, for the links registry.c leaves on disk */
 };
 
 korch_status cg_library_open(const char *path, cg_library **out);
@@ -33,11 +34,14 @@ korch_status cg_library_open(const char *path, cg_library **out) {
     }
     lib->handle = h;
     lib->refs = 1;
+    lib->path = strdup(path); /* NULL only costs the on-disk link */
     *out = lib;
     return KORCH_OK;
 }
 
 void *cg_library_symbol(cg_library *lib, const char *name) { return lib ? dlsym(lib->handle, name) : NULL; }
+
+const char *cg_library_path(const cg_library *lib) { return lib ? lib->path : NULL; }
 
 void cg_library_retain(cg_library *lib) {
     if (lib) __atomic_add_fetch(&lib->refs, 1, __ATOMIC_ACQ_REL);
@@ -47,6 +51,7 @@ void cg_library_release(cg_library *lib) {
     if (!lib) return;
     if (__atomic_sub_fetch(&lib->refs, 1, __ATOMIC_ACQ_REL) == 0) {
         dlclose(lib->handle);
+        free(lib->path);
         free(lib);
     }
 }
