@@ -1,5 +1,5 @@
 /* The public C API's optimiser and model description (korch_optimize,
- * korch_model_describe; src/runtime/optimize.c, describe.c), as a user and
+ * korch_model_describe; src/api/optimize.c, describe.c), as a user and
  * the Python package (python/korch) see them: options, the log callback,
  * the report, the plan it writes, the JSON, and their errors. */
 #include <stdint.h>
