@@ -141,6 +141,16 @@ korch_status korch_backend_build(korch_backend_kind kind, const korch_kernel_spe
     return st;
 }
 
+bool korch_backend_untimed_schedule(korch_backend_kind kind, const korch_kernel_spec *spec, char *out, size_t size) {
+    if (size) out[0] = '\0';
+    const korch_backend_ops *b = backend_of(kind);
+    if (!b) {
+        if (size) snprintf(out, size, "%s", korch_last_error());
+        return false;
+    }
+    return b->untimed_schedule ? b->untimed_schedule(spec, out, size) : true;
+}
+
 void korch_kernel_destroy(korch_kernel *k) {
     if (!k) return;
     if (k->destroy) k->destroy(k);

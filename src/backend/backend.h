@@ -38,6 +38,16 @@ korch_status korch_backend_build(korch_backend_kind kind, const korch_kernel_spe
 
 void korch_kernel_destroy(korch_kernel *k);
 
+/* The schedule a kernel without a timed one gets, written into out (empty
+ * when the backend has no schedule to fix). A plan records it, so that what
+ * `korch run PLAN` and `korch export` compute does not depend on the
+ * environment they run in: cgen's default parallelism follows
+ * OMP_WAIT_POLICY, which the CLI sets by the machine's load, and a parallel
+ * reduction sums in another order than a serial one (an estimated candy
+ * plan differed from its export by 1.8e-6 of its scale for that reason).
+ * False, with the reason in out, when the spec has no such schedule. */
+bool korch_backend_untimed_schedule(korch_backend_kind kind, const korch_kernel_spec *spec, char *out, size_t size);
+
 /* Fault injection, for tests of the verification (src/verify): while a
  * hook is set, every kernel korch_backend_build builds gets the fault the
  * hook returns for it. Never set outside tests. NULL removes it. Not

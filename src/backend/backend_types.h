@@ -104,6 +104,9 @@ typedef struct korch_backend_ops {
     korch_status (*build)(const korch_kernel_spec *specs, const char *const *schedules, int n,
                           const korch_profile_options *options, korch_kernel **kernels);
     const char *(*identity)(const korch_profile_options *options);
+    /* optional (NULL: the backend's build needs no schedule to be
+     * reproducible): see korch_backend_untimed_schedule in backend.h */
+    bool (*untimed_schedule)(const korch_kernel_spec *spec, char *out, size_t size);
 } korch_backend_ops;
 
 #endif

@@ -189,10 +189,26 @@ static korch_status profile(const korch_kernel_spec *specs, int n, const korch_p
     return korch_cgen_profile(specs, n, options, results, NULL);
 }
 
+/* The default schedule, fixed when a plan is made rather than when it is
+ * loaded (it follows OMP_WAIT_POLICY: schedule_space.c). */
+static bool untimed_schedule(const korch_kernel_spec *spec, char *out, size_t size) {
+    cg_kernel k;
+    char reason[256];
+    if (cg_kernel_from_spec(spec, &k, reason, sizeof reason) != KORCH_OK) {
+        if (size) snprintf(out, size, "%s", reason);
+        return false;
+    }
+    cg_schedule s = cg_schedule_default(&k);
+    cg_kernel_free(&k);
+    cg_schedule_format(&s, out, size);
+    return true;
+}
+
 const korch_backend_ops korch_backend_ops_cgen = {
     .name = "cgen",
     .supports = korch_cgen_supports,
     .profile = profile,
     .build = korch_cgen_build,
     .identity = korch_cgen_identity,
+    .untimed_schedule = untimed_schedule,
 };

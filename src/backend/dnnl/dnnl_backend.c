@@ -61,21 +61,11 @@ korch_status korch_dnnl_build(const korch_kernel_spec *specs, const char *const 
             break;
         }
         const char *sched = schedules ? schedules[i] : NULL;
-        dn_variant vs[DN_MAX_VARIANTS];
-        int nv = 1;
-        if (sched && *sched) {
-            if (!dn_variant_parse(sched, &vs[0])) {
-                st = korch_error(KORCH_ERR_INVALID_ARGUMENT, "oneDNN kernel %d (%s): bad schedule \"%.64s\"", i, d.text,
-                                 sched);
-                break;
-            }
-        } else {
-            nv = dn_variants_untimed(&d, threads_of(options), options ? options->dnnl_variants : NULL, vs,
-                                     DN_MAX_VARIANTS);
-            if (nv < 1) {
-                vs[0] = (dn_variant){.fmt = DN_FMT_PLAIN};
-                nv = 1;
-            }
+        dn_variant v;
+        if (sched && *sched && !dn_variant_parse(sched, &v)) {
+            st = korch_error(KORCH_ERR_INVALID_ARGUMENT, "oneDNN kernel %d (%s): bad schedule \"%.64s\"", i, d.text,
+                             sched);
+            break;
         }
         korch_kernel *k = calloc(1, sizeof *k);
         if (!k) {
@@ -84,18 +74,13 @@ korch_status korch_dnnl_build(const korch_kernel_spec *specs, const char *const 
         }
         char impl[128], fmt[40];
         dn_kernel *dk = NULL;
-        /* no schedule (estimated latencies): the first variant oneDNN can
-         * build correctly, in the profiler's order of preference except that
-         * very small kernels try one thread first (dn_variants_untimed); a variant
-         * refused as unsupported (an implementation with a known defect,
-         * dnnl_quirks.c) gives way to the next */
-        dn_variant v = vs[0];
-        for (int j = 0; j < nv; j++) {
-            v = vs[j];
-            st = dn_kernel_create(&d, &v, threads_of(options), &dk, impl, sizeof impl);
-            if (st != KORCH_ERR_UNSUPPORTED || j + 1 == nv) break;
-            korch_error_clear();
-        }
+        /* no schedule (estimated latencies): dn_kernel_create_untimed, in the
+         * profiler's order of preference except that very small kernels try
+         * one thread first */
+        if (sched && *sched) st = dn_kernel_create(&d, &v, threads_of(options), &dk, impl, sizeof impl);
+        else
+            st = dn_kernel_create_untimed(&d, threads_of(options), options ? options->dnnl_variants : NULL, &v, &dk,
+                                          impl, sizeof impl);
         if (st != KORCH_OK) {
             free(k);
             st = korch_error_prefix(st, "oneDNN kernel %d", i);

@@ -23,16 +23,21 @@ korch_status korch_dnnl_export_params(const korch_kernel_spec *spec, const char 
     dn_desc d;
     char reason[256];
     if (!dn_analyze(spec, &d, reason, sizeof reason)) return korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN: %s", reason);
-    dn_variant v = {.fmt = DN_FMT_PLAIN}, vs[DN_MAX_VARIANTS];
+    dn_variant v = {.fmt = DN_FMT_PLAIN};
     if (schedule && *schedule) {
         if (!dn_variant_parse(schedule, &v))
             return korch_error(KORCH_ERR_INVALID_ARGUMENT, "oneDNN kernel (%s): bad schedule \"%.64s\"", d.text,
                                schedule);
-    } else if (dn_variants_untimed(&d, threads > 0 ? threads : 1, NULL, vs, DN_MAX_VARIANTS) >= 1) {
-        /* the variant korch_backend_build tries first for an untimed kernel
-         * (one thread below DN_SERIAL_FLOPS): the export computes what the
-         * plan does, in the same order */
-        v = vs[0];
+    } else {
+        /* the variant korch_dnnl_build chooses for an untimed kernel, found
+         * the same way (by building it: which implementations oneDNN picks,
+         * and so which variants a quirk refuses, depends on the CPU), so that
+         * the export computes what the plan does on this machine */
+        dn_kernel *k = NULL;
+        char impl[128];
+        korch_status st = dn_kernel_create_untimed(&d, threads > 0 ? threads : 1, NULL, &v, &k, impl, sizeof impl);
+        dn_kernel_free(k);
+        if (st != KORCH_OK) return korch_error_prefix(st, "oneDNN kernel (%s)", d.text);
     }
     out->op = d.op;
     out->spatial = d.params.spatial;

@@ -104,6 +104,13 @@ typedef struct dn_kernel dn_kernel;
  * impl receives oneDNN's implementation name (dnnl_query_impl_info_str). */
 korch_status dn_kernel_create(const dn_desc *d, const dn_variant *v, int threads, dn_kernel **out, char *impl,
                               size_t impl_size);
+/* A kernel without a timed schedule: the first variant of
+ * dn_variants_untimed that oneDNN computes correctly (a variant refused as
+ * unsupported, an implementation with a known defect (dnnl_quirks.c), gives
+ * way to the next); *v receives it. The build of an estimated plan and its
+ * export both choose through here, so they compute the same. */
+korch_status dn_kernel_create_untimed(const dn_desc *d, int threads, const char *only, dn_variant *v, dn_kernel **out,
+                                      char *impl, size_t impl_size);
 korch_status dn_kernel_run(dn_kernel *k, void *const *inputs, void *const *outputs);
 /* The spec input of constant weights the kernel reordered into its own
  * buffer at creation (never read at run time), or -1. */

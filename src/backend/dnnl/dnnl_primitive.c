@@ -408,6 +408,24 @@ korch_status dn_kernel_create(const dn_desc *d, const dn_variant *v, int threads
     return KORCH_OK;
 }
 
+korch_status dn_kernel_create_untimed(const dn_desc *d, int threads, const char *only, dn_variant *v, dn_kernel **out,
+                                      char *impl, size_t impl_size) {
+    dn_variant vs[DN_MAX_VARIANTS];
+    int nv = dn_variants_untimed(d, threads, only, vs, DN_MAX_VARIANTS);
+    if (nv < 1) {
+        vs[0] = (dn_variant){.fmt = DN_FMT_PLAIN};
+        nv = 1;
+    }
+    korch_status st = KORCH_OK;
+    for (int j = 0; j < nv; j++) {
+        *v = vs[j];
+        st = dn_kernel_create(d, v, threads, out, impl, impl_size);
+        if (st != KORCH_ERR_UNSUPPORTED || j + 1 == nv) break;
+        korch_error_clear();
+    }
+    return st;
+}
+
 korch_status dn_kernel_run(dn_kernel *k, void *const *inputs, void *const *outputs) {
     const dn_desc *d = NULL;
     korch_status st = KORCH_OK;
