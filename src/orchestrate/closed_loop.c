@@ -172,23 +172,27 @@ static bool material(double in_place, double expect, double ratio, double thresh
     return gap >= min_ms && gap >= 0.002;
 }
 
-/* The correction a disturbed measurement still allows: kernels faster in
- * place than their profiles by more than the threshold take their in-place
- * time as cost. Returns how many. */
-static int correct_faster(korch_orchestrator *o, const korch_plan *plan, const double *kernel_ms, double threshold,
-                          double min_share, FILE *log, korch_status *st) {
+/* Kernels off their expected in-place time (profile x expect_r) by more
+ * than the threshold, and materially, take their in-place time as cost.
+ * busy: the measurement was disturbed, and disturbance only slows a kernel
+ * down, so only kernels faster in place than expected are corrected (they
+ * were profiled too slow, on a busy machine or in a previous run's, and
+ * that holds even now). Returns how many were corrected. */
+static int correct_kernels(korch_orchestrator *o, const korch_plan *plan, const double *kernel_ms, double expect_r,
+                           double threshold, double min_share, bool busy, FILE *log, korch_status *st) {
     double sum = 0;
     for (int k = 0; k < plan->n_kernels; k++) sum += kernel_ms[k] > 0 ? kernel_ms[k] : 0;
     int n = 0;
     for (int k = 0; k < plan->n_kernels && *st == KORCH_OK; k++) {
         const korch_plan_kernel *pk = &plan->kernels[k];
-        double ratio = pk->latency_ms > 0 ? kernel_ms[k] / pk->latency_ms : 1.0;
-        if (ratio >= 1.0 || !material(kernel_ms[k], pk->latency_ms, ratio, threshold, min_share * sum)) continue;
+        double expect = pk->latency_ms * expect_r, ratio = expect > 0 ? kernel_ms[k] / expect : 1.0;
+        if ((busy && ratio >= 1.0) || !material(kernel_ms[k], expect, ratio, threshold, min_share * sum)) continue;
         n++;
         if (log)
-            fprintf(log, "  kernel %d (%s; %.60s): %.4f ms in place on the busy machine, %.4f ms profiled (%.2fx); "
-                         "its in-place time is its cost now\n",
-                    k, pk->impl, pk->primitives ? pk->primitives : "?", kernel_ms[k], pk->latency_ms, ratio);
+            fprintf(log, "  kernel %d (%s; %.60s): %.4f ms in place%s, %.4f ms %s (%.2fx); its in-place time is its "
+                         "cost now\n",
+                    k, pk->impl, pk->primitives ? pk->primitives : "?", kernel_ms[k], busy ? " on the busy machine" : "",
+                    expect, busy ? "profiled" : "expected from its profile", ratio);
         *st = korch_orchestrator_set_cost(o, pk, kernel_ms[k]);
     }
     return n;
@@ -238,10 +242,7 @@ korch_status korch_orchestrator_solve_measured(korch_orchestrator *o, korch_stra
         korch_profile_quality q = {.wait = -1};
         if (st == KORCH_OK) st = measure(muser, plan, kernel_ms, &wall, &q);
         if (st == KORCH_OK && q.provisional) {
-            /* disturbance only slows a kernel down: one that ran markedly
-             * faster in place than its profile was profiled too slow (on a
-             * busy machine, a previous run's), and that holds even now */
-            int faster = correct_faster(o, plan, kernel_ms, threshold, min_share, log, &st);
+            int faster = correct_kernels(o, plan, kernel_ms, 1.0, threshold, min_share, true, log, &st);
             if (log)
                 fprintf(log,
                         "closed loop round %d: the machine was busy while the %s plan ran (waited %.0f%% of the time, "
@@ -293,18 +294,7 @@ korch_status korch_orchestrator_solve_measured(korch_orchestrator *o, korch_stra
             fprintf(log, "  the kernels' typical ratio %.3f is outside %.2f-%.2f: their profiles are off as a whole "
                          "(taken on a disturbed machine?); expected in place: %.2fx the profiles\n",
                     r, R_LOW, R_HIGH, expect_r);
-        int off = 0;
-        for (int k = 0; k < n && st == KORCH_OK; k++) {
-            const korch_plan_kernel *pk = &plan->kernels[k];
-            double expect = pk->latency_ms * expect_r, ratio = expect > 0 ? kernel_ms[k] / expect : 1.0;
-            if (!material(kernel_ms[k], expect, ratio, threshold, min_share * sum)) continue;
-            off++;
-            if (log)
-                fprintf(log, "  kernel %d (%s; %.60s): %.4f ms in place, %.4f ms expected from its profile (%.2fx); "
-                             "its in-place time is its cost now\n",
-                        k, pk->impl, pk->primitives ? pk->primitives : "?", kernel_ms[k], expect, ratio);
-            st = korch_orchestrator_set_cost(o, pk, kernel_ms[k]);
-        }
+        int off = correct_kernels(o, plan, kernel_ms, expect_r, threshold, min_share, false, log, &st);
         free(kernel_ms);
         if (!best || best->measured_ms <= 0 || wall < best->measured_ms) {
             korch_plan_free(best);
