@@ -172,9 +172,9 @@ class KorchLayout:
         self.predicted_ms = float(m.group(1)) if m else None
         m = LAYOUT_LINE.search(text)
         self.layout_line = m.group(0) if m else None
-        with open(self.plan) as fh:
-            m = re.search(r"\blayout=(\S+)", fh.read())
-        self.plan_layout = m.group(1) if m else "?"
+        with open(self.plan, "rb") as fh:  # a format-3 plan embeds its binary weights after the text
+            m = re.search(rb"\blayout=(\S+)", fh.read())
+        self.plan_layout = m.group(1).decode("ascii", "replace") if m else "?"
         self._run(self._args())
         return [np.load(os.path.join(self.out_dir, sanitize(o) + ".npy")) for o in self.outputs]
 

@@ -137,6 +137,7 @@ static bool setup_linear(actx *c, int node) {
     d->linear_node = node;
     int x = n->inputs[0], w = n->inputs[1], y = n->outputs[0];
     d->src_slot = an_input_slot(c, an_through_reshapes(c, x));
+    if (d->src_slot < 0 && c->src_transpose >= 0) d->src_slot = an_input_slot(c, pg->nodes[c->src_transpose].inputs[0]);
     d->wei_slot = an_input_slot(c, an_through_reshapes(c, w));
     if (d->src_slot < 0 || d->wei_slot < 0)
         return an_fail(c, "%s: an operand is computed inside the kernel; oneDNN fuses no prologue",
@@ -176,6 +177,8 @@ static bool setup_linear(actx *c, int node) {
     c->channel_axis = c->perm[1];
     an_logical(c, &vx->shape, &d->src);
     an_logical(c, &vy->shape, &d->dst);
+    if (c->src_transpose >= 0 && !an_absorb_src_transpose(c, c->src_transpose, c->src_perm))
+        return an_fail(c, "%s: the transposed source is not a kernel input", an_node_name(c, node, nm, sizeof nm));
     for (int k = 0; k < s; k++) {
         if (d->params.strides[k] < 1 || d->params.dilations[k] < 1)
             return an_fail(c, "%s: bad stride or dilation", an_node_name(c, node, nm, sizeof nm));
@@ -281,6 +284,7 @@ static void finish(actx *c) {
         APPEND("%s%dd %s g%lld", d->op == KORCH_LINEAR_CONV ? "conv" : "deconv", p.spatial,
                p.channels_last ? "nhwc" : "nchw", (long long)p.group);
     }
+    if (c->src_transposed) APPEND(" src-strided");
     if (d->bias_slot >= 0) APPEND(" +bias");
     for (int i = 0; i < d->n_post; i++) {
         const dn_post *q = &d->post[i];
@@ -291,6 +295,7 @@ static void finish(actx *c) {
             APPEND("]");
         }
     }
+    if (c->dst_transposed) APPEND(" dst-strided");
 #undef APPEND
 }
 
@@ -369,7 +374,7 @@ static bool feeds(const actx *c, int node, int target, int depth) {
 bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t size) {
     memset(d, 0, sizeof *d);
     d->bias_slot = -1;
-    actx c = {.spec = spec, .pg = spec->pg, .d = d, .reason = reason, .size = size};
+    actx c = {.spec = spec, .pg = spec->pg, .d = d, .reason = reason, .size = size, .src_transpose = -1};
     if (reason && size) reason[0] = '\0';
     char nm[160];
     if (spec->n_nodes < 1) return an_fail(&c, "empty kernel");
@@ -384,9 +389,16 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
         }
     }
     if (linear < 0) return an_fail(&c, "no linear primitive (memory-bound kernels are the code generator's)");
+    c.src_transpose = an_src_transpose(&c, linear, c.src_perm);
     for (int i = 0; i < spec->n_nodes; i++) {
         const korch_pnode *n = &spec->pg->nodes[spec->nodes[i]];
         if (an_is_reshape(&c, spec->nodes[i])) continue; /* checked where it is used */
+        if (spec->nodes[i] == c.src_transpose) continue; /* absorbed into the source's strides */
+        /* a transpose after the chain may be absorbed into the destination's
+         * strides; one that is not is reported as off the chain */
+        if (i > li && n->kind == KORCH_PRIM_LAYOUT && spec->pg->nodes[linear].u.linear.op != KORCH_LINEAR_MATMUL &&
+            korch_layout_as_transpose(spec->pg, spec->nodes[i], (int64_t[KORCH_MAX_RANK]){0}))
+            continue;
         if (i < li && feeds(&c, spec->nodes[i], linear, 0))
             return an_fail(&c, "%s computes an operand of the linear primitive (a prologue); oneDNN fuses only post-ops",
                         an_node_name(&c, spec->nodes[i], nm, sizeof nm));
@@ -401,6 +413,11 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
         int cons[8];
         int nc = an_consumers(&c, v, cons, 8);
         if (nc == 0) break;
+        int z = an_absorb_dst_transpose(&c, v);
+        if (z >= 0) {
+            v = z;
+            break;
+        }
         if (an_is_output(&c, v))
             return an_fail(&c,
                         "value %d (after %d post-ops) is needed outside the kernel and also feeds %s; oneDNN writes only "
@@ -412,6 +429,11 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
             v = spec->pg->nodes[cons[0]].outputs[0];
             continue;
         }
+        if (nc == 1 && spec->pg->nodes[cons[0]].kind == KORCH_PRIM_LAYOUT)
+            return an_fail(&c,
+                           "%s: oneDNN post-ops are elementwise; a layout primitive cannot be fused (a transpose "
+                           "only as the last step, writing the kernel's output)",
+                           an_node_name(&c, cons[0], nm, sizeof nm));
         if (nc == 1) {
             int i = an_spec_index(&c, cons[0]);
             if (!an_single_step(&c, cons[0], v)) return false;

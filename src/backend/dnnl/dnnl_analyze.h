@@ -16,6 +16,9 @@ typedef struct actx {
     int channel_axis;        /* pgraph axis of output channels (bias) */
     bool used[64];           /* spec node i is accounted for (specs are small) */
     bool reshaped;           /* the chain passed a reshape: operands in the output's bytes */
+    int src_transpose;       /* spec node transposing the source, absorbed (dnnl_transpose.c), or -1 */
+    int64_t src_perm[KORCH_MAX_RANK];
+    bool src_transposed, dst_transposed;
 } actx;
 
 KORCH_PRINTF(2, 3) bool an_fail(actx *c, const char *fmt, ...);
@@ -37,6 +40,16 @@ void an_logical(const actx *c, const korch_shape *s, dn_tensor *t);
  * function (sets *w_out to the value it ends at). */
 bool an_single_step(actx *c, int node, int v);
 bool an_region_step(actx *c, int v, int *w_out);
+
+/* dnnl_transpose.c: transposes around a convolution as strides of its
+ * source and destination descriptors. an_src_transpose: the absorbable
+ * transpose producing the linear primitive's source (perm filled), or -1;
+ * an_absorb_src_transpose sets the source strides and slot once the source
+ * descriptor is laid out; an_absorb_dst_transpose: the kernel's final value
+ * when the chain's value v is transposed into it, else -1. */
+int an_src_transpose(const actx *c, int linear, int64_t *perm);
+bool an_absorb_src_transpose(actx *c, int node, const int64_t *perm);
+int an_absorb_dst_transpose(actx *c, int v);
 
 /* dnnl_quirks.c: rewrites the finished chain into an equivalent one that
  * oneDNN 2.6 computes correctly (composes consecutive affine and clip steps,

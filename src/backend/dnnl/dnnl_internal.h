@@ -49,6 +49,7 @@ typedef struct dn_desc {
     int bias_slot;            /* -1: none; else spec input of a per-channel constant */
     const void *bias_data;
     dn_tensor src, wei, bias, dst; /* logical, with the strides of the dense pgraph buffers */
+    bool strided_io;          /* transposes absorbed into src/dst strides (dnnl_transpose.c) */
     int n_post;
     dn_post post[DN_MAX_POST];
     double flops;
@@ -107,7 +108,8 @@ korch_status dn_kernel_create(const dn_desc *d, const dn_variant *v, int threads
 /* A kernel without a timed schedule: the first variant of
  * dn_variants_untimed that oneDNN computes correctly (a variant refused as
  * unsupported, an implementation with a known defect (dnnl_quirks.c), gives
- * way to the next); *v receives it. The build of an estimated plan and its
+ * way to the next) with a real implementation (oneDNN's reference one only
+ * when no variant has another); *v receives it. The build of an estimated plan and its
  * export both choose through here, so they compute the same. */
 korch_status dn_kernel_create_untimed(const dn_desc *d, int threads, const char *only, dn_variant *v, dn_kernel **out,
                                       char *impl, size_t impl_size);

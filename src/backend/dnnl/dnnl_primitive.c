@@ -416,12 +416,26 @@ korch_status dn_kernel_create_untimed(const dn_desc *d, int threads, const char 
         vs[0] = (dn_variant){.fmt = DN_FMT_PLAIN};
         nv = 1;
     }
+    /* the profiler's policy too (dnnl_profile.c): oneDNN's reference
+     * implementation only when no variant has a real one */
+    int fallback = -1;
     korch_status st = KORCH_OK;
     for (int j = 0; j < nv; j++) {
         *v = vs[j];
         st = dn_kernel_create(d, v, threads, out, impl, impl_size);
-        if (st != KORCH_ERR_UNSUPPORTED || j + 1 == nv) break;
+        if (st == KORCH_OK && dn_impl_is_reference(impl) && j + 1 < nv) {
+            if (fallback < 0) fallback = j;
+            dn_kernel_free(*out);
+            *out = NULL;
+            continue;
+        }
+        if (st == KORCH_OK || st != KORCH_ERR_UNSUPPORTED || j + 1 == nv) break;
         korch_error_clear();
+    }
+    if (st != KORCH_OK && st == KORCH_ERR_UNSUPPORTED && fallback >= 0) {
+        korch_error_clear();
+        *v = vs[fallback];
+        st = dn_kernel_create(d, v, threads, out, impl, impl_size);
     }
     return st;
 }

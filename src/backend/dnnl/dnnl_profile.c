@@ -8,8 +8,8 @@
  *
  * Reference implementations (impl "ref:...") are never profiled as if they
  * were a fast path: a variant that gets one is dropped when another variant
- * has a real kernel. When none has, a fused chain is rejected (the
- * orchestrator runs the post-ops elsewhere), and a bare linear primitive is
+ * has a real kernel. When none has, a fused chain or absorbed transposes
+ * are rejected (the orchestrator runs them elsewhere), and a bare linear primitive is
  * timed (its true, slow latency), marked "REFERENCE" in impl and reported on
  * stderr. */
 #include <omp.h>
@@ -173,7 +173,8 @@ static korch_status profile_one(session *S, const korch_kernel_spec *spec, const
     }
     bool reference = false;
     if (st == KORCH_OK && best < 0 && ref_variant >= 0) {
-        if (d->n_post > 0 || d->bias_slot >= 0) {
+        /* the chain, or the transposes, then run as separate kernels */
+        if (d->n_post > 0 || d->bias_slot >= 0 || d->strided_io) {
             r->status = KORCH_ERR_UNSUPPORTED;
             snprintf(r->reason, sizeof r->reason,
                      "oneDNN has only its reference implementation (%.30s) for %.150s: not fused", impls[ref_variant],
