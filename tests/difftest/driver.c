@@ -208,13 +208,15 @@ static void fail(dt_case *c) {
     c->failures++;
 }
 
-/* One line per failing forced candidate, for grouping failures by kind. */
-static void print_culprit(const dt_case *c, const korch_plan *one) {
+/* One line per fused kernel of a forced plan: "CULPRIT" for a failing one
+ * (for grouping failures by kind), "forced" for the one about to run (-v -v). */
+static void print_kernels(const dt_case *c, const korch_plan *one, const char *tag) {
     for (int k = 0; k < one->n_kernels; k++)
         if (one->kernels[k].n_nodes > 1)
-            printf("CULPRIT seed %llu %s: %s\n", (unsigned long long)c->seed, korch_backend_name(one->kernels[k].backend),
+            printf("%s seed %llu %s: %s\n", tag, (unsigned long long)c->seed, korch_backend_name(one->kernels[k].backend),
                    one->kernels[k].primitives ? one->kernels[k].primitives : "");
 }
+static void print_culprit(const dt_case *c, const korch_plan *one) { print_kernels(c, one, "CULPRIT"); }
 
 /* The forced candidates: a seeded sample, every one in a plan of its own
  * (single-primitive kernels elsewhere), run by the runner with kernels built
@@ -244,7 +246,7 @@ static korch_status run_forced(dt_case *c, korch_candidate_set *set) {
             char label[64];
             snprintf(label, sizeof label, "%sforced#%d", c->prefix, list[i]);
             if (dt_forced_plan(set, &list[i], 1, &one) != KORCH_OK) continue;
-            if (c->o->verbose > 1) printf("  running %s\n", label), print_culprit(c, one), fflush(stdout);
+            if (c->o->verbose > 1) printf("  running %s\n", label), print_kernels(c, one, "  forced"), fflush(stdout);
             c->stats->candidates++;
             if (run_plan(c, one, label) != 0) print_culprit(c, one), fail(c);
             korch_plan_free(one);
@@ -280,7 +282,7 @@ static korch_status run_forced(dt_case *c, korch_candidate_set *set) {
         }
         c->stats->candidates++;
         c->stats->plans++;
-        if (c->o->verbose > 1) printf("  running %s\n", label), print_culprit(c, one), fflush(stdout);
+        if (c->o->verbose > 1) printf("  running %s\n", label), print_kernels(c, one, "  forced"), fflush(stdout);
         korch_status rs = dt_runner_run(&runner, one, c->inputs, got);
         if (rs != KORCH_OK || compare_outputs(c, got, label, true) != 0) {
             if (rs != KORCH_OK) printf("  (%s: runner: %s)\n", label, korch_last_error());
