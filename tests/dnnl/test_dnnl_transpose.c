@@ -100,13 +100,7 @@ static void refused_case(int tail, const char *needle, const char *what) {
         dc_output(pg, y);
         break;
     }
-    korch_kernel_spec spec;
-    dc_spec_all(pg, &spec);
-    char reason[256] = "";
-    bool ok = korch_backend_supports(KORCH_BACKEND_DNNL, &spec, reason, sizeof reason);
-    CHECK_MSG(!ok, "%s: accepted, expected a refusal", what);
-    CHECK_MSG(!ok && strstr(reason, needle) != NULL, "%s: reason \"%s\" lacks \"%s\"", what, reason, needle);
-    dc_spec_free(&spec);
+    dc_refused(pg, needle, what);
     korch_pgraph_free(pg);
 }
 
