@@ -10,6 +10,7 @@
 #endif
 
 #include "core/half.h"
+#include "core/vmath.h"
 #include "ir/interpret_rows.h"
 #include "ir/pgraph.h"
 #include "ops/broadcast.h"
@@ -149,11 +150,29 @@ static void store_wrapped(korch_tensor *t, int64_t i, int64_t v) {
     }
 }
 
+/* The transcendental unary functions, whose scalar libm calls were most of
+ * the interpreter's elementwise time (Softplus and Tanh on yolov4): the same
+ * double formulas as korch_ew_apply through glibc's vector variants
+ * (core/vmath.h; within a few ulp of double, so the float results agree
+ * with the scalar path to the last bit but for rare roundings). */
+static bool vm_of(korch_ew_op op, korch_vm_fn *f) {
+    switch (op) {
+    case KORCH_EW_EXP: *f = KORCH_VM_EXP; return true;
+    case KORCH_EW_LOG: *f = KORCH_VM_LOG; return true;
+    case KORCH_EW_TANH: *f = KORCH_VM_TANH; return true;
+    case KORCH_EW_ERF: *f = KORCH_VM_ERF; return true;
+    case KORCH_EW_SIGMOID: *f = KORCH_VM_SIGMOID; return true;
+    case KORCH_EW_SOFTPLUS: *f = KORCH_VM_SOFTPLUS; return true;
+    default: return false;
+    }
+}
+
 /* count elements of a float32 elementwise primitive along one row: input k
  * at x[k] + j * step[k] (step 0: broadcast along the row). Each element is
  * korch_ew_apply's double arithmetic on the same doubles, rounded once; the
  * four arithmetic operators are written out (the same expression as in
- * korch_ew_apply) so the loop does not switch per element. */
+ * korch_ew_apply) so the loop does not switch per element, and the
+ * transcendental functions run a block at a time in vector form (vm_of). */
 static void ew_f32_row(korch_ew_op op, float alpha, float beta, const float *a, int64_t sa, const float *b, int64_t sb,
                        const float *c, int64_t sc, float *y, int64_t count) {
     if (b && !c) switch (op) {
@@ -171,6 +190,17 @@ static void ew_f32_row(korch_ew_op op, float alpha, float beta, const float *a, 
             return;
         default: break;
         }
+    korch_vm_fn vf;
+    if (!b && !c && vm_of(op, &vf)) {
+        double buf[256];
+        for (int64_t j0 = 0; j0 < count; j0 += 256) {
+            int64_t m = count - j0 < 256 ? count - j0 : 256;
+            for (int64_t j = 0; j < m; j++) buf[j] = a[(j0 + j) * sa];
+            korch_vm_f64(vf, buf, buf, m);
+            for (int64_t j = 0; j < m; j++) y[j0 + j] = (float)buf[j];
+        }
+        return;
+    }
     for (int64_t j = 0; j < count; j++)
         y[j] = (float)korch_ew_apply(op, a[j * sa], b ? b[j * sb] : 0.0, c ? c[j * sc] : 0.0, alpha, beta);
 }

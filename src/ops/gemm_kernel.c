@@ -12,6 +12,7 @@
  * registers; with MR and NR compile-time constants and the j loop marked
  * `omp simd`, gcc -O2 turns it into packed multiplies and adds. */
 #include "ops/gemm_kernel.h"
+#include "core/cpu.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -77,21 +78,11 @@ __attribute__((target("avx"))) static void micro_kernel_avx(int64_t kc, const fl
     _mm256_storeu_ps(tile[5], c5);
 }
 
-static bool have_avx(void) {
-    static int known = -1; /* every thread computes the same answer; atomics keep the sanitizers quiet */
-    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-    if (k < 0) {
-        __builtin_cpu_init();
-        k = __builtin_cpu_supports("avx") ? 1 : 0;
-        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
-    }
-    return k == 1;
-}
 #endif
 
 static inline void micro_kernel(int64_t kc, const float *restrict a, const float *restrict b, float tile[MR][NR]) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (have_avx()) {
+    if (korch_cpu_has_avx()) {
         micro_kernel_avx(kc, a, b, tile);
         return;
     }

@@ -265,14 +265,17 @@ static void gelu_subgraphs(void) {
 
 int main(void) {
     fh_seed(1);
-    /* one primitive each, the same formula in double: a few ulp at most */
+    /* one primitive each, the same formula in double: a few ulp at most.
+     * The reference executor computes exp, log, erf, tanh, sigmoid and
+     * softplus in glibc's vector variants (core/vmath.h, at most 4 ulp):
+     * 5e-7 relative is 4 ulp of a float in [1, 2). */
     unary("Sqrt", 13, 0.01, 9, 1e-7);
     unary("Reciprocal", 13, 0.1, 5, 1e-7);
-    unary("Exp", 13, -5, 5, 1e-7);
-    unary("Log", 13, 0.01, 9, 1e-7);
-    unary("Erf", 13, -3, 3, 1e-7);
-    unary("Tanh", 13, -4, 4, 1e-7);
-    unary("Sigmoid", 13, -6, 6, 1e-7);
+    unary("Exp", 13, -5, 5, 5e-7);
+    unary("Log", 13, 0.01, 9, 5e-7);
+    unary("Erf", 13, -3, 3, 5e-7);
+    unary("Tanh", 13, -4, 4, 5e-7);
+    unary("Sigmoid", 13, -6, 6, 5e-7);
     unary("Neg", 13, -3, 3, 0);
     unary("Abs", 13, -3, 3, 0);
     unary("Floor", 13, -3, 3, 0);
@@ -280,7 +283,7 @@ int main(void) {
     unary("Sin", 13, -4, 4, 1e-7);
     unary("Cos", 13, -4, 4, 1e-7);
     unary("Relu", 14, -3, 3, 0);
-    unary("Softplus", 13, -8, 8, 1e-7);
+    unary("Softplus", 13, -8, 8, 5e-7);
     unary("Softsign", 13, -8, 8, 1e-7);
     unary("Mish", 18, -6, 6, 1e-6);
     unary("HardSwish", 14, -5, 5, 1e-6);

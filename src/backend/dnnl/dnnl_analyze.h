@@ -31,6 +31,8 @@ int an_consumers(const actx *c, int value, int *out, int cap); /* spec nodes rea
 bool an_is_reshape(const actx *c, int node);
 int an_through_reshapes(actx *c, int value);
 bool an_scalar_constant(const korch_pvalue *v, double *x);
+/* the row-major (dense) dims and strides of shape s */
+void an_dense(const korch_shape *s, dn_tensor *t);
 /* the dense pgraph tensor of shape s (right-aligned to the output rank) in
  * the output's logical order */
 void an_logical(const actx *c, const korch_shape *s, dn_tensor *t);

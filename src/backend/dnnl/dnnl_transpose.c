@@ -42,12 +42,9 @@ int an_src_transpose(const actx *c, int linear, int64_t *perm) {
 /* strides[j] of the transposed view of a dense tensor of shape `in`, for
  * output axis j = input axis perm[j] */
 static void view_strides(const korch_shape *in, const int64_t *perm, int rank, int64_t *strides) {
-    int64_t dense[KORCH_MAX_RANK], s = 1;
-    for (int k = in->rank - 1; k >= 0; k--) {
-        dense[k] = s;
-        s *= in->dims[k] > 0 ? in->dims[k] : 1;
-    }
-    for (int j = 0; j < rank; j++) strides[j] = dense[perm[j]];
+    dn_tensor dense;
+    an_dense(in, &dense);
+    for (int j = 0; j < rank; j++) strides[j] = dense.strides[perm[j]];
 }
 
 bool an_absorb_src_transpose(actx *c, int node, const int64_t *perm) {
@@ -81,13 +78,10 @@ int an_absorb_dst_transpose(actx *c, int v) {
     if (an_consumers(c, z, cz, 1) != 0) return -1;
     /* z axis j is v axis perm[j]: v's element at coordinates i lives where
      * z's at (i[perm[0]], ...) does */
-    const korch_shape *zs = &pg->values[z].shape;
-    int64_t dense[KORCH_MAX_RANK], vstr[KORCH_MAX_RANK], s = 1;
-    for (int j = r - 1; j >= 0; j--) {
-        dense[j] = s;
-        s *= zs->dims[j] > 0 ? zs->dims[j] : 1;
-    }
-    for (int j = 0; j < r; j++) vstr[perm[j]] = dense[j];
+    dn_tensor dense;
+    an_dense(&pg->values[z].shape, &dense);
+    int64_t vstr[KORCH_MAX_RANK];
+    for (int j = 0; j < r; j++) vstr[perm[j]] = dense.strides[j];
     for (int j = 0; j < r; j++) c->d->dst.strides[j] = vstr[c->perm[j]];
     c->used[an_spec_index(c, t)] = true;
     c->dst_transposed = true;
