@@ -145,6 +145,8 @@ typedef struct korch_verify_timing {
     double build;     /* building the kernels by their backends (compiling) */
     double interpret; /* the primitive interpreter over the graph */
     double check;     /* running the kernels, comparing, the perturbed reference */
+    long interpreted; /* primitive nodes the interpreter ran */
+    long skipped;     /* nodes it did not need: downstream of every checked kernel */
 } korch_verify_timing;
 
 typedef struct korch_verify_options {
