@@ -95,29 +95,22 @@ static block_f32_fn pick_f32(void) {
     return block_f32;
 }
 
-void korch_vm_f64(korch_vm_fn f, const double *x, double *y, int64_t n) {
-    block_f64_fn block = pick_f64();
-    _Alignas(64) double in[VM_BLOCK], out[VM_BLOCK];
-    for (int64_t i = 0; i < n; i += VM_BLOCK) {
-        int64_t m = n - i < VM_BLOCK ? n - i : VM_BLOCK;
-        memcpy(in, x + i, (size_t)m * sizeof *in);
-        if (m < VM_BLOCK) memset(in + m, 0, (size_t)(VM_BLOCK - m) * sizeof *in);
-        block(f, in, out);
-        memcpy(y + i, out, (size_t)m * sizeof *out);
+/* Both precisions: copy a block in (zero-padded), compute it whole, copy
+ * the m elements that are real out. */
+#define VM_DRIVER(NAME, T, PICK)                                                                   \
+    void NAME(korch_vm_fn f, const T *x, T *y, int64_t n) {                                       \
+        void (*block)(korch_vm_fn, const T *restrict, T *restrict) = PICK();                      \
+        _Alignas(64) T in[VM_BLOCK], out[VM_BLOCK];                                                \
+        for (int64_t i = 0; i < n; i += VM_BLOCK) {                                                \
+            int64_t m = n - i < VM_BLOCK ? n - i : VM_BLOCK;                                       \
+            memcpy(in, x + i, (size_t)m * sizeof *in);                                             \
+            if (m < VM_BLOCK) memset(in + m, 0, (size_t)(VM_BLOCK - m) * sizeof *in);              \
+            block(f, in, out);                                                                     \
+            memcpy(y + i, out, (size_t)m * sizeof *out);                                           \
+        }                                                                                          \
     }
-}
-
-void korch_vm_f32(korch_vm_fn f, const float *x, float *y, int64_t n) {
-    block_f32_fn block = pick_f32();
-    _Alignas(64) float in[VM_BLOCK], out[VM_BLOCK];
-    for (int64_t i = 0; i < n; i += VM_BLOCK) {
-        int64_t m = n - i < VM_BLOCK ? n - i : VM_BLOCK;
-        memcpy(in, x + i, (size_t)m * sizeof *in);
-        if (m < VM_BLOCK) memset(in + m, 0, (size_t)(VM_BLOCK - m) * sizeof *in);
-        block(f, in, out);
-        memcpy(y + i, out, (size_t)m * sizeof *out);
-    }
-}
+VM_DRIVER(korch_vm_f64, double, pick_f64)
+VM_DRIVER(korch_vm_f32, float, pick_f32)
 
 /* Chunks of whole blocks, so the blocks fall at the same offsets whatever
  * the thread count (not that it matters to the values: see vmath.h). */
