@@ -72,7 +72,7 @@ korch_status korch_pipeline_solve(korch_pipeline *p, korch_strategy strategy, in
     if (vs->rounds > 0)
         fprintf(log,
                 "verification: kernel checks in %ld round%s: building %.2f s, interpreting %.2f s (%ld of %ld "
-                "nodes; the rest are downstream of every checked kernel), running and comparing %.2f s\n",
+                "nodes; no checked kernel depends on the rest), running and comparing %.2f s\n",
                 vs->rounds, vs->rounds == 1 ? "" : "s", vs->timing.build, vs->timing.interpret,
                 vs->timing.interpreted, vs->timing.interpreted + vs->timing.skipped, vs->timing.check);
     for (int i = 0; i < vl->n_excluded && i < 20; i++)

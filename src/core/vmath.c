@@ -32,7 +32,10 @@ VM_SIMD float log1pf(float);
 #define VM_HAVE_AVX2_PATH 1
 #endif
 
-enum { VM_BLOCK = 64 };
+/* VM_BLOCK: elements per block (every vector length divides it);
+ * VM_PARALLEL_MIN: below this many elements a parallel region costs more
+ * than it saves (the ops layer's KORCH_EW_PARALLEL_MIN) */
+enum { VM_BLOCK = 64, VM_PARALLEL_MIN = 8192 };
 
 /* One function per element type: the loop over a block with EXPR of `a`.
  * Each case is its own loop so that gcc vectorises each one simply. */
@@ -47,7 +50,7 @@ enum { VM_BLOCK = 64 };
 /* softplus without overflow: x > 0 ? x + log1p(e^-x) : log1p(e^x), written
  * with selects (the same operations on every element) so it vectorises;
  * for x <= 0 the added 0 leaves log1p(e^x) (never -0) unchanged. */
-#define VM_BODY(EXP, LOG, TANH, ERF, LOG1P, ONE, ZERO)                                          \
+#define VM_BODY(EXP, LOG, TANH, ERF, LOG1P, ONE, ZERO)                                             \
     switch (f) {                                                                                   \
         VM_CASE(KORCH_VM_EXP, EXP(a))                                                              \
         VM_CASE(KORCH_VM_LOG, LOG(a))                                                              \
@@ -62,12 +65,12 @@ enum { VM_BLOCK = 64 };
 #define VM_BLOCK_F64(NAME, ATTR)                                                                   \
     ATTR static void NAME(korch_vm_fn f, const double *restrict x, double *restrict y) {           \
         typedef double T;                                                                          \
-        VM_BODY(exp, log, tanh, erf, log1p, 1.0, 0.0)                                           \
+        VM_BODY(exp, log, tanh, erf, log1p, 1.0, 0.0)                                              \
     }
 #define VM_BLOCK_F32(NAME, ATTR)                                                                   \
     ATTR static void NAME(korch_vm_fn f, const float *restrict x, float *restrict y) {             \
         typedef float T;                                                                           \
-        VM_BODY(expf, logf, tanhf, erff, log1pf, 1.0f, 0.0f)                                    \
+        VM_BODY(expf, logf, tanhf, erff, log1pf, 1.0f, 0.0f)                                       \
     }
 
 VM_BLOCK_F64(block_f64, )
@@ -78,28 +81,18 @@ VM_BLOCK_F64(block_f64_avx2, __attribute__((target("avx2"))))
 VM_BLOCK_F32(block_f32_avx2, __attribute__((target("avx2"))))
 #endif
 
-typedef void (*block_f64_fn)(korch_vm_fn, const double *restrict, double *restrict);
-typedef void (*block_f32_fn)(korch_vm_fn, const float *restrict, float *restrict);
-
-static block_f64_fn pick_f64(void) {
+/* the AVX2 twin of a block function where the CPU has AVX2 */
 #ifdef VM_HAVE_AVX2_PATH
-    if (korch_cpu_has_avx2()) return block_f64_avx2;
+#define VM_PICK(BASE) (korch_cpu_has_avx2() ? BASE##_avx2 : BASE)
+#else
+#define VM_PICK(BASE) BASE
 #endif
-    return block_f64;
-}
-
-static block_f32_fn pick_f32(void) {
-#ifdef VM_HAVE_AVX2_PATH
-    if (korch_cpu_has_avx2()) return block_f32_avx2;
-#endif
-    return block_f32;
-}
 
 /* Both precisions: copy a block in (zero-padded), compute it whole, copy
  * the m elements that are real out. */
-#define VM_DRIVER(NAME, T, PICK)                                                                   \
-    void NAME(korch_vm_fn f, const T *x, T *y, int64_t n) {                                       \
-        void (*block)(korch_vm_fn, const T *restrict, T *restrict) = PICK();                      \
+#define VM_DRIVER(NAME, T, BASE)                                                                   \
+    void NAME(korch_vm_fn f, const T *x, T *y, int64_t n) {                                        \
+        void (*block)(korch_vm_fn, const T *restrict, T *restrict) = VM_PICK(BASE);                \
         _Alignas(64) T in[VM_BLOCK], out[VM_BLOCK];                                                \
         for (int64_t i = 0; i < n; i += VM_BLOCK) {                                                \
             int64_t m = n - i < VM_BLOCK ? n - i : VM_BLOCK;                                       \
@@ -109,15 +102,15 @@ static block_f32_fn pick_f32(void) {
             memcpy(y + i, out, (size_t)m * sizeof *out);                                           \
         }                                                                                          \
     }
-VM_DRIVER(korch_vm_f64, double, pick_f64)
-VM_DRIVER(korch_vm_f32, float, pick_f32)
+VM_DRIVER(korch_vm_f64, double, block_f64)
+VM_DRIVER(korch_vm_f32, float, block_f32)
 
 /* Chunks of whole blocks, so the blocks fall at the same offsets whatever
  * the thread count (not that it matters to the values: see vmath.h). */
 void korch_vm_f32_parallel(korch_vm_fn f, const float *x, float *y, int64_t n) {
     enum { CHUNK = 16 * VM_BLOCK };
     int64_t chunks = (n + CHUNK - 1) / CHUNK;
-#pragma omp parallel for schedule(static) if (n >= 8192)
+#pragma omp parallel for schedule(static) if (n >= VM_PARALLEL_MIN)
     for (int64_t c = 0; c < chunks; c++) {
         int64_t b = c * CHUNK, m = n - b < CHUNK ? n - b : CHUNK;
         korch_vm_f32(f, x + b, y + b, m);

@@ -2,9 +2,9 @@
  *
  * The primitive graph is interpreted once, node by node in topological
  * order, on the model's seeded (or given) inputs; only the nodes upstream
- * of some checked kernel run, and the walk stops after the last check. A kernel is checked as
- * soon as the last of its nodes has run: every value it reads and writes is
- * then known. The kernel runs on copies of its inputs' values (a faulty
+ * of some checked kernel run, and the walk stops after the last check. A
+ * kernel is checked as soon as the last of its nodes has run: every value
+ * it reads and writes is then known. The kernel runs on copies of its inputs' values (a faulty
  * kernel must not poison the values later checks read), its outputs are
  * compared with the interpreter's, and its own nodes are interpreted once
  * more on perturbed inputs for the sensitivity term (verify.h). A value is
@@ -356,7 +356,7 @@ korch_status korch_verify_kernels(const korch_pgraph *pg, const korch_verify_ite
     /* checks whose nodes are all dead (ready -1) run first, on inputs only */
     for (int i = -1; i < count && st == KORCH_OK && next_check < n_checks; i++) {
         if (i >= 0 && !needed[order[i]]) {
-            /* not upstream of any check: release what it would have read */
+            /* no check depends on it: release what it would have read */
             const korch_pnode *nd = &pg->nodes[order[i]];
             for (int k = 0; k < nd->n_inputs; k++)
                 if (--uses[nd->inputs[k]] == 0) korch_tensor_free(&vals[nd->inputs[k]]);

@@ -146,7 +146,7 @@ typedef struct korch_verify_timing {
     double interpret; /* the primitive interpreter over the graph */
     double check;     /* running the kernels, comparing, the perturbed reference */
     long interpreted; /* primitive nodes the interpreter ran */
-    long skipped;     /* nodes it did not need: downstream of every checked kernel */
+    long skipped;     /* nodes no checked kernel depends on (downstream or on other branches) */
 } korch_verify_timing;
 
 typedef struct korch_verify_options {
