@@ -83,6 +83,7 @@ typedef struct korch_candidate {
     korch_reject_reason reject_reason;
     double latency_ms;
     bool untuned; /* only a default schedule was timed: tuning may lower latency_ms */
+    bool provisional; /* latency_ms was measured while the machine was disturbed (an upper bound) */
     bool tune_tried; /* tuning was asked for (whatever came of it) */
     char schedule[256];
     char impl[160];

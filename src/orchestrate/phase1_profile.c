@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "orchestrate/orchestrate.h"
 #include "orchestrate/progress.h"
@@ -40,6 +41,7 @@ void korch_candidate_apply_result(korch_candidate *c, const korch_profile_result
     c->profiled = true;
     c->latency_ms = r->latency_ms;
     c->untuned = r->default_only;
+    c->provisional = r->provisional;
     snprintf(c->schedule, sizeof c->schedule, "%s", r->schedule);
     snprintf(c->impl, sizeof c->impl, "%s", r->impl);
     snprintf(c->key, sizeof c->key, "%s", r->key);
@@ -50,6 +52,100 @@ void korch_candidate_apply_result(korch_candidate *c, const korch_profile_result
 static double measured_cost(void *user, const korch_candidate *c) {
     (void)user;
     return c->profiled && !c->rejected ? c->latency_ms : INFINITY;
+}
+
+/* Results measured while the machine was disturbed (provisional: an upper
+ * bound of the kernel's latency) are asked for again once every candidate
+ * has its first measurement. Why within the same run and not only "the next
+ * time the database is used": a disturbance on a shared vCPU comes and goes
+ * in hundreds of milliseconds, and the program chooses with the numbers it
+ * has. Measured (bench/buckets/RESULTS.md, 2026-11-27): in a BERT bucket
+ * optimised on a quiet guest, the plain 128x768x3072 matmul read 9.3 ms
+ * (provisional) where it runs 6.4 ms, so the solver fused GELU into it at
+ * 9.2 ms, twelve times. The backends measure a provisional row again only
+ * when the machine now reads quiet (or quieter than when it was measured);
+ * otherwise they answer the stored row at no cost. A new measurement
+ * replaces the old one when it is clean, or when it is lower (both are upper
+ * bounds). A pass that measured nothing again (still disturbed) is followed
+ * by a pause, so that the next pass sees a new machine-state probe. */
+#define REMEASURE_PASSES 4
+#define REMEASURE_PAUSE_MS 300
+
+typedef struct remeasure_stats {
+    long asked, measured, cleaned, lowered, still;
+} remeasure_stats;
+
+static void copy_result(korch_candidate *to, const korch_candidate *from) {
+    to->profiled = true;
+    to->latency_ms = from->latency_ms;
+    to->untuned = from->untuned;
+    to->provisional = from->provisional;
+    memcpy(to->schedule, from->schedule, sizeof to->schedule);
+    memcpy(to->impl, from->impl, sizeof to->impl);
+    memcpy(to->key, from->key, sizeof to->key);
+}
+
+static korch_status remeasure_provisional(korch_candidate_set *set, const korch_kernel_oracle *oracle, sig_map *sigs,
+                                          int *rep_of, int *reps, korch_kernel_spec *specs,
+                                          korch_profile_result *results, int chunk, remeasure_stats *rs) {
+    int n = set->n_candidates;
+    long measured_last = 1;
+    for (int pass = 0; pass < REMEASURE_PASSES; pass++) {
+        long left = 0;
+        for (int i = 0; i < n; i++) {
+            const korch_candidate *c = &set->candidates[i];
+            left += c->profiled && !c->rejected && c->provisional;
+        }
+        if (left == 0) break;
+        if (measured_last == 0) {
+            struct timespec ts = {0, REMEASURE_PAUSE_MS * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        measured_last = 0;
+        for (int kind = 0; kind < KORCH_BACKEND_COUNT; kind++) {
+            for (size_t h = 0; h < sigs->cap; h++) sigs->reps[h] = -1;
+            int n_reps = 0;
+            for (int i = 0; i < n; i++) {
+                korch_candidate *c = &set->candidates[i];
+                rep_of[i] = -1;
+                if (!c->profiled || c->rejected || !c->provisional || (int)c->backend != kind) continue;
+                rep_of[i] = sig_find_or_add(sigs, c->signature, i);
+                if (rep_of[i] == i) reps[n_reps++] = i;
+            }
+            for (int first = 0; first < n_reps; first += chunk) {
+                int count = n_reps - first < chunk ? n_reps - first : chunk;
+                for (int j = 0; j < count; j++) specs[j] = korch_candidate_spec(set, &set->candidates[reps[first + j]]);
+                KORCH_TRY(oracle->profile(oracle->user, (korch_backend_kind)kind, specs, count, 0, true, results));
+                rs->asked += count;
+                for (int j = 0; j < count; j++) {
+                    const korch_profile_result *r = &results[j];
+                    korch_candidate *c = &set->candidates[reps[first + j]];
+                    if (r->status != KORCH_OK) continue; /* keeps its first measurement */
+                    bool fresh = !r->from_database;
+                    measured_last += fresh;
+                    rs->measured += fresh;
+                    if (!r->provisional) {
+                        rs->cleaned++;
+                        korch_candidate_apply_result(c, r);
+                    } else if (r->latency_ms < c->latency_ms) {
+                        rs->lowered++;
+                        korch_candidate_apply_result(c, r);
+                    }
+                }
+            }
+            for (int i = 0; i < n; i++)
+                if (rep_of[i] >= 0 && rep_of[i] != i) copy_result(&set->candidates[i], &set->candidates[rep_of[i]]);
+        }
+    }
+    /* distinct kernels still provisional */
+    for (size_t h = 0; h < sigs->cap; h++) sigs->reps[h] = -1;
+    for (int i = 0; i < n; i++) {
+        const korch_candidate *c = &set->candidates[i];
+        if (c->profiled && !c->rejected && c->provisional &&
+            sig_find_or_add(sigs, c->signature ^ (uint64_t)c->backend * 0x9E3779B97F4A7C15ull, i) == i)
+            rs->still++;
+    }
+    return KORCH_OK;
 }
 
 korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kernel_oracle *oracle,
@@ -157,12 +253,7 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
                 korch_candidate *c = &set->candidates[ci], *r = &set->candidates[rep_of[ci]];
                 if (ci == rep_of[ci]) continue;
                 if (r->profiled && !r->rejected && r->backend == c->backend) {
-                    c->profiled = true;
-                    c->latency_ms = r->latency_ms;
-                    c->untuned = r->untuned;
-                    memcpy(c->schedule, r->schedule, sizeof c->schedule);
-                    memcpy(c->impl, r->impl, sizeof c->impl);
-                    memcpy(c->key, r->key, sizeof c->key);
+                    copy_result(c, r);
                 } else {
                     c->rejected = true;
                     c->reject_reason = KORCH_REJECT_PROFILE;
@@ -174,6 +265,11 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
         }
     }
     korch_progress_end(&bar);
+    remeasure_stats rs = {0};
+    double again_ms = korch_now_ms();
+    if (st == KORCH_OK && provisional > 0 && !options->estimated)
+        st = remeasure_provisional(set, oracle, &sigs, rep_of, reps, specs, results, chunk, &rs);
+    again_ms = korch_now_ms() - again_ms;
     for (int p = 0; p < set->n_partitions; p++) set->stats[p].kept = 0;
     for (int i = 0; i < n; i++) {
         const korch_candidate *c = &set->candidates[i];
@@ -191,9 +287,14 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
                 timed, from_db, done_count, (korch_now_ms() - start_ms) / 1e3);
     if (options->log && st == KORCH_OK && provisional > 0)
         fprintf(options->log,
-                "profiling: %ld of them provisional (measured while the machine was busy; measured again when next "
-                "needed on a quiet machine; 'korch db check' lists them)\n",
+                "profiling: %ld of them provisional (measured while the machine was busy; asked for again below, and "
+                "whenever the database is used on a quiet machine; 'korch db check' lists them)\n",
                 provisional);
+    if (options->log && st == KORCH_OK && rs.asked > 0)
+        fprintf(options->log,
+                "profiling: provisional kernels asked for again after the others (%.1f s): %ld measured again, %ld "
+                "now clean, %ld lower; %ld still provisional\n",
+                again_ms / 1e3, rs.measured, rs.cleaned, rs.lowered, rs.still);
 done:
     korch_split_free(&m);
     free(batch);

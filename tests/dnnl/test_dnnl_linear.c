@@ -3,9 +3,12 @@
  * channels-first and channels-last), transposed convolutions (output
  * padding, groups, strides, dilations), and matmuls (batched, broadcast
  * batch dimensions on either side, constant or run-time weights). Every
- * layout variant of every case runs. */
+ * layout variant of every case runs. Constant weights whose rows are a
+ * multiple of 512 bytes get padded rows (dnnl_weights_pad.inc): the rule on
+ * descriptors, and such matmuls against the interpreter. */
 #include "dnnl_check.h"
 #include "backend/dnnl/dnnl_internal.h"
+#include "backend/dnnl/dnnl_weights_pad.inc"
 
 static int conv_case(bool transpose, int spatial, bool channels_last, bool verbose_name) {
     korch_pgraph *pg = dc_graph();
@@ -135,7 +138,56 @@ static void fold_cases(void) {
     fold_case((int64_t[]){2, 3, 20}, (int64_t[]){2, 3, 1}, 3, true, "[2,3,20]x[20,16]+bias+per-row operand");
 }
 
+/* The padding rule on memory descriptors: which layouts it pads, and how. */
+static void pad_rule_cases(void) {
+    dnnl_memory_desc_t md, padded;
+    dnnl_dims_t d2 = {64, 256}, d3 = {3, 64, 128}, d2odd = {64, 100}, d2f = {64, 1024};
+    CHECK(dnnl_memory_desc_init_by_tag(&md, 2, d2, dnnl_f32, dnnl_ab) == dnnl_success);
+    CHECK(kx_dn_padded_weights(&md, &padded) == 1);
+    CHECK(padded.format_desc.blocking.strides[0] == 256 + 16 && padded.format_desc.blocking.strides[1] == 1);
+    CHECK(padded.dims[0] == 64 && padded.dims[1] == 256);
+    CHECK(dnnl_memory_desc_get_size(&padded) >= (size_t)64 * 272 * 4 - 16 * 4);
+    CHECK(dnnl_memory_desc_init_by_tag(&md, 3, d3, dnnl_f32, dnnl_abc) == dnnl_success);
+    CHECK(kx_dn_padded_weights(&md, &padded) == 1);
+    CHECK(padded.format_desc.blocking.strides[2] == 1 && padded.format_desc.blocking.strides[1] == 144 &&
+          padded.format_desc.blocking.strides[0] == 64 * 144);
+    CHECK(dnnl_memory_desc_init_by_tag(&md, 2, d2odd, dnnl_f32, dnnl_ab) == dnnl_success);
+    CHECK(kx_dn_padded_weights(&md, &padded) == 0); /* 400-byte rows: left alone */
+    CHECK(dnnl_memory_desc_init_by_tag(&md, 2, d2, dnnl_f32, dnnl_ba) == dnnl_success);
+    CHECK(kx_dn_padded_weights(&md, &padded) == 0); /* column-major: not a plain row layout */
+    CHECK(dnnl_memory_desc_init_by_tag(&md, 2, d2f, dnnl_f32, dnnl_BA16a64b) == dnnl_success);
+    CHECK(kx_dn_padded_weights(&md, &padded) == 0); /* oneDNN's blocked choice: its own */
+    dnnl_dims_t strides = {2048, 1};
+    CHECK(dnnl_memory_desc_init_by_strides(&md, 2, d2, dnnl_f32, strides) == dnnl_success);
+    CHECK(kx_dn_padded_weights(&md, &padded) == 0); /* already strided */
+}
+
+/* Matmuls whose constant weights get padded rows, against the interpreter */
+static int padded_matmul_case(int64_t M, int64_t K, int64_t N, int64_t batch) {
+    korch_pgraph *pg = dc_graph();
+    int64_t a[3] = {batch, M, K}, b[3] = {batch, K, N};
+    int x = batch > 0 ? dc_input(pg, 3, a) : dc_input(pg, 2, a + 1);
+    int w = batch > 0 ? dc_constant(pg, 3, b, -1, 1) : dc_constant(pg, 2, b + 1, -1, 1);
+    korch_prim_linear p = {.op = KORCH_LINEAR_MATMUL};
+    int y = korch_pgraph_linear(pg, &p, x, w);
+    CHECK_MSG(y >= 0, "matmul: %s", korch_last_error());
+    int checked = 0;
+    if (y >= 0) {
+        dc_output(pg, y);
+        char what[128];
+        snprintf(what, sizeof what, "matmul M%lld K%lld N%lld batch %lld const-w (padded rows)", (long long)M,
+                 (long long)K, (long long)N, (long long)batch);
+        checked = dc_check(pg, -1, 1, what);
+    }
+    korch_pgraph_free(pg);
+    return checked;
+}
+
 int main(void) {
+    pad_rule_cases();
+    int padded = padded_matmul_case(8, 32, 128, 0) + padded_matmul_case(33, 70, 256, 0) +
+                 padded_matmul_case(5, 16, 128, 2) + padded_matmul_case(1, 9, 384, 0);
+    CHECK(padded >= 4);
     fold_cases();
     int runs = 0;
     for (int i = 0; i < 60; i++) runs += conv_case(false, 2, false, false);

@@ -19,6 +19,8 @@
 #include "backend/dnnl/dnnl_internal.h"
 #include "profile/profile.h"
 
+#include "backend/dnnl/dnnl_weights_pad.inc"
+
 struct dn_kernel {
     dnnl_stream_t stream;
     dnnl_primitive_t prim, reorder_src, reorder_dst;
@@ -293,6 +295,15 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     st = make_attr(d, &attr);
     if (st != KORCH_OK) goto done;
     DN_CHECK(dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL), "primitive descriptor");
+    if (d->op == KORCH_LINEAR_MATMUL && d->wei_constant &&
+        kx_dn_padded_weights(dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &wei_md)) {
+        /* the same primitive with the weights' rows padded (dnnl_weights_pad.inc) */
+        dnnl_primitive_desc_destroy(pd);
+        pd = NULL;
+        st = op_desc(d, &src_md, &wei_md, d->bias_slot >= 0 ? &bias_md : NULL, &dst_md, &desc);
+        if (st != KORCH_OK) goto done;
+        DN_CHECK(dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL), "primitive descriptor (padded weights)");
+    }
     const char *info = NULL;
     DN_CHECK(dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &info), "implementation query");
     snprintf(impl, impl_size, "%s", info ? info : "?");

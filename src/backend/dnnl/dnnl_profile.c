@@ -239,10 +239,11 @@ korch_status korch_dnnl_profile(const korch_kernel_spec *specs, int n, const kor
     session S = {.threads = options && options->threads > 0 ? options->threads : omp_get_max_threads(),
                  .options = options, .stats = ls};
     char machine[33], machine_text[1024];
-    /* timed with cold constants since 2026-11-25: a new methodology, never
-     * mixed with the warm timings of older databases */
+    /* timed with cold constants since 2026-11-25, and matmul weights with
+     * padded rows since 2026-11-27 (dnnl_weights_pad.inc): new
+     * methodologies, never mixed with the timings of older databases */
     char methodology[96];
-    snprintf(methodology, sizeof methodology, "%s; cold constants", dn_version());
+    snprintf(methodology, sizeof methodology, "%s; cold constants; padded matmul weights", dn_version());
     KORCH_TRY(korch_machine_fingerprint(S.threads, methodology, options ? options->scrub_mib : 0, machine, machine_text,
                                         sizeof machine_text));
     S.machine = machine;
