@@ -18,17 +18,22 @@ root with the venv's Python); PLAN: `korch optimize MODEL.onnx
 
 Per round and length: korch (korch.InferenceSession on the bucketed plan: the
 bucket is picked by the feed's shape) and ORT (intra-op threads = --threads,
-sequential), each warmed up once, then --runs runs each, alternating; the
-round's median of each, and their ratio. The machine is shared, so the
-result is the median over rounds of the per-round ratio ORT/korch (> 1:
-korch faster), with the per-round medians alongside. Also: plan load time
-(korch_model_load: map and checksum the file; then the first session of
-each bucket: lower, build kernels from the cache, allocate) and outputs
-compared with ORT (max |korch - ORT| relative to max |ORT|)."""
+sequential), each in a process of its own (this script with --worker), one
+after the other, each warmed up once and then timed over --runs runs: the
+process's median. Why separate processes: in one process the two engines'
+idle threads (ORT's spinning thread pool, libgomp's spinning workers) take
+the 2 vCPUs from each other; alternating single runs in one process measured
+korch's bucket 32 at 105-129 ms where `korch run --bench` gives 60 ms
+(2026-11-27). The machine is shared, so the result is the median over rounds
+of the per-round ratio ORT/korch (> 1: korch faster), with the per-round
+medians alongside. Also: plan load time (korch_model_load: map and checksum
+the file; then the first session of each bucket: lower, build kernels from
+the cache, allocate) and outputs compared with ORT (max |korch - ORT| relative to max |ORT|)."""
 import argparse
 import ctypes
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -48,6 +53,46 @@ def median_ms(fn, runs):
     return statistics.median(times)
 
 
+def make_feeds(a):
+    rng = np.random.default_rng(20241126)
+    if a.shapes:
+        lengths = a.shapes.split(",")
+        feeds = {s: {a.input: rng.standard_normal([int(d) for d in s.split("x")]).astype(np.float32)}
+                 for s in lengths}
+    else:
+        lengths = [int(x) for x in a.lengths.split(",")]
+        feeds = {n: {"input_ids": rng.integers(0, 30522, (1, n), dtype=np.int64)} for n in lengths}
+    return lengths, feeds
+
+
+def ort_session(model, threads):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+
+
+def worker(a):
+    """One engine, one bucket, in this process: prints the median ms."""
+    lengths, feeds = make_feeds(a)
+    f = feeds[lengths[[str(x) for x in lengths].index(a.bucket)]]
+    if a.worker == "korch":
+        sess = korch.InferenceSession(a.plan, threads=a.threads)
+    else:
+        sess = ort_session(a.model, a.threads)
+    sess.run(None, f)
+    print("%.4f" % median_ms(lambda: sess.run(None, f), a.runs))
+
+
+def timed_in_process(a, engine, bucket):
+    cmd = [sys.executable, os.path.abspath(__file__), a.model, a.plan, "--worker", engine, "--bucket", str(bucket),
+           "--runs", str(a.runs), "--threads", str(a.threads)]
+    cmd += ["--input", a.input, "--shapes", a.shapes] if a.shapes else ["--lengths", a.lengths]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return float(out.strip().splitlines()[-1])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
@@ -58,17 +103,15 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--input", help="the float32 input's name, with --shapes")
     ap.add_argument("--shapes", help="comma-separated shapes AxBxC of --input, one per bucket")
+    ap.add_argument("--worker", choices=["korch", "ort"], help=argparse.SUPPRESS)
+    ap.add_argument("--bucket", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if bool(a.input) != bool(a.shapes):
         ap.error("--input and --shapes go together")
-    rng = np.random.default_rng(20241126)
-    if a.shapes:
-        lengths = a.shapes.split(",")
-        feeds = {s: {a.input: rng.standard_normal([int(d) for d in s.split("x")]).astype(np.float32)}
-                 for s in lengths}
-    else:
-        lengths = [int(x) for x in a.lengths.split(",")]
-        feeds = {n: {"input_ids": rng.integers(0, 30522, (1, n), dtype=np.int64)} for n in lengths}
+    if a.worker:
+        worker(a)
+        return
+    lengths, feeds = make_feeds(a)
 
     # plan load: the C call alone (map, checksums, graph validated), 3 times
     loads = []
@@ -87,11 +130,7 @@ def main():
     sess = korch.InferenceSession(a.plan, threads=a.threads)
     print("InferenceSession(plan): %.1f ms (load, and the first bucket's session: kernels built from the cache)"
           % ((time.perf_counter() - t0) * 1e3))
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = a.threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    osess = ort.InferenceSession(a.model, so, providers=["CPUExecutionProvider"])
+    osess = ort_session(a.model, a.threads)
     for n in lengths:  # first run of each bucket: its session is made here
         t0 = time.perf_counter()
         k = sess.run(None, feeds[n])
@@ -101,17 +140,13 @@ def main():
         print("bucket %s: first run %.1f ms (bucket session made, then run); max |korch - ORT| / max |ORT|: %s"
               % (n, first, " ".join(errs)))
 
+    del sess, osess  # the timed processes run alone
     per = {n: {"korch": [], "ort": [], "ratio": []} for n in lengths}
     for r in range(a.rounds):
         for n in lengths:
-            f = feeds[n]
-            sess.run(None, f)
-            osess.run(None, f)
-            kt, ot = [], []
-            for _ in range(a.runs):  # alternate one run each
-                kt.append(median_ms(lambda: sess.run(None, f), 1))
-                ot.append(median_ms(lambda: osess.run(None, f), 1))
-            km, om = statistics.median(kt), statistics.median(ot)
+            order = ["korch", "ort"] if r % 2 == 0 else ["ort", "korch"]
+            t = {e: timed_in_process(a, e, n) for e in order}
+            km, om = t["korch"], t["ort"]
             per[n]["korch"].append(km)
             per[n]["ort"].append(om)
             per[n]["ratio"].append(om / km)
