@@ -143,23 +143,26 @@ static void pad_rule_cases(void) {
     dnnl_memory_desc_t md, padded;
     dnnl_dims_t d2 = {64, 256}, d3 = {3, 64, 128}, d2odd = {64, 100}, d2f = {64, 1024};
     CHECK(dnnl_memory_desc_init_by_tag(&md, 2, d2, dnnl_f32, dnnl_ab) == dnnl_success);
-    CHECK(kx_dn_padded_weights(&md, &padded) == 1);
+    CHECK(kx_dn_padded_weights(&md, 64, &padded) == 1);
     CHECK(padded.format_desc.blocking.strides[0] == 256 + 16 && padded.format_desc.blocking.strides[1] == 1);
     CHECK(padded.dims[0] == 64 && padded.dims[1] == 256);
     CHECK(dnnl_memory_desc_get_size(&padded) >= (size_t)64 * 272 * 4 - 16 * 4);
     CHECK(dnnl_memory_desc_init_by_tag(&md, 3, d3, dnnl_f32, dnnl_abc) == dnnl_success);
-    CHECK(kx_dn_padded_weights(&md, &padded) == 1);
+    CHECK(kx_dn_padded_weights(&md, 64, &padded) == 1);
     CHECK(padded.format_desc.blocking.strides[2] == 1 && padded.format_desc.blocking.strides[1] == 144 &&
           padded.format_desc.blocking.strides[0] == 64 * 144);
     CHECK(dnnl_memory_desc_init_by_tag(&md, 2, d2odd, dnnl_f32, dnnl_ab) == dnnl_success);
-    CHECK(kx_dn_padded_weights(&md, &padded) == 0); /* 400-byte rows: left alone */
+    CHECK(kx_dn_padded_weights(&md, 64, &padded) == 0); /* 400-byte rows: left alone */
     CHECK(dnnl_memory_desc_init_by_tag(&md, 2, d2, dnnl_f32, dnnl_ba) == dnnl_success);
-    CHECK(kx_dn_padded_weights(&md, &padded) == 0); /* column-major: not a plain row layout */
+    CHECK(kx_dn_padded_weights(&md, 64, &padded) == 0); /* column-major: not a plain row layout */
     CHECK(dnnl_memory_desc_init_by_tag(&md, 2, d2f, dnnl_f32, dnnl_BA16a64b) == dnnl_success);
-    CHECK(kx_dn_padded_weights(&md, &padded) == 0); /* oneDNN's blocked choice: its own */
+    CHECK(kx_dn_padded_weights(&md, 64, &padded) == 0); /* oneDNN's blocked choice: its own */
     dnnl_dims_t strides = {2048, 1};
     CHECK(dnnl_memory_desc_init_by_strides(&md, 2, d2, dnnl_f32, strides) == dnnl_success);
-    CHECK(kx_dn_padded_weights(&md, &padded) == 0); /* already strided */
+    CHECK(kx_dn_padded_weights(&md, 64, &padded) == 0); /* already strided */
+    CHECK(dnnl_memory_desc_init_by_tag(&md, 2, d2, dnnl_f32, dnnl_ab) == dnnl_success);
+    CHECK(kx_dn_padded_weights(&md, 15, &padded) == 0); /* too few rows to gain */
+    CHECK(kx_dn_padded_weights(&md, 16, &padded) == 1);
 }
 
 /* Matmuls whose constant weights get padded rows, against the interpreter */
@@ -185,8 +188,8 @@ static int padded_matmul_case(int64_t M, int64_t K, int64_t N, int64_t batch) {
 
 int main(void) {
     pad_rule_cases();
-    int padded = padded_matmul_case(8, 32, 128, 0) + padded_matmul_case(33, 70, 256, 0) +
-                 padded_matmul_case(5, 16, 128, 2) + padded_matmul_case(1, 9, 384, 0);
+    int padded = padded_matmul_case(16, 32, 128, 0) + padded_matmul_case(33, 70, 256, 0) +
+                 padded_matmul_case(17, 16, 128, 2) + padded_matmul_case(1, 9, 384, 0);
     CHECK(padded >= 4);
     fold_cases();
     int runs = 0;

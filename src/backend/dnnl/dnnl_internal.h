@@ -120,6 +120,17 @@ int dn_kernel_copied_weights(const dn_kernel *k);
 /* Evicts the weights the kernel reordered into its own buffer from the caches. */
 void dn_kernel_evict_owned_weights(const dn_kernel *k);
 void dn_kernel_free(dn_kernel *k);
+/* Constant weights reordered into oneDNN's layout, shared by every kernel
+ * that asks for the same source bytes in the same layout (dnnl_weights.c):
+ * reference-counted, freed with the last kernel. */
+typedef struct dn_weights dn_weights;
+korch_status dn_weights_get(dnnl_engine_t engine, dnnl_stream_t stream, const void *plain,
+                            const dnnl_memory_desc_t *plain_md, const dnnl_memory_desc_t *md, dn_weights **out);
+void *dn_weights_data(const dn_weights *w);
+size_t dn_weights_bytes(const dn_weights *w);
+void dn_weights_release(dn_weights *w);
+int dn_weights_live(void); /* copies alive (tests) */
+
 const char *dn_version(void); /* "oneDNN 2.6.3 (cpu_runtime omp)" */
 bool dn_impl_is_reference(const char *impl);
 

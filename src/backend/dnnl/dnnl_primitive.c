@@ -26,8 +26,8 @@ struct dn_kernel {
     dnnl_primitive_t prim, reorder_src, reorder_dst;
     dnnl_memory_t src_user, src, wei, bias, dst, dst_user;
     dnnl_memory_t post[DN_MAX_POST];
-    void *wei_buf, *src_buf, *dst_buf; /* owned: reordered weights, blocked src/dst */
-    size_t wei_bytes;
+    dn_weights *wei_copy;              /* reordered constant weights (shared), or NULL */
+    void *src_buf, *dst_buf;           /* owned: blocked src/dst */
     int threads;
     int src_slot, wei_slot, bias_slot; /* spec inputs bound per run (-1: owned) */
     int wei_copied_slot;               /* spec input of the weights copied at creation, or -1 */
@@ -239,7 +239,7 @@ void dn_kernel_free(dn_kernel *k) {
     for (int i = 0; i < k->n_post; i++)
         if (k->post[i]) dnnl_memory_destroy(k->post[i]);
     if (k->stream) dnnl_stream_destroy(k->stream);
-    free(k->wei_buf);
+    dn_weights_release(k->wei_copy);
     free(k->src_buf);
     free(k->dst_buf);
     free(k);
@@ -266,8 +266,6 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     korch_status st = KORCH_OK;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_attr_t attr = NULL;
-    dnnl_primitive_t wei_reorder = NULL;
-    dnnl_memory_t wei_user = NULL;
     dnnl_memory_desc_t src_user, dst_user, src_md, dst_md, wei_user_md, wei_md, bias_md;
     bool blocked = v->fmt == DN_FMT_BLOCKED;
     if (blocked && d->op == KORCH_LINEAR_MATMUL)
@@ -296,7 +294,8 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     if (st != KORCH_OK) goto done;
     DN_CHECK(dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL), "primitive descriptor");
     if (d->op == KORCH_LINEAR_MATMUL && d->wei_constant &&
-        kx_dn_padded_weights(dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &wei_md)) {
+        kx_dn_padded_weights(dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0),
+                             d->src.ndims >= 2 ? d->src.dims[d->src.ndims - 2] : 1, &wei_md)) {
         /* the same primitive with the weights' rows padded (dnnl_weights_pad.inc) */
         dnnl_primitive_desc_destroy(pd);
         pd = NULL;
@@ -348,19 +347,9 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     const dnnl_memory_desc_t *wei_pd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     k->wei_slot = d->wei_slot;
     if (d->wei_constant && !dnnl_memory_desc_equal(wei_pd, &wei_user_md)) {
-        k->wei_buf = alloc_for(wei_pd);
-        k->wei_bytes = dnnl_memory_desc_get_size(wei_pd);
-        if (!k->wei_buf) {
-            st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory for weights");
-            goto done;
-        }
-        DN_CHECK(dnnl_memory_create(&k->wei, wei_pd, engine, k->wei_buf), "weights memory");
-        DN_CHECK(dnnl_memory_create(&wei_user, &wei_user_md, engine, (void *)d->wei_data), "weights memory");
-        st = reorder(d, &wei_user_md, wei_pd, &wei_reorder);
+        st = dn_weights_get(engine, k->stream, d->wei_data, &wei_user_md, wei_pd, &k->wei_copy);
         if (st != KORCH_OK) goto done;
-        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, wei_user}, {DNNL_ARG_TO, k->wei}};
-        DN_CHECK(dnnl_primitive_execute(wei_reorder, k->stream, 2, args), "weights reorder");
-        DN_CHECK(dnnl_stream_wait(k->stream), "weights reorder");
+        DN_CHECK(dnnl_memory_create(&k->wei, wei_pd, engine, dn_weights_data(k->wei_copy)), "weights memory");
         k->wei_slot = -1;
         k->wei_copied_slot = d->wei_slot;
     } else {
@@ -385,8 +374,6 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
         k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1, k->post[i]};
     }
 done:
-    if (wei_reorder) dnnl_primitive_destroy(wei_reorder);
-    if (wei_user) dnnl_memory_destroy(wei_user);
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (attr) dnnl_primitive_attr_destroy(attr);
     return st;
@@ -481,5 +468,5 @@ done:
 int dn_kernel_copied_weights(const dn_kernel *k) { return k ? k->wei_copied_slot : -1; }
 
 void dn_kernel_evict_owned_weights(const dn_kernel *k) {
-    if (k && k->wei_buf) korch_cache_evict(k->wei_buf, k->wei_bytes);
+    if (k && k->wei_copy) korch_cache_evict(dn_weights_data(k->wei_copy), dn_weights_bytes(k->wei_copy));
 }
