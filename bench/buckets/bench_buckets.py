@@ -19,7 +19,7 @@ root with the venv's Python); PLAN: `korch optimize MODEL.onnx
 Per round and length: korch (korch.InferenceSession on the bucketed plan: the
 bucket is picked by the feed's shape) and ORT (intra-op threads = --threads,
 sequential), each in a process of its own (this script with --worker), one
-after the other, each warmed up once and then timed over --runs runs: the
+after the other, each warmed up 3 times and then timed over --runs runs: the
 process's median. Why separate processes: in one process the two engines'
 idle threads (ORT's spinning thread pool, libgomp's spinning workers) take
 the 2 vCPUs from each other; alternating single runs in one process measured
@@ -81,7 +81,8 @@ def worker(a):
         sess = korch.InferenceSession(a.plan, threads=a.threads)
     else:
         sess = ort_session(a.model, a.threads)
-    sess.run(None, f)
+    for _ in range(3):  # warm-up: ORT's arena and korch's first-run work, both
+        sess.run(None, f)
     print("%.4f" % median_ms(lambda: sess.run(None, f), a.runs))
 
 
