@@ -1,5 +1,5 @@
 /* The reference SGEMM against a triple loop in double precision: sizes at and
- * around every blocking edge (register tile 6x8, k block 256, thread tile
+ * around every blocking edge (register tile 6x16, k block 256, thread tile
  * 96x512), both transposes, leading dimensions wider than the matrix,
  * alpha/beta, beta = 0 over a NaN-filled C; and bitwise independence of the
  * thread count. */
@@ -67,7 +67,7 @@ static int run_case(const gemm_case *c, int threads, float **result) {
 }
 
 int main(void) {
-    const int64_t sizes[] = {1, 2, 5, 6, 7, 8, 9, 17, 95, 96, 97, 255, 256, 257, 511, 513};
+    const int64_t sizes[] = {1, 2, 5, 6, 7, 8, 9, 15, 16, 17, 33, 95, 96, 97, 255, 256, 257, 511, 513};
     const int n_sizes = (int)(sizeof sizes / sizeof sizes[0]);
     /* every edge of every dimension at least once, with the others random */
     for (int t = 0; t < 3 * n_sizes; t++) {
