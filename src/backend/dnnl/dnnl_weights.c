@@ -63,20 +63,26 @@ static korch_status reorder_now(dnnl_engine_t engine, dnnl_stream_t stream, cons
     return s == dnnl_success ? KORCH_OK : fail(s, what);
 }
 
+/* the live copy of (plain, size, crc) in layout md, with one more
+ * reference; NULL when there is none. Called with the lock held. */
+static dn_weights *find_locked(const void *plain, size_t plain_bytes, uint32_t crc, const dnnl_memory_desc_t *md) {
+    for (dn_weights *w = live; w; w = w->next)
+        if (w->plain == plain && w->plain_bytes == plain_bytes && w->crc == crc && dnnl_memory_desc_equal(&w->md, md)) {
+            w->refs++;
+            return w;
+        }
+    return NULL;
+}
+
 korch_status dn_weights_get(dnnl_engine_t engine, dnnl_stream_t stream, const void *plain,
                             const dnnl_memory_desc_t *plain_md, const dnnl_memory_desc_t *md, dn_weights **out) {
     *out = NULL;
     size_t plain_bytes = dnnl_memory_desc_get_size(plain_md), bytes = dnnl_memory_desc_get_size(md);
     uint32_t crc = korch_crc32c(0, plain, plain_bytes);
     pthread_mutex_lock(&lock);
-    for (dn_weights *w = live; w; w = w->next)
-        if (w->plain == plain && w->plain_bytes == plain_bytes && w->crc == crc && dnnl_memory_desc_equal(&w->md, md)) {
-            w->refs++;
-            *out = w;
-            pthread_mutex_unlock(&lock);
-            return KORCH_OK;
-        }
+    *out = find_locked(plain, plain_bytes, crc, md);
     pthread_mutex_unlock(&lock);
+    if (*out) return KORCH_OK;
     dn_weights *w = calloc(1, sizeof *w);
     void *buf = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
     if (!w || !buf) {
@@ -94,19 +100,17 @@ korch_status dn_weights_get(dnnl_engine_t engine, dnnl_stream_t stream, const vo
                       .refs = 1};
     pthread_mutex_lock(&lock);
     /* another thread may have made the same copy meanwhile: keep one */
-    for (dn_weights *o = live; o; o = o->next)
-        if (o->plain == plain && o->plain_bytes == plain_bytes && o->crc == crc && dnnl_memory_desc_equal(&o->md, md)) {
-            o->refs++;
-            pthread_mutex_unlock(&lock);
-            free(buf);
-            free(w);
-            *out = o;
-            return KORCH_OK;
-        }
-    w->next = live;
-    live = w;
+    dn_weights *other = find_locked(plain, plain_bytes, crc, md);
+    if (!other) {
+        w->next = live;
+        live = w;
+    }
     pthread_mutex_unlock(&lock);
-    *out = w;
+    if (other) {
+        free(buf);
+        free(w);
+    }
+    *out = other ? other : w;
     return KORCH_OK;
 }
 
