@@ -67,12 +67,19 @@ static double measured_cost(void *user, const korch_candidate *c) {
  * otherwise they answer the stored row at no cost. A new measurement
  * replaces the old one when it is clean, or when it is lower (both are upper
  * bounds). A pass that measured nothing again (still disturbed) is followed
- * by a pause, so that the next pass sees a new machine-state probe. */
+ * by a pause, so that the next pass sees a new machine-state probe.
+ * The passes stop at a time budget: a tenth of phase 1's own time, at least
+ * 2 s. On a host that stays disturbed they otherwise measured and measured
+ * again to little effect (PaddleOCR's detector, 2026-11-27: 16.5 s of re-asks
+ * after 82 s of phase 1, 261 kernels measured again, 50 of them clean). */
 #define REMEASURE_PASSES 4
 #define REMEASURE_PAUSE_MS 300
+#define REMEASURE_SHARE 0.10
+#define REMEASURE_MIN_MS 2000.0
 
 typedef struct remeasure_stats {
     long asked, measured, cleaned, lowered, still;
+    bool out_of_time;
 } remeasure_stats;
 
 static void copy_result(korch_candidate *to, const korch_candidate *from) {
@@ -85,12 +92,19 @@ static void copy_result(korch_candidate *to, const korch_candidate *from) {
     memcpy(to->key, from->key, sizeof to->key);
 }
 
+/* the orchestrator's clock (a simulated one in tests), else the wall clock */
+static double clock_now_ms(const korch_orchestrate_options *o) {
+    return o->clock_ms ? o->clock_ms(o->clock_user) : korch_now_ms();
+}
+
 static korch_status remeasure_provisional(korch_candidate_set *set, const korch_kernel_oracle *oracle, sig_map *sigs,
                                           int *rep_of, int *reps, korch_kernel_spec *specs,
-                                          korch_profile_result *results, int chunk, remeasure_stats *rs) {
+                                          korch_profile_result *results, int chunk,
+                                          const korch_orchestrate_options *options, double deadline_ms,
+                                          remeasure_stats *rs) {
     int n = set->n_candidates;
     long measured_last = 1;
-    for (int pass = 0; pass < REMEASURE_PASSES; pass++) {
+    for (int pass = 0; pass < REMEASURE_PASSES && !rs->out_of_time; pass++) {
         long left = 0;
         for (int i = 0; i < n; i++) {
             const korch_candidate *c = &set->candidates[i];
@@ -98,6 +112,10 @@ static korch_status remeasure_provisional(korch_candidate_set *set, const korch_
         }
         if (left == 0) break;
         if (measured_last == 0) {
+            if (clock_now_ms(options) + REMEASURE_PAUSE_MS > deadline_ms) {
+                rs->out_of_time = true;
+                break;
+            }
             struct timespec ts = {0, REMEASURE_PAUSE_MS * 1000000L};
             nanosleep(&ts, NULL);
         }
@@ -112,7 +130,11 @@ static korch_status remeasure_provisional(korch_candidate_set *set, const korch_
                 rep_of[i] = sig_find_or_add(sigs, c->signature, i);
                 if (rep_of[i] == i) reps[n_reps++] = i;
             }
-            for (int first = 0; first < n_reps; first += chunk) {
+            for (int first = 0; first < n_reps && !rs->out_of_time; first += chunk) {
+                if (clock_now_ms(options) > deadline_ms) {
+                    rs->out_of_time = true;
+                    break;
+                }
                 int count = n_reps - first < chunk ? n_reps - first : chunk;
                 for (int j = 0; j < count; j++) specs[j] = korch_candidate_spec(set, &set->candidates[reps[first + j]]);
                 KORCH_TRY(oracle->profile(oracle->user, (korch_backend_kind)kind, specs, count, 0, true, results));
@@ -177,7 +199,7 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
     }
     korch_progress bar;
     long done_count = 0, timed = 0, from_db = 0, provisional = 0;
-    double start_ms = korch_now_ms();
+    double start_ms = korch_now_ms(), phase1_start = clock_now_ms(options);
     korch_progress_begin(&bar, options->estimated ? "estimating" : "profiling", remaining, options->progress);
     for (int size = 1; size <= max_size && st == KORCH_OK; size++) {
         for (int kind = 0; kind < KORCH_BACKEND_COUNT && st == KORCH_OK; kind++) {
@@ -266,10 +288,12 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
     }
     korch_progress_end(&bar);
     remeasure_stats rs = {0};
-    double again_ms = korch_now_ms();
+    double again_ms = clock_now_ms(options), phase1_ms = again_ms - phase1_start;
+    double budget_ms = REMEASURE_SHARE * phase1_ms > REMEASURE_MIN_MS ? REMEASURE_SHARE * phase1_ms : REMEASURE_MIN_MS;
     if (st == KORCH_OK && provisional > 0 && !options->estimated)
-        st = remeasure_provisional(set, oracle, &sigs, rep_of, reps, specs, results, chunk, &rs);
-    again_ms = korch_now_ms() - again_ms;
+        st = remeasure_provisional(set, oracle, &sigs, rep_of, reps, specs, results, chunk, options, again_ms + budget_ms,
+                                   &rs);
+    again_ms = clock_now_ms(options) - again_ms;
     for (int p = 0; p < set->n_partitions; p++) set->stats[p].kept = 0;
     for (int i = 0; i < n; i++) {
         const korch_candidate *c = &set->candidates[i];
@@ -293,8 +317,9 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
     if (options->log && st == KORCH_OK && rs.asked > 0)
         fprintf(options->log,
                 "profiling: provisional kernels asked for again after the others (%.1f s): %ld measured again, %ld "
-                "now clean, %ld lower; %ld still provisional\n",
-                again_ms / 1e3, rs.measured, rs.cleaned, rs.lowered, rs.still);
+                "now clean, %ld lower; %ld still provisional%s\n",
+                again_ms / 1e3, rs.measured, rs.cleaned, rs.lowered, rs.still,
+                rs.out_of_time ? " (stopped at its time budget, a tenth of profiling's)" : "");
 done:
     korch_split_free(&m);
     free(batch);
