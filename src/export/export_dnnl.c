@@ -92,11 +92,12 @@ static korch_status emit_dnnl(ex_ctx *x, int i) {
         ex_value_ptr(x, pk->inputs[p.wei_slot], plain, sizeof plain);
         cg_buf_printf(&x->dnnl_load,
                       "    if (st == MODEL_OK) {\n        const unsigned char *W = m->weights;\n"
-                      "        dnnl_status_t ds = kx_dn_reorder_weights(&dn%d, m->dn_engine, MODEL_THREADS, %s, "
-                      "&m->dn_weights[%d], &m->dn_weights_md[%d]);\n"
+                      "        kx_dn_weight_set earlier = {m->dn_plain, m->dn_weights, m->dn_weights_md, %d};\n        m->dn_plain[%d] = %s;\n"
+                      "        dnnl_status_t ds = kx_dn_reorder_weights(&dn%d, m->dn_engine, MODEL_THREADS, %s, &earlier, "
+                      "&m->dn_weights[%d], &m->dn_weights_md[%d], &m->dn_shared[%d]);\n"
                       "        if (ds != dnnl_success) st = model_fail(MODEL_ERR_RUNTIME, \"kernel %d: oneDNN weights "
                       "reorder failed (%%s)\", dnnl_status2str(ds));\n    }\n",
-                      d, plain, d, d, i);
+                      d, d, plain, d, plain, d, d, d, i);
     }
     char plain[64] = "0";
     if (p.wei_constant) ex_value_ptr(x, pk->inputs[p.wei_slot], plain, sizeof plain);
@@ -131,8 +132,10 @@ static void finish(ex_ctx *x) {
     int n = x->n_dnnl;
     cg_buf_printf(&x->handle_fields,
                   "    dnnl_engine_t dn_engine;\n    void *dn_weights[%d]; /* reordered constant weights, or NULL */\n"
-                  "    dnnl_memory_desc_t dn_weights_md[%d];\n",
-                  n, n);
+                  "    dnnl_memory_desc_t dn_weights_md[%d];\n"
+                  "    const void *dn_plain[%d]; /* the weights each was reordered from */\n"
+                  "    unsigned char dn_shared[%d]; /* 1: dn_weights[i] is an earlier kernel's */\n",
+                  n, n, n, n);
     cg_buf_printf(&x->session_fields, "    kx_dn_kernel dn[%d];\n", n);
     cg_buf_printf(&x->hooks,
                   "static model_status model_prepare(model_handle *m) {\n"
@@ -143,7 +146,7 @@ static void finish(ex_ctx *x) {
                   x->dnnl_load.data ? x->dnnl_load.data : "");
     cg_buf_printf(&x->hooks,
                   "static void model_release(model_handle *m) {\n"
-                  "    for (int i = 0; i < %d; i++) free(m->dn_weights[i]);\n"
+                  "    for (int i = 0; i < %d; i++)\n        if (!m->dn_shared[i]) free(m->dn_weights[i]);\n"
                   "    if (m->dn_engine) dnnl_engine_destroy(m->dn_engine);\n}\n\n",
                   n);
     cg_buf_printf(&x->hooks, "static model_status model_session_prepare(model_session *s) {\n"

@@ -172,6 +172,25 @@ static korch_pgraph *nhwc_graph(void) {
     return pg;
 }
 
+/* two channels-last convolutions on the same weights: the exported model
+ * reorders them once and both kernels read that copy (kx_dn_reorder_weights
+ * with the earlier kernels' set); released once */
+static korch_pgraph *shared_weights_graph(void) {
+    korch_pgraph *pg = NULL;
+    korch_pgraph_create(NULL, &pg);
+    gen_rng r = {57};
+    int x = add_input(pg, 4, (int64_t[]){1, 7, 7, 8});
+    int w = add_weights(pg, 4, (int64_t[]){8, 8, 3, 3}, &r);
+    korch_prim_linear c = {.op = KORCH_LINEAR_CONV, .spatial = 2, .group = 1, .strides = {1, 1}, .dilations = {1, 1},
+                           .pads_begin = {1, 1}, .pads_end = {1, 1}, .channels_last = true};
+    int y = korch_pgraph_linear(pg, &c, x, w);
+    y = gen_unary(pg, KORCH_EW_TANH, y);
+    y = korch_pgraph_linear(pg, &c, y, w);
+    if (y < 0) fprintf(stderr, "shared weights graph: %s\n", korch_last_error());
+    gen_output(pg, y);
+    return pg;
+}
+
 static void test_conv_graph(void) {
     korch_pgraph *pg = conv_graph();
     korch_plan *plan = one_kernel_per_node(pg, KORCH_BACKEND_REF);
@@ -190,6 +209,14 @@ static void test_conv_graph(void) {
     for (int k = 0; plan && k < plan->n_kernels; k++) dnnl += plan->kernels[k].backend == KORCH_BACKEND_DNNL;
     CHECK_MSG(dnnl == 2, "the channels-last plan has %d oneDNN kernels", dnnl);
     if (plan) check_export(pg, plan, false, 4, "channels-last graph, fused plan (oneDNN)");
+    korch_plan_free(plan);
+    korch_pgraph_free(pg);
+    pg = shared_weights_graph();
+    plan = estimated_plan(pg);
+    dnnl = 0;
+    for (int k = 0; plan && k < plan->n_kernels; k++) dnnl += plan->kernels[k].backend == KORCH_BACKEND_DNNL;
+    CHECK_MSG(dnnl == 2, "the shared-weights plan has %d oneDNN kernels", dnnl);
+    if (plan) check_export(pg, plan, false, 5, "two convolutions on the same weights (oneDNN)");
     korch_plan_free(plan);
     korch_pgraph_free(pg);
 }
