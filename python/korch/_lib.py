@@ -16,6 +16,7 @@ Where the library comes from, first match wins:
 """
 import ctypes
 import ctypes.util
+import importlib
 import importlib.machinery
 import importlib.util
 import os
@@ -165,7 +166,11 @@ def load_fast():
             except (ImportError, OSError) as e:
                 raise ImportError("korch: KORCH_FAST_MODULE=%s cannot be loaded: %s" % (path, e)) from None
         else:
-            from . import _fast as module
+            # import_module, not `from . import _fast`: inside the package's own
+            # import, a missing submodule then raises ModuleNotFoundError
+            # naming it, not an ImportError about a "partially initialized
+            # module" that read like a circular import
+            module = importlib.import_module(".._fast", __name__)
     except ModuleNotFoundError as e:
         if path or e.name != "korch._fast":
             raise

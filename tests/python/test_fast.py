@@ -345,3 +345,26 @@ def test_pip_wheel_builds_the_extension(workdir):
     assert r.returncode == 0, r.stderr
     fast, where, shape = r.stdout.split()[0], r.stdout.split()[1], r.stdout.split(None, 2)[2].strip()
     assert fast == "True" and where.startswith(site) and shape == "(1, 8)", r.stdout
+
+
+def test_a_package_without_the_extension_says_so(workdir):
+    # a copy of the package's Python files, no korch._fast beside them: the
+    # ctypes fallback, said plainly (not a warning about a "partially
+    # initialized module", which read like a circular import)
+    import shutil
+    import subprocess
+    src = os.path.dirname(korch.__file__)
+    pkg = os.path.join(workdir, "nofast", "korch")
+    os.makedirs(pkg)
+    for f in os.listdir(src):
+        if f.endswith(".py"):
+            shutil.copy(os.path.join(src, f), pkg)
+    env = dict(os.environ)
+    env.pop("KORCH_FAST_MODULE", None)
+    env["PYTHONPATH"] = os.path.dirname(pkg)
+    code = "import korch; print(korch.fast_path); print(korch.fast_path_info)"
+    r = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code], env=env, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "False" and "korch._fast is not built" in lines[1], r.stdout
