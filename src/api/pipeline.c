@@ -13,6 +13,7 @@ korch_status korch_pipeline_load(const korch_pipeline_config *c, korch_pipeline 
     p->log = c->log;
     KORCH_TRY(korch_plan_model_load_specialized(c->model_path, c->shapes, c->n_shapes, c->values, c->n_values, c->layout,
                                                 &p->model));
+    KORCH_TRY(korch_plan_model_set_precision(&p->model, c->precision));
     FILE *log = c->log;
     if (!log) return KORCH_OK;
     korch_graph_report_control_flow(p->model.graph, log); /* what is not optimized, and why */
@@ -20,8 +21,9 @@ korch_status korch_pipeline_load(const korch_pipeline_config *c, korch_pipeline 
     for (int i = 0; i < p->model.graph->n_nodes; i++) live += !p->model.graph->nodes[i].dead;
     for (int i = 0; i < p->model.pg->n_nodes; i++)
         opaque += !p->model.pg->nodes[i].dead && p->model.pg->nodes[i].kind == KORCH_PRIM_OPAQUE;
-    fprintf(log, "model: %d operators -> %d primitives (%d opaque) in %.2f s; %d threads\n", live, p->model.pg->n_nodes,
-            opaque, korch_now_s() - p->t0, p->threads);
+    fprintf(log, "model: %d operators -> %d primitives (%d opaque) in %.2f s; %d threads%s\n", live,
+            p->model.pg->n_nodes, opaque, korch_now_s() - p->t0, p->threads,
+            p->model.precision == KORCH_PRECISION_BF16 ? "; linear primitives in bf16 (float32 sums)" : "");
     return KORCH_OK;
 }
 

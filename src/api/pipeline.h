@@ -28,6 +28,7 @@ typedef struct korch_pipeline_config {
     const korch_input_value *values; /* graph inputs specialized to constants (--specialize), read by load */
     int n_values;
     korch_layout_strategy layout;
+    korch_precision precision;     /* the linear primitives' arithmetic (checked against the CPU at load) */
     int threads;                   /* >= 1: kernels are tuned and run with it (the caller set OpenMP's count) */
     korch_profile_options profile; /* everything but threads, which the pipeline sets */
     double time_limit_s;           /* binary programs, wall clock (<= 0: 120 s) */

@@ -92,6 +92,10 @@ int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char *
         if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
         if (!korch_cli_parse_int(v, 0, 20, &a->closed_loop))
             return korch_cli_usage_error(command, "--closed-loop expects a number of plans to measure, 0 to 20");
+    } else if (strcmp(opt, "--precision") == 0) {
+        if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
+        if (!korch_precision_parse(v, &a->precision))
+            return korch_cli_usage_error(command, "--precision expects fp32 or bf16, not \"%s\"", v);
     } else if (strcmp(opt, "--estimate") == 0) {
         a->estimate = true;
     } else if (strcmp(opt, "--dry-run") == 0) {
@@ -106,6 +110,9 @@ int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char *
 
 void korch_cli_orchestrate_help(void) {
     printf("\nmore options:\n"
+           "  --precision P            fp32 (default): the model's float32 arithmetic; bf16: convolutions\n"
+           "                           and matmuls on bfloat16 operands with float32 sums (needs\n"
+           "                           AVX512_BF16; the plan records it; docs/precision.md)\n"
            "  --time-limit SECONDS     wall clock for the binary programs (default 120)\n"
            "  --max-kernel-nodes N     size cap of enumerated candidate kernels (default %d)\n"
            "  --max-partition-nodes N  primitives per partition, at most %d (default %d)\n"
@@ -251,7 +258,8 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
     FILE *log = a->quiet ? NULL : stdout;
     korch_pipeline_config c = {
         .model_path = a->model, .shapes = a->shapes.items, .n_shapes = a->shapes.count,
-        .layout = a->layout_given ? a->layout : korch_cli_env_get()->layout, .threads = threads,
+        .layout = a->layout_given ? a->layout : korch_cli_env_get()->layout, .precision = a->precision,
+        .threads = threads,
         .profile = {.budget_s = a->budget_s, .db_path = a->db, .cache_dir = a->cache_dir, .quiet = a->quiet},
         .time_limit_s = a->time_limit_s, .max_kernel_nodes = (int)a->max_kernel_nodes,
         .max_partition_nodes = (int)a->max_partition_nodes, .no_prune = a->no_prune, .estimate = a->estimate,

@@ -36,6 +36,8 @@ typedef struct korch_cli_orchestrate_args {
      * over both, docs/layout.md) */
     bool layout_given;
     korch_layout_strategy layout;
+    /* --precision fp32|bf16: the linear primitives' arithmetic (docs/precision.md) */
+    korch_precision precision;
 } korch_cli_orchestrate_args;
 
 /* verifier: NULL with --no-verify; verify_inputs: the --input files bound

@@ -150,10 +150,18 @@ int korch_cli_plan_verify(korch_cli_plan *p, korch_graph *g, const korch_tensor 
     char seed_text[64];
     snprintf(seed_text, sizeof seed_text, "seeded inputs (seed %llu)", (unsigned long long)seed);
     if (c.ok) {
-        printf("verification: the plan matches the reference executor on %s\n", inputs ? "the given inputs" : seed_text);
-        for (int i = 0; i < c.n_outputs; i++)
-            printf("  output %s: worst error/tolerance %.3g, max |plan - reference| %.3g\n", c.outputs[i].name,
+        bool bf16 = korch_pgraph_precision(p->pg) == KORCH_PRECISION_BF16;
+        printf("verification: the plan matches the reference executor on %s%s\n", inputs ? "the given inputs" : seed_text,
+               bf16 ? " (bf16: the plan against the bf16 primitive graph, whose float32 graph matches the reference)"
+                    : "");
+        for (int i = 0; i < c.n_outputs; i++) {
+            printf("  output %s: worst error/tolerance %.3g, max |plan - reference| %.3g", c.outputs[i].name,
                    c.outputs[i].worst_ratio, c.outputs[i].max_abs);
+            if (bf16)
+                printf("; off the float32 reference by %.3g%% (max), %.3g%% (mean)", c.outputs[i].fp32_max_rel * 100,
+                       c.outputs[i].fp32_mean_rel * 100);
+            printf("\n");
+        }
     } else {
         fprintf(stderr, "korch: error: verification: the plan differs from the reference executor on %s: %s\n",
                 inputs ? "the given inputs" : seed_text, c.detail);

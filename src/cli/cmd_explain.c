@@ -163,8 +163,9 @@ int korch_cmd_explain(int argc, char **argv) {
         }
         printf("\n");
     }
-    printf("strategy: %s, %d threads, lowered by %s (%d primitives)\n", plan->strategy, plan->threads,
-           plan->fission_version, plan->pgraph_nodes);
+    printf("strategy: %s, %d threads, lowered by %s (%d primitives)%s\n", plan->strategy, plan->threads,
+           plan->fission_version, plan->pgraph_nodes,
+           plan->precision == KORCH_PRECISION_BF16 ? ", precision bf16 (linear primitives)" : "");
     printf("predicted: %.4f ms in %d kernels\n", total, plan->n_kernels);
     if (plan->measured_ms > 0)
         printf("measured in place after solving: %.4f ms (%.3fx the prediction; korch optimize --closed-loop)\n",
@@ -175,10 +176,18 @@ int korch_cmd_explain(int argc, char **argv) {
     } else {
         printf("verification: matched the reference executor on seeded inputs (seed %llu)%s\n",
                (unsigned long long)plan->verify_seed, plan->verify_given ? " and on the inputs given to optimize" : "");
-        for (int i = 0; i < plan->n_output_checks; i++)
-            printf("  output %s: worst error/tolerance %.3g, max |plan - reference| %.3g\n",
+        if (plan->precision == KORCH_PRECISION_BF16)
+            printf("  precision: bf16 (convolutions and matmuls on bfloat16 operands, float32 sums): the plan was "
+                   "compared with the bf16 primitive graph, and its float32 graph with the reference\n");
+        for (int i = 0; i < plan->n_output_checks; i++) {
+            printf("  output %s: worst error/tolerance %.3g, max |plan - reference| %.3g",
                    korch_printable(plan->output_checks[i].name, buf, sizeof buf), plan->output_checks[i].worst_ratio,
                    plan->output_checks[i].max_abs);
+            if (plan->precision == KORCH_PRECISION_BF16)
+                printf("; off the float32 reference by %.3g%% (max), %.3g%% (mean)",
+                       plan->output_checks[i].fp32_max_rel * 100, plan->output_checks[i].fp32_mean_rel * 100);
+            printf("\n");
+        }
         printf("  %d candidate kernel%s excluded while choosing: %s\n", plan->excluded, plan->excluded == 1 ? " was" : "s were",
                plan->excluded == 1 ? "its outputs differed from the interpreter's" : plan->excluded ? "their outputs differed from the interpreter's" : "none");
         for (int i = 0; i < plan->n_excluded_kernels; i++)

@@ -17,7 +17,9 @@
     }
 CPU_QUERY(korch_cpu_has_avx, "avx")
 CPU_QUERY(korch_cpu_has_avx2, "avx2")
+CPU_QUERY(korch_cpu_has_avx512_bf16, "avx512bf16")
 #else
 bool korch_cpu_has_avx(void) { return false; }
 bool korch_cpu_has_avx2(void) { return false; }
+bool korch_cpu_has_avx512_bf16(void) { return false; }
 #endif

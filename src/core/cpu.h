@@ -7,5 +7,7 @@
 
 bool korch_cpu_has_avx(void);
 bool korch_cpu_has_avx2(void);
+/* bfloat16 dot products (vdpbf16ps): what `--precision bf16` needs. */
+bool korch_cpu_has_avx512_bf16(void);
 
 #endif

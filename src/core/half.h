@@ -18,6 +18,20 @@ uint16_t korch_bf16_from_f64(double v);
 float korch_f16_to_f32(uint16_t h);
 float korch_bf16_to_f32(uint16_t b);
 
+/* A float rounded to the nearest bfloat16 (ties to even), kept as a float:
+ * what a bf16 linear primitive does to its operands (docs/precision.md,
+ * "Computing in bfloat16"). Equal to korch_bf16_to_f32(korch_bf16_from_f64(v))
+ * for every float, subnormals included; NaN stays NaN. */
+static inline float korch_bf16_round(float v) {
+    uint32_t x;
+    __builtin_memcpy(&x, &v, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u) x |= 0x00400000u; /* NaN: quiet, not carried into the exponent */
+    else x += 0x7fffu + ((x >> 16) & 1u);
+    x &= 0xffff0000u;
+    __builtin_memcpy(&v, &x, sizeof v);
+    return v;
+}
+
 static inline bool korch_dtype_is_half(korch_dtype d) {
     return d == KORCH_DTYPE_FLOAT16 || d == KORCH_DTYPE_BFLOAT16;
 }

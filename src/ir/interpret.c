@@ -601,6 +601,36 @@ static korch_status run_conv_channels_last(const korch_prim_linear *p, const kor
     return st;
 }
 
+static korch_status run_linear(const korch_prim_linear *p, const korch_tensor *x, const korch_tensor *w,
+                               korch_tensor *y) {
+    if (p->op == KORCH_LINEAR_MATMUL) return run_matmul(x, w, y);
+    if (p->channels_last) return run_conv_channels_last(p, x, w, y);
+    return run_conv(p, x, w, y);
+}
+
+/* A bf16 linear primitive: both operands rounded to bfloat16, then the
+ * float32 kernel. A product of two bfloat16 values is exact in float32, so
+ * this is what a bf16 kernel with float32 accumulation computes, up to the
+ * order of its sums: kernels are checked against it with float32's
+ * tolerances (docs/precision.md). */
+static korch_status run_linear_bf16(const korch_pnode *n, const korch_tensor *x, const korch_tensor *w,
+                                    korch_tensor *y) {
+    korch_tensor r[2] = {0};
+    const korch_tensor *src[2] = {x, w};
+    korch_status st = KORCH_OK;
+    for (int k = 0; k < 2 && st == KORCH_OK; k++) {
+        st = korch_tensor_alloc(&r[k], KORCH_DTYPE_FLOAT32, &src[k]->shape);
+        if (st != KORCH_OK) break;
+        const float *a = src[k]->data;
+        float *b = r[k].data;
+        for (int64_t i = 0, m = korch_tensor_numel(src[k]); i < m; i++) b[i] = korch_bf16_round(a[i]);
+    }
+    if (st == KORCH_OK) st = run_linear(&n->u.linear, &r[0], &r[1], y);
+    korch_tensor_free(&r[0]);
+    korch_tensor_free(&r[1]);
+    return st;
+}
+
 static korch_status run_opaque(const korch_pgraph *pg, const korch_pnode *n, korch_tensor **in, korch_tensor **out) {
     const korch_node *src = &pg->source->nodes[n->u.opaque.source_node];
     korch_tensor *ins[64] = {0}, *outs[8] = {0};
@@ -617,8 +647,9 @@ static korch_status run_opaque(const korch_pgraph *pg, const korch_pnode *n, kor
     return src->def->run(&ctx);
 }
 
-korch_status korch_pgraph_run_node(const korch_pgraph *pg, int node, korch_tensor *const *in,
-                                   korch_tensor *const *out) {
+/* float32_only: bf16 marks ignored (korch_pgraph_interpret_fp32) */
+static korch_status run_node(const korch_pgraph *pg, int node, korch_tensor *const *in, korch_tensor *const *out,
+                             bool float32_only) {
     const korch_pnode *n = &pg->nodes[node];
     korch_tensor *ins[KORCH_MAX_RANK] = {0};
     for (int k = 0; k < n->n_inputs; k++) ins[k] = in[k];
@@ -629,9 +660,8 @@ korch_status korch_pgraph_run_node(const korch_pgraph *pg, int node, korch_tenso
     case KORCH_PRIM_LINEAR:
         if (in[0]->dtype != KORCH_DTYPE_FLOAT32 || in[1]->dtype != KORCH_DTYPE_FLOAT32)
             return korch_error(KORCH_ERR_UNSUPPORTED, "interpreter: linear primitives are float32 only");
-        if (n->u.linear.op == KORCH_LINEAR_MATMUL) return run_matmul(in[0], in[1], out[0]);
-        if (n->u.linear.channels_last) return run_conv_channels_last(&n->u.linear, in[0], in[1], out[0]);
-        return run_conv(&n->u.linear, in[0], in[1], out[0]);
+        if (n->u.linear.bf16 && !float32_only) return run_linear_bf16(n, in[0], in[1], out[0]);
+        return run_linear(&n->u.linear, in[0], in[1], out[0]);
     case KORCH_PRIM_OPAQUE: {
         korch_tensor *outs[8] = {0};
         for (int k = 0; k < n->n_outputs && k < 8; k++) outs[k] = out[k];
@@ -641,7 +671,13 @@ korch_status korch_pgraph_run_node(const korch_pgraph *pg, int node, korch_tenso
     }
 }
 
-korch_status korch_pgraph_interpret(const korch_pgraph *pg, const korch_tensor *inputs, korch_tensor *outputs) {
+korch_status korch_pgraph_run_node(const korch_pgraph *pg, int node, korch_tensor *const *in,
+                                   korch_tensor *const *out) {
+    return run_node(pg, node, in, out, false);
+}
+
+static korch_status interpret(const korch_pgraph *pg, const korch_tensor *inputs, korch_tensor *outputs,
+                              bool float32_only) {
     korch_status st = KORCH_OK;
     int *order = malloc(((size_t)pg->n_nodes + 1) * sizeof *order);
     korch_tensor *vals = calloc((size_t)pg->n_values + 1, sizeof *vals);
@@ -681,7 +717,7 @@ korch_status korch_pgraph_interpret(const korch_pgraph *pg, const korch_tensor *
             out[k] = &vals[v];
         }
         if (st != KORCH_OK) break;
-        st = korch_pgraph_run_node(pg, order[i], in, out);
+        st = run_node(pg, order[i], in, out, float32_only);
         for (int k = 0; k < n->n_inputs; k++)
             if (--uses[n->inputs[k]] == 0) korch_tensor_free(&vals[n->inputs[k]]);
         for (int k = 0; k < n->n_outputs; k++)
@@ -723,6 +759,7 @@ void korch_pgraph_dump(const korch_pgraph *pg, void *file) {
             fprintf(f, "linear.%s", n->u.linear.op == KORCH_LINEAR_MATMUL ? "matmul"
                                     : n->u.linear.op == KORCH_LINEAR_CONV ? "conv" : "conv_transpose");
             if (n->u.linear.channels_last) fprintf(f, ".nhwc");
+            if (n->u.linear.bf16) fprintf(f, ".bf16");
             break;
         case KORCH_PRIM_OPAQUE: fprintf(f, "opaque.%s", pg->source->nodes[n->u.opaque.source_node].op_type); break;
         default: fprintf(f, "?"); break;
@@ -732,4 +769,12 @@ void korch_pgraph_dump(const korch_pgraph *pg, void *file) {
         fprintf(f, ") : %s %s\n", korch_dtype_name(pg->values[y].dtype),
                 korch_shape_format(&pg->values[y].shape, shape, sizeof shape));
     }
+}
+
+korch_status korch_pgraph_interpret(const korch_pgraph *pg, const korch_tensor *inputs, korch_tensor *outputs) {
+    return interpret(pg, inputs, outputs, false);
+}
+
+korch_status korch_pgraph_interpret_fp32(const korch_pgraph *pg, const korch_tensor *inputs, korch_tensor *outputs) {
+    return interpret(pg, inputs, outputs, true);
 }

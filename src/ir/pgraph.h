@@ -207,6 +207,12 @@ typedef struct korch_prim_linear {
     int64_t pads_begin[3], pads_end[3];
     int64_t output_padding[3]; /* conv transpose */
     bool channels_last;        /* conv / conv transpose: N(D)HWC input and output */
+    /* Both operands rounded to bfloat16 (ties to even), products summed in
+     * float32; input and output stay float32. Set by korch_pgraph_set_precision
+     * (`korch optimize --precision bf16`, docs/precision.md): the primitive's
+     * meaning, so the interpreter rounds too and every kernel is checked
+     * against it exactly as a float32 one. */
+    bool bf16;
 } korch_prim_linear;
 
 /* ---- opaque ------------------------------------------------------------ */
@@ -304,6 +310,9 @@ korch_status korch_pgraph_toposort(const korch_pgraph *pg, int *order, int *coun
 /* Numerical reference for primitives: runs the pgraph node by node. inputs
  * and outputs are as for korch_reference_run. */
 korch_status korch_pgraph_interpret(const korch_pgraph *pg, const korch_tensor *inputs, korch_tensor *outputs);
+/* The same with the bf16 marks ignored: the float32 graph a bf16 one was
+ * made from, which must match the reference executor (verify/plan_check.c). */
+korch_status korch_pgraph_interpret_fp32(const korch_pgraph *pg, const korch_tensor *inputs, korch_tensor *outputs);
 
 /* The scalar meaning of an elementwise function (float maths in double). */
 double korch_ew_apply(korch_ew_op op, double a, double b, double c, float alpha, float beta);
@@ -330,6 +339,26 @@ int korch_pgraph_live_nodes(const korch_pgraph *pg);
 /* Drops dead nodes and values nothing refers to, renumbering the rest (graph
  * inputs are always kept, in order). Indices held outside are invalidated. */
 korch_status korch_pgraph_compact(korch_pgraph *pg);
+
+/* ---- precision (ir/precision.c) ------------------------------------------ */
+
+/* The arithmetic of the linear primitives, chosen at optimize time and
+ * recorded in the plan (docs/precision.md, "Computing in bfloat16"). */
+typedef enum korch_precision {
+    KORCH_PRECISION_FP32, /* the model's own: float32 throughout */
+    KORCH_PRECISION_BF16, /* linear primitives on bfloat16 operands, float32 sums */
+} korch_precision;
+
+/* "fp32"/"f32"/"float32" or "bf16"/"bfloat16"; false otherwise. */
+bool korch_precision_parse(const char *text, korch_precision *out);
+const char *korch_precision_token(korch_precision p); /* "fp32", "bf16" */
+/* Marks every float32 linear primitive for precision p (FP32: none). */
+void korch_pgraph_set_precision(korch_pgraph *pg, korch_precision p);
+/* The precision pg was lowered with: BF16 when any linear primitive is. */
+korch_precision korch_pgraph_precision(const korch_pgraph *pg);
+/* KORCH_OK when this CPU computes precision p natively; else
+ * KORCH_ERR_UNSUPPORTED saying which instructions are missing. */
+korch_status korch_precision_check_cpu(korch_precision p);
 
 const char *korch_layout_tag_name(korch_layout_tag tag);
 const char *korch_prim_kind_name(korch_prim_kind kind);

@@ -115,6 +115,8 @@ static void feed_params(hasher *h, const korch_pgraph *pg, const korch_pnode *n)
         feed(h, (uint64_t)l->spatial);
         feed(h, (uint64_t)l->group);
         feed(h, (uint64_t)l->channels_last);
+        /* only when set: float32 graphs keep the hashes their plans recorded */
+        if (l->bf16) feed(h, 0xbf16bf16u);
         for (int d = 0; d < 3; d++) {
             feed(h, (uint64_t)l->strides[d]);
             feed(h, (uint64_t)l->dilations[d]);

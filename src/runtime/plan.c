@@ -172,11 +172,11 @@ static void primitive_name(const korch_pgraph *pg, const korch_pnode *n, char *b
     case KORCH_PRIM_REDUCE: snprintf(buf, size, "reduce.%s", reduce_names[n->u.reduce.op & 3]); break;
     case KORCH_PRIM_LAYOUT: snprintf(buf, size, "layout.%s", layout_name(n->u.layout.tag)); break;
     case KORCH_PRIM_LINEAR:
-        snprintf(buf, size, "linear.%s%s",
+        snprintf(buf, size, "linear.%s%s%s",
                  n->u.linear.op == KORCH_LINEAR_MATMUL ? "matmul"
                  : n->u.linear.op == KORCH_LINEAR_CONV ? "conv"
                                                        : "convT",
-                 n->u.linear.channels_last ? ".nhwc" : "");
+                 n->u.linear.channels_last ? ".nhwc" : "", n->u.linear.bf16 ? ".bf16" : "");
         break;
     case KORCH_PRIM_OPAQUE:
         snprintf(buf, size, "opaque.%s",

@@ -65,6 +65,12 @@ typedef struct korch_plan_output_check {
     char *name;
     double worst_ratio; /* worst error / tolerance (<= 1: within) */
     double max_abs;     /* largest |plan - reference| */
+    /* a bf16 plan (docs/precision.md): worst_ratio and max_abs are against the
+     * bf16 primitive graph interpreted; these are the cost of bf16, the plan's
+     * distance from the float32 reference executor: max |plan - ref| / max |ref|
+     * and mean |plan - ref| / mean |ref| over the output's finite elements
+     * (0 and 0 for a float32 plan, where they are not recorded) */
+    double fp32_max_rel, fp32_mean_rel;
 } korch_plan_output_check;
 
 typedef struct korch_plan_shape {
@@ -104,6 +110,7 @@ typedef struct korch_plan {
     int pgraph_nodes;
     korch_layout_strategy layout; /* the layout pass the graph was lowered with */
     bool layout_recorded;         /* false: a plan of an older korch (no layout= field) */
+    korch_precision precision;    /* the linear primitives' arithmetic (the fission line's precision=) */
     char strategy[16];
     int threads;
     double predicted_ms; /* sum of kernel latencies */
@@ -243,7 +250,12 @@ typedef struct korch_plan_model {
     korch_graph *graph; /* inferred */
     korch_pgraph *pg;
     korch_layout_strategy layout; /* pg was lowered with it */
+    korch_precision precision;    /* and marked for it (korch_plan_model_set_precision) */
 } korch_plan_model;
+
+/* Marks m's primitive graph for precision p (after a check that this CPU
+ * computes it); a plan made from m records it. */
+korch_status korch_plan_model_set_precision(korch_plan_model *m, korch_precision p);
 
 /* Loads, validates, infers (with the given input shapes) and lowers with
  * the default layout (KORCH_LAYOUT_DEFAULT) or the given one. `path` may

@@ -106,6 +106,8 @@ static void write_plan_lines(FILE *f, const korch_plan *plan) {
     put_escaped(f, plan->fission_version);
     fprintf(f, " pgraph-hash=%016" PRIx64 " pgraph-nodes=%d", plan->pgraph_hash, plan->pgraph_nodes);
     if (plan->layout_recorded) fprintf(f, " layout=%s", korch_layout_strategy_token(plan->layout));
+    /* only when not float32: plans of the model's own precision stay as before */
+    if (plan->precision != KORCH_PRECISION_FP32) fprintf(f, " precision=%s", korch_precision_token(plan->precision));
     fprintf(f, "\n");
     fprintf(f, "strategy name=");
     put_escaped(f, plan->strategy);
@@ -119,7 +121,10 @@ static void write_plan_lines(FILE *f, const korch_plan *plan) {
             const korch_plan_output_check *c = &plan->output_checks[i];
             fprintf(f, "checked name=");
             put_escaped(f, c->name);
-            fprintf(f, " worst=%.6g max-abs=%.6g\n", c->worst_ratio, c->max_abs);
+            fprintf(f, " worst=%.6g max-abs=%.6g", c->worst_ratio, c->max_abs);
+            if (plan->precision != KORCH_PRECISION_FP32)
+                fprintf(f, " fp32-max-rel=%.6g fp32-mean-rel=%.6g", c->fp32_max_rel, c->fp32_mean_rel);
+            fputc('\n', f);
         }
         for (int i = 0; i < plan->n_excluded_kernels; i++) {
             const korch_plan_excluded *e = &plan->excluded_kernels[i];
@@ -663,6 +668,10 @@ static korch_status parse_line(parser *p, korch_plan *file_plan, char *line, boo
         const char *layout = get(fields, nf, "layout");
         plan->layout_recorded = layout != NULL;
         if (layout && !korch_layout_strategy_parse(layout, &plan->layout)) return perr(p, "bad layout ", layout);
+        const char *precision = get(fields, nf, "precision");
+        plan->precision = KORCH_PRECISION_FP32;
+        if (precision && !korch_precision_parse(precision, &plan->precision))
+            return perr(p, "bad precision ", precision);
     } else if (strcmp(keyword, "strategy") == 0) {
         const char *name = get(fields, nf, "name");
         long threads = 0;
@@ -701,6 +710,10 @@ static korch_status parse_line(parser *p, korch_plan *file_plan, char *line, boo
         plan->n_output_checks++;
         if (!ok || !parse_double(get(fields, nf, "worst"), &c->worst_ratio) ||
             !parse_double(get(fields, nf, "max-abs"), &c->max_abs))
+            return perr(p, "bad checked line", NULL);
+        const char *max_rel = get(fields, nf, "fp32-max-rel"), *mean_rel = get(fields, nf, "fp32-mean-rel");
+        if ((max_rel && !parse_double(max_rel, &c->fp32_max_rel)) ||
+            (mean_rel && !parse_double(mean_rel, &c->fp32_mean_rel)))
             return perr(p, "bad checked line", NULL);
     } else if (strcmp(keyword, "excluded") == 0 && plan->version >= 2) {
         if (plan->n_excluded_kernels >= KORCH_PLAN_MAX_EXCLUDED) return perr(p, "too many excluded lines", NULL);

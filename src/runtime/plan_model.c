@@ -41,6 +41,7 @@ korch_status korch_plan_lower_checked(const korch_plan *plan, const korch_graph 
     for (int t = 0; t < n_tries; t++) {
         korch_pgraph *pg = NULL;
         KORCH_TRY(korch_plan_lower(g, tries[t], &pg));
+        korch_pgraph_set_precision(pg, plan->precision);
         if (korch_pgraph_hash(pg) == plan->pgraph_hash) {
             *out = pg;
             return KORCH_OK;
@@ -51,6 +52,13 @@ korch_status korch_plan_lower_checked(const korch_plan *plan, const korch_graph 
                        "%s: the primitive graph of its model differs from the one the plan was made for (plan made "
                        "by %s, this is %s); re-run korch optimize",
                        what, plan->fission_version, korch_plan_fission_version);
+}
+
+korch_status korch_plan_model_set_precision(korch_plan_model *m, korch_precision p) {
+    KORCH_TRY(korch_precision_check_cpu(p));
+    korch_pgraph_set_precision(m->pg, p);
+    m->precision = p;
+    return KORCH_OK;
 }
 
 /* The folder of a model file (malloc'd; NULL when out of memory, error
@@ -279,6 +287,7 @@ korch_status korch_plan_model_open(const korch_plan *plan, const char *plan_path
         else snprintf(what, sizeof what, "plan \"%.4096s\"", plan_path);
         st = korch_plan_lower_checked(plan, out->graph, what, &out->pg);
         if (out->pg) out->layout = plan->layout_recorded ? plan->layout : KORCH_LAYOUT_DEFAULT;
+        if (out->pg) out->precision = plan->precision;
     }
     if (st != KORCH_OK) korch_plan_model_close(out);
     free(shapes);
@@ -300,6 +309,7 @@ korch_status korch_plan_set_model(korch_plan *plan, const char *model_path, cons
     plan->pgraph_nodes = m->pg->n_nodes;
     plan->layout = m->layout;
     plan->layout_recorded = true;
+    plan->precision = m->precision;
     korch_plan_set_machine(plan);
     korch_plan_shapes_free(plan);
     plan->input_shapes = calloc((size_t)m->graph->n_inputs + 1, sizeof *plan->input_shapes);

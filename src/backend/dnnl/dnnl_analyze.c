@@ -251,6 +251,7 @@ static void finish(actx *c) {
     hash_bytes(h, p.pads_begin, sizeof p.pads_begin);
     hash_bytes(h, p.pads_end, sizeof p.pads_end);
     hash_bytes(h, p.output_padding, sizeof p.output_padding);
+    if (p.bf16) hash_bytes(h, "bf16", 4); /* only when set: float32 profiles keep their keys */
     hash_tensor(h, &d->src);
     hash_tensor(h, &d->wei);
     hash_tensor(h, &d->dst);
@@ -284,6 +285,7 @@ static void finish(actx *c) {
         APPEND("%s%dd %s g%lld", d->op == KORCH_LINEAR_CONV ? "conv" : "deconv", p.spatial,
                p.channels_last ? "nhwc" : "nchw", (long long)p.group);
     }
+    if (p.bf16) APPEND(" bf16");
     if (c->src_transposed) APPEND(" src-strided");
     if (d->bias_slot >= 0) APPEND(" +bias");
     for (int i = 0; i < d->n_post; i++) {

@@ -23,6 +23,11 @@ korch_status korch_dnnl_export_params(const korch_kernel_spec *spec, const char 
     dn_desc d;
     char reason[256];
     if (!dn_analyze(spec, &d, reason, sizeof reason)) return korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN: %s", reason);
+    if (d.params.bf16) /* the exported runtime converts no operands yet (docs/precision.md) */
+        return korch_error(KORCH_ERR_UNSUPPORTED,
+                           "oneDNN kernel (%s): bf16 kernels are not exported yet; export a plan made with "
+                           "--precision fp32",
+                           d.text);
     dn_variant v = {.fmt = DN_FMT_PLAIN};
     if (schedule && *schedule) {
         if (!dn_variant_parse(schedule, &v))

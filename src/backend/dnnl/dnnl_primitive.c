@@ -23,11 +23,12 @@
 
 struct dn_kernel {
     dnnl_stream_t stream;
-    dnnl_primitive_t prim, reorder_src, reorder_dst;
+    dnnl_primitive_t prim, reorder_src, reorder_dst, reorder_wei;
     dnnl_memory_t src_user, src, wei, bias, dst, dst_user;
+    dnnl_memory_t wei_user;            /* bf16 with weights that are activations: the caller's float32 ones */
     dnnl_memory_t post[DN_MAX_POST];
     dn_weights *wei_copy;              /* reordered constant weights (shared), or NULL */
-    void *src_buf, *dst_buf;           /* owned: blocked src/dst */
+    void *src_buf, *dst_buf, *wei_buf; /* owned: blocked or bf16 src/dst, bf16 copies of activation weights */
     int threads;
     int src_slot, wei_slot, bias_slot; /* spec inputs bound per run (-1: owned) */
     int wei_copied_slot;               /* spec input of the weights copied at creation, or -1 */
@@ -157,19 +158,21 @@ int dn_variants_untimed(const dn_desc *d, int threads, const char *only, dn_vari
 
 /* ---- memory descriptors ---------------------------------------------------- */
 
-static dnnl_status_t md_of(const dn_tensor *t, dnnl_memory_desc_t *md) {
+static dnnl_status_t md_typed(const dn_tensor *t, dnnl_data_type_t dt, dnnl_memory_desc_t *md) {
     dnnl_dims_t dims, strides;
     for (int i = 0; i < t->ndims; i++) {
         dims[i] = t->dims[i];
         strides[i] = t->strides[i];
     }
-    return dnnl_memory_desc_init_by_strides(md, t->ndims, dims, dnnl_f32, strides);
+    return dnnl_memory_desc_init_by_strides(md, t->ndims, dims, dt, strides);
 }
 
-static dnnl_status_t md_any(const dn_tensor *t, dnnl_memory_desc_t *md) {
+static dnnl_status_t md_of(const dn_tensor *t, dnnl_memory_desc_t *md) { return md_typed(t, dnnl_f32, md); }
+
+static dnnl_status_t md_any(const dn_tensor *t, dnnl_data_type_t dt, dnnl_memory_desc_t *md) {
     dnnl_dims_t dims;
     for (int i = 0; i < t->ndims; i++) dims[i] = t->dims[i];
-    return dnnl_memory_desc_init_by_tag(md, t->ndims, dims, dnnl_f32, dnnl_format_tag_any);
+    return dnnl_memory_desc_init_by_tag(md, t->ndims, dims, dt, dnnl_format_tag_any);
 }
 
 static korch_status op_desc(const dn_desc *d, const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *wei,
@@ -229,19 +232,21 @@ done:
 
 void dn_kernel_free(dn_kernel *k) {
     if (!k) return;
-    dnnl_primitive_t prims[] = {k->prim, k->reorder_src, k->reorder_dst};
+    dnnl_primitive_t prims[] = {k->prim, k->reorder_src, k->reorder_dst, k->reorder_wei};
     for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++)
         if (prims[i]) dnnl_primitive_destroy(prims[i]);
     dnnl_memory_t mems[] = {k->src_user, k->src, k->wei, k->bias, k->dst, k->dst_user};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (mems[i] && !(i == 1 && mems[i] == k->src_user) && !(i == 4 && mems[i] == k->dst_user))
             dnnl_memory_destroy(mems[i]);
+    if (k->wei_user) dnnl_memory_destroy(k->wei_user);
     for (int i = 0; i < k->n_post; i++)
         if (k->post[i]) dnnl_memory_destroy(k->post[i]);
     if (k->stream) dnnl_stream_destroy(k->stream);
     dn_weights_release(k->wei_copy);
     free(k->src_buf);
     free(k->dst_buf);
+    free(k->wei_buf);
     free(k);
 }
 
@@ -273,15 +278,19 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     DN_CHECK(md_of(&d->src, &src_user), "source descriptor");
     DN_CHECK(md_of(&d->dst, &dst_user), "destination descriptor");
     DN_CHECK(md_of(&d->wei, &wei_user_md), "weights descriptor");
+    /* bf16 (docs/precision.md): the operands are converted (rounded to
+     * nearest even) by the reorders below, products are summed in float32,
+     * and the destination and post-op operands stay float32 */
+    dnnl_data_type_t operand_type = d->params.bf16 ? dnnl_bf16 : dnnl_f32;
     if (blocked) {
-        DN_CHECK(md_any(&d->src, &src_md), "source descriptor");
-        DN_CHECK(md_any(&d->dst, &dst_md), "destination descriptor");
+        DN_CHECK(md_any(&d->src, operand_type, &src_md), "source descriptor");
+        DN_CHECK(md_any(&d->dst, dnnl_f32, &dst_md), "destination descriptor");
     } else {
-        src_md = src_user;
+        DN_CHECK(md_typed(&d->src, operand_type, &src_md), "source descriptor");
         dst_md = dst_user;
     }
-    if (d->wei_constant) DN_CHECK(md_any(&d->wei, &wei_md), "weights descriptor");
-    else wei_md = wei_user_md;
+    if (d->wei_constant) DN_CHECK(md_any(&d->wei, operand_type, &wei_md), "weights descriptor");
+    else DN_CHECK(md_typed(&d->wei, operand_type, &wei_md), "weights descriptor");
     if (d->bias_slot >= 0) DN_CHECK(md_of(&d->bias, &bias_md), "bias descriptor");
     union {
         dnnl_convolution_desc_t conv;
@@ -352,6 +361,17 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
         DN_CHECK(dnnl_memory_create(&k->wei, wei_pd, engine, dn_weights_data(k->wei_copy)), "weights memory");
         k->wei_slot = -1;
         k->wei_copied_slot = d->wei_slot;
+    } else if (!d->wei_constant && !dnnl_memory_desc_equal(wei_pd, &wei_user_md)) {
+        /* bf16 weights that are activations (attention's products): converted per run */
+        k->wei_buf = alloc_for(wei_pd);
+        if (!k->wei_buf) {
+            st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory");
+            goto done;
+        }
+        DN_CHECK(dnnl_memory_create(&k->wei, wei_pd, engine, k->wei_buf), "weights memory");
+        DN_CHECK(dnnl_memory_create(&k->wei_user, &wei_user_md, engine, DNNL_MEMORY_NONE), "weights memory");
+        st = reorder(d, &wei_user_md, wei_pd, &k->reorder_wei);
+        if (st != KORCH_OK) goto done;
     } else {
         DN_CHECK(dnnl_memory_create(&k->wei, wei_pd, engine, DNNL_MEMORY_NONE), "weights memory");
     }
@@ -445,7 +465,9 @@ korch_status dn_kernel_run(dn_kernel *k, void *const *inputs, void *const *outpu
     if (saved != k->threads) omp_set_num_threads(k->threads);
     DN_CHECK(dnnl_memory_set_data_handle(k->src_user, inputs[k->src_slot]), "binding the source");
     DN_CHECK(dnnl_memory_set_data_handle(k->dst_user, outputs[0]), "binding the destination");
-    if (k->wei_slot >= 0) DN_CHECK(dnnl_memory_set_data_handle(k->wei, inputs[k->wei_slot]), "binding the weights");
+    if (k->wei_slot >= 0)
+        DN_CHECK(dnnl_memory_set_data_handle(k->wei_user ? k->wei_user : k->wei, inputs[k->wei_slot]),
+                 "binding the weights");
     if (k->bias_slot >= 0) DN_CHECK(dnnl_memory_set_data_handle(k->bias, inputs[k->bias_slot]), "binding the bias");
     for (int i = 0; i < k->n_post; i++)
         if (k->post_slot[i] >= 0)
@@ -453,6 +475,10 @@ korch_status dn_kernel_run(dn_kernel *k, void *const *inputs, void *const *outpu
     if (k->reorder_src) {
         dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, k->src_user}, {DNNL_ARG_TO, k->src}};
         DN_CHECK(dnnl_primitive_execute(k->reorder_src, k->stream, 2, args), "source reorder");
+    }
+    if (k->reorder_wei) {
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, k->wei_user}, {DNNL_ARG_TO, k->wei}};
+        DN_CHECK(dnnl_primitive_execute(k->reorder_wei, k->stream, 2, args), "weights reorder");
     }
     DN_CHECK(dnnl_primitive_execute(k->prim, k->stream, k->n_args, k->args), "execution");
     if (k->reorder_dst) {
