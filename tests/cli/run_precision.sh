@@ -1,0 +1,93 @@
+#!/bin/sh
+# korch optimize --precision fp32|bf16 (docs/precision.md, "Computing in bfloat16"):
+#  - a bad value is a usage error (exit 2) naming the flag;
+#  - on a CPU with AVX512_BF16: the plan records precision=bf16 and its
+#    primitive graph's hash differs from the fp32 plan's; its convolutions run
+#    oneDNN bf16 kernels (explain); its verification reports the distance from
+#    the float32 reference, in the log, in explain and in the plan's checked
+#    lines; run --verify passes; the plan's outputs differ from the fp32
+#    plan's (bf16 really computed) but by less than 5% of their magnitude;
+#    export is refused naming bf16;
+#  - on a CPU without it: optimize is refused naming AVX512_BF16, no plan.
+# The bf16 plan's kernels are timed (so that explain names oneDNN's
+# implementations); nothing checked depends on the times.
+#   run_precision.sh KORCH MODEL PYTHON WORKDIR   (PYTHON: with numpy, or "" to skip the output comparison)
+set -u
+korch=$1 model=$2 py=$3 work=$4
+rm -rf "$work" && mkdir -p "$work"
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+opt() { # opt NAME ARGS...: optimise $model into $work/NAME.plan, log in $work/NAME.log
+    name=$1
+    shift
+    "$korch" optimize "$model" -o "$work/$name.plan" --strategy greedy \
+        --db "$work/profile.db" --cache-dir "$work/kernels" "$@" >"$work/$name.log" 2>&1
+}
+
+opt bad --precision fp16
+rc=$?
+[ $rc = 2 ] || fail "--precision fp16: exit $rc, expected 2"
+grep -q -- '--precision expects fp32 or bf16' "$work/bad.log" || fail "--precision fp16: $(tail -1 "$work/bad.log")"
+[ -e "$work/bad.plan" ] && fail "--precision fp16 wrote a plan"
+
+if ! grep -q avx512_bf16 /proc/cpuinfo; then
+    opt bf16 --precision bf16 && fail "--precision bf16 succeeded on a CPU without AVX512_BF16"
+    grep -q 'needs a CPU with AVX512_BF16' "$work/bf16.log" || fail "no AVX512_BF16: $(tail -1 "$work/bf16.log")"
+    [ -e "$work/bf16.plan" ] && fail "--precision bf16 wrote a plan on a CPU without AVX512_BF16"
+    [ $fails = 0 ] && echo "no AVX512_BF16 here: --precision bf16 refused as it should be (the bf16 path is tested on CPUs with it)"
+    exit $((fails > 0))
+fi
+
+opt fp32 --precision fp32 --estimate || fail "optimize --precision fp32: $(tail -2 "$work/fp32.log")"
+opt bf16 --precision bf16 || fail "optimize --precision bf16: $(tail -2 "$work/bf16.log")"
+grep -q '^fission .* precision=bf16' "$work/bf16.plan" || fail "the bf16 plan does not record precision=bf16"
+grep -q '^fission .*precision=' "$work/fp32.plan" && fail "the fp32 plan records a precision= field (fp32 plans stay as before)"
+h32=$(sed -n 's/^fission .*pgraph-hash=\([0-9a-f]*\).*/\1/p' "$work/fp32.plan")
+h16=$(sed -n 's/^fission .*pgraph-hash=\([0-9a-f]*\).*/\1/p' "$work/bf16.plan")
+[ -n "$h16" ] && [ "$h16" != "$h32" ] || fail "bf16 and fp32 plans share the pgraph hash '$h16'"
+grep -q 'linear primitives in bf16' "$work/bf16.log" || fail "the log does not say the linear primitives are bf16"
+grep -q '^verification: bf16 plan .* off the float32 reference' "$work/bf16.log" ||
+    fail "the log does not report the bf16 plan's distance from the float32 reference"
+grep -q '^checked .* fp32-max-rel=' "$work/bf16.plan" || fail "the bf16 plan's checked lines lack fp32-max-rel="
+
+"$korch" explain "$work/bf16.plan" >"$work/explain.txt" 2>&1 || fail "explain: $(tail -1 "$work/explain.txt")"
+grep -q 'precision bf16' "$work/explain.txt" || fail "explain does not show the precision"
+grep -q 'linear.conv.*bf16' "$work/explain.txt" || fail "explain shows no bf16 convolution primitive"
+grep -q 'implementation: dnnl .*bf16' "$work/explain.txt" || fail "explain shows no oneDNN bf16 kernel"
+grep -q 'off the float32 reference by' "$work/explain.txt" || fail "explain does not report the distance from float32"
+
+"$korch" run "$work/bf16.plan" --verify >"$work/verify.txt" 2>&1 || fail "run --verify: $(tail -2 "$work/verify.txt")"
+grep -q 'matches the reference executor .*bf16' "$work/verify.txt" || fail "run --verify: $(head -1 "$work/verify.txt")"
+
+"$korch" export "$work/bf16.plan" -o "$work/export" >"$work/export.log" 2>&1 && fail "export of a bf16 plan succeeded"
+grep -q 'bf16 kernels are not exported' "$work/export.log" || fail "export refusal: $(tail -1 "$work/export.log")"
+
+# the outputs: bf16 really computed (they differ from fp32), and close
+if [ -n "$py" ]; then
+    # one float32 input, shaped as korch info says ("  input  NAME  float32  1x3x128x128")
+    set -- $("$korch" info "$model" | awk '$1 == "input" { print $2, $4; exit }')
+    "$py" -c "import numpy as np, sys; np.save(sys.argv[1], np.random.default_rng(7).uniform(-1, 1, [int(d) for d in sys.argv[2].split('x')]).astype(np.float32))" \
+        "$work/x.npy" "$2" || fail "could not make an input of shape '$2'"
+    for p in fp32 bf16; do
+        mkdir -p "$work/out-$p"
+        "$korch" run "$work/$p.plan" --input "$1=$work/x.npy" --output-dir "$work/out-$p" >"$work/run-$p.log" 2>&1 ||
+            fail "run $p: $(tail -1 "$work/run-$p.log")"
+    done
+    "$py" - "$work/out-fp32" "$work/out-bf16" <<'PYEOF' || fail "outputs: see above"
+import os, sys
+import numpy as np
+a_dir, b_dir = sys.argv[1], sys.argv[2]
+names = sorted(f for f in os.listdir(a_dir) if f.endswith(".npy"))
+assert names, "no outputs"
+for f in names:
+    a, b = np.load(os.path.join(a_dir, f)).astype(np.float64), np.load(os.path.join(b_dir, f)).astype(np.float64)
+    rel = np.max(np.abs(a - b)) / max(np.max(np.abs(a)), 1e-30)
+    print(f"{f}: bf16 vs fp32 plan: max relative difference {rel:.3g}")
+    if rel == 0:
+        sys.exit(f"{f}: identical: the bf16 plan computed in float32")
+    if rel > 0.05:
+        sys.exit(f"{f}: {rel:.3g} apart: more than bf16 rounding explains")
+PYEOF
+fi
+[ $fails = 0 ] && echo "precision: bf16 plan recorded, verified, explained, run and refused for export as documented"
+exit $((fails > 0))
