@@ -250,6 +250,55 @@ static void fp32_distance(const korch_tensor *got, const korch_tensor *ref, korc
     oc->fp32_mean_rel = sum_ref > 0 ? sum_diff / sum_ref : sum_diff / (double)counted;
 }
 
+/* How far a bf16 plan may be from the bf16 graph interpreted, as a whole
+ * tensor. Rounding to bfloat16 is chaotic: an operand within a float32
+ * rounding of a tie rounds either way, and a flipped operand moves a product
+ * by 2^-9 of itself, which flips more operands downstream; a few layers deep
+ * two correct bf16 computations (other summation orders) differ at the bf16
+ * noise level, elementwise unpredictably (ResNet-50: 5 of 1000 logits past
+ * the float32 rule with its 8x sensitivity term). The interpretation on
+ * inputs perturbed by 2^-20 is such a second computation, so the plan's
+ * distance from the interpretation must be of its size: max and mean of
+ * |plan - interpreted| at most BF16_NOISE_FACTOR times those of |perturbed -
+ * interpreted|, plus the float32 floor (1e-4 of the largest |element|). A
+ * kernel error is caught by each kernel's own check (float32 tolerances,
+ * operands rounded exactly alike) and a fault in how the plan runs them is
+ * an error far above the noise. The factor is measured: docs/precision.md. */
+#define BF16_NOISE_FACTOR 4.0
+
+static bool bf16_noise_compare(const korch_tensor *got, const korch_tensor *want, const korch_tensor *pert,
+                               double *ratio, char *text, size_t size) {
+    if (got->dtype != KORCH_DTYPE_FLOAT32 || want->dtype != KORCH_DTYPE_FLOAT32 ||
+        pert->dtype != KORCH_DTYPE_FLOAT32 || korch_tensor_numel(got) != korch_tensor_numel(want) ||
+        korch_tensor_numel(pert) != korch_tensor_numel(want))
+        return false;
+    const float *g = got->data, *w = want->data, *p = pert->data;
+    int64_t n = korch_tensor_numel(want);
+    double max_d = 0, sum_d = 0, max_p = 0, sum_p = 0, scale = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(w[i]) || isinf(w[i])) {
+            if (!(isnan(w[i]) ? isnan(g[i]) : g[i] == w[i])) return false; /* NaN meets NaN, inf the same inf */
+            continue;
+        }
+        if (!isfinite(g[i])) return false;
+        double d = fabs((double)g[i] - w[i]), e = isfinite(p[i]) ? fabs((double)p[i] - w[i]) : 0;
+        max_d = fmax(max_d, d);
+        max_p = fmax(max_p, e);
+        sum_d += d;
+        sum_p += e;
+        scale = fmax(scale, fabs((double)w[i]));
+    }
+    double floor = 1e-4 * scale, nn = n > 0 ? (double)n : 1;
+    double r_max = max_d / (BF16_NOISE_FACTOR * max_p + floor + 1e-30);
+    double r_mean = (sum_d / nn) / (BF16_NOISE_FACTOR * sum_p / nn + floor + 1e-30);
+    *ratio = fmax(r_max, r_mean);
+    snprintf(text, size,
+             "as a whole tensor (bf16 noise rule): max |plan - bf16 graph| %.3g against %.3g for inputs perturbed by "
+             "2^-20, mean %.3g against %.3g",
+             max_d, max_p, sum_d / nn, sum_p / nn);
+    return *ratio <= 1;
+}
+
 void korch_plan_check_free(korch_plan_check *c) {
     for (int i = 0; c->outputs && i < c->n_outputs; i++) free(c->outputs[i].name);
     free(c->outputs);
@@ -340,11 +389,19 @@ korch_status korch_verify_plan(const korch_plan *plan, const korch_graph *g, con
             bool ok = korch_verify_compare(&got[i], &want[i], pass ? &pert[i] : NULL, &ti, &d, why, sizeof why);
             out->outputs[i].worst_ratio = d.worst_index >= 0 ? d.worst_ratio : 0;
             out->outputs[i].max_abs = d.max_abs;
+            double noise_ratio = 0;
+            char noise[240] = "";
+            if (!ok && pass == 1 && bf16 &&
+                bf16_noise_compare(&got[i], &want[i], &pert[i], &noise_ratio, noise, sizeof noise)) {
+                ok = true;
+                out->outputs[i].worst_ratio = noise_ratio;
+            }
             if (!ok && out->ok) {
                 char text[220];
                 if (d.elements) korch_verify_diff_format(&d, &want[i].shape, text, sizeof text);
                 else snprintf(text, sizeof text, "%s", why);
-                snprintf(out->detail, sizeof out->detail, "output \"%s\": %s", out->outputs[i].name, text);
+                snprintf(out->detail, sizeof out->detail, "output \"%s\": %s%s%s", out->outputs[i].name, text,
+                         noise[0] ? "; " : "", noise);
                 out->ok = false;
             }
         }
