@@ -604,7 +604,8 @@ def bench_model(name, args, probes):
             r["max_abs"], r["max_rel"] = a, rel
             # a reduced-precision contender (OpenVINO's bf16 default, korch
             # --precision bf16) is held to RTOL_REDUCED; its error is reported
-            reduced = getattr(c, "precision", None) == "bf16" or "bf16" in str(getattr(c, "ran_precision", ""))
+            reduced = getattr(c, "precision", None) == "bf16" or any(
+                t in str(getattr(c, "ran_precision", "")) for t in ("bf16", "bfloat16"))
             r["check_ok"] = err is None and rel is not None and rel <= (RTOL_REDUCED if reduced else RTOL)
             if reduced:
                 r["check_rtol"] = RTOL_REDUCED

@@ -127,6 +127,16 @@ void dt_reduction_terms(const korch_graph *g, double *terms) {
     free(acc);
 }
 
+void dt_bf16_terms(const korch_graph *g, double *terms) {
+    int linear = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const char *op = g->nodes[i].op_type;
+        linear += !g->nodes[i].dead && (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose") ||
+                                        !strcmp(op, "MatMul") || !strcmp(op, "Gemm"));
+    }
+    for (int i = 0; i < g->n_outputs; i++) terms[i] += linear * DT_BF16_PER_LINEAR / DT_PER_TERM;
+}
+
 void dt_observe_magnitude(void *user, const korch_graph *g, int value, const korch_tensor *t) {
     double *mag = user, m = 0;
     (void)g;

@@ -53,6 +53,19 @@ typedef struct dt_qstep {
 bool dt_compare_q(const korch_tensor *got, const korch_tensor *want, double terms, double scale_floor,
                   const dt_qstep *q, dt_mismatch *m);
 
+/* --precision bf16: rounding both operands of a product to bfloat16 moves
+ * it by up to 2^-8 of itself, and a sum of such products by up to 2^-8 of
+ * the magnitudes summed; through a chain of linear operators the bound
+ * grows per operator. Adds DT_BF16_PER_LINEAR of the output's scale for
+ * every Conv, ConvTranspose, MatMul and Gemm of g (a bound on the depth of
+ * any path), expressed in `terms` (each worth DT_PER_TERM of the scale). A
+ * generous bound: the plan's kernels are checked against the bf16
+ * interpretation exactly by korch itself (--verify); this catches what is
+ * grossly wrong (a plan run wrongly, a kernel not rounding at all is
+ * caught only by the product's own check). */
+#define DT_BF16_PER_LINEAR 0x1p-6
+void dt_bf16_terms(const korch_graph *g, double *terms);
+
 /* q for output `value` of g: its producer is a DequantizeLinear with a
  * constant scale; q->n = 0 otherwise. q->scale is malloc'ed (dt_qstep_free). */
 void dt_qstep_of(const korch_graph *g, int value, dt_qstep *q);

@@ -403,6 +403,11 @@ korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) 
         if (copy_file(c.model, keep_path) == KORCH_OK) printf("  model kept: %s\n", keep_path);
         return KORCH_OK;
     }
+    if (korch_plan_model_set_precision(&c.m, o->precision) != KORCH_OK) {
+        korch_plan_model_close(&c.m);
+        return korch_error_prefix(KORCH_ERR_UNSUPPORTED, "difftest --precision %s",
+                                  korch_precision_token(o->precision));
+    }
     const korch_graph *g = c.m.graph;
     stats->prims += c.m.pg->n_nodes;
     c.inputs = calloc((size_t)g->n_inputs + 1, sizeof *c.inputs);
@@ -419,6 +424,7 @@ korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) 
     if (st == KORCH_OK) {
         fill_inputs(&c);
         dt_reduction_terms(g, c.terms);
+        if (o->precision == KORCH_PRECISION_BF16) dt_bf16_terms(g, c.terms);
         for (int i = 0; i < g->n_outputs; i++) dt_qstep_of(g, g->outputs[i], &c.qsteps[i]);
         for (int i = 0; i < g->n_inputs; i++) dt_observe_magnitude(magnitude, g, g->inputs[i], &c.inputs[i]);
         korch_status rs = korch_reference_run_observed(g, c.inputs, c.want, dt_observe_magnitude, magnitude);
@@ -444,6 +450,11 @@ korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) 
                        korch_layout_strategy_token(layout), korch_last_error());
                 fail(&c);
                 continue;
+            }
+            if (korch_plan_model_set_precision(&other, o->precision) != KORCH_OK) {
+                korch_plan_model_close(&other);
+                st = korch_error_prefix(KORCH_ERR_UNSUPPORTED, "difftest --precision");
+                break;
             }
             if (korch_pgraph_hash(other.pg) == first_hash) { /* nothing to relayout: the same plans */
                 stats->same_layout++;

@@ -39,6 +39,10 @@ typedef struct dt_options {
      * n_layouts 0: the default (channels-last) alone */
     int n_layouts;
     korch_layout_strategy layouts[2];
+    /* --precision bf16: every plan computes its linear primitives in bf16
+     * (docs/precision.md); outputs are held to the float32 reference with
+     * DT_BF16_PER_LINEAR of the scale per linear operator added to the bound */
+    korch_precision precision;
 } dt_options;
 
 typedef struct dt_stats {

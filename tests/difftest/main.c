@@ -45,6 +45,8 @@ static void usage(FILE *f) {
             "                       weights; plans in both layouts (--layout auto). Other models than\n"
             "                       without it (the default's seeds stay valid); docs/difftest.md\n"
             "  --layout L           nchw, channels-last (default) or auto (both: every plan in each)\n"
+            "  --precision P        fp32 (default) or bf16: plans compute their linear primitives in bf16\n"
+            "                       (needs AVX512_BF16); outputs held to a bound widened per linear operator\n"
             "  --verify             the product path: plans from korch's verified driver (kernels and plans\n"
             "                       checked, wrong kernels excluded); a refused plan is REFUSED, not FAIL\n"
             "  --refused-fails      with --verify: a refused plan counts as a failure\n"
@@ -203,6 +205,12 @@ int main(int argc, char **argv) {
                 o.n_layouts = 1;
             } else {
                 fprintf(stderr, "korch-difftest: --layout expects nchw, channels-last or auto, not \"%s\"\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--precision")) {
+            NEEDV;
+            if (!korch_precision_parse(v, &o.precision)) {
+                fprintf(stderr, "korch-difftest: --precision expects fp32 or bf16, not \"%s\"\n", v);
                 return 2;
             }
         } else if (!strcmp(a, "--verify")) {
