@@ -608,13 +608,30 @@ static korch_status run_linear(const korch_prim_linear *p, const korch_tensor *x
     return run_conv(p, x, w, y);
 }
 
+/* How the interpreter runs (korch_pgraph_interpret*). */
+typedef struct interp_mode {
+    bool float32_only;    /* bf16 marks ignored (korch_pgraph_interpret_fp32) */
+    uint64_t jitter_seed; /* nonzero: bf16 operands computed at run time are moved by 2^-20 first */
+} interp_mode;
+
+/* A deterministic sign per element: the jitter of korch_pgraph_interpret_bf16_jittered. */
+static float jitter_sign(uint64_t seed, int64_t i) {
+    uint64_t z = seed + (uint64_t)i * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (z ^ (z >> 31)) & 1 ? 1.0f : -1.0f;
+}
+
 /* A bf16 linear primitive: both operands rounded to bfloat16, then the
  * float32 kernel. A product of two bfloat16 values is exact in float32, so
  * this is what a bf16 kernel with float32 accumulation computes, up to the
  * order of its sums: kernels are checked against it with float32's
- * tolerances (docs/precision.md). */
-static korch_status run_linear_bf16(const korch_pnode *n, const korch_tensor *x, const korch_tensor *w,
-                                    korch_tensor *y) {
+ * tolerances (docs/precision.md). With a jitter seed, operands that are not
+ * constants are first moved by a relative 2^-20 (a random sign per element):
+ * a second correct computation, whose float32 noise rounds other elements
+ * near a tie the other way (the bf16 noise rule, verify/plan_check.c). */
+static korch_status run_linear_bf16(const korch_pgraph *pg, const korch_pnode *n, const korch_tensor *x,
+                                    const korch_tensor *w, korch_tensor *y, uint64_t jitter_seed) {
     korch_tensor r[2] = {0};
     const korch_tensor *src[2] = {x, w};
     korch_status st = KORCH_OK;
@@ -623,7 +640,10 @@ static korch_status run_linear_bf16(const korch_pnode *n, const korch_tensor *x,
         if (st != KORCH_OK) break;
         const float *a = src[k]->data;
         float *b = r[k].data;
-        for (int64_t i = 0, m = korch_tensor_numel(src[k]); i < m; i++) b[i] = korch_bf16_round(a[i]);
+        bool jitter = jitter_seed && !pg->values[n->inputs[k]].is_constant;
+        uint64_t seed = jitter_seed ^ ((uint64_t)n->inputs[k] << 32);
+        for (int64_t i = 0, m = korch_tensor_numel(src[k]); i < m; i++)
+            b[i] = korch_bf16_round(jitter ? a[i] * (1.0f + jitter_sign(seed, i) * 0x1p-20f) : a[i]);
     }
     if (st == KORCH_OK) st = run_linear(&n->u.linear, &r[0], &r[1], y);
     korch_tensor_free(&r[0]);
@@ -647,9 +667,8 @@ static korch_status run_opaque(const korch_pgraph *pg, const korch_pnode *n, kor
     return src->def->run(&ctx);
 }
 
-/* float32_only: bf16 marks ignored (korch_pgraph_interpret_fp32) */
 static korch_status run_node(const korch_pgraph *pg, int node, korch_tensor *const *in, korch_tensor *const *out,
-                             bool float32_only) {
+                             const interp_mode *mode) {
     const korch_pnode *n = &pg->nodes[node];
     korch_tensor *ins[KORCH_MAX_RANK] = {0};
     for (int k = 0; k < n->n_inputs; k++) ins[k] = in[k];
@@ -660,7 +679,8 @@ static korch_status run_node(const korch_pgraph *pg, int node, korch_tensor *con
     case KORCH_PRIM_LINEAR:
         if (in[0]->dtype != KORCH_DTYPE_FLOAT32 || in[1]->dtype != KORCH_DTYPE_FLOAT32)
             return korch_error(KORCH_ERR_UNSUPPORTED, "interpreter: linear primitives are float32 only");
-        if (n->u.linear.bf16 && !float32_only) return run_linear_bf16(n, in[0], in[1], out[0]);
+        if (n->u.linear.bf16 && !mode->float32_only)
+            return run_linear_bf16(pg, n, in[0], in[1], out[0], mode->jitter_seed);
         return run_linear(&n->u.linear, in[0], in[1], out[0]);
     case KORCH_PRIM_OPAQUE: {
         korch_tensor *outs[8] = {0};
@@ -673,11 +693,12 @@ static korch_status run_node(const korch_pgraph *pg, int node, korch_tensor *con
 
 korch_status korch_pgraph_run_node(const korch_pgraph *pg, int node, korch_tensor *const *in,
                                    korch_tensor *const *out) {
-    return run_node(pg, node, in, out, false);
+    interp_mode mode = {0};
+    return run_node(pg, node, in, out, &mode);
 }
 
 static korch_status interpret(const korch_pgraph *pg, const korch_tensor *inputs, korch_tensor *outputs,
-                              bool float32_only) {
+                              const interp_mode *mode) {
     korch_status st = KORCH_OK;
     int *order = malloc(((size_t)pg->n_nodes + 1) * sizeof *order);
     korch_tensor *vals = calloc((size_t)pg->n_values + 1, sizeof *vals);
@@ -717,7 +738,7 @@ static korch_status interpret(const korch_pgraph *pg, const korch_tensor *inputs
             out[k] = &vals[v];
         }
         if (st != KORCH_OK) break;
-        st = run_node(pg, order[i], in, out, float32_only);
+        st = run_node(pg, order[i], in, out, mode);
         for (int k = 0; k < n->n_inputs; k++)
             if (--uses[n->inputs[k]] == 0) korch_tensor_free(&vals[n->inputs[k]]);
         for (int k = 0; k < n->n_outputs; k++)
@@ -772,9 +793,17 @@ void korch_pgraph_dump(const korch_pgraph *pg, void *file) {
 }
 
 korch_status korch_pgraph_interpret(const korch_pgraph *pg, const korch_tensor *inputs, korch_tensor *outputs) {
-    return interpret(pg, inputs, outputs, false);
+    interp_mode mode = {0};
+    return interpret(pg, inputs, outputs, &mode);
 }
 
 korch_status korch_pgraph_interpret_fp32(const korch_pgraph *pg, const korch_tensor *inputs, korch_tensor *outputs) {
-    return interpret(pg, inputs, outputs, true);
+    interp_mode mode = {.float32_only = true};
+    return interpret(pg, inputs, outputs, &mode);
+}
+
+korch_status korch_pgraph_interpret_bf16_jittered(const korch_pgraph *pg, const korch_tensor *inputs,
+                                                  korch_tensor *outputs, uint64_t seed) {
+    interp_mode mode = {.jitter_seed = seed | 1};
+    return interpret(pg, inputs, outputs, &mode);
 }
