@@ -12,6 +12,11 @@
  *      (same model hash and seed), never for another seed, and a failing
  *      plan is never remembered: the lying verifier's broken plan is caught
  *      again on a second run with the same database.
+ * With the argument "bf16" (CTest verify/test_verify_faults_bf16; skipped
+ * without AVX512_BF16) the model is lowered with --precision bf16: 1, 2 and
+ * 3 must hold for bf16 plans too (their kernels are checked against the bf16
+ * interpretation, their plans by the bf16 rules; docs/precision.md), and the
+ * test's own check compares with the bf16 graph interpreted.
  * Latencies come from the roofline estimate (deterministic: no timing), so
  * the first choice always fuses the broken kernels. The model is the bundled
  * example (examples/tiny_net.onnx: convolutions, LayerNorm, attention). */
@@ -21,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/cpu.h"
 #include "ops/reference.h"
 #include "orchestrate/fake_oracle.h" /* test_orchestrate_options: no solver time limit */
 #include "orchestrate/orchestrate.h"
@@ -30,6 +36,7 @@
 static char tmp[] = "/tmp/korch_test_faults_XXXXXX";
 static char db_path[256], cache_dir[256];
 static korch_profile_options build_options;
+static bool bf16; /* argv[1] "bf16": the model lowered with --precision bf16 */
 
 /* ---- an oracle with estimated latencies and database keys ------------------- */
 
@@ -87,7 +94,9 @@ static void check_plan_right(const korch_plan_model *m, const korch_plan *plan, 
         korch_tensor_alloc(&in[i], pg->values[pg->inputs[i]].dtype, &pg->values[pg->inputs[i]].shape);
         korch_verify_fill(&in[i], 99 + (uint64_t)i);
     }
-    CHECK_OK(korch_reference_run(m->graph, in, want));
+    /* a bf16 plan computes the bf16 graph; tiny_net is shallow enough for
+     * rounding to bfloat16 not to diverge past this tolerance */
+    CHECK_OK(bf16 ? korch_pgraph_interpret(pg, in, want) : korch_reference_run(m->graph, in, want));
     korch_executor *ex = NULL;
     CHECK_OK(korch_executor_create(plan, pg, &build_options, &ex));
     for (int i = 0; i < pg->n_outputs; i++)
@@ -180,7 +189,9 @@ static void run_free(run *r) {
     korch_verifier_free(r->v);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    bf16 = argc > 1 && !strcmp(argv[1], "bf16");
+    if (bf16 && !korch_cpu_has_avx512_bf16()) TEST_SKIP("this CPU has no AVX512_BF16 (bf16 is refused here)");
     if (!mkdtemp(tmp)) return 1;
     snprintf(db_path, sizeof db_path, "%s/profile.db", tmp);
     snprintf(cache_dir, sizeof cache_dir, "%s/kernels", tmp);
@@ -191,6 +202,7 @@ int main(void) {
     snprintf(model, sizeof model, "%s/examples/tiny_net.onnx", src ? src : ".");
     korch_plan_model m;
     CHECK_OK(korch_plan_model_load(model, NULL, 0, &m));
+    if (bf16 && !test_failures) CHECK_OK(korch_plan_model_set_precision(&m, KORCH_PRECISION_BF16));
     if (test_failures) TEST_MAIN_END();
     /* the target: the first node of a fused kernel the optimal plan chooses
      * when nothing is broken (latencies are estimates: the same every run);
@@ -268,6 +280,11 @@ int main(void) {
     }
     run_free(&r);
     korch_backend_set_fault(NULL, NULL);
+
+    if (bf16) { /* 4 and 5 do not depend on the precision; bf16 plan checks are never stored */
+        korch_plan_model_close(&m);
+        TEST_MAIN_END();
+    }
 
     /* 4. a kernel right only on zeroed output memory: every fused kernel
      * that accumulates into its output is wrong when checked alone */
