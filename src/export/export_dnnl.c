@@ -84,7 +84,7 @@ static korch_status emit_dnnl(ex_ctx *x, int i) {
         tensor(b, &q->operand);
         cg_buf_printf(b, "}");
     }
-    cg_buf_printf(b, "%s},\n    %d, %d};\n", p.n_post ? "" : "{0}", p.blocked, p.threads);
+    cg_buf_printf(b, "%s},\n    %d, %d, %d};\n", p.n_post ? "" : "{0}", p.blocked, p.threads, p.bf16);
 
     /* constant weights: reordered once at load */
     if (p.wei_constant) {

@@ -23,11 +23,6 @@ korch_status korch_dnnl_export_params(const korch_kernel_spec *spec, const char 
     dn_desc d;
     char reason[256];
     if (!dn_analyze(spec, &d, reason, sizeof reason)) return korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN: %s", reason);
-    if (d.params.bf16) /* the exported runtime converts no operands yet (docs/precision.md) */
-        return korch_error(KORCH_ERR_UNSUPPORTED,
-                           "oneDNN kernel (%s): bf16 kernels are not exported yet; export a plan made with "
-                           "--precision fp32",
-                           d.text);
     dn_variant v = {.fmt = DN_FMT_PLAIN};
     if (schedule && *schedule) {
         if (!dn_variant_parse(schedule, &v))
@@ -56,6 +51,7 @@ korch_status korch_dnnl_export_params(const korch_kernel_spec *spec, const char 
     out->wei_slot = d.wei_slot;
     out->bias_slot = d.bias_slot;
     out->wei_constant = d.wei_constant;
+    out->bf16 = d.params.bf16;
     tensor_of(&d.src, &out->src);
     tensor_of(&d.wei, &out->wei);
     if (d.bias_slot >= 0) tensor_of(&d.bias, &out->bias);

@@ -41,6 +41,7 @@ typedef struct korch_dnnl_params {
     korch_dnnl_post post[KORCH_DNNL_MAX_POST];
     bool blocked;     /* activations reordered to oneDNN's preferred layout around the primitive */
     int threads;      /* 1: the kernel runs on one thread; 0: the session's thread count */
+    bool bf16;        /* operands converted to bfloat16, float32 sums and destination (docs/precision.md) */
     char text[256];   /* human-readable chain ("conv nhwc 3x3 s1 +bias +eltwise_relu") */
 } korch_dnnl_params;
 
