@@ -45,7 +45,7 @@ class OptimizeOptions(ctypes.Structure):
     _fields_ = [("threads", ctypes.c_int), ("strategy", ctypes.c_char_p), ("db_path", ctypes.c_char_p),
                 ("budget_s", ctypes.c_double), ("input_shapes", ctypes.c_char_p), ("log", LOG_CALLBACK),
                 ("log_user", ctypes.c_void_p), ("progress_bar", ctypes.c_int), ("time_limit_s", ctypes.c_double),
-                ("estimate", ctypes.c_int), ("no_embed", ctypes.c_int)]
+                ("estimate", ctypes.c_int), ("no_embed", ctypes.c_int), ("precision", ctypes.c_char_p)]
 
 
 class OptimizeReport(ctypes.Structure):

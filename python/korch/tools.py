@@ -42,7 +42,7 @@ def _print_line(line):
 
 
 def optimize(model_path, plan_path, strategy="optimal", threads=None, db=None, budget=None, progress=True,
-             input_shapes=None, estimate=False, time_limit=None, embed=True):
+             input_shapes=None, estimate=False, time_limit=None, embed=True, precision="fp32"):
     """Finds the fastest set of kernels for the ONNX model on this machine and
     writes the plan (`korch optimize MODEL -o PLAN`, with the CLI's defaults).
 
@@ -66,12 +66,17 @@ def optimize(model_path, plan_path, strategy="optimal", threads=None, db=None, b
     (None: 120, the CLI's default). embed: the plan carries the model's
     graph and weights (default; it runs without the model file); False
     names the model by path instead (`--no-embed`, for huge models).
+    precision: "fp32" (the model's own) or "bf16": convolutions and matmuls
+    on bfloat16 operands with float32 sums (`--precision bf16`; needs a CPU
+    with AVX512_BF16, else korch.UnsupportedError; docs/precision.md).
 
     The GIL is released while it runs. Calls take turns within a process
     (the solver is not thread-safe). Returns an OptimizeReport (with shape
     buckets: kernels, latencies and primitives summed over the buckets)."""
     if strategy not in ("optimal", "greedy", "none"):
         raise InvalidArgumentError("strategy must be 'optimal', 'greedy' or 'none', got %r" % (strategy,))
+    if precision not in ("fp32", "bf16"):
+        raise InvalidArgumentError("precision must be 'fp32' or 'bf16', got %r" % (precision,))
     for name, value in (("budget", budget), ("time_limit", time_limit)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
             raise InvalidArgumentError("%s must be a positive number of seconds or None, got %r" % (name, value))
@@ -98,7 +103,8 @@ def optimize(model_path, plan_path, strategy="optimal", threads=None, db=None, b
         threads=_threads_arg(threads), strategy=strategy.encode(),
         db_path=os.fsencode(os.fspath(db)) if db is not None else None, budget_s=float(budget or 0),
         input_shapes=_shape_spec(input_shapes), log=callback, log_user=None, progress_bar=int(progress is True),
-        time_limit_s=float(time_limit or 0), estimate=int(bool(estimate)), no_embed=int(not embed))
+        time_limit_s=float(time_limit or 0), estimate=int(bool(estimate)), no_embed=int(not embed),
+        precision=precision.encode())
     report = _lib.OptimizeReport()
     plan_path = os.fspath(plan_path)
     status = _lib_.korch_optimize(os.fsencode(os.fspath(model_path)), os.fsencode(plan_path), ctypes.byref(opts),

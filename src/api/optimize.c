@@ -66,6 +66,7 @@ typedef struct optimize_job {
     const char *model_path;
     const korch_optimize_options *o;
     korch_strategy strategy;
+    korch_precision precision;
     int threads;
     FILE *log;
 } optimize_job;
@@ -81,6 +82,7 @@ static korch_status optimize_shapes(void *user, const korch_input_shape *shapes,
     /* no environment here: a C API caller gets the defaults (docs/architecture.md) */
     korch_pipeline_config c = {
         .model_path = job->model_path, .shapes = shapes, .n_shapes = n_shapes, .layout = KORCH_LAYOUT_DEFAULT,
+        .precision = job->precision,
         .threads = job->threads, .profile = {.budget_s = o->budget_s, .db_path = o->db_path},
         .time_limit_s = o->time_limit_s, .estimate = o->estimate != 0, .verify = true,
         .verify_seed = KORCH_VERIFY_DEFAULT_SEED, .progress = o->progress_bar != 0, .log = job->log};
@@ -126,9 +128,11 @@ static korch_status optimize_plan(const optimize_job *job, korch_plan **plan, in
 /* The plan (or plans) made, written and summed up in the report; the lock
  * held and this thread's OpenMP count set. */
 static korch_status optimize_locked(const char *model_path, const char *plan_path, const korch_optimize_options *o,
-                                    korch_strategy strategy, int threads, FILE *log, korch_optimize_report *report) {
+                                    korch_strategy strategy, korch_precision precision, int threads, FILE *log,
+                                    korch_optimize_report *report) {
     double t0 = korch_now_s();
-    optimize_job job = {.model_path = model_path, .o = o, .strategy = strategy, .threads = threads, .log = log};
+    optimize_job job = {.model_path = model_path, .o = o, .strategy = strategy, .precision = precision,
+                        .threads = threads, .log = log};
     korch_plan *plan = NULL;
     korch_plan_model keep;
     memset(&keep, 0, sizeof keep);
@@ -165,6 +169,11 @@ korch_status korch_optimize(const char *model_path, const char *plan_path, const
     if (options->strategy && !korch_strategy_parse(options->strategy, &strategy))
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "strategy \"%.40s\": expected optimal, greedy or none",
                            options->strategy);
+    korch_precision precision = KORCH_PRECISION_FP32;
+    if (options->precision && !korch_precision_parse(options->precision, &precision))
+        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "precision \"%.40s\": expected fp32 or bf16",
+                           options->precision);
+    KORCH_TRY(korch_precision_check_cpu(precision));
     if (options->threads < 0 || options->threads > 1024)
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "threads %d: expected 0 (all cores) to 1024", options->threads);
     if (!(options->budget_s >= 0) || options->budget_s > 1e7)
@@ -187,7 +196,7 @@ korch_status korch_optimize(const char *model_path, const char *plan_path, const
     else threads = caller_threads;
 #endif
     if (threads < 1) threads = 1;
-    korch_status st = optimize_locked(model_path, plan_path, options, strategy, threads, log, report);
+    korch_status st = optimize_locked(model_path, plan_path, options, strategy, precision, threads, log, report);
 #ifdef _OPENMP
     omp_set_num_threads(caller_threads);
 #endif

@@ -85,3 +85,35 @@ def test_optimize_errors(workdir):
         korch.optimize(SMALL, os.path.join(workdir, "no-such-dir", "x.plan"), strategy="none", estimate=True,
                        time_limit=NO_LIMIT, progress=False)
     assert not os.path.exists(plan)
+
+
+def _has_avx512_bf16():
+    with open("/proc/cpuinfo") as fh:
+        return "avx512_bf16" in fh.read()
+
+
+def test_optimize_precision(workdir):
+    """precision="bf16" (docs/precision.md): the plan records it and runs
+    close to, but not exactly as, the float32 reference; refused where the CPU
+    has no AVX512_BF16; another value is an argument error."""
+    plan = os.path.join(workdir, "bf16.plan")
+    with pytest.raises(korch.InvalidArgumentError, match="precision"):
+        korch.optimize(SMALL, plan, precision="fp16", progress=False)
+    if not _has_avx512_bf16():
+        with pytest.raises(korch.UnsupportedError, match="AVX512_BF16"):
+            korch.optimize(SMALL, plan, precision="bf16", estimate=True, time_limit=NO_LIMIT, progress=False)
+        assert not os.path.exists(plan)
+        return
+    path, feeds = zoo_model(PLAN_MODEL)
+    lines = []
+    korch.optimize(path, plan, threads=2, estimate=True, time_limit=NO_LIMIT, progress=lines.append,
+                   precision="bf16")
+    with open(plan, "rb") as fh:
+        text = fh.read().split(b"\0", 1)[0].decode()
+    assert any(ln.startswith("fission ") and "precision=bf16" in ln for ln in text.splitlines())
+    assert any("off the float32 reference" in ln for ln in lines)
+    want = korch.InferenceSession(path).run(None, feeds)
+    got = korch.InferenceSession(plan).run(None, feeds)
+    errors = [max_error(g, w) for g, w in zip(got, want)]
+    assert max(errors) > 0, "the bf16 plan computed the float32 result exactly"
+    assert max(errors) <= 0.05, errors
