@@ -247,6 +247,12 @@ int main(int argc, char **argv) {
         }
     }
     if (o.threads < 1) o.threads = 1;
+    /* bf16 is refused on CPUs without AVX512_BF16: nothing to test there
+     * (77: CTest's skipped) */
+    if (korch_precision_check_cpu(o.precision) != KORCH_OK) {
+        printf("skipped: %s\n", korch_last_error());
+        return 77;
+    }
     /* feature layout: both layouts, unless --layout fixed one */
     if ((o.features & DT_FEAT_LAYOUT) && o.n_layouts == 0)
         o.n_layouts = 2, o.layouts[0] = KORCH_LAYOUT_CHANNELS_LAST, o.layouts[1] = KORCH_LAYOUT_KEEP;
