@@ -185,10 +185,15 @@ static korch_status localise_fission(const korch_pgraph *pg, const korch_tensor 
     return st;
 }
 
-/* The reference on inputs perturbed by a few ulps (the sensitivity term);
- * where it cannot run, the reference itself (no sensitivity term). */
-static korch_status perturbed_reference(const korch_graph *g, const korch_tensor *in, uint64_t seed,
-                                        korch_tensor *pert, int n_out, const korch_tensor *want) {
+/* Runs the graph on inputs perturbed by a few ulps into pert (the
+ * sensitivity term): the reference executor (pg NULL) or, for a bf16 plan,
+ * the bf16 interpretation with the operands of its bf16 primitives moved by
+ * 2^-20 too (also the second computation of the bf16 noise rule: a model
+ * whose inputs are token ids has no float input to perturb, and its bf16
+ * roundings diverge all the same). Where it cannot run: a copy of want (no
+ * sensitivity term). */
+static korch_status perturbed_run(const korch_graph *g, const korch_pgraph *pg, const korch_tensor *in,
+                                  uint64_t seed, korch_tensor *pert, int n_out, const korch_tensor *want) {
     int ni = g->n_inputs;
     korch_tensor *pin = calloc((size_t)ni + 1, sizeof *pin);
     korch_status st = pin ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "verify: out of memory");
@@ -196,32 +201,8 @@ static korch_status perturbed_reference(const korch_graph *g, const korch_tensor
         st = korch_tensor_clone(&in[i], &pin[i]);
         if (st == KORCH_OK) korch_verify_perturb(&pin[i], seed + 0x1000u + (uint64_t)i);
     }
-    if (st == KORCH_OK && korch_reference_run(g, pin, pert) != KORCH_OK) {
-        korch_error_clear();
-        for (int i = 0; i < n_out && st == KORCH_OK; i++) {
-            korch_tensor_free(&pert[i]);
-            st = korch_tensor_clone(&want[i], &pert[i]);
-        }
-    }
-    free_tensors(pin, ni);
-    return st;
-}
-
-/* The bf16 interpretation on inputs perturbed like perturbed_reference's,
- * with the operands of its bf16 primitives moved by 2^-20 too (the
- * sensitivity term of a bf16 plan's comparison, and the second computation
- * of the bf16 noise rule): a model whose inputs are token ids has no float
- * input to perturb, and its bf16 roundings diverge all the same. */
-static korch_status perturbed_interpretation(const korch_pgraph *pg, const korch_tensor *in, uint64_t seed,
-                                             korch_tensor *pert, int n_out, const korch_tensor *want) {
-    int ni = pg->n_inputs;
-    korch_tensor *pin = calloc((size_t)ni + 1, sizeof *pin);
-    korch_status st = pin ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "verify: out of memory");
-    for (int i = 0; i < ni && st == KORCH_OK; i++) {
-        st = korch_tensor_clone(&in[i], &pin[i]);
-        if (st == KORCH_OK) korch_verify_perturb(&pin[i], seed + 0x1000u + (uint64_t)i);
-    }
-    if (st == KORCH_OK && korch_pgraph_interpret_bf16_jittered(pg, pin, pert, seed + 0x2000u) != KORCH_OK) {
+    if (st == KORCH_OK && (pg ? korch_pgraph_interpret_bf16_jittered(pg, pin, pert, seed + 0x2000u)
+                              : korch_reference_run(g, pin, pert)) != KORCH_OK) {
         korch_error_clear();
         for (int i = 0; i < n_out && st == KORCH_OK; i++) {
             korch_tensor_free(&pert[i]);
@@ -261,7 +242,7 @@ static void fp32_distance(const korch_tensor *got, const korch_tensor *ref, korc
  * noise level, elementwise unpredictably (ResNet-50: 5 of 1000 logits past
  * the float32 rule with its 8x sensitivity term). The interpretation with
  * the bf16 primitives' computed operands (and the float inputs) moved by
- * 2^-20 is such a second computation (perturbed_interpretation; perturbing
+ * 2^-20 is such a second computation (perturbed_run; perturbing
  * the inputs alone moves nothing in BERT, whose inputs are token ids), so the plan's
  * distance from the interpretation must be of its size: max and mean of
  * |plan - interpreted| at most BF16_NOISE_FACTOR times those of |perturbed -
@@ -363,7 +344,7 @@ korch_status korch_verify_plan(const korch_plan *plan, const korch_graph *g, con
     if (bf16 && st == KORCH_OK) {
         for (int pass = 0; pass < 2 && st == KORCH_OK; pass++) {
             out->fission_wrong = false;
-            if (pass == 1) st = perturbed_reference(g, in, o->seed, pert, no, want);
+            if (pass == 1) st = perturbed_run(g, NULL, in, o->seed, pert, no, want);
             if (st == KORCH_OK) st = localise_fission(pg, in, want, pass ? pert : NULL, &tol, sources, no, g, out);
             if (st != KORCH_OK || !out->fission_wrong) break;
         }
@@ -382,8 +363,7 @@ korch_status korch_verify_plan(const korch_plan *plan, const korch_graph *g, con
      * perturbed inputs only when the plan fails without it */
     for (int pass = 0; pass < 2 && st == KORCH_OK; pass++) {
         if (pass == 1)
-            st = bf16 ? perturbed_interpretation(pg, in, o->seed, pert, no, want)
-                      : perturbed_reference(g, in, o->seed, pert, no, want);
+            st = perturbed_run(g, bf16 ? pg : NULL, in, o->seed, pert, no, want);
         out->ok = st == KORCH_OK;
         for (int i = 0; i < no && st == KORCH_OK; i++) {
             korch_verify_diff d;
