@@ -122,6 +122,7 @@ typedef struct pc_count {
 
 typedef struct pc_stats {
     int cases, accepted, refused, skipped, kernels, failed_kernels, failed_cases;
+    int cpu_refused; /* of refused: no variant builds on this CPU (dnnl_backend.c buildable: quirks 3, 5) */
     double max_ratio; /* largest error / tolerance of a passing element */
     pc_count impl[PC_MAX_KEYS];     /* oneDNN implementation (+ variant) -> kernels, failures */
     pc_count broken[PC_MAX_KEYS];   /* normalised post-op chain of a failing kernel */
@@ -209,14 +210,22 @@ static inline void pc_print_table(const char *title, const pc_count *t, bool onl
 /* The run checked something: most cases were accepted and built (a
  * backend that refused everything would pass vacuously). */
 static inline void pc_check_coverage(void) {
-    CHECK_MSG(pc_st.accepted * 10 >= pc_st.cases * 9, "only %d of %d cases accepted", pc_st.accepted, pc_st.cases);
+    /* cases refused because every variant hits a documented oneDNN defect on
+     * this CPU (grouped convolutions with a binary post-op where oneDNN picks
+     * gemm:jit throughout, as on Zen 4) are the backend being right, not
+     * idle; they may not be the bulk */
+    int judged = pc_st.cases - pc_st.cpu_refused;
+    CHECK_MSG(pc_st.cpu_refused * 4 <= pc_st.cases, "%d of %d cases refused as unbuildable on this CPU",
+              pc_st.cpu_refused, pc_st.cases);
+    CHECK_MSG(pc_st.accepted * 10 >= judged * 9, "only %d of %d cases accepted (%d more refused as unbuildable here)",
+              pc_st.accepted, judged, pc_st.cpu_refused);
     CHECK_MSG(pc_st.kernels >= pc_st.accepted, "%d kernels built for %d accepted cases", pc_st.kernels, pc_st.accepted);
 }
 
 static inline void pc_report(void) {
-    printf("%d cases: %d accepted, %d refused, %d skipped (step not applicable); %d kernels checked, %d wrong (in %d cases); "
-           "largest passing error %.3f of the tolerance\n",
-           pc_st.cases, pc_st.accepted, pc_st.refused, pc_st.skipped, pc_st.kernels, pc_st.failed_kernels,
+    printf("%d cases: %d accepted, %d refused (%d of them unbuildable on this CPU), %d skipped (step not applicable); "
+           "%d kernels checked, %d wrong (in %d cases); largest passing error %.3f of the tolerance\n",
+           pc_st.cases, pc_st.accepted, pc_st.refused, pc_st.cpu_refused, pc_st.skipped, pc_st.kernels, pc_st.failed_kernels,
            pc_st.failed_cases, pc_st.max_ratio);
     pc_print_table("oneDNN implementations reached (kernels, wrong):", pc_st.impl, false);
     pc_print_table("post-op chains computed wrongly:", pc_st.broken, true);
@@ -307,6 +316,7 @@ static inline void pc_check(pc_graph *g, const pc_ref *ref, double K, double flo
     pc_st.cases++;
     if (!korch_backend_supports(KORCH_BACKEND_DNNL, &spec, reason, sizeof reason)) {
         pc_st.refused++;
+        pc_st.cpu_refused += strstr(reason, "no variant oneDNN computes right here") != NULL;
         pc_reason_key(reason, key, sizeof key);
         pc_count_add(pc_st.refusal, key, false);
         if (getenv("KORCH_TEST_VERBOSE")) printf("%-60s refused: %s\n", what, reason);
