@@ -134,6 +134,23 @@ static void negative_control(void) {
     korch_pgraph_free(pg);
 }
 
+/* dnnl_quirks.c, 6 (korch-difftest --precision bf16 seed 289): 1x1 bf16
+ * transposed convolutions with an odd number of input channels in plain
+ * layout; every variant must match the bf16 interpretation or be refused. */
+static int odd_deconv(int ic, int oc, bool channels_last) {
+    korch_pgraph *pg = dc_graph();
+    korch_prim_linear p = {.op = KORCH_LINEAR_CONV_TRANSPOSE, .spatial = 2, .group = 1, .strides = {1, 1},
+                           .dilations = {1, 1}, .channels_last = channels_last};
+    int64_t xs[4] = {1, ic, 12, 10}, ws[4] = {ic, oc, 1, 1};
+    if (channels_last) xs[1] = 12, xs[2] = 10, xs[3] = ic;
+    dc_output(pg, korch_pgraph_linear(pg, &p, dc_input(pg, 4, xs), dc_constant(pg, 4, ws, -1, 1)));
+    char what[96];
+    snprintf(what, sizeof what, "bf16 deconv 1x1 %d->%d %s const-w", ic, oc, channels_last ? "nhwc" : "nchw");
+    int checked = check_bf16(pg, what);
+    korch_pgraph_free(pg);
+    return checked;
+}
+
 /* The mark changes the structural hash and the oneDNN key; float32 graphs
  * hash as before (no field is fed for an unset mark). */
 static void keys(void) {
@@ -173,6 +190,9 @@ int main(void) {
     checked += matmul_case(4, 50, 64, 50, false); /* attention's products: both operands converted per run */
     checked += matmul_case(2, 7, 33, 9, false);
     checked += matmul_case(1, 1, 300, 17, true);
+    int odd[] = {1, 3, 5, 17};
+    for (int i = 0; i < 4; i++) checked += odd_deconv(odd[i], i % 2 ? 16 : 6, true);
+    checked += odd_deconv(3, 6, false);
     printf("%d kernel variants checked; of %d default kernels, %d are named bf16 implementations and %d oneDNN's "
            "reference one\n",
            checked, all_impls, bf16_impls, ref_impls);
