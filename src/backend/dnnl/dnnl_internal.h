@@ -113,6 +113,10 @@ korch_status dn_kernel_create(const dn_desc *d, const dn_variant *v, int threads
  * export both choose through here, so they compute the same. */
 korch_status dn_kernel_create_untimed(const dn_desc *d, int threads, const char *only, dn_variant *v, dn_kernel **out,
                                       char *impl, size_t impl_size);
+/* KORCH_OK when some variant gets an implementation the quirks accept
+ * (dnnl_quirks.c), found from primitive descriptors alone: no JIT, no
+ * weights reordered (dnnl_backend.c, supports). */
+korch_status dn_variant_buildable(const dn_desc *d, int threads, char *impl, size_t impl_size);
 korch_status dn_kernel_run(dn_kernel *k, void *const *inputs, void *const *outputs);
 /* The spec input of constant weights the kernel reordered into its own
  * buffer at creation (never read at run time), or -1. */

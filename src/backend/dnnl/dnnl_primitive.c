@@ -267,7 +267,10 @@ done:
     return st;
 }
 
-static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, char *impl, size_t impl_size) {
+/* probe: stop once oneDNN has named the implementation and the quirks have
+ * accepted it (dn_variant_buildable): no JIT, no weights reordered */
+static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, char *impl, size_t impl_size,
+                           bool probe) {
     korch_status st = KORCH_OK;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_attr_t attr = NULL;
@@ -322,6 +325,7 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
             goto done;
         }
     }
+    if (probe) goto done;
     DN_CHECK(dnnl_primitive_create(&k->prim, pd), "primitive");
 
     /* activations: bound to the caller's buffers, or internal blocked ones */
@@ -399,8 +403,8 @@ done:
     return st;
 }
 
-korch_status dn_kernel_create(const dn_desc *d, const dn_variant *v, int threads, dn_kernel **out, char *impl,
-                              size_t impl_size) {
+static korch_status kernel_create(const dn_desc *d, const dn_variant *v, int threads, dn_kernel **out, char *impl,
+                                  size_t impl_size, bool probe) {
     *out = NULL;
     if (impl_size) impl[0] = '\0';
     pthread_once(&engine_once, engine_init);
@@ -416,14 +420,32 @@ korch_status dn_kernel_create(const dn_desc *d, const dn_variant *v, int threads
     if (s != dnnl_success) st = dnnl_fail(s, "stream creation", d);
     int saved = omp_get_max_threads();
     omp_set_num_threads(k->threads);
-    if (st == KORCH_OK) st = create(d, v, k, impl, impl_size);
+    if (st == KORCH_OK) st = create(d, v, k, impl, impl_size, probe);
     omp_set_num_threads(saved);
-    if (st != KORCH_OK) {
+    if (st != KORCH_OK || probe) {
         dn_kernel_free(k);
         return st;
     }
     *out = k;
     return KORCH_OK;
+}
+
+korch_status dn_kernel_create(const dn_desc *d, const dn_variant *v, int threads, dn_kernel **out, char *impl,
+                              size_t impl_size) {
+    return kernel_create(d, v, threads, out, impl, impl_size, false);
+}
+
+korch_status dn_variant_buildable(const dn_desc *d, int threads, char *impl, size_t impl_size) {
+    dn_variant vs[DN_MAX_VARIANTS];
+    int nv = dn_variants(d, threads, NULL, vs, DN_MAX_VARIANTS);
+    korch_status st = korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN: no variant for %s", d->text);
+    for (int j = 0; j < nv; j++) {
+        dn_kernel *k = NULL;
+        korch_error_clear();
+        st = kernel_create(d, &vs[j], threads, &k, impl, impl_size, true);
+        if (st == KORCH_OK) break;
+    }
+    return st;
 }
 
 korch_status dn_kernel_create_untimed(const dn_desc *d, int threads, const char *only, dn_variant *v, dn_kernel **out,
