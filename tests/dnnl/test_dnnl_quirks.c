@@ -238,7 +238,28 @@ static void test_gemm_channels_last(void) {
     korch_pgraph_free(pg);
 }
 
+/* korch-difftest seed 7403 (dnnl_quirks.c, 2): gemm:jit with a channels-last
+ * one-column destination (1,24,H,1) applies a full-tensor operand at wrong
+ * offsets (measured on Zen 4 for a 3x3 dilation-2 convolution over 2x1 and
+ * 3x1 images); every variant must match the interpreter or be refused. */
+static void test_gemm_one_column(void) {
+    for (int h = 2; h <= 3; h++) {
+        korch_pgraph *pg = dc_graph();
+        korch_prim_linear p = {.op = KORCH_LINEAR_CONV, .spatial = 2, .group = 1, .strides = {1, 1},
+                               .dilations = {2, 2}, .pads_begin = {2, 2}, .pads_end = {2, 2}, .channels_last = true};
+        int64_t xs[4] = {1, h, 1, 18}, ws[4] = {24, 18, 3, 3}, full[4] = {1, h, 1, 24};
+        int y = korch_pgraph_linear(pg, &p, dc_input(pg, 4, xs), dc_constant(pg, 4, ws, -1, 1));
+        y = dc_ew2(pg, KORCH_EW_MIN, y, dc_input(pg, 4, full));
+        dc_output(pg, y);
+        char what[96];
+        snprintf(what, sizeof what, "conv nhwc dilation 2 over %dx1, Min of a full tensor (seed 7403)", h);
+        CHECK(dc_check(pg, -1, 1, what) > 0);
+        korch_pgraph_free(pg);
+    }
+}
+
 int main(void) {
+    test_gemm_one_column();
     test_affine_pairs();
     test_renamed_repeats();
     test_refused();
