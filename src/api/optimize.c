@@ -173,7 +173,7 @@ korch_status korch_optimize(const char *model_path, const char *plan_path, const
     if (options->precision && !korch_precision_parse(options->precision, &precision))
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "precision \"%.40s\": expected fp32 or bf16",
                            options->precision);
-    KORCH_TRY(korch_precision_check_cpu(precision));
+    /* (whether this CPU computes it: korch_pipeline_load, as for the CLI) */
     if (options->threads < 0 || options->threads > 1024)
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "threads %d: expected 0 (all cores) to 1024", options->threads);
     if (!(options->budget_s >= 0) || options->budget_s > 1e7)

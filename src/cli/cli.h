@@ -113,6 +113,10 @@ int korch_cli_plan_prepare(korch_cli_plan *p, korch_graph *g, int threads);
  * result. Call before korch_cli_plan_prepare (which may release constants
  * the reference needs). Returns 0 when it matches. */
 int korch_cli_plan_verify(korch_cli_plan *p, korch_graph *g, const korch_tensor *inputs, int threads);
+/* One output's check, as `run --verify` and `explain` print it: worst
+ * error/tolerance and largest difference, and for a bf16 plan the distance
+ * from the float32 reference (docs/precision.md). */
+void korch_cli_print_output_check(const korch_plan_output_check *c, bool bf16);
 korch_status korch_cli_plan_run(korch_cli_plan *p, const korch_graph *g, const korch_tensor *inputs,
                                 korch_tensor *outputs);
 void korch_cli_plan_close(korch_cli_plan *p);

@@ -138,6 +138,16 @@ static int lower(korch_cli_plan *p, korch_graph *g) {
     return 0;
 }
 
+void korch_cli_print_output_check(const korch_plan_output_check *c, bool bf16) {
+    char buf[160];
+    printf("  output %s: worst error/tolerance %.3g, max |plan - reference| %.3g",
+           korch_printable(c->name, buf, sizeof buf), c->worst_ratio, c->max_abs);
+    if (bf16)
+        printf("; off the float32 reference by %.3g%% (max), %.3g%% (mean)", c->fp32_max_rel * 100,
+               c->fp32_mean_rel * 100);
+    printf("\n");
+}
+
 int korch_cli_plan_verify(korch_cli_plan *p, korch_graph *g, const korch_tensor *inputs, int threads) {
     int rc = lower(p, g);
     if (rc) return rc;
@@ -154,14 +164,7 @@ int korch_cli_plan_verify(korch_cli_plan *p, korch_graph *g, const korch_tensor 
         printf("verification: the plan matches the reference executor on %s%s\n", inputs ? "the given inputs" : seed_text,
                bf16 ? " (bf16: the plan against the bf16 primitive graph, whose float32 graph matches the reference)"
                     : "");
-        for (int i = 0; i < c.n_outputs; i++) {
-            printf("  output %s: worst error/tolerance %.3g, max |plan - reference| %.3g", c.outputs[i].name,
-                   c.outputs[i].worst_ratio, c.outputs[i].max_abs);
-            if (bf16)
-                printf("; off the float32 reference by %.3g%% (max), %.3g%% (mean)", c.outputs[i].fp32_max_rel * 100,
-                       c.outputs[i].fp32_mean_rel * 100);
-            printf("\n");
-        }
+        for (int i = 0; i < c.n_outputs; i++) korch_cli_print_output_check(&c.outputs[i], bf16);
     } else {
         fprintf(stderr, "korch: error: verification: the plan differs from the reference executor on %s: %s\n",
                 inputs ? "the given inputs" : seed_text, c.detail);

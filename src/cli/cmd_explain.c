@@ -179,15 +179,8 @@ int korch_cmd_explain(int argc, char **argv) {
         if (plan->precision == KORCH_PRECISION_BF16)
             printf("  precision: bf16 (convolutions and matmuls on bfloat16 operands, float32 sums): the plan was "
                    "compared with the bf16 primitive graph, and its float32 graph with the reference\n");
-        for (int i = 0; i < plan->n_output_checks; i++) {
-            printf("  output %s: worst error/tolerance %.3g, max |plan - reference| %.3g",
-                   korch_printable(plan->output_checks[i].name, buf, sizeof buf), plan->output_checks[i].worst_ratio,
-                   plan->output_checks[i].max_abs);
-            if (plan->precision == KORCH_PRECISION_BF16)
-                printf("; off the float32 reference by %.3g%% (max), %.3g%% (mean)",
-                       plan->output_checks[i].fp32_max_rel * 100, plan->output_checks[i].fp32_mean_rel * 100);
-            printf("\n");
-        }
+        for (int i = 0; i < plan->n_output_checks; i++)
+            korch_cli_print_output_check(&plan->output_checks[i], plan->precision == KORCH_PRECISION_BF16);
         printf("  %d candidate kernel%s excluded while choosing: %s\n", plan->excluded, plan->excluded == 1 ? " was" : "s were",
                plan->excluded == 1 ? "its outputs differed from the interpreter's" : plan->excluded ? "their outputs differed from the interpreter's" : "none");
         for (int i = 0; i < plan->n_excluded_kernels; i++)

@@ -242,8 +242,8 @@ static void fp32_distance(const korch_tensor *got, const korch_tensor *ref, korc
  * noise level, elementwise unpredictably (ResNet-50: 5 of 1000 logits past
  * the float32 rule with its 8x sensitivity term). The interpretation with
  * the bf16 primitives' computed operands (and the float inputs) moved by
- * 2^-20 is such a second computation (perturbed_run; perturbing
- * the inputs alone moves nothing in BERT, whose inputs are token ids), so the plan's
+ * 2^-20 is such a second computation (perturbed_run; perturbing the inputs
+ * alone moves nothing in BERT, whose inputs are token ids), so the plan's
  * distance from the interpretation must be of its size: max and mean of
  * |plan - interpreted| at most BF16_NOISE_FACTOR times those of |perturbed -
  * interpreted|, plus the float32 floor (1e-4 of the largest |element|). A

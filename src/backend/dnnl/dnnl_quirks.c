@@ -269,8 +269,10 @@ static bool channels_innermost(const dnnl_memory_desc_t *md) {
 }
 
 bool dn_impl_computes(const dn_desc *d, const char *impl, const dnnl_memory_desc_t *dst, char *reason, size_t size) {
-    bool plain_dst = dst && dst->format_kind == dnnl_blocked && dst->format_desc.blocking.inner_nblks == 0;
-    if (d->params.bf16 && d->op == KORCH_LINEAR_CONV_TRANSPOSE && impl && strstr(impl, "jit_bf16_1x1") && plain_dst &&
+    bool plain = dst && dst->format_kind == dnnl_blocked && dst->format_desc.blocking.inner_nblks == 0;
+    bool binary = false;
+    for (int i = 0; i < d->n_post; i++) binary = binary || d->post[i].kind == DN_POST_BINARY;
+    if (d->params.bf16 && d->op == KORCH_LINEAR_CONV_TRANSPOSE && impl && strstr(impl, "jit_bf16_1x1") && plain &&
         d->src.ndims >= 2 && d->src.dims[1] % 2 == 1) {
         if (reason && size)
             snprintf(reason, size,
@@ -280,9 +282,6 @@ bool dn_impl_computes(const dn_desc *d, const char *impl, const dnnl_memory_desc
         return false;
     }
     if (d->op == KORCH_LINEAR_MATMUL || !impl || !strstr(impl, "gemm:jit")) return true;
-    bool binary = false;
-    for (int i = 0; i < d->n_post; i++) binary = binary || d->post[i].kind == DN_POST_BINARY;
-    bool plain = dst && dst->format_kind == dnnl_blocked && dst->format_desc.blocking.inner_nblks == 0;
     if (d->params.bf16 && binary) {
         if (reason && size)
             snprintf(reason, size,
