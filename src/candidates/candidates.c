@@ -44,6 +44,20 @@ korch_backend_kind korch_candidate_backend_for(const korch_pgraph *pg, int n, co
     return linear ? KORCH_BACKEND_DNNL : KORCH_BACKEND_CGEN;
 }
 
+int korch_candidate_second_backend(const korch_pgraph *pg, const korch_candidate *c) {
+    if (c->backend != KORCH_BACKEND_DNNL) return -1;
+    bool linear = false;
+    for (int i = 0; i < c->n_nodes; i++) {
+        const korch_pnode *n = &pg->nodes[c->nodes[i]];
+        if (n->kind != KORCH_PRIM_LINEAR) continue;
+        /* grouped float32 convolutions: the generator takes the depthwise ones
+         * (backend/cgen/expand.c) and says no to the rest when asked */
+        if (n->u.linear.op != KORCH_LINEAR_CONV || n->u.linear.group < 2 || n->u.linear.bf16) return -1;
+        linear = true;
+    }
+    return linear ? KORCH_BACKEND_CGEN : -1;
+}
+
 korch_kernel_spec korch_candidate_spec(const korch_candidate_set *set, const korch_candidate *c) {
     korch_kernel_spec s = {.pg = set->pg,
                            .n_nodes = c->n_nodes,

@@ -164,6 +164,11 @@ korch_kernel_spec korch_candidate_spec(const korch_candidate_set *set, const kor
 /* Which backend implements a set of nodes: REF for opaque, DNNL with a linear
  * primitive, CGEN otherwise; force_backend >= 0 overrides. */
 korch_backend_kind korch_candidate_backend_for(const korch_pgraph *pg, int n, const int *nodes, int force_backend);
+/* The backend that may also implement candidate c, timed beside its own
+ * one (phase 1 keeps the faster): the code generator for oneDNN candidates
+ * whose linear primitives are all grouped convolutions, which it computes
+ * as windows when they are depthwise (docs/codegen.md); -1: none. */
+int korch_candidate_second_backend(const korch_pgraph *pg, const korch_candidate *c);
 
 /* Values the partition must produce: read by later partitions or graph
  * outputs. Returns the count written to out (capacity cap). */

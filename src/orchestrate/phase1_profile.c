@@ -170,6 +170,66 @@ static korch_status remeasure_provisional(korch_candidate_set *set, const korch_
     return KORCH_OK;
 }
 
+/* Candidates a second backend may implement (korch_candidate_second_backend:
+ * oneDNN's depthwise convolutions, which the generator computes as windows
+ * and can fuse with the transposes around them) are timed by it too, with
+ * its default schedule, and run by whichever was faster; the winner is
+ * tuned in phase 2 like any kernel. A second backend that refuses or fails
+ * leaves the candidate as it was. Not under --estimate, whose roofline
+ * cannot tell the two apart. */
+static korch_status second_opinion(korch_candidate_set *set, const korch_kernel_oracle *oracle, const int *batch,
+                                   int n_batch, sig_map *sigs, int *rep_of, int *reps, korch_kernel_spec *specs,
+                                   korch_profile_result *results, int chunk, long *timed, long *switched) {
+    for (size_t h = 0; h < sigs->cap; h++) sigs->reps[h] = -1;
+    int n_reps = 0;
+    for (int b = 0; b < n_batch; b++) {
+        int ci = batch[b];
+        korch_candidate *c = &set->candidates[ci];
+        rep_of[ci] = -1;
+        int second = korch_candidate_second_backend(set->pg, c);
+        if (second < 0 || !c->profiled || c->rejected) continue;
+        int rep = sig_find_or_add(sigs, c->signature ^ (uint64_t)second * 0x9E3779B97F4A7C15ull, ci);
+        if (rep == ci) {
+            char reason[256];
+            korch_kernel_spec spec = korch_candidate_spec(set, c);
+            if (!oracle->supports || !oracle->supports(oracle->user, (korch_backend_kind)second, &spec, reason,
+                                                       sizeof reason)) {
+                rep_of[ci] = -2; /* refused: its duplicates see it through the map */
+                continue;
+            }
+            reps[n_reps++] = ci;
+        }
+        rep_of[ci] = rep;
+    }
+    for (int first = 0; first < n_reps; first += chunk) {
+        int count = n_reps - first < chunk ? n_reps - first : chunk;
+        for (int j = 0; j < count; j++) specs[j] = korch_candidate_spec(set, &set->candidates[reps[first + j]]);
+        korch_status st = oracle->profile(oracle->user, KORCH_BACKEND_CGEN, specs, count, 0, true, results);
+        if (st != KORCH_OK) return st;
+        *timed += count;
+        for (int j = 0; j < count; j++) {
+            korch_candidate *c = &set->candidates[reps[first + j]];
+            if (results[j].status == KORCH_OK && results[j].latency_ms < c->latency_ms) {
+                c->backend = KORCH_BACKEND_CGEN;
+                korch_candidate_apply_result(c, &results[j]);
+                ++*switched;
+            }
+        }
+    }
+    /* duplicates follow their representative */
+    for (int b = 0; b < n_batch; b++) {
+        int ci = batch[b], rep = rep_of[ci];
+        if (rep < 0 || rep == ci || rep_of[rep] == -2) continue;
+        korch_candidate *c = &set->candidates[ci], *r = &set->candidates[rep];
+        if (r->backend == KORCH_BACKEND_CGEN && c->backend != KORCH_BACKEND_CGEN && r->latency_ms < c->latency_ms) {
+            c->backend = KORCH_BACKEND_CGEN;
+            copy_result(c, r);
+            ++*switched;
+        }
+    }
+    return KORCH_OK;
+}
+
 korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kernel_oracle *oracle,
                                       const korch_orchestrate_options *options) {
     korch_status st = KORCH_OK;
@@ -198,7 +258,7 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
         goto done;
     }
     korch_progress bar;
-    long done_count = 0, timed = 0, from_db = 0, provisional = 0;
+    long done_count = 0, timed = 0, from_db = 0, provisional = 0, switched = 0;
     double start_ms = korch_now_ms(), phase1_start = clock_now_ms(options);
     korch_progress_begin(&bar, options->estimated ? "estimating" : "profiling", remaining, options->progress);
     for (int size = 1; size <= max_size && st == KORCH_OK; size++) {
@@ -284,6 +344,11 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
                 done_count++;
             }
             korch_progress_update(&bar, done_count, remaining);
+            if (st == KORCH_OK && kind == KORCH_BACKEND_DNNL && !options->estimated && set->force_backend < 0) {
+                korch_progress_clear(&bar);
+                st = second_opinion(set, oracle, batch, n_batch, &sigs, rep_of, reps, specs, results, chunk, &timed,
+                                    &switched);
+            }
         }
     }
     korch_progress_end(&bar);
@@ -309,6 +374,10 @@ korch_status korch_profile_candidates(korch_candidate_set *set, const korch_kern
                 "profiling: %ld distinct kernels (%ld from the profile database) for %ld candidates in %.1f s "
                 "(default schedules; the kernels plans use are tuned next)\n",
                 timed, from_db, done_count, (korch_now_ms() - start_ms) / 1e3);
+    if (options->log && st == KORCH_OK && switched > 0)
+        fprintf(options->log,
+                "profiling: %ld candidates with depthwise convolutions run faster as generated code than on oneDNN\n",
+                switched);
     if (options->log && st == KORCH_OK && provisional > 0)
         fprintf(options->log,
                 "profiling: %ld of them provisional (measured while the machine was busy; asked for again below, and "

@@ -293,6 +293,19 @@ korch_status cg_kernel_from_spec(const korch_kernel_spec *spec, cg_kernel *k, ch
             snprintf(reason, size, "spec output %d is not a value", i);
             return korch_error(KORCH_ERR_INVALID_ARGUMENT, "cgen: %s", reason);
         }
+    if (cg_spec_has_linear(spec)) {
+        /* depthwise convolutions written out as primitives the generator
+         * has (expand.c); the kernel keeps the private graph they live in */
+        cg_expanded e;
+        KORCH_TRY(cg_expand_spec(spec, &e, reason, size));
+        korch_status st = cg_kernel_from_spec(&e.spec, k, reason, size);
+        if (st == KORCH_OK) {
+            k->expanded = e.pg;
+            e.pg = NULL;
+        }
+        cg_expanded_free(&e);
+        return st;
+    }
     canon_ctx c = {.spec = spec, .k = k, .reason = reason, .size = size};
     int cap_values = spec->n_nodes + spec->n_inputs + 1;
     k->values = calloc((size_t)cap_values, sizeof *k->values);
@@ -338,6 +351,7 @@ done:
 }
 
 void cg_kernel_free(cg_kernel *k) {
+    korch_pgraph_free(k->expanded);
     free(k->values);
     free(k->nodes);
     free(k->input_spec);

@@ -74,7 +74,28 @@ typedef struct cg_kernel {
     int64_t stream_min_bytes; /* korch_profile_options.cg_stream_min_bytes (0: the last-level
                                  cache): outputs this large may stream (emit_stream.c); not
                                  part of sig, set by whoever has the options */
+    korch_pgraph *expanded;   /* owned: the primitives nodes[].pn point to when the spec had
+                                 linear primitives written out (expand.c); else NULL */
 } cg_kernel;
+
+/* ---- linear primitives as memory-bound work (expand.c) --------------------- */
+
+/* A float32 depthwise convolution (one channel per group, up to 64 taps),
+ * which the generator computes as window -> multiply -> sum. */
+bool cg_is_depthwise(const korch_pgraph *pg, const korch_pnode *n);
+bool cg_spec_has_linear(const korch_kernel_spec *spec);
+/* A private primitive graph with a copy of spec's primitives, depthwise
+ * convolutions written out, and a spec over it whose inputs and outputs
+ * correspond position by position to spec's. KORCH_ERR_UNSUPPORTED with
+ * `reason` for any other linear or an opaque primitive. */
+typedef struct cg_expanded {
+    korch_pgraph *pg;
+    korch_kernel_spec spec;
+    int n_nodes;
+    int *nodes, *inputs, *outputs;
+} cg_expanded;
+korch_status cg_expand_spec(const korch_kernel_spec *spec, cg_expanded *e, char *reason, size_t size);
+void cg_expanded_free(cg_expanded *e);
 
 /* KORCH_ERR_UNSUPPORTED with `reason` when the spec is not a memory-bound
  * kernel this generator handles. */
