@@ -44,6 +44,12 @@ korch_backend_kind korch_candidate_backend_for(const korch_pgraph *pg, int n, co
     return linear ? KORCH_BACKEND_DNNL : KORCH_BACKEND_CGEN;
 }
 
+static bool in_candidate(const korch_candidate *c, int node) {
+    for (int i = 0; i < c->n_nodes; i++)
+        if (c->nodes[i] == node) return true;
+    return false;
+}
+
 int korch_candidate_second_backend(const korch_pgraph *pg, const korch_candidate *c) {
     if (c->backend != KORCH_BACKEND_DNNL) return -1;
     bool linear = false;
@@ -53,6 +59,16 @@ int korch_candidate_second_backend(const korch_pgraph *pg, const korch_candidate
         /* grouped float32 convolutions: the generator takes the depthwise ones
          * (backend/cgen/expand.c) and says no to the rest when asked */
         if (n->u.linear.op != KORCH_LINEAR_CONV || n->u.linear.group < 2 || n->u.linear.bf16) return -1;
+        /* a channels-last one only with the layout primitive that feeds it
+         * (the layout pass's transpose): the generator folds that into
+         * channels-first loops; over a channels-last tensor its window sums
+         * read with a stride of C and measured several times slower than
+         * oneDNN on every model tried, so timing them only cost optimise
+         * time (EfficientViT +8%; docs/codegen.md) */
+        if (n->u.linear.channels_last) {
+            int from = pg->values[n->inputs[0]].producer;
+            if (from < 0 || pg->nodes[from].kind != KORCH_PRIM_LAYOUT || !in_candidate(c, from)) return -1;
+        }
         linear = true;
     }
     return linear ? KORCH_BACKEND_CGEN : -1;

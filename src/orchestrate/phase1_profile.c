@@ -177,6 +177,8 @@ static korch_status remeasure_provisional(korch_candidate_set *set, const korch_
  * tuned in phase 2 like any kernel. A second backend that refuses or fails
  * leaves the candidate as it was. Not under --estimate, whose roofline
  * cannot tell the two apart. */
+#define SECOND_TUNE_RATIO 1.5
+#define SECOND_TUNE_S 1.0
 static korch_status second_opinion(korch_candidate_set *set, const korch_kernel_oracle *oracle, const int *batch,
                                    int n_batch, sig_map *sigs, int *rep_of, int *reps, korch_kernel_spec *specs,
                                    korch_profile_result *results, int chunk, long *timed, long *switched) {
@@ -201,18 +203,32 @@ static korch_status second_opinion(korch_candidate_set *set, const korch_kernel_
         }
         rep_of[ci] = rep;
     }
-    for (int first = 0; first < n_reps; first += chunk) {
-        int count = n_reps - first < chunk ? n_reps - first : chunk;
-        for (int j = 0; j < count; j++) specs[j] = korch_candidate_spec(set, &set->candidates[reps[first + j]]);
-        korch_status st = oracle->profile(oracle->user, KORCH_BACKEND_CGEN, specs, count, 0, true, results);
-        if (st != KORCH_OK) return st;
-        *timed += count;
-        for (int j = 0; j < count; j++) {
-            korch_candidate *c = &set->candidates[reps[first + j]];
-            if (results[j].status == KORCH_OK && results[j].latency_ms < c->latency_ms) {
-                c->backend = KORCH_BACKEND_CGEN;
-                korch_candidate_apply_result(c, &results[j]);
-                ++*switched;
+    /* first the default schedules; then the close calls (the generator's
+     * default less than SECOND_TUNE_RATIO times oneDNN's time) are tuned,
+     * since the default's loop order is often what loses them */
+    for (int tuned = 0; tuned < 2; tuned++) {
+        int n_ask = 0;
+        for (int r = 0; r < n_reps; r++) {
+            const korch_candidate *c = &set->candidates[reps[r]];
+            if (!tuned || (c->backend != KORCH_BACKEND_CGEN && c->second_ms < SECOND_TUNE_RATIO * c->latency_ms))
+                reps[n_ask++] = reps[r];
+        }
+        n_reps = n_ask;
+        for (int first = 0; first < n_reps; first += chunk) {
+            int count = n_reps - first < chunk ? n_reps - first : chunk;
+            for (int j = 0; j < count; j++) specs[j] = korch_candidate_spec(set, &set->candidates[reps[first + j]]);
+            korch_status st = oracle->profile(oracle->user, KORCH_BACKEND_CGEN, specs, count,
+                                              tuned ? SECOND_TUNE_S * count : 0, !tuned, results);
+            if (st != KORCH_OK) return st;
+            *timed += count;
+            for (int j = 0; j < count; j++) {
+                korch_candidate *c = &set->candidates[reps[first + j]];
+                c->second_ms = results[j].status == KORCH_OK ? results[j].latency_ms : INFINITY;
+                if (results[j].status == KORCH_OK && results[j].latency_ms < c->latency_ms) {
+                    c->backend = KORCH_BACKEND_CGEN;
+                    korch_candidate_apply_result(c, &results[j]);
+                    ++*switched;
+                }
             }
         }
     }

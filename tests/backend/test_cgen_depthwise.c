@@ -170,7 +170,40 @@ static void test_refusals(void) {
     korch_pgraph_free(pg);
 }
 
+/* The layout pass's transposes around a channels-last depthwise
+ * convolution compose into channels-first loops: the window reads the
+ * channels-first input with a guarded contiguous load (not a clamped
+ * gather through the transpose), and the kernel is not taken for a
+ * page-striding one (which would force a tiled schedule). */
+static void test_composed_structure(void) {
+    dw_case t = {2, 144, {56, 56}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, true, false, true, true};
+    korch_pgraph *pg = cc_graph();
+    int64_t xd[4] = {1, 144, 56, 56}, wd[4] = {144, 1, 3, 3}, bd[4] = {1, 1, 1, 144};
+    int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 4, xd);
+    korch_prim_linear p = {.op = KORCH_LINEAR_CONV, .spatial = 2, .group = 144, .channels_last = true};
+    for (int d = 0; d < 2; d++) {
+        p.strides[d] = p.dilations[d] = 1;
+        p.pads_begin[d] = p.pads_end[d] = 1;
+    }
+    int y = korch_pgraph_linear(pg, &p, transpose(pg, x, true), cc_constant(pg, 4, wd, -1, 1));
+    y = cc_ew1(pg, KORCH_EW_RELU, cc_ew2(pg, KORCH_EW_ADD, y, cc_constant(pg, 4, bd, -0.5, 0.5)));
+    cc_output(pg, transpose(pg, y, false));
+    korch_kernel_spec spec;
+    cc_spec_all(pg, &spec);
+    char *src = NULL;
+    CHECK_OK(korch_cgen_source(&spec, "", NULL, &src));
+    if (src) {
+        CHECK_MSG(strstr(src, "? in0[") != NULL, "the window over the transposed input is not a guarded load of in0");
+        CHECK_MSG(strstr(src, "b0 +=") == NULL, "the composed kernel got the page-striding tiled schedule");
+    }
+    free(src);
+    cc_spec_free(&spec);
+    korch_pgraph_free(pg);
+    check_case(&t, "composed 144x56x56");
+}
+
 int main(void) {
+    test_composed_structure();
     test_cases();
     test_refusals();
     printf("max relative error %.3g\n", cc_max_err);

@@ -355,6 +355,45 @@ static const char *pointer_select(cg_emit *e, const cg_node *n, const char *key,
     return named(e, key, y->dtype, ref, *level);
 }
 
+/* The buffer a chain of plain affine layouts (transposes, broadcasts: one
+ * map each, no div, mod or table, every term in bounds over the whole
+ * output) computes value u from, with u's coordinates `raw` carried to it
+ * (in place): a guarded load can read that buffer directly. The layout
+ * pass's transpose in front of a window (a channels-last depthwise
+ * convolution whose kernel holds its transposes, cgen/expand.c) then reads
+ * with masked contiguous loads like a window over an input does. -1 when u
+ * is not such a chain over a buffer. */
+static int affine_source(cg_emit *e, int u, cg_aff *raw) {
+    for (int hops = 0; hops < 8; hops++) {
+        if (e->loc[u] != CG_LOC_COMPUTE) return e->loc[u] == CG_LOC_SCALAR ? -1 : u;
+        const cg_value *v = &e->k->values[u];
+        if (v->producer < 0) return -1;
+        const cg_node *n = &e->k->nodes[v->producer];
+        if (n->pn->kind != KORCH_PRIM_LAYOUT || n->pn->u.layout.n_maps != 1) return -1;
+        const korch_index_map *map = &n->pn->u.layout.maps[0];
+        const cg_value *x = &e->k->values[n->in[0]];
+        if (map->input_rank != x->shape.rank) return -1;
+        cg_aff next[KORCH_MAX_RANK];
+        for (int k = 0; k < map->input_rank; k++) {
+            const korch_index_term *t = &map->terms[k];
+            if (t->div > 1 || t->mod > 0 || t->table) return -1;
+            int64_t lo = t->offset, hi = t->offset;
+            next[k] = cg_aff_const(t->offset);
+            for (int j = 0; j < v->shape.rank; j++) {
+                int64_t span;
+                if (__builtin_mul_overflow(t->coef[j], v->shape.dims[j] - 1, &span) ||
+                    __builtin_add_overflow(span < 0 ? lo : hi, span, span < 0 ? &lo : &hi))
+                    return -1;
+                if (t->coef[j]) cg_aff_add(e, &next[k], &raw[j], t->coef[j]);
+            }
+            if (lo < 0 || hi >= x->shape.dims[k]) return -1;
+        }
+        for (int k = 0; k < map->input_rank; k++) raw[k] = next[k];
+        u = n->in[0];
+    }
+    return -1;
+}
+
 static const char *layout_at(cg_emit *e, const cg_node *n, const char *key, const cg_aff *c, int *level) {
     const char *selected = pointer_select(e, n, key, c, level);
     if (selected) return selected;
@@ -379,7 +418,8 @@ static const char *layout_at(cg_emit *e, const cg_node *n, const char *key, cons
             int l = cg_aff_level(e, &raw[k]);
             if (l > raw_level) raw_level = l;
         }
-        if (cond[0] && cl >= raw_level && e->loc[u] != CG_LOC_COMPUTE && e->loc[u] != CG_LOC_SCALAR) {
+        int src = cond[0] && cl >= raw_level ? affine_source(e, u, raw) : -1;
+        if (src >= 0) {
             /* a guarded load at the unclamped address where the guard varies
              * in the load's own loop: stays affine, so it vectorises as a
              * masked contiguous load instead of a gather. A guard hoisted
@@ -387,7 +427,7 @@ static const char *layout_at(cg_emit *e, const cg_node *n, const char *key, cons
              * the clamped address instead, unconditionally, then selects:
              * still affine in the loop, and gcc 12.2 -O3 miscompiles the
              * masked loads it makes of such guards (docs/codegen.md). */
-            buffer_ref(e, u, raw, names[used], sizeof names[used], &vl);
+            buffer_ref(e, src, raw, names[used], sizeof names[used], &vl);
         } else {
             const char *v = cg_value_at(e, u, in, &vl);
             snprintf(names[used], sizeof names[used], "%s", v);

@@ -44,53 +44,46 @@ bool cg_is_depthwise(const korch_pgraph *pg, const korch_pnode *n) {
     return taps <= CG_MAX_TAPS;
 }
 
-/* The window of a channels-last input: (N, O..., C, K...) from (N, I..., C),
- * in = stride * o + dilation * k - pad_begin along each spatial axis. */
-static int window_channels_last(korch_pgraph *mini, int x, const korch_prim_linear *p, const korch_shape *y,
-                                const korch_shape *w) {
+/* x with its channel axis moved: last to 1 (to_first) or 1 to last. */
+static int move_channels(korch_pgraph *mini, int x, bool to_first) {
     const korch_shape in = mini->values[x].shape;
-    int s = p->spatial;
-    korch_shape out = {.rank = 2 + 2 * s};
-    korch_index_map map = {.input_rank = in.rank};
-    out.dims[0] = in.dims[0];
-    map.terms[0] = korch_index_term_var(0);
-    for (int d = 0; d < s; d++) {
-        out.dims[1 + d] = y->dims[1 + d];
-        out.dims[2 + s + d] = w->dims[2 + d];
-        korch_index_term t = {.div = 1, .offset = -p->pads_begin[d]};
-        t.coef[1 + d] = p->strides[d];
-        t.coef[2 + s + d] = p->dilations[d];
-        map.terms[1 + d] = t;
-        int64_t last = p->strides[d] * (y->dims[1 + d] - 1) + p->dilations[d] * (w->dims[2 + d] - 1) - p->pads_begin[d];
-        if (p->pads_begin[d] > 0 || last >= in.dims[1 + d]) map.may_be_out_of_bounds = true;
+    int r = in.rank;
+    korch_shape out = {.rank = r};
+    korch_index_map map = {.input_rank = r};
+    int64_t perm[KORCH_MAX_RANK];
+    perm[0] = 0;
+    for (int j = 1; j < r; j++) perm[j] = to_first ? (j == 1 ? r - 1 : j - 1) : (j == r - 1 ? 1 : j + 1);
+    for (int j = 0; j < r; j++) {
+        out.dims[j] = in.dims[perm[j]];
+        map.terms[perm[j]] = korch_index_term_var(j);
     }
-    out.dims[1 + s] = in.dims[1 + s];
-    map.terms[1 + s] = korch_index_term_var(1 + s);
-    return korch_pgraph_layout(mini, KORCH_LAYOUT_WINDOW, 1, &x, &out, &map, 0.0);
+    int v = korch_pgraph_layout(mini, KORCH_LAYOUT_TRANSPOSE, 1, &x, &out, &map, 0.0);
+    if (v >= 0) memcpy(mini->nodes[mini->values[v].producer].u.layout.perm, perm, sizeof perm);
+    return v;
 }
 
-/* y = sum over the window of window(x) * w, the weights (C, 1, K...) viewed
- * to broadcast against the window: (C, 1..., K...) channels-first, (C, K...)
- * channels-last. */
+/* y = sum over the window of window(x) * w, the (C, 1, K...) weights viewed
+ * as (C, 1..., K...) to broadcast against the (N, C, O..., K...) window.
+ * A channels-last convolution is the same between two transposes: its sums
+ * then run along the output's last spatial axis, where the weights are one
+ * scalar per channel and tap, and a kernel that holds the layout pass's
+ * transposes around it composes them away into plain channels-first loops
+ * (the window sums run along C with (C, K...)-strided weight loads
+ * otherwise: measured several times slower). */
 static int depthwise(korch_pgraph *mini, int x, int w, const korch_prim_linear *p, const korch_shape *y) {
     int s = p->spatial;
     const korch_shape ws = mini->values[w].shape;
-    int win;
-    korch_shape view = {.rank = 1 + (p->channels_last ? 0 : s) + s};
+    if (p->channels_last && (x = move_channels(mini, x, true)) < 0) return -1;
+    korch_shape view = {.rank = 1 + 2 * s};
     view.dims[0] = ws.dims[0];
-    if (p->channels_last) {
-        win = window_channels_last(mini, x, p, y, &ws);
-        for (int d = 0; d < s; d++) view.dims[1 + d] = ws.dims[2 + d];
-    } else {
-        int64_t out[3], kernel[3];
-        for (int d = 0; d < s; d++) {
-            out[d] = y->dims[2 + d];
-            kernel[d] = ws.dims[2 + d];
-            view.dims[1 + d] = 1;
-            view.dims[1 + s + d] = kernel[d];
-        }
-        win = korch_pgraph_window(mini, x, s, kernel, p->strides, p->dilations, p->pads_begin, out, 0.0);
+    int64_t out[3], kernel[3];
+    for (int d = 0; d < s; d++) {
+        out[d] = y->dims[(p->channels_last ? 1 : 2) + d];
+        kernel[d] = ws.dims[2 + d];
+        view.dims[1 + d] = 1;
+        view.dims[1 + s + d] = kernel[d];
     }
+    int win = korch_pgraph_window(mini, x, s, kernel, p->strides, p->dilations, p->pads_begin, out, 0.0);
     if (win < 0) return -1;
     korch_index_map map;
     korch_index_map_reshape(&ws, &view, &map);
@@ -101,7 +94,8 @@ static int depthwise(korch_pgraph *mini, int x, int w, const korch_prim_linear *
     if (prod < 0) return -1;
     uint32_t axes = 0;
     for (int d = 0; d < s; d++) axes |= 1u << (2 + s + d);
-    return korch_pgraph_reduce(mini, KORCH_REDUCE_SUM, prod, axes, false);
+    int sum = korch_pgraph_reduce(mini, KORCH_REDUCE_SUM, prod, axes, false);
+    return sum >= 0 && p->channels_last ? move_channels(mini, sum, false) : sum;
 }
 
 /* A deep copy of a layout node's maps (the new node owns its tables). */
