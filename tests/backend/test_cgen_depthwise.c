@@ -202,7 +202,30 @@ static void test_composed_structure(void) {
     check_case(&t, "composed 144x56x56");
 }
 
+/* The converse: a transpose that reads its input a page apart along the
+ * output's rows is tiled by default, alone or seen through an elementwise
+ * consumer (the detection walks expressions down to the loads). */
+static void test_page_strides(void) {
+    for (int through_ew = 0; through_ew < 2; through_ew++) {
+        korch_pgraph *pg = cc_graph();
+        int64_t xd[4] = {1, 144, 56, 56};
+        int y = transpose(pg, cc_input(pg, KORCH_DTYPE_FLOAT32, 4, xd), true);
+        if (through_ew) y = cc_ew1(pg, KORCH_EW_RELU, y);
+        cc_output(pg, y);
+        korch_kernel_spec spec;
+        cc_spec_all(pg, &spec);
+        char *src = NULL;
+        CHECK_OK(korch_cgen_source(&spec, "", NULL, &src));
+        CHECK_MSG(src && strstr(src, "b0 +=") != NULL, "a page-striding transpose%s is not tiled by default",
+                  through_ew ? " under a ReLU" : "");
+        free(src);
+        cc_spec_free(&spec);
+        korch_pgraph_free(pg);
+    }
+}
+
 int main(void) {
+    test_page_strides();
     test_composed_structure();
     test_cases();
     test_refusals();

@@ -66,73 +66,78 @@ int *cg_schedule_knob(cg_schedule *s, int knob) {
 #define PAGE_STRIDE_ELEMENTS 1024
 #define PAGE_STRIDE_MIN_EXTENT 64
 
-/* Whether value v is read only through the maps of other layout primitives
- * (then those reads, composed, are what touch memory). */
-static bool read_only_by_layouts(const cg_kernel *k, int v) {
-    if (k->values[v].output_slot >= 0) return false;
-    for (int i = 0; i < k->n_nodes; i++)
-        for (int j = 0; j < k->nodes[i].n_in; j++)
-            if (k->nodes[i].in[j] == v && k->nodes[i].pn->kind != KORCH_PRIM_LAYOUT) return false;
-    return true;
-}
-
-/* The step, in elements of the buffer finally read, of one map's read per
- * unit of its output's last coordinate, carried through the chain of plain
- * affine one-map layouts below it (transposes, broadcasts: the emitter reads
- * through them in one composed address, emit_value.c). false when a term on
- * the way is not affine. */
-static bool composed_step(const cg_kernel *k, const korch_index_map *m, int input, int last, int64_t *step) {
-    int64_t coef[KORCH_MAX_RANK] = {0};
-    int rank = m->input_rank;
-    for (int t = 0; t < rank; t++) {
-        const korch_index_term *term = &m->terms[t];
-        coef[t] = term->coef[last];
-        if (coef[t] != 0 && (term->div > 1 || term->mod > 0 || term->table)) return false;
-    }
-    for (int hops = 0; hops < 8; hops++) {
-        const cg_value *v = &k->values[input];
-        const cg_node *n = v->producer >= 0 ? &k->nodes[v->producer] : NULL;
-        if (!n || n->pn->kind != KORCH_PRIM_LAYOUT || n->pn->u.layout.n_maps != 1) break;
-        const korch_index_map *mm = &n->pn->u.layout.maps[0];
-        int64_t next[KORCH_MAX_RANK] = {0};
-        bool affine = mm->input_rank <= KORCH_MAX_RANK;
-        for (int t = 0; t < mm->input_rank && affine; t++) {
-            const korch_index_term *term = &mm->terms[t];
-            if (term->div > 1 || term->mod > 0 || term->table) affine = false;
-            for (int j = 0; j < rank && affine; j++)
-                if (__builtin_mul_overflow(term->coef[j], coef[j], &(int64_t){0})) affine = false;
-                else next[t] += term->coef[j] * coef[j];
+/* Whether reading value v, with coef[t] the change of its coordinate t per
+ * unit of a pass's innermost loop coordinate, reaches a buffer (a kernel
+ * input or a reduction's result) with a stride of a page or more. Values
+ * are expressions (docs/codegen.md), so the walk goes through elementwise
+ * operands (broadcast dimensions do not move) and layout maps (composed)
+ * down to the loads; a map term that is not affine along the loop stops
+ * that path (it cannot be told). */
+static bool reads_page_strided(const cg_kernel *k, int v, const int64_t *coef, int depth) {
+    const cg_value *val = &k->values[v];
+    int rank = val->shape.rank;
+    const cg_node *n = val->producer >= 0 ? &k->nodes[val->producer] : NULL;
+    if (!n || n->pn->kind == KORCH_PRIM_REDUCE || depth > 24) {
+        if (depth > 24 || val->inline_scalar) return false;
+        int64_t stride = 1, step = 0;
+        for (int t = rank - 1; t >= 0; t--) {
+            step += coef[t] * stride;
+            stride *= val->shape.dims[t] > 0 ? val->shape.dims[t] : 1;
         }
-        if (!affine) break;
-        memcpy(coef, next, sizeof coef);
-        rank = mm->input_rank;
-        input = n->in[0];
+        return step >= PAGE_STRIDE_ELEMENTS || step <= -PAGE_STRIDE_ELEMENTS;
     }
-    const korch_shape *in = &k->values[input].shape;
-    if (rank > in->rank) return false;
-    int64_t stride = 1;
-    *step = 0;
-    for (int t = rank - 1; t >= 0; t--) {
-        *step += coef[t] * stride;
-        stride *= in->dims[t] > 0 ? in->dims[t] : 1;
+    for (int p = 0; p < n->n_in; p++) {
+        const cg_value *u = &k->values[n->in[p]];
+        int64_t next[KORCH_MAX_RANK] = {0};
+        bool moves = false, affine = true;
+        if (n->pn->kind == KORCH_PRIM_LAYOUT) {
+            if (p >= n->pn->u.layout.n_maps) continue;
+            const korch_index_map *m = &n->pn->u.layout.maps[p];
+            for (int t = 0; t < m->input_rank && t < KORCH_MAX_RANK && affine; t++) {
+                const korch_index_term *term = &m->terms[t];
+                for (int j = 0; j < rank && affine; j++) {
+                    int64_t prod;
+                    if (term->coef[j] == 0 || coef[j] == 0) continue;
+                    if (term->div > 1 || term->mod > 0 || term->table ||
+                        __builtin_mul_overflow(term->coef[j], coef[j], &prod) ||
+                        __builtin_add_overflow(next[t], prod, &next[t]))
+                        affine = false;
+                }
+                moves |= next[t] != 0;
+            }
+        } else {
+            /* elementwise: numpy broadcasting, dimensions aligned on the right */
+            for (int t = 0; t < u->shape.rank; t++) {
+                int j = t + rank - u->shape.rank;
+                next[t] = j >= 0 && u->shape.dims[t] != 1 ? coef[j] : 0;
+                moves |= next[t] != 0;
+            }
+        }
+        if (affine && moves && reads_page_strided(k, n->in[p], next, depth + 1)) return true;
     }
-    return true;
+    return false;
 }
 
 bool cg_kernel_strides_pages(const cg_kernel *k) {
-    for (int i = 0; i < k->n_nodes; i++) {
-        const cg_node *n = &k->nodes[i];
-        if (n->pn->kind != KORCH_PRIM_LAYOUT || read_only_by_layouts(k, n->out)) continue;
-        const korch_shape *out = &k->values[n->out].shape;
-        int last = out->rank - 1;
-        if (last < 0 || out->dims[last] < PAGE_STRIDE_MIN_EXTENT) continue;
-        const korch_prim_layout *l = &n->pn->u.layout;
-        for (int p = 0; p < l->n_maps && p < n->n_in; p++) {
-            int64_t step;
-            if (composed_step(k, &l->maps[p], n->in[p], last, &step) &&
-                (step >= PAGE_STRIDE_ELEMENTS || step <= -PAGE_STRIDE_ELEMENTS))
-                return true;
+    /* the passes: one per output, one per reduction (its loops run over its
+     * input); each one's innermost loop is its value's last dimension */
+    for (int i = 0; i < k->n_values + k->n_nodes; i++) {
+        int v;
+        if (i < k->n_values) {
+            if (k->values[i].output_slot < 0) continue;
+            int pr = k->values[i].producer;
+            if (pr < 0 || k->nodes[pr].pn->kind == KORCH_PRIM_REDUCE) continue;
+            v = i;
+        } else {
+            const cg_node *n = &k->nodes[i - k->n_values];
+            if (n->pn->kind != KORCH_PRIM_REDUCE) continue;
+            v = n->in[0];
         }
+        const korch_shape *s = &k->values[v].shape;
+        if (s->rank < 1 || s->dims[s->rank - 1] < PAGE_STRIDE_MIN_EXTENT) continue;
+        int64_t coef[KORCH_MAX_RANK] = {0};
+        coef[s->rank - 1] = 1;
+        if (reads_page_strided(k, v, coef, 0)) return true;
     }
     return false;
 }
