@@ -49,6 +49,7 @@ typedef struct dt_stats {
     long graphs, plans, failures, gen_errors;
     long same_plans; /* plans equal to the previous strategy's: not run again */
     long candidates; /* fused kernels run: forced candidates and strategy plans' fused kernels */
+    long second_backend; /* forced candidates run on their second backend (korch_candidate_second_backend) */
     long prims; /* primitives of all graphs */
     long excluded; /* --verify: candidate kernels verification excluded as wrong */
     long refused; /* --verify: strategies for which korch refused to return a plan */

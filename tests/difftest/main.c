@@ -50,6 +50,8 @@ static void usage(FILE *f) {
             "  --verify             the product path: plans from korch's verified driver (kernels and plans\n"
             "                       checked, wrong kernels excluded); a refused plan is REFUSED, not FAIL\n"
             "  --refused-fails      with --verify: a refused plan counts as a failure\n"
+            "  --require-second-backend  fail when no forced candidate ran on a second backend\n"
+            "                       (the generator's depthwise convolutions; regression seeds)\n"
             "  --excluded-fails     with --verify: a candidate kernel excluded for wrong values (not for\n"
             "                       failing to build or run) counts as a failure\n"
             "  --budget SECONDS     tuning budget per graph with --measure (default 2)\n"
@@ -128,6 +130,7 @@ int dt_selftest(void);
 
 int main(int argc, char **argv) {
     dt_options o = {.max_forced = 24, .forced = true, .threads = 2, .budget_s = 2, .keep_dir = "difftest-failures"};
+    bool require_second = false;
     for (int s = 0; s < KORCH_STRATEGY_COUNT; s++) o.strategy[s] = true;
     seed_list seeds = {0}, known = {0};
     unsigned long long lo = 1, hi = 20;
@@ -217,6 +220,8 @@ int main(int argc, char **argv) {
             o.verify = true;
         } else if (!strcmp(a, "--refused-fails")) {
             o.refused_fails = true;
+        } else if (!strcmp(a, "--require-second-backend")) {
+            require_second = true;
         } else if (!strcmp(a, "--excluded-fails")) {
             o.excluded_fails = true;
         } else if (!strcmp(a, "--budget")) {
@@ -355,6 +360,9 @@ int main(int argc, char **argv) {
                st.layout_graphs, st.same_layout);
     if (o.verify)
         printf("verified path: %ld candidate kernels excluded as wrong, %ld plans refused\n", st.excluded, st.refused);
+    if (st.second_backend)
+        printf("second backends: %ld candidates also run as the generator's depthwise convolutions\n",
+               st.second_backend);
     if (o.verbose)
         printf("plans equal to the previous strategy's (not run again): %ld\n", st.same_plans);
     if (o.verbose)
@@ -366,5 +374,9 @@ int main(int argc, char **argv) {
     for (int i = 0; i < known.n; i++) free(known.why[i]);
     free(seeds.v), free(seeds.why), free(known.v), free(known.why);
     if (rc) return rc;
+    if (require_second && st.second_backend == 0) {
+        printf("FAIL: --require-second-backend: no forced candidate ran on a second backend\n");
+        return 1;
+    }
     return st.failures || xpass ? 1 : 0;
 }
