@@ -172,9 +172,12 @@ static korch_status remeasure_provisional(korch_candidate_set *set, const korch_
 
 /* Candidates a second backend may implement (korch_candidate_second_backend:
  * oneDNN's depthwise convolutions, which the generator computes as windows
- * and can fuse with the transposes around them) are timed by it too, with
- * its default schedule, and run by whichever was faster; the winner is
- * tuned in phase 2 like any kernel. A second backend that refuses or fails
+ * and can fuse with the transposes around them; the generator is the only
+ * second backend) are timed by it too: its default schedule first, then,
+ * for a close call (under SECOND_TUNE_RATIO times oneDNN's time), tuned
+ * with SECOND_TUNE_S seconds per kernel, since the default's loop order is
+ * often what loses it. The faster runs the candidate; a generated winner
+ * is tuned further in phase 2 like any kernel. A refusal or a failure
  * leaves the candidate as it was. Not under --estimate, whose roofline
  * cannot tell the two apart. */
 #define SECOND_TUNE_RATIO 1.5
@@ -203,9 +206,6 @@ static korch_status second_opinion(korch_candidate_set *set, const korch_kernel_
         }
         rep_of[ci] = rep;
     }
-    /* first the default schedules; then the close calls (the generator's
-     * default less than SECOND_TUNE_RATIO times oneDNN's time) are tuned,
-     * since the default's loop order is often what loses them */
     for (int tuned = 0; tuned < 2; tuned++) {
         int n_ask = 0;
         for (int r = 0; r < n_reps; r++) {
