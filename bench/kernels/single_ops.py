@@ -185,6 +185,13 @@ class KorchLayout:
         return a
 
     def once(self):
+        # ONNX Runtime's and OpenVINO's pools, which ran just before in this
+        # process, keep spinning for tens of ms; korch's start-up look at the
+        # machine (src/cli/omp_policy.c) would count them as load and make
+        # its threads wait passively (a futex wake per kernel and run: the
+        # bimodal 0.128 / 0.257 ms of the depthwise row, 2026-11-27);
+        # bench/harness.py and bench/realzoo/run.py pause the same way
+        time.sleep(0.2)
         p = self._run(self._args() + ["--bench", str(self.k)])
         lines = [ln for ln in p.stdout.splitlines() if ln.strip()]
         m = BENCH_LINE.search(lines[-1]) if lines else None
