@@ -40,6 +40,21 @@ typedef struct korch_kernel_spec {
     const int *outputs; /* pvalues written for use outside the kernel */
 } korch_kernel_spec;
 
+/* ---- extract.c ------------------------------------------------------------ */
+
+/* Called for each node before it is copied: sets *y to the value of `sub`
+ * that stands for the node's output (built from `ins`, the node's inputs
+ * in sub) to replace the copy, or leaves it at -1 to copy the node as is;
+ * an error stops the extraction with that status. */
+typedef korch_status (*korch_extract_rewrite)(void *user, korch_pgraph *sub, const korch_pgraph *pg,
+                                              const korch_pnode *node, const int *ins, int *y);
+/* The spec's nodes as a primitive graph of their own: value i of *out is
+ * spec input i (non-constant ones become graph inputs in order; constants
+ * stay constants, borrowed from spec->pg, which must outlive *out); spec
+ * outputs are its graph outputs in order. rewrite may be NULL. */
+korch_status korch_pgraph_extract(const korch_kernel_spec *spec, korch_extract_rewrite rewrite, void *user,
+                                  korch_pgraph **out);
+
 /* Canonical signature of a kernel: its structure, parameters, shapes and
  * dtypes with every graph-specific index replaced by a position inside the
  * kernel (ir/signature.c). Equal signatures compile to the same code. */

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/ref/ref_backend.h"
 #include "core/clock.h"
 #include "verify/verify.h"
 
@@ -72,7 +71,7 @@ static void set_wrong(korch_verify_result *r, const char *fmt, const char *detai
 static void perturbed_reference(const korch_kernel_spec *spec, const korch_tensor *vals, uint64_t seed,
                                 korch_tensor *perturbed) {
     korch_pgraph *sub = NULL;
-    if (korch_ref_extract(spec, &sub) != KORCH_OK) {
+    if (korch_pgraph_extract(spec, NULL, NULL, &sub) != KORCH_OK) {
         korch_error_clear();
         return;
     }

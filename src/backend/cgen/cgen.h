@@ -80,19 +80,17 @@ typedef struct cg_kernel {
 
 /* ---- linear primitives as memory-bound work (expand.c) --------------------- */
 
-/* A float32 depthwise convolution (one channel per group, up to 64 taps),
- * which the generator computes as window -> multiply -> sum. */
-bool cg_is_depthwise(const korch_pgraph *pg, const korch_pnode *n);
 bool cg_spec_has_linear(const korch_kernel_spec *spec);
-/* A private primitive graph with a copy of spec's primitives, depthwise
- * convolutions written out, and a spec over it whose inputs and outputs
+/* A private primitive graph with a copy of spec's primitives, float32
+ * depthwise convolutions (one channel per group, up to 64 taps) written as
+ * window -> multiply -> sum, and a spec over it whose inputs and outputs
  * correspond position by position to spec's. KORCH_ERR_UNSUPPORTED with
  * `reason` for any other linear or an opaque primitive. */
 typedef struct cg_expanded {
     korch_pgraph *pg;
     korch_kernel_spec spec;
     int n_nodes;
-    int *nodes, *inputs, *outputs;
+    int *nodes, *inputs; /* outputs: pg->outputs */
 } cg_expanded;
 korch_status cg_expand_spec(const korch_kernel_spec *spec, cg_expanded *e, char *reason, size_t size);
 void cg_expanded_free(cg_expanded *e);

@@ -68,7 +68,7 @@ static korch_status build_one(const korch_kernel_spec *spec, korch_kernel **out)
     k->state = s;
     k->run = ref_run;
     k->destroy = ref_destroy;
-    korch_status st = korch_ref_extract(spec, &s->sub);
+    korch_status st = korch_pgraph_extract(spec, NULL, NULL, &s->sub);
     if (st == KORCH_OK) {
         s->inputs = calloc((size_t)s->sub->n_inputs + 1, sizeof *s->inputs);
         s->outputs = calloc((size_t)s->sub->n_outputs + 1, sizeof *s->outputs);
@@ -81,7 +81,7 @@ static korch_status build_one(const korch_kernel_spec *spec, korch_kernel **out)
             const korch_pvalue *v = &s->sub->values[s->sub->inputs[i]];
             s->inputs[i] = (korch_tensor){.dtype = v->dtype, .shape = v->shape};
         }
-        /* korch_ref_extract adds the non-constant spec inputs in order */
+        /* korch_pgraph_extract adds the non-constant spec inputs in order */
         int j = 0;
         for (int in = 0; in < spec->n_inputs; in++)
             if (!spec->pg->values[spec->inputs[in]].is_constant) s->slot[j++] = in;

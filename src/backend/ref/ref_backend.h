@@ -18,11 +18,6 @@ korch_status korch_ref_profile(const korch_kernel_spec *specs, int n, const korc
 korch_status korch_ref_build(const korch_kernel_spec *specs, const char *const *schedules, int n,
                              const korch_profile_options *options, korch_kernel **kernels);
 
-/* The kernel's nodes as a primitive graph of their own: spec inputs become
- * graph inputs (constants stay constants, borrowed), spec outputs graph
- * outputs. Used by the REF backend and by tests. */
-korch_status korch_ref_extract(const korch_kernel_spec *spec, korch_pgraph **out);
-
 /* The backend's table (backend_list.h). */
 extern const korch_backend_ops korch_backend_ops_ref;
 
