@@ -88,7 +88,6 @@ typedef struct korch_candidate {
     char schedule[256];
     char impl[160];
     char key[48]; /* the backend's profile database key (korch_profile_result.key) */
-    double second_ms; /* korch_candidate_second_backend's latency for it (phase 1), or 0 */
     /* verification (src/verify): the verdict of (key, schedule) */
     int verdict; /* korch_verdict */
     double verify_ratio; /* worst error / tolerance */
@@ -167,9 +166,9 @@ korch_kernel_spec korch_candidate_spec(const korch_candidate_set *set, const kor
 korch_backend_kind korch_candidate_backend_for(const korch_pgraph *pg, int n, const int *nodes, int force_backend);
 /* The backend that may also implement candidate c, timed beside its own
  * one (phase 1 keeps the faster): the code generator for oneDNN candidates
- * whose linear primitives are all channels-first grouped convolutions,
- * which it computes as windows when they are depthwise (docs/codegen.md);
- * -1: none. */
+ * whose linear primitives are all grouped convolutions, channels-first or
+ * channels-last with the layout primitive that feeds them inside c (it
+ * computes the depthwise ones as windows, docs/codegen.md); -1: none. */
 int korch_candidate_second_backend(const korch_pgraph *pg, const korch_candidate *c);
 
 /* Values the partition must produce: read by later partitions or graph

@@ -191,29 +191,20 @@ static korch_status second_opinion(korch_candidate_set *set, const korch_kernel_
         int ci = batch[b];
         korch_candidate *c = &set->candidates[ci];
         rep_of[ci] = -1;
-        int second = korch_candidate_second_backend(set->pg, c);
-        if (second < 0 || !c->profiled || c->rejected) continue;
-        int rep = sig_find_or_add(sigs, c->signature ^ (uint64_t)second * 0x9E3779B97F4A7C15ull, ci);
-        if (rep == ci) {
-            char reason[256];
-            korch_kernel_spec spec = korch_candidate_spec(set, c);
-            if (!oracle->supports || !oracle->supports(oracle->user, (korch_backend_kind)second, &spec, reason,
-                                                       sizeof reason)) {
-                rep_of[ci] = -2; /* refused: its duplicates see it through the map */
-                continue;
-            }
+        if (korch_candidate_second_backend(set->pg, c) != KORCH_BACKEND_CGEN || !c->profiled || c->rejected) continue;
+        rep_of[ci] = sig_find_or_add(sigs, c->signature ^ (uint64_t)KORCH_BACKEND_CGEN * 0x9E3779B97F4A7C15ull, ci);
+        if (rep_of[ci] != ci) continue;
+        char reason[256];
+        korch_kernel_spec spec = korch_candidate_spec(set, c);
+        /* a refused representative stays on oneDNN, and so do its duplicates */
+        if (oracle->supports && oracle->supports(oracle->user, KORCH_BACKEND_CGEN, &spec, reason, sizeof reason))
             reps[n_reps++] = ci;
-        }
-        rep_of[ci] = rep;
     }
-    for (int tuned = 0; tuned < 2; tuned++) {
-        int n_ask = 0;
-        for (int r = 0; r < n_reps; r++) {
-            const korch_candidate *c = &set->candidates[reps[r]];
-            if (!tuned || (c->backend != KORCH_BACKEND_CGEN && c->second_ms < SECOND_TUNE_RATIO * c->latency_ms))
-                reps[n_ask++] = reps[r];
-        }
-        n_reps = n_ask;
+    /* pass 0: default schedules; pass 1: the close calls of pass 0, tuned
+     * (kept at the front of reps as they are found: never past an entry
+     * still to be read) */
+    for (int tuned = 0; tuned < 2 && n_reps > 0; tuned++) {
+        int n_close = 0;
         for (int first = 0; first < n_reps; first += chunk) {
             int count = n_reps - first < chunk ? n_reps - first : chunk;
             for (int j = 0; j < count; j++) specs[j] = korch_candidate_spec(set, &set->candidates[reps[first + j]]);
@@ -223,19 +214,22 @@ static korch_status second_opinion(korch_candidate_set *set, const korch_kernel_
             *timed += count;
             for (int j = 0; j < count; j++) {
                 korch_candidate *c = &set->candidates[reps[first + j]];
-                c->second_ms = results[j].status == KORCH_OK ? results[j].latency_ms : INFINITY;
-                if (results[j].status == KORCH_OK && results[j].latency_ms < c->latency_ms) {
+                if (results[j].status != KORCH_OK) continue;
+                if (results[j].latency_ms < c->latency_ms) {
                     c->backend = KORCH_BACKEND_CGEN;
                     korch_candidate_apply_result(c, &results[j]);
                     ++*switched;
+                } else if (results[j].latency_ms < SECOND_TUNE_RATIO * c->latency_ms) {
+                    reps[n_close++] = reps[first + j];
                 }
             }
         }
+        n_reps = n_close;
     }
     /* duplicates follow their representative */
     for (int b = 0; b < n_batch; b++) {
         int ci = batch[b], rep = rep_of[ci];
-        if (rep < 0 || rep == ci || rep_of[rep] == -2) continue;
+        if (rep < 0 || rep == ci) continue;
         korch_candidate *c = &set->candidates[ci], *r = &set->candidates[rep];
         if (r->backend == KORCH_BACKEND_CGEN && c->backend != KORCH_BACKEND_CGEN && r->latency_ms < c->latency_ms) {
             c->backend = KORCH_BACKEND_CGEN;
