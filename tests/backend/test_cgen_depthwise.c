@@ -7,6 +7,7 @@
  * the layout pass folded in; and what the generator refuses (a grouped
  * convolution that is not depthwise, a bf16 one, a dense one, a matmul). */
 #include "cgen_check.h"
+#include "ir/indexmap.h"
 
 static const char *const dw_schedules[] = {
     "",                       /* default */
@@ -30,19 +31,10 @@ static int64_t out_dim(const dw_case *t, int d) {
 /* A permutation moving the channel axis of a rank-r tensor last (to_last)
  * or back to axis 1. */
 static int transpose(korch_pgraph *pg, int x, bool to_last) {
-    const korch_shape in = pg->values[x].shape;
-    int r = in.rank;
-    int64_t perm[KORCH_MAX_RANK];
-    perm[0] = 0;
+    int r = pg->values[x].shape.rank;
+    int64_t perm[KORCH_MAX_RANK] = {0};
     for (int j = 1; j < r; j++) perm[j] = to_last ? (j == r - 1 ? 1 : j + 1) : (j == 1 ? r - 1 : j - 1);
-    korch_shape out = {.rank = r};
-    korch_index_map m = cc_map(r);
-    for (int j = 0; j < r; j++) {
-        out.dims[j] = in.dims[perm[j]];
-        m.terms[perm[j]].coef[j] = 1;
-    }
-    int v = korch_pgraph_layout(pg, KORCH_LAYOUT_TRANSPOSE, 1, &x, &out, &m, 0.0);
-    return v;
+    return korch_pgraph_transpose(pg, x, perm);
 }
 
 static void check_case(const dw_case *t, const char *what) {

@@ -223,45 +223,42 @@ static void print_culprit(const dt_case *c, const korch_plan *one) { print_kerne
  * convolutions), with its default schedule, each in a plan of its own run
  * by korch's executor: what a measured optimise may choose, checked even
  * where the estimate keeps oneDNN. */
-static void run_second_backend(dt_case *c, korch_candidate_set *set, int ci);
+static void run_second_backend(dt_case *c, korch_candidate_set *set, int ci) {
+    korch_candidate *cand = &set->candidates[ci];
+    int second = korch_candidate_second_backend(set->pg, cand);
+    if (second < 0) return;
+    korch_kernel_spec spec = korch_candidate_spec(set, cand);
+    char reason[256];
+    if (!korch_backend_supports((korch_backend_kind)second, &spec, reason, sizeof reason)) return;
+    korch_backend_kind kind = cand->backend;
+    char schedule[sizeof cand->schedule];
+    memcpy(schedule, cand->schedule, sizeof schedule);
+    cand->backend = (korch_backend_kind)second;
+    cand->schedule[0] = '\0';
+    korch_plan *one = NULL;
+    korch_status st = dt_forced_plan(set, &ci, 1, &one);
+    cand->backend = kind;
+    memcpy(cand->schedule, schedule, sizeof schedule);
+    char label[64];
+    snprintf(label, sizeof label, "%sforced-%s#%d", c->prefix, korch_backend_name((korch_backend_kind)second), ci);
+    if (st != KORCH_OK) {
+        printf("FAIL seed %llu %s: %s\n", (unsigned long long)c->seed, label, korch_last_error());
+        fail(c);
+        return;
+    }
+    c->stats->candidates++;
+    c->stats->second_backend++;
+    if (c->o->verbose > 1) printf("  running %s\n", label), print_kernels(c, one, "  forced"), fflush(stdout);
+    if (run_plan(c, one, label) != 0) print_culprit(c, one), fail(c);
+    korch_plan_free(one);
+}
+
 static void run_second_backends(dt_case *c, korch_candidate_set *set, const int *list, int take) {
     for (int i = 0; i < take; i++) run_second_backend(c, set, list[i]);
     /* and the single convolutions, which the forced sample leaves out */
     for (int ci = 0; ci < set->n_candidates; ci++)
         if (set->candidates[ci].n_nodes == 1 && set->candidates[ci].profiled && !set->candidates[ci].rejected)
             run_second_backend(c, set, ci);
-}
-
-static void run_second_backend(dt_case *c, korch_candidate_set *set, int ci) {
-    {
-        korch_candidate *cand = &set->candidates[ci];
-        int second = korch_candidate_second_backend(set->pg, cand);
-        if (second < 0) return;
-        korch_kernel_spec spec = korch_candidate_spec(set, cand);
-        char reason[256];
-        if (!korch_backend_supports((korch_backend_kind)second, &spec, reason, sizeof reason)) return;
-        korch_backend_kind kind = cand->backend;
-        char schedule[sizeof cand->schedule];
-        memcpy(schedule, cand->schedule, sizeof schedule);
-        cand->backend = (korch_backend_kind)second;
-        cand->schedule[0] = '\0';
-        korch_plan *one = NULL;
-        korch_status st = dt_forced_plan(set, &ci, 1, &one);
-        cand->backend = kind;
-        memcpy(cand->schedule, schedule, sizeof schedule);
-        char label[64];
-        snprintf(label, sizeof label, "%sforced-%s#%d", c->prefix, korch_backend_name((korch_backend_kind)second), ci);
-        if (st != KORCH_OK) {
-            printf("FAIL seed %llu %s: %s\n", (unsigned long long)c->seed, label, korch_last_error());
-            fail(c);
-            return;
-        }
-        c->stats->candidates++;
-        c->stats->second_backend++;
-        if (c->o->verbose > 1) printf("  running %s\n", label), print_kernels(c, one, "  forced"), fflush(stdout);
-        if (run_plan(c, one, label) != 0) print_culprit(c, one), fail(c);
-        korch_plan_free(one);
-    }
 }
 
 /* The forced candidates: a seeded sample, every one in a plan of its own

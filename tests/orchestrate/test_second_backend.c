@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "ir/indexmap.h"
 #include "orchestrate/fake_oracle.h"
 #include "runtime/executor.h"
 #include "test.h"
@@ -68,19 +69,10 @@ static korch_status made_up_profile(void *user, korch_backend_kind kind, const k
 }
 
 static int transpose(korch_pgraph *pg, int x, bool to_last) {
-    const korch_shape in = pg->values[x].shape;
-    int r = in.rank;
-    korch_shape out = {.rank = r};
-    korch_index_map m = {.input_rank = r};
-    for (int j = 0; j < r; j++) {
-        int64_t from = j == 0 ? 0 : to_last ? (j == r - 1 ? 1 : j + 1) : (j == 1 ? r - 1 : j - 1);
-        out.dims[j] = in.dims[from];
-        m.terms[from].div = 1;
-        m.terms[from].coef[j] = 1;
-    }
-    for (int k = 0; k < r; k++)
-        if (m.terms[k].div == 0) m.terms[k].div = 1;
-    return korch_pgraph_layout(pg, KORCH_LAYOUT_TRANSPOSE, 1, &x, &out, &m, 0.0);
+    int r = pg->values[x].shape.rank;
+    int64_t perm[KORCH_MAX_RANK] = {0};
+    for (int j = 1; j < r; j++) perm[j] = to_last ? (j == r - 1 ? 1 : j + 1) : (j == 1 ? r - 1 : j - 1);
+    return korch_pgraph_transpose(pg, x, perm);
 }
 
 static int constant(korch_pgraph *pg, int rank, const int64_t *dims, uint64_t seed) {
