@@ -72,8 +72,12 @@ int *cg_schedule_knob(cg_schedule *s, int knob) {
  * are expressions (docs/codegen.md), so the walk goes through elementwise
  * operands (broadcast dimensions do not move) and layout maps (composed)
  * down to the loads; a map term that is not affine along the loop stops
- * that path (it cannot be told). */
-static bool reads_page_strided(const cg_kernel *k, int v, const int64_t *coef, int depth) {
+ * that path (it cannot be told). Paths that meet again are walked once per
+ * path, so the walk has a budget of visits (an answer of "no" when it runs
+ * out only costs the default schedule its tiling). */
+#define PAGE_STRIDE_VISITS 4096
+static bool reads_page_strided(const cg_kernel *k, int v, const int64_t *coef, int depth, int *budget) {
+    if (--*budget < 0) return false;
     const cg_value *val = &k->values[v];
     int rank = val->shape.rank;
     const cg_node *n = val->producer >= 0 ? &k->nodes[val->producer] : NULL;
@@ -113,7 +117,7 @@ static bool reads_page_strided(const cg_kernel *k, int v, const int64_t *coef, i
                 moves |= next[t] != 0;
             }
         }
-        if (affine && moves && reads_page_strided(k, n->in[p], next, depth + 1)) return true;
+        if (affine && moves && reads_page_strided(k, n->in[p], next, depth + 1, budget)) return true;
     }
     return false;
 }
@@ -137,7 +141,8 @@ bool cg_kernel_strides_pages(const cg_kernel *k) {
         if (s->rank < 1 || s->dims[s->rank - 1] < PAGE_STRIDE_MIN_EXTENT) continue;
         int64_t coef[KORCH_MAX_RANK] = {0};
         coef[s->rank - 1] = 1;
-        if (reads_page_strided(k, v, coef, 0)) return true;
+        int budget = PAGE_STRIDE_VISITS;
+        if (reads_page_strided(k, v, coef, 0, &budget)) return true;
     }
     return false;
 }
