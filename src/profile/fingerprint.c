@@ -72,8 +72,11 @@ korch_status korch_machine_fingerprint(int threads, const char *compiler, int sc
                                        size_t size) {
     pthread_once(&cpu_once, read_cpu_once);
     const char *model = cached_model, *isa = cached_isa;
-    int n = snprintf(text, size, "cpu=%s;isa=%s;threads=%d;compiler=%s", model, isa, threads,
-                     compiler ? compiler : "none");
+    /* cache-state: the version of the buffer-rotation rule (cache_state.c);
+     * latencies measured under another rule are another cache state, not
+     * reused (version 2: footprints of half the L3 or more stream from DRAM) */
+    int n = snprintf(text, size, "cpu=%s;isa=%s;threads=%d;compiler=%s;cache-state=%d", model, isa, threads,
+                     compiler ? compiler : "none", KORCH_CACHE_STATE_VERSION);
     /* scrubbed timings measure another cache state: never mixed with plain ones */
     if (n > 0 && (size_t)n < size && scrub_mib > 0)
         n += snprintf(text + n, size - (size_t)n, ";scrub=%dMiB", scrub_mib);

@@ -75,6 +75,20 @@ korch_status korch_profile_time(korch_timed_fn fn, void *ctx, const korch_timer_
  * x86; elsewhere nothing). */
 void korch_cache_evict(const void *p, size_t bytes);
 
+/* ---- cache_state.c ----------------------------------------------------------
+ * How many copies of a kernel's non-constant operands (footprint: bytes of
+ * its inputs and outputs) a profiler rotates over: enough that small
+ * operands come from L3, one copy for operands that stay in L3, and for
+ * footprints of half the last-level cache or more enough copies that each
+ * run streams them from memory, as in a plan (docs/profiling.md, "Cache
+ * state"). korch_llc_bytes: the last-level cache one core shares (sysfs;
+ * 32 MiB when unknown). */
+int korch_profile_buffer_sets(size_t footprint);
+int korch_profile_buffer_sets_for(size_t footprint, int64_t llc_bytes);
+int64_t korch_llc_bytes(void);
+/* Recorded in the machine fingerprint: bumped when the rule above changes. */
+#define KORCH_CACHE_STATE_VERSION 2
+
 /* ---- fingerprint.c ----------------------------------------------------------
  * What makes a latency measured on one machine valid on another: CPU model,
  * ISA flags, thread count, compiler and its version, and the cache scrub

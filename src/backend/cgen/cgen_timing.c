@@ -126,9 +126,7 @@ korch_status cg_pool_prepare(cg_pool *p, const cg_kernel *k, int *n_sets, void *
     korch_status st = operands(k, vals);
     size_t footprint = 0;
     for (int i = 0; i < per && st == KORCH_OK; i++) footprint += value_bytes(vals[i]);
-    size_t target = (size_t)4 << 20;
-    int sets_needed = footprint >= target ? 1 : (int)((target + footprint - 1) / (footprint ? footprint : 1));
-    if (sets_needed > 64) sets_needed = 64;
+    int sets_needed = korch_profile_buffer_sets(footprint);
     /* region sizes (a little slack after every buffer), then pointers */
     size_t need[N_CLASSES] = {0}, need_out = 0;
     for (int i = 0; i < per && st == KORCH_OK; i++) {

@@ -20,40 +20,16 @@
 #include <stdlib.h>
 
 #include "backend/cgen/emit.h"
+#include "profile/profile.h"
 
 #define LANES 16
-
-/* The last-level cache of the CPU this runs on, from sysfs: glibc's
- * sysconf(_SC_LEVEL3_CACHE_SIZE) reports the whole package's L3 (384 MiB on
- * this EPYC), not the 32 MiB slice a core can use. */
-static int64_t llc_bytes(void) {
-    int64_t best = 0;
-    for (int i = 0; i < 8; i++) {
-        char path[96], buf[32];
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        if (fgets(buf, sizeof buf, f)) {
-            char *end;
-            long long v = strtoll(buf, &end, 10);
-            if (*end == 'K') v <<= 10;
-            else if (*end == 'M') v <<= 20;
-            if (v > best) best = v;
-        }
-        fclose(f);
-    }
-    return best > 0 ? best : (int64_t)32 << 20;
-}
 
 int64_t cg_stream_min_bytes(const cg_kernel *k) {
     /* korch_profile_options.cg_stream_min_bytes lowers the threshold so tests
      * can cover this path on small tensors (it changes the generated source,
      * hence the compiled-object hash) */
     if (k->stream_min_bytes > 0) return k->stream_min_bytes;
-    static _Atomic int64_t cached;
-    int64_t c = cached;
-    if (c == 0) cached = c = llc_bytes();
-    return c;
+    return korch_llc_bytes();
 }
 
 bool cg_stream_applies(const cg_emit *e, int value, int P) {

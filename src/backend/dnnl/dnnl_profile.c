@@ -21,8 +21,8 @@
 #include "backend/dnnl/dnnl_internal.h"
 #include "profile/profile.h"
 
-/* Timing buffers: enough copies of the non-constant inputs and the output
- * that one sweep exceeds the L2 caches (the cgen profiler's rule), so each
+/* Timing buffers: copies of the non-constant inputs and the output, as many
+ * as korch_profile_buffer_sets says (the rule both profilers share), so each
  * run finds its operands in L3 or DRAM as inside a plan. */
 typedef struct bufset {
     int n_sets, per;
@@ -47,9 +47,7 @@ static korch_status bufset_alloc(const korch_kernel_spec *spec, bufset *b) {
         if (i < spec->n_inputs && v->is_constant) continue;
         footprint += (size_t)korch_shape_numel(&v->shape) * korch_dtype_size(v->dtype);
     }
-    size_t target = (size_t)4 << 20;
-    b->n_sets = footprint >= target ? 1 : (int)((target + footprint - 1) / (footprint ? footprint : 1));
-    if (b->n_sets > 64) b->n_sets = 64;
+    b->n_sets = korch_profile_buffer_sets(footprint);
     b->per = spec->n_inputs + spec->n_outputs;
     b->ptrs = calloc((size_t)(b->n_sets * b->per), sizeof *b->ptrs);
     b->owned = calloc((size_t)(b->n_sets * b->per), sizeof *b->owned);

@@ -1,0 +1,59 @@
+/* Where a profiled kernel finds its operands: how many copies of its inputs
+ * and outputs the profilers rotate over (docs/profiling.md, "Cache state").
+ * Both backends' timers use this one rule, so a generated kernel and a
+ * oneDNN kernel of the same size are measured in the same cache state. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "profile/profile.h"
+
+/* The last-level cache a core can use, from sysfs: glibc's
+ * sysconf(_SC_LEVEL3_CACHE_SIZE) reports the whole package's L3 (384 MiB on
+ * an EPYC of 12 chiplets), not the 32 MiB slice one core shares. */
+static int64_t read_llc_bytes(void) {
+    int64_t best = 0;
+    for (int i = 0; i < 8; i++) {
+        char path[96], buf[32];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        if (fgets(buf, sizeof buf, f)) {
+            char *end;
+            long long v = strtoll(buf, &end, 10);
+            if (*end == 'K') v <<= 10;
+            else if (*end == 'M') v <<= 20;
+            if (v > best) best = v;
+        }
+        fclose(f);
+    }
+    return best > 0 ? best : (int64_t)32 << 20;
+}
+
+int64_t korch_llc_bytes(void) {
+    static _Atomic int64_t cached;
+    int64_t c = cached;
+    if (c == 0) cached = c = read_llc_bytes();
+    return c;
+}
+
+int korch_profile_buffer_sets_for(size_t footprint, int64_t llc) {
+    const size_t small = (size_t)4 << 20;
+    if (footprint == 0) return 1;
+    if (footprint < small) {
+        /* one sweep of all copies exceeds the L2 caches: operands come from
+         * L3, as from a producer that ran shortly before */
+        size_t k = (small + footprint - 1) / footprint;
+        return k > 64 ? 64 : (int)k;
+    }
+    if (llc <= 0 || footprint < (size_t)llc / 2) return 1; /* stays in L3 between runs */
+    /* Half the L3 or more: inside a plan such operands do not survive in L3
+     * between their producer and their consumer (the other kernels' traffic
+     * and the LRU-like replacement of a cyclic sweep evict them), but one copy
+     * swept again and again mostly does: a 33.5 MB softmax input was read at
+     * 124 GB/s in profile against 45 GB/s of copy bandwidth (bench/kernels/
+     * RESULTS.md). Enough copies that two uses of one are 2 x L3 apart. */
+    size_t k = ((size_t)llc * 2 + footprint - 1) / footprint;
+    return k < 1 ? 1 : (int)k;
+}
+
+int korch_profile_buffer_sets(size_t footprint) { return korch_profile_buffer_sets_for(footprint, korch_llc_bytes()); }
