@@ -45,13 +45,16 @@ int korch_profile_buffer_sets_for(size_t footprint, int64_t llc) {
         size_t k = (small + footprint - 1) / footprint;
         return k > 64 ? 64 : (int)k;
     }
-    if (llc <= 0 || footprint < (size_t)llc / 2) return 1; /* stays in L3 between runs */
-    /* Half the L3 or more: inside a plan such operands do not survive in L3
-     * between their producer and their consumer (the other kernels' traffic
-     * and the LRU-like replacement of a cyclic sweep evict them), but one copy
-     * swept again and again mostly does: a 33.5 MB softmax input was read at
-     * 124 GB/s in profile against 45 GB/s of copy bandwidth (bench/kernels/
-     * RESULTS.md). Enough copies that two uses of one are 2 x L3 apart. */
+    if (llc <= 0 || footprint < (size_t)llc) return 1; /* stays in L3 between runs */
+    /* As large as the L3 or larger: such operands do not all fit even in a
+     * plan, and the graph inputs among them arrive from DRAM, but one copy
+     * swept again and again is mostly served by the L3 (whose replacement is
+     * not a strict LRU): a 32 MiB softmax input was read at 124 GB/s in
+     * profile against 45 GB/s of copy bandwidth (bench/kernels/RESULTS.md).
+     * Enough copies that two uses of one are 2 x L3 apart. Smaller
+     * footprints keep one copy: between a producer and its consumer in a plan
+     * a tensor of half the L3 mostly stays there (YOLOv4's 11 MB activations:
+     * rotating them too predicted the plan 30% slow, bench/RESULTS.md). */
     size_t k = ((size_t)llc * 2 + footprint - 1) / footprint;
     return k < 1 ? 1 : (int)k;
 }

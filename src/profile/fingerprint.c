@@ -74,7 +74,7 @@ korch_status korch_machine_fingerprint(int threads, const char *compiler, int sc
     const char *model = cached_model, *isa = cached_isa;
     /* cache-state: the version of the buffer-rotation rule (cache_state.c);
      * latencies measured under another rule are another cache state, not
-     * reused (version 2: footprints of half the L3 or more stream from DRAM) */
+     * reused (version 2: footprints of the L3 size or more stream from DRAM) */
     int n = snprintf(text, size, "cpu=%s;isa=%s;threads=%d;compiler=%s;cache-state=%d", model, isa, threads,
                      compiler ? compiler : "none", KORCH_CACHE_STATE_VERSION);
     /* scrubbed timings measure another cache state: never mixed with plain ones */

@@ -79,7 +79,7 @@ void korch_cache_evict(const void *p, size_t bytes);
  * How many copies of a kernel's non-constant operands (footprint: bytes of
  * its inputs and outputs) a profiler rotates over: enough that small
  * operands come from L3, one copy for operands that stay in L3, and for
- * footprints of half the last-level cache or more enough copies that each
+ * footprints of the last-level cache's size or more enough copies that each
  * run streams them from memory, as in a plan (docs/profiling.md, "Cache
  * state"). korch_llc_bytes: the last-level cache one core shares (sysfs;
  * 32 MiB when unknown). */

@@ -7,6 +7,49 @@
 
 #include "backend/cgen/emit.h"
 
+/* cg_expf, the float exponential of generated kernels. With AVX-512 its
+ * vector variants are korch's own: the vector loops of a softmax spent half
+ * their time in glibc's _ZGVeN16v_expf (bench/kernels/RESULTS.md,
+ * 2026-11-27). Cody-Waite reduction by ln 2 in two parts, a degree-6
+ * polynomial (ONNX Runtime's MLAS coefficients) and vscalefps, which scales
+ * into the subnormal range, to 0 and to infinity as IEEE says; the clamp to
+ * [-104, 89] changes no result (exp is 0 or inf beyond) and keeps NaN (maxps
+ * and minps return their second operand when one is NaN). Checked on every
+ * float in [-104, 89]: at most 0.87 ulp from the double-precision
+ * exponential (glibc's vector expf: 2.55 ulp), and the same 0 / inf / NaN
+ * (tests/backend/test_cgen_accuracy.c). The four variants gcc may call
+ * (vector lengths 16, 8 and 4) are defined here and hidden, so every kernel
+ * object carries its own; the scalar cg_expf, for loops gcc leaves scalar,
+ * is a tail call to libm's expf (written in assembly: a C definition would
+ * make gcc derive the variants from it instead). Without AVX-512, or with
+ * another compiler or C library, cg_expf is expf (libmvec as above). */
+static void cg_emit_prelude_expf(cg_buf *out) {
+    cg_buf_printf(out,
+                  "#if defined(CG_SIMD) && defined(__AVX512F__) && defined(__AVX512VL__) && defined(__ELF__)\n"
+                  "#include <immintrin.h>\n"
+                  "CG_SIMD float cg_expf(float) __attribute__((visibility(\"hidden\")));\n"
+                  "__asm__(\".pushsection .text\\n.globl cg_expf\\n.hidden cg_expf\\n.type cg_expf, @function\\n\"\n"
+                  "        \"cg_expf:\\n\\tjmp expf@PLT\\n.size cg_expf, .-cg_expf\\n.popsection\\n\");\n"
+                  "#define CG_EXP_BODY(P, V)                                                            \\\n"
+                  "    V c = P##_min_ps(P##_set1_ps(89.0f), P##_max_ps(P##_set1_ps(-104.0f), x));      \\\n"
+                  "    V m = P##_roundscale_ps(P##_mul_ps(c, P##_set1_ps(0x1.715476p+0f)),             \\\n"
+                  "                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);          \\\n"
+                  "    V r = P##_fmadd_ps(m, P##_set1_ps(-0x1.62e400p-1f), c);                          \\\n"
+                  "    r = P##_fmadd_ps(m, P##_set1_ps(-0x1.7f7d1cp-20f), r);                           \\\n"
+                  "    V p = P##_fmadd_ps(P##_set1_ps(0x1.694000p-10f), r, P##_set1_ps(0x1.125edcp-7f)); \\\n"
+                  "    p = P##_fmadd_ps(p, r, P##_set1_ps(0x1.555b5ap-5f));                             \\\n"
+                  "    p = P##_fmadd_ps(p, r, P##_set1_ps(0x1.555450p-3f));                             \\\n"
+                  "    p = P##_fmadd_ps(p, r, P##_set1_ps(0x1.fffff6p-2f));                             \\\n"
+                  "    p = P##_fmadd_ps(p, r, P##_set1_ps(1.0f));                                       \\\n"
+                  "    p = P##_fmadd_ps(p, r, P##_set1_ps(1.0f));                                       \\\n"
+                  "    return P##_scalef_ps(p, m);\n"
+                  "__attribute__((visibility(\"hidden\"))) __m512 _ZGVeN16v_cg_expf(__m512 x) { CG_EXP_BODY(_mm512, __m512) }\n"
+                  "__attribute__((visibility(\"hidden\"))) __m256 _ZGVdN8v_cg_expf(__m256 x) { CG_EXP_BODY(_mm256, __m256) }\n"
+                  "__attribute__((visibility(\"hidden\"))) __m256 _ZGVcN8v_cg_expf(__m256 x) { CG_EXP_BODY(_mm256, __m256) }\n"
+                  "__attribute__((visibility(\"hidden\"))) __m128 _ZGVbN4v_cg_expf(__m128 x) { CG_EXP_BODY(_mm, __m128) }\n"
+                  "#else\n#define cg_expf expf\n#endif\n\n");
+}
+
 /* libmvec: declaring the maths functions `simd` lets gcc call glibc's vector
  * variants (_ZGVeN16v_expf, ...) without -ffast-math, so inf and NaN keep their
  * IEEE meaning; the accuracy of these variants is tested in
@@ -24,6 +67,7 @@ void cg_emit_prelude(cg_buf *out) {
                        "CG_SIMD float tanhf(float); CG_SIMD float erff(float); CG_SIMD float log1pf(float);\n"
                        "CG_SIMD double tanh(double); CG_SIMD double erf(double); CG_SIMD double log1p(double);\n"
                        "#endif\n#endif\n\n");
+    cg_emit_prelude_expf(out);
     cg_buf_printf(out, "#if defined(__GNUC__)\n#define CG_UNUSED __attribute__((unused))\n#else\n#define CG_UNUSED\n#endif\n");
     /* Stack arrays (scratch values, reduction accumulators, row caches) are
      * declared 64-byte aligned: GCC 12.2 at -O3 -fopenmp with AVX-512 placed a

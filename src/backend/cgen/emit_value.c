@@ -60,6 +60,7 @@ static const char *half_round(korch_dtype dt) { return dt == KORCH_DTYPE_BFLOAT1
 /* The C expression of one elementwise function. */
 static void ew_expr(const korch_prim_elementwise *ew, char v[3][64], bool dbl, char *out, size_t n) {
     const char *f = dbl ? "" : "f";
+    const char *ex = dbl ? "exp" : "cg_expf"; /* the prelude's float exponential (emit_function.c) */
     const char *A = v[0], *B = v[1], *C = v[2];
     korch_dtype lt = dbl ? KORCH_DTYPE_FLOAT64 : KORCH_DTYPE_FLOAT32;
     char al[64], be[64], one[64], zero[64];
@@ -71,25 +72,25 @@ static void ew_expr(const korch_prim_elementwise *ew, char v[3][64], bool dbl, c
     case KORCH_EW_COPY: case KORCH_EW_CAST: snprintf(out, n, "%s", A); break;
     case KORCH_EW_NEG: snprintf(out, n, "-%s", A); break;
     case KORCH_EW_ABS: snprintf(out, n, "fabs%s(%s)", f, A); break;
-    case KORCH_EW_EXP: snprintf(out, n, "exp%s(%s)", f, A); break;
+    case KORCH_EW_EXP: snprintf(out, n, "%s(%s)", ex, A); break;
     case KORCH_EW_LOG: snprintf(out, n, "log%s(%s)", f, A); break;
     case KORCH_EW_SQRT: snprintf(out, n, "sqrt%s(%s)", f, A); break;
     case KORCH_EW_RSQRT: snprintf(out, n, "%s / sqrt%s(%s)", one, f, A); break;
     case KORCH_EW_RECIP: snprintf(out, n, "%s / %s", one, A); break;
     case KORCH_EW_TANH: snprintf(out, n, "tanh%s(%s)", f, A); break;
     case KORCH_EW_ERF: snprintf(out, n, "erf%s(%s)", f, A); break;
-    case KORCH_EW_SIGMOID: snprintf(out, n, "%s / (%s + exp%s(-%s))", one, one, f, A); break;
+    case KORCH_EW_SIGMOID: snprintf(out, n, "%s / (%s + %s(-%s))", one, one, ex, A); break;
     case KORCH_EW_RELU: snprintf(out, n, "(%s > %s || %s != %s) ? %s : %s", A, zero, A, A, A, zero); break;
     case KORCH_EW_FLOOR: snprintf(out, n, "floor%s(%s)", f, A); break;
     case KORCH_EW_CEIL: snprintf(out, n, "ceil%s(%s)", f, A); break;
     case KORCH_EW_SIN: snprintf(out, n, "sin%s(%s)", f, A); break;
     case KORCH_EW_COS: snprintf(out, n, "cos%s(%s)", f, A); break;
     case KORCH_EW_SOFTPLUS:
-        snprintf(out, n, "(%s > %s ? %s : %s) + log1p%s(exp%s(-fabs%s(%s)))", A, zero, A, zero, f, f, f, A);
+        snprintf(out, n, "(%s > %s ? %s : %s) + log1p%s(%s(-fabs%s(%s)))", A, zero, A, zero, f, ex, f, A);
         break;
     case KORCH_EW_NOT: snprintf(out, n, "%s == %s", A, zero); break;
     case KORCH_EW_LEAKY_RELU: snprintf(out, n, "%s >= %s ? %s : %s * %s", A, zero, A, al, A); break;
-    case KORCH_EW_ELU: snprintf(out, n, "%s >= %s ? %s : %s * (exp%s(%s) - %s)", A, zero, A, al, f, A, one); break;
+    case KORCH_EW_ELU: snprintf(out, n, "%s >= %s ? %s : %s * (%s(%s) - %s)", A, zero, A, al, ex, A, one); break;
     case KORCH_EW_CLIP: snprintf(out, n, "%s < %s ? %s : (%s > %s ? %s : %s)", A, al, al, A, be, be, A); break;
     case KORCH_EW_AFFINE: snprintf(out, n, "%s * %s + %s", al, A, be); break;
     case KORCH_EW_POWC:
