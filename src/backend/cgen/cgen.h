@@ -113,9 +113,11 @@ typedef struct cg_schedule {
                  * buffer for later passes; 2 = short reduced suffixes (windows) accumulate per
                  * element of the last kept axis, which becomes the vector loop */
     int stream; /* 1: non-temporal stores for outputs larger than the last-level cache */
+    int fetch;  /* 1: fused kernels with a reduction prefetch the next outer iteration's input
+                 * slab (emit_function.c); whether it pays depends on the CPU, so it is tuned */
 } cg_schedule;
 
-#define CG_KNOBS 8
+#define CG_KNOBS 9
 /* Whether a layout primitive of k reads its input with a stride of a page or
  * more along its output's innermost dimension (schedule_space.c). Such kernels are
  * always tiled: the tile knob's 0 means CG_PAGE_STRIDE_TILE for them. */

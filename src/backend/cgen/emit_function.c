@@ -145,10 +145,14 @@ static void reset(cg_emit *e) {
 /* Fused mode runs a row's passes over data in L1/L2, and the row's first
  * pass waits on DRAM. Prefetching the next outer iteration's slab of each
  * input while this one computes overlaps the two: softmax [8192, 1024]
- * 3.1 -> 2.3 ms (docs/codegen.md). Only kernels with a reduction pass: a
- * single streaming pass is covered by the hardware prefetcher, and the
- * prefetch loop cost erf-GELU 15%. Inputs qualify when their leading P dims
- * are the fused dims, so the next slab follows the current one in memory. */
+ * 3.1 -> 2.3 ms on the machine of that session (docs/codegen.md); on a Zen 4
+ * the same prefetch loop made it 25% slower (1.9 -> 2.4 ms: its hardware
+ * prefetchers do the job, and the loop's instructions compete with the
+ * exponential's), so it is a schedule knob (fetch) the tuner settles per
+ * kernel and machine. Only kernels with a reduction pass: a single
+ * streaming pass is covered by the hardware prefetcher, and the prefetch
+ * loop cost erf-GELU 15%. Inputs qualify when their leading P dims are the
+ * fused dims, so the next slab follows the current one in memory. */
 static void prefetch_next_slab(cg_emit *e, const cg_nest *common) {
     int P = e->P;
     int64_t outer_n = 1;
@@ -195,7 +199,7 @@ static void attempt(cg_emit *e, const plan *pl, int P) {
         for (int d = 0; d < P; d++) e->outer[d] = common.sym[d];
         bool reduces = false;
         for (int i = 0; i < pl->n; i++) reduces |= pl->node[i] >= 0;
-        if (!flat && reduces) prefetch_next_slab(e, &common);
+        if (!flat && reduces && e->s->fetch) prefetch_next_slab(e, &common);
         /* a flat nest of output passes, tiled and swapped: staged tiles */
         if (flat && !reduces && !stream && common.tiled && common.swapped && pl->n <= CG_STAGE_MAX) e->stage = &stage;
     }

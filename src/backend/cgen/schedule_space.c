@@ -1,4 +1,4 @@
-/* The schedule space of generated kernels: eight knobs, each over a short
+/* The schedule space of generated kernels: nine knobs, each over a short
  * ordered list of values, so that "one step along a knob" (the tuner's
  * coordinate descent) is well defined. Schedules travel as text in plans and
  * in the profile database; the parser accepts exactly what the formatter
@@ -18,8 +18,9 @@ static const int tile_values[] = {0, 8, 16, 32, 64};
 static const int order_values[] = {0, 1};
 static const int red_values[] = {0, 1, 2, 3};
 static const int stream_values[] = {0, 1};
+static const int fetch_values[] = {1, 0};
 
-static const char knob_letter[CG_KNOBS] = {'p', 'g', 'v', 'u', 't', 'o', 'r', 's'};
+static const char knob_letter[CG_KNOBS] = {'p', 'g', 'v', 'u', 't', 'o', 'r', 's', 'f'};
 
 int cg_schedule_domain(int knob, const int **values) {
 #define DOMAIN(arr)                                                                                \
@@ -36,6 +37,7 @@ int cg_schedule_domain(int knob, const int **values) {
     case 5: DOMAIN(order_values);
     case 6: DOMAIN(red_values);
     case 7: DOMAIN(stream_values);
+    case 8: DOMAIN(fetch_values);
     default: *values = NULL; return 0;
     }
 #undef DOMAIN
@@ -51,6 +53,7 @@ int *cg_schedule_knob(cg_schedule *s, int knob) {
     case 5: return &s->order;
     case 6: return &s->red;
     case 7: return &s->stream;
+    case 8: return &s->fetch;
     default: return NULL;
     }
 }
@@ -179,7 +182,7 @@ static int64_t kernel_work(const cg_kernel *k) {
  * per element, such as erf-GELU). */
 cg_schedule cg_schedule_default(const cg_kernel *k) {
     cg_schedule s = {.par = kernel_work(k) >= parallel_work() ? 2 : 0, .grain = 0, .vec = 1, .unroll = 1, .tile = 0,
-                      .order = 0, .red = 3, .stream = 1};
+                      .order = 0, .red = 3, .stream = 1, .fetch = 1};
     /* tiled, and the point loops run along the input's rows, the output
      * staged through the tile (emit_stage.c) */
     if (cg_kernel_strides_pages(k)) s.tile = CG_PAGE_STRIDE_TILE, s.order = 1;
@@ -205,11 +208,12 @@ int cg_schedule_quick(const cg_kernel *k, cg_schedule out[CG_QUICK_MAX]) {
     return 2;
 }
 
-/* The stream knob came last (generator cg6) and is written only when on, so
- * schedules of older plans read unchanged as stream 0. */
+/* The stream knob (generator cg6) and the fetch knob (cg9) came last and are
+ * written only when they differ from what older generators did (".s1",
+ * ".f0"), so schedules of older plans read unchanged: stream 0, fetch 1. */
 void cg_schedule_format(const cg_schedule *s, char *buf, size_t size) {
-    snprintf(buf, size, "p%d.g%d.v%d.u%d.t%d.o%d.r%d%s", s->par, s->grain, s->vec, s->unroll, s->tile, s->order, s->red,
-             s->stream ? ".s1" : "");
+    snprintf(buf, size, "p%d.g%d.v%d.u%d.t%d.o%d.r%d%s%s", s->par, s->grain, s->vec, s->unroll, s->tile, s->order, s->red,
+             s->stream ? ".s1" : "", s->fetch ? "" : ".f0");
 }
 
 static bool in_domain(int knob, int v) {
@@ -223,9 +227,22 @@ static bool in_domain(int knob, int v) {
 bool cg_schedule_parse(const char *text, cg_schedule *s) {
     if (!text) return false;
     cg_schedule r = {0};
+    r.fetch = 1;
     const char *p = text;
     for (int knob = 0; knob < CG_KNOBS; knob++) {
-        if (*p++ != knob_letter[knob]) return false;
+        /* knobs from the stream knob on are optional, each written only
+         * with the value that is not its default */
+        bool optional = knob >= 7;
+        if (optional && *p == '\0') break;
+        if (knob > 0 && *p++ != '.') return false;
+        if (*p != knob_letter[knob]) {
+            if (optional) {
+                p--; /* give the '.' back: the next optional knob may follow */
+                continue;
+            }
+            return false;
+        }
+        p++;
         if (*p < '0' || *p > '9') return false;
         int v = 0, digits = 0;
         while (*p >= '0' && *p <= '9') {
@@ -233,10 +250,9 @@ bool cg_schedule_parse(const char *text, cg_schedule *s) {
             v = v * 10 + (*p++ - '0');
         }
         if (!in_domain(knob, v)) return false;
+        if (knob == 7 && v == 0) return false; /* ".s0" is never written */
+        if (knob == 8 && v == 1) return false; /* nor ".f1" */
         *cg_schedule_knob(&r, knob) = v;
-        if (knob == CG_KNOBS - 1 && v == 0) return false; /* ".s0" is never written */
-        if (knob == CG_KNOBS - 2 && *p == '\0') break;     /* no stream field: 0 */
-        if (knob + 1 < CG_KNOBS && *p++ != '.') return false;
     }
     if (*p != '\0') return false;
     *s = r;
