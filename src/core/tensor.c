@@ -3,6 +3,7 @@
 #include "core/half.h"
 
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,8 +171,20 @@ korch_status korch_tensor_alloc(korch_tensor *t, korch_dtype dtype, const korch_
     }
     if (esize == 0) return korch_error(KORCH_ERR_UNSUPPORTED, "dtype %s is not supported", korch_dtype_name(dtype));
     size_t bytes = (size_t)n * esize;
-    /* Allocate at least one element so zero-sized tensors still have a valid pointer. */
-    t->data = calloc(bytes ? bytes : esize, 1);
+    /* At least one element, so zero-sized tensors still have a valid pointer;
+     * 64-byte aligned, so vector loads and non-temporal stores of generated
+     * kernels do not split cache lines: calloc's 16-byte alignment made a
+     * row softmax on graph inputs and outputs 10% slower (bench/kernels/
+     * RESULTS.md, 2026-11-27). Zeroed, as calloc would. */
+    size_t want = bytes ? bytes : esize;
+    if (want > SIZE_MAX - 63) {
+        char buf[128];
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes for a %s tensor of shape %s", bytes,
+                           korch_dtype_name(dtype), korch_shape_format(shape, buf, sizeof buf));
+    }
+    want = (want + 63) & ~(size_t)63;
+    t->data = aligned_alloc(64, want);
+    if (t->data) memset(t->data, 0, want);
     if (!t->data) {
         char buf[128];
         return korch_error(KORCH_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes for a %s tensor of shape %s", bytes,
