@@ -69,21 +69,34 @@ int korch_tuner_propose(korch_tuner *t, korch_tune_point *out, int max) {
         t->phase = 1;
         return n;
     }
-    /* descent: stop when the last round did not move the best point */
-    if (t->best < 0 || t->center == t->best) {
+    /* Descent from the best point while the last round moved it. The
+     * start's own neighbours are timed in the first round too, whichever
+     * point is best: the start is the schedule expected to be good (the
+     * default, or the best quick one), and one disturbed measurement of it
+     * lets a random point win and the descent stay in that point's basin:
+     * on a busy host the softmax's default timed 3.4 ms instead of about 2,
+     * and its neighbour with the prefetch off (1.9 ms) was never visited
+     * (bench/kernels/RESULTS.md, 2026-11-27). */
+    if (t->best < 0) {
         t->phase = 2;
         return 0;
     }
+    int start = find(t, &t->start), centers[2], nc = 0;
+    if (t->center != t->best) centers[nc++] = t->best;
+    if (!t->start_descended && start >= 0 && start != t->best && (t->center < 0 || nc == 0)) centers[nc++] = start;
     t->center = t->best;
-    korch_tune_point c = t->seen[t->best];
-    for (int k = 0; k < t->n_knobs && n < max; k++)
-        for (int dir = -1; dir <= 1 && n < max; dir += 2) {
-            int v = c.k[k] + dir;
-            if (v < 0 || v >= t->size[k]) continue;
-            korch_tune_point p = c;
-            p.k[k] = (int8_t)v;
-            if (add(t, &p)) out[n++] = p;
-        }
+    for (int i = 0; i < nc; i++) {
+        if (centers[i] == start) t->start_descended = true;
+        korch_tune_point c = t->seen[centers[i]];
+        for (int k = 0; k < t->n_knobs && n < max; k++)
+            for (int dir = -1; dir <= 1 && n < max; dir += 2) {
+                int v = c.k[k] + dir;
+                if (v < 0 || v >= t->size[k]) continue;
+                korch_tune_point p = c;
+                p.k[k] = (int8_t)v;
+                if (add(t, &p)) out[n++] = p;
+            }
+    }
     if (n == 0) t->phase = 2;
     return n;
 }
