@@ -253,10 +253,10 @@ double korch_profile_hook_run_ms(double measured_ms);
  * Explore, then exploit ("droplet search", Canesche et al. 2024): time the
  * start point and `explore` random points, then repeatedly time the unvisited
  * +-1 neighbours of the best point along every knob, moving to the best of
- * them while that improves, within `budget` trials. The start's own
- * neighbours are always timed (budget permitting), even when another
- * point is best: a noisy first measurement of the start must not hide
- * them. Points are index vectors
+ * them while that improves, within `budget` trials. The first descent
+ * round also times the start's own neighbours when another point is best:
+ * a noisy first measurement of the start must not hide them. Points are
+ * index vectors
  * (knob k takes values 0..size[k]-1). The tuner only proposes; the caller
  * times (in batches across kernels) and reports. */
 #define KORCH_TUNER_MAX_KNOBS 12
@@ -277,7 +277,6 @@ typedef struct korch_tuner {
     int best;          /* index into seen, -1 before any report */
     int center;        /* best when the current descent round was proposed */
     int pending;       /* proposed, not yet reported */
-    bool start_descended; /* the start's neighbours were proposed */
     uint64_t rng;
 } korch_tuner;
 

@@ -83,10 +83,9 @@ int korch_tuner_propose(korch_tuner *t, korch_tune_point *out, int max) {
     }
     int start = find(t, &t->start), centers[2], nc = 0;
     if (t->center != t->best) centers[nc++] = t->best;
-    if (!t->start_descended && start >= 0 && start != t->best && (t->center < 0 || nc == 0)) centers[nc++] = start;
+    if (t->center < 0 && start >= 0 && start != t->best) centers[nc++] = start; /* the first round */
     t->center = t->best;
     for (int i = 0; i < nc; i++) {
-        if (centers[i] == start) t->start_descended = true;
         korch_tune_point c = t->seen[centers[i]];
         for (int k = 0; k < t->n_knobs && n < max; k++)
             for (int dir = -1; dir <= 1 && n < max; dir += 2) {

@@ -218,6 +218,13 @@ static void print_kernels(const dt_case *c, const korch_plan *one, const char *t
 }
 static void print_culprit(const dt_case *c, const korch_plan *one) { print_kernels(c, one, "CULPRIT"); }
 
+/* One forced candidate's plan, run by korch's executor and compared. */
+static void run_forced_with_executor(dt_case *c, const korch_plan *one, const char *label) {
+    c->stats->candidates++;
+    if (c->o->verbose > 1) printf("  running %s\n", label), print_kernels(c, one, "  forced"), fflush(stdout);
+    if (run_plan(c, one, label) != 0) print_culprit(c, one), fail(c);
+}
+
 /* The twin, on its second backend, of every sampled candidate phase 1 may
  * give to one (korch_candidate_second_backend: the generator's depthwise
  * convolutions), with its default schedule, each in a plan of its own run
@@ -246,10 +253,8 @@ static void run_second_backend(dt_case *c, korch_candidate_set *set, int ci) {
         fail(c);
         return;
     }
-    c->stats->candidates++;
     c->stats->second_backend++;
-    if (c->o->verbose > 1) printf("  running %s\n", label), print_kernels(c, one, "  forced"), fflush(stdout);
-    if (run_plan(c, one, label) != 0) print_culprit(c, one), fail(c);
+    run_forced_with_executor(c, one, label);
     korch_plan_free(one);
 }
 
@@ -289,9 +294,7 @@ static korch_status run_forced(dt_case *c, korch_candidate_set *set) {
             char label[64];
             snprintf(label, sizeof label, "%sforced#%d", c->prefix, list[i]);
             if (dt_forced_plan(set, &list[i], 1, &one) != KORCH_OK) continue;
-            if (c->o->verbose > 1) printf("  running %s\n", label), print_kernels(c, one, "  forced"), fflush(stdout);
-            c->stats->candidates++;
-            if (run_plan(c, one, label) != 0) print_culprit(c, one), fail(c);
+            run_forced_with_executor(c, one, label);
             korch_plan_free(one);
         }
         free_outputs(g, got);

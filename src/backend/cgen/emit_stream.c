@@ -17,7 +17,6 @@
  * instead serialises the write-combining buffers (measured 25% slower on
  * the 5-op chain). */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "backend/cgen/emit.h"
 #include "profile/profile.h"
