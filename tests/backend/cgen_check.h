@@ -64,9 +64,19 @@ static inline int cc_constant(korch_pgraph *pg, int rank, const int64_t *dims, d
     return korch_pgraph_add_constant(pg, &t);
 }
 
+/* When positive, every cc_nan_every-th float input element (from the 4th) is
+ * a NaN, to check the NaN handling of max/min paths against the interpreter. */
+static int cc_nan_every = 0;
+
 static inline void cc_fill(korch_tensor *t, double lo, double hi) {
     int64_t n = korch_tensor_numel(t);
     for (int64_t i = 0; i < n; i++) {
+        if (cc_nan_every > 0 && i % cc_nan_every == 3 &&
+            (t->dtype == KORCH_DTYPE_FLOAT32 || t->dtype == KORCH_DTYPE_FLOAT64)) {
+            if (t->dtype == KORCH_DTYPE_FLOAT32) ((float *)t->data)[i] = NAN;
+            else ((double *)t->data)[i] = NAN;
+            continue;
+        }
         switch (t->dtype) {
         case KORCH_DTYPE_FLOAT32: ((float *)t->data)[i] = (float)cc_uniform(lo, hi); break;
         case KORCH_DTYPE_FLOAT64: ((double *)t->data)[i] = cc_uniform(lo, hi); break;

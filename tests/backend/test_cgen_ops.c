@@ -292,6 +292,33 @@ static void test_layouts(void) {
         cc_check(pg, cc_schedules, CC_N_SCHED, -2, 2, "max pool window");
         korch_pgraph_free(pg);
     }
+    /* NaN inputs of a pooling window: the kept-inner max/min (red bit 2)
+     * takes a fast maximum and sweeps a row again with the NaN-sticky
+     * update only when it saw a NaN; exactly the outputs whose windows hold
+     * one must be NaN. Rows with and without NaNs (every 37th element of
+     * [2, 12, 40]: some rows have none), stride 1, pad 1, max and min. */
+    for (int op = 0; op < 2; op++) {
+        korch_pgraph *pg = cc_graph();
+        int64_t d[3] = {2, 12, 40};
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d);
+        korch_index_map m = cc_map(3);
+        m.terms[0].coef[0] = 1;
+        m.terms[1].coef[1] = 1, m.terms[1].coef[3] = 1, m.terms[1].offset = -1;
+        m.terms[2].coef[2] = 1, m.terms[2].coef[4] = 1, m.terms[2].offset = -1;
+        m.may_be_out_of_bounds = true;
+        korch_shape o = {5, {2, 12, 40, 3, 3}};
+        korch_reduce_op rop = op ? KORCH_REDUCE_MIN : KORCH_REDUCE_MAX;
+        int w = korch_pgraph_layout(pg, KORCH_LAYOUT_WINDOW, 1, &x, &o, &m, op ? INFINITY : -INFINITY);
+        int y = korch_pgraph_reduce(pg, rop, w, (1u << 3) | (1u << 4), false);
+        cc_output(pg, y);
+        static const char *const nan_sched[] = {"", "p0.g0.v0.u1.t0.o0.r2", "p2.g0.v1.u2.t0.o0.r3.s1",
+                                                "p1.g0.v3.u1.t0.o0.r2", "p1.g4.v3.u4.t8.o1.r1"};
+        cc_nan_every = 37;
+        cc_check(pg, nan_sched, (int)(sizeof nan_sched / sizeof nan_sched[0]), -2, 2,
+                 op ? "min pool window with NaNs" : "max pool window with NaNs");
+        cc_nan_every = 0;
+        korch_pgraph_free(pg);
+    }
 }
 
 

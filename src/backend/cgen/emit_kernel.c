@@ -231,34 +231,37 @@ bool cg_kept_inner(const cg_schedule *s, const cg_value *x, uint32_t axes) {
            x->shape.dims[K - 1] <= KEPT_INNER_MAX_AXIS && x->shape.dims[K - 1] > 1;
 }
 
-/* The reduced suffix [K, R) with the last kept axis K-1 innermost: one
- * accumulator per element of axis K-1 (a stack array), so the loop over
- * output pixels vectorises instead of the 3-9 element window. */
-static void emit_kept_inner(cg_emit *e, const cg_node *n, const bool *red, int P, int K, const cg_nest *main_ns,
-                            const char *dst, const char *init, const char *cnt, bool mixed, bool cache) {
+/* One sweep of the reduced suffix [K, R) into the accumulator array `acc`
+ * (one element per element of the last kept axis K-1, the vector loop).
+ * With `nan_flag` (max/min only) the update is a plain compare-select, one
+ * vmaxps on the loop-carried chain, and a NaN input only sets the flag (an
+ * OR off the chain); without it the update is the NaN-sticky select of
+ * combine(), whose three-op chain halved the 3x3 max-pool's speed. */
+static void kept_inner_sweep(cg_emit *e, const cg_node *n, int P, int K, const cg_nest *main_ns, const cg_nest *in,
+                             const char *acc, const char *init, const char *nan_flag, bool cache) {
     const korch_prim_reduce *r = &n->pn->u.reduce;
-    const cg_value *x = &e->k->values[n->in[0]], *y = &e->k->values[n->out];
+    const cg_value *x = &e->k->values[n->in[0]];
     int R = x->shape.rank;
-    int64_t E = x->shape.dims[K - 1];
-    bool additive = r->op != KORCH_REDUCE_MAX && r->op != KORCH_REDUCE_MIN, is_mean = r->op == KORCH_REDUCE_MEAN;
-    char acc[24], s[400];
-    snprintf(acc, sizeof acc, "a%d", e->n_tmp++);
-    cg_stmt(e, e->depth - 1, "%s %s[%lld] CG_ALIGN;", cg_ctype(x->dtype), acc, (long long)E);
-    cg_nest in = {.n = 1, .ext = {E}};
+    bool additive = r->op != KORCH_REDUCE_MAX && r->op != KORCH_REDUCE_MIN;
+    char s[400], clause[48] = "";
+    cg_nest ini = *in;
     cg_loop_opts simd = {.simd = true};
-    cg_nest_open(e, &in, &simd);
-    cg_stmt(e, e->depth - 1, "%s[x%d] = %s;", acc, in.sym[0], init);
-    cg_nest_close(e, &in);
+    cg_nest_open(e, &ini, &simd);
+    cg_stmt(e, e->depth - 1, "%s[x%d] = %s;", acc, ini.sym[0], init);
+    cg_nest_close(e, &ini);
     cg_nest suf = {.n = R - K};
     for (int d = K; d < R; d++) suf.ext[d - K] = x->shape.dims[d];
     cg_loop_opts plain = {0};
     cg_nest_open(e, &suf, &plain);
-    cg_nest_open(e, &in, &simd);
+    cg_nest lane = *in;
+    if (nan_flag) snprintf(clause, sizeof clause, " reduction(|:%s)", nan_flag);
+    cg_loop_opts lo = {.simd = true, .simd_clause = nan_flag ? clause : NULL};
+    cg_nest_open(e, &lane, &lo);
     cg_aff xc[KORCH_MAX_RANK];
     for (int d = 0; d < R; d++)
         xc[d] = d < P ? cg_aff_sym(e->outer[d])
                 : d < K - 1 ? cg_aff_sym(main_ns->sym[d - P])
-                : d == K - 1 ? cg_aff_sym(in.sym[0]) : cg_aff_sym(suf.sym[d - K]);
+                : d == K - 1 ? cg_aff_sym(lane.sym[0]) : cg_aff_sym(suf.sym[d - K]);
     int lvl;
     const char *v = cg_value_at(e, n->in[0], xc, &lvl);
     if (cache) {
@@ -268,14 +271,47 @@ static void emit_kept_inner(cg_emit *e, const cg_node *n, const bool *red, int P
         cg_aff_str(&ilin, s, sizeof s);
         cg_stmt(e, e->depth - 1, "rc%d[%s] = %s;", n->in[0], s, v);
     }
-    if (additive) cg_stmt(e, e->depth - 1, "%s[x%d] += %s;", acc, in.sym[0], v);
-    else {
-        char a[48];
-        snprintf(a, sizeof a, "%s[x%d]", acc, in.sym[0]);
-        combine(e, r->op == KORCH_REDUCE_MAX, a, v);
-    }
-    cg_nest_close(e, &in);
+    char a[48];
+    snprintf(a, sizeof a, "%s[x%d]", acc, lane.sym[0]);
+    if (additive) cg_stmt(e, e->depth - 1, "%s += %s;", a, v);
+    else if (nan_flag)
+        cg_stmt(e, e->depth - 1, "%s = %s %s %s ? %s : %s; %s |= %s != %s;", a, v,
+                r->op == KORCH_REDUCE_MAX ? ">" : "<", a, v, a, nan_flag, v, v);
+    else combine(e, r->op == KORCH_REDUCE_MAX, a, v);
+    cg_nest_close(e, &lane);
     cg_nest_close(e, &suf);
+}
+
+/* The reduced suffix [K, R) with the last kept axis K-1 innermost: one
+ * accumulator per element of axis K-1 (a stack array), so the loop over
+ * output pixels vectorises instead of the 3-9 element window. A max/min
+ * sweeps with the fast update and a NaN flag; a row whose inputs held a NaN
+ * is swept again with the NaN-sticky update, so only the outputs whose
+ * windows hold the NaN become NaN. */
+static void emit_kept_inner(cg_emit *e, const cg_node *n, const bool *red, int P, int K, const cg_nest *main_ns,
+                            const char *dst, const char *init, const char *cnt, bool mixed, bool cache) {
+    const korch_prim_reduce *r = &n->pn->u.reduce;
+    const cg_value *x = &e->k->values[n->in[0]], *y = &e->k->values[n->out];
+    int R = x->shape.rank;
+    int64_t E = x->shape.dims[K - 1];
+    bool additive = r->op != KORCH_REDUCE_MAX && r->op != KORCH_REDUCE_MIN, is_mean = r->op == KORCH_REDUCE_MEAN;
+    char acc[24], flag[24] = "", s[400];
+    snprintf(acc, sizeof acc, "a%d", e->n_tmp++);
+    cg_stmt(e, e->depth - 1, "%s %s[%lld] CG_ALIGN;", cg_ctype(x->dtype), acc, (long long)E);
+    cg_nest in = {.n = 1, .ext = {E}};
+    if (!additive) {
+        snprintf(flag, sizeof flag, "n%d", e->n_tmp++);
+        cg_stmt(e, e->depth - 1, "int %s = 0;", flag);
+    }
+    kept_inner_sweep(e, n, P, K, main_ns, &in, acc, init, additive ? NULL : flag, cache);
+    if (!additive) {
+        char head[64];
+        snprintf(head, sizeof head, "%*sif (%s)", 4 * (e->depth + 1), "", flag);
+        cg_loop_open_raw(e, "", head);
+        kept_inner_sweep(e, n, P, K, main_ns, &in, acc, init, NULL, false);
+        cg_loop_close(e);
+    }
+    cg_loop_opts simd = {.simd = true};
     cg_nest_open(e, &in, &simd);
     cg_aff yc[KORCH_MAX_RANK];
     int oc = 0;
