@@ -36,7 +36,7 @@ int64_t korch_llc_bytes(void) {
     return c;
 }
 
-int korch_profile_buffer_sets_for(size_t footprint, int64_t llc) {
+int korch_profile_buffer_sets_for(size_t footprint, size_t input_bytes, int64_t llc) {
     const size_t small = (size_t)4 << 20;
     if (footprint == 0) return 1;
     if (footprint < small) {
@@ -51,12 +51,22 @@ int korch_profile_buffer_sets_for(size_t footprint, int64_t llc) {
      * swept again and again is mostly served by the L3 (whose replacement is
      * not a strict LRU): a 32 MiB softmax input was read at 124 GB/s in
      * profile against 45 GB/s of copy bandwidth (bench/kernels/RESULTS.md).
-     * Enough copies that two uses of one are 2 x L3 apart. Smaller
-     * footprints keep one copy: between a producer and its consumer in a plan
-     * a tensor of half the L3 mostly stays there (YOLOv4's 11 MB activations:
+     * Enough copies that two uses of one are 2 x L3 of *input* traffic
+     * apart: outputs written with non-temporal stores (the stream knob)
+     * bypass the L3, so counting them let a softmax's sum-and-divide keep
+     * its whole 32 MiB input in the L3 between runs (profiled 0.67 ms, 100
+     * GB/s; 1.37 ms in the plan). Copies are capped at 8 x L3 of memory in
+     * all (kernels with small inputs and large outputs). Smaller footprints
+     * keep one copy: between a producer and its consumer in a plan a tensor
+     * of half the L3 mostly stays there (YOLOv4's 11 MB activations:
      * rotating them too predicted the plan 30% slow, bench/RESULTS.md). */
-    size_t k = ((size_t)llc * 2 + footprint - 1) / footprint;
+    size_t basis = input_bytes > 0 && input_bytes < footprint ? input_bytes : footprint;
+    size_t k = ((size_t)llc * 2 + basis - 1) / basis;
+    size_t cap = (size_t)llc * 8 / footprint;
+    if (k > cap) k = cap;
     return k < 1 ? 1 : (int)k;
 }
 
-int korch_profile_buffer_sets(size_t footprint) { return korch_profile_buffer_sets_for(footprint, korch_llc_bytes()); }
+int korch_profile_buffer_sets(size_t footprint, size_t input_bytes) {
+    return korch_profile_buffer_sets_for(footprint, input_bytes, korch_llc_bytes());
+}

@@ -77,17 +77,17 @@ void korch_cache_evict(const void *p, size_t bytes);
 
 /* ---- cache_state.c ----------------------------------------------------------
  * How many copies of a kernel's non-constant operands (footprint: bytes of
- * its inputs and outputs) a profiler rotates over: enough that small
- * operands come from L3, one copy for operands that stay in L3, and for
- * footprints of the last-level cache's size or more enough copies that each
- * run streams them from memory, as in a plan (docs/profiling.md, "Cache
- * state"). korch_llc_bytes: the last-level cache one core shares (sysfs;
- * 32 MiB when unknown). */
-int korch_profile_buffer_sets(size_t footprint);
-int korch_profile_buffer_sets_for(size_t footprint, int64_t llc_bytes);
+ * its inputs and outputs; input_bytes: of its inputs alone) a profiler
+ * rotates over: enough that small operands come from L3, one copy for
+ * operands that stay in L3, and for footprints of the last-level cache's
+ * size or more enough copies that each run streams its inputs from memory,
+ * as in a plan (docs/profiling.md, "Cache state"). korch_llc_bytes: the
+ * last-level cache one core shares (sysfs; 32 MiB when unknown). */
+int korch_profile_buffer_sets(size_t footprint, size_t input_bytes);
+int korch_profile_buffer_sets_for(size_t footprint, size_t input_bytes, int64_t llc_bytes);
 int64_t korch_llc_bytes(void);
 /* Recorded in the machine fingerprint: bumped when the rule above changes. */
-#define KORCH_CACHE_STATE_VERSION 2
+#define KORCH_CACHE_STATE_VERSION 3
 
 /* ---- fingerprint.c ----------------------------------------------------------
  * What makes a latency measured on one machine valid on another: CPU model,

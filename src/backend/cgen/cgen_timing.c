@@ -124,9 +124,12 @@ korch_status cg_pool_prepare(cg_pool *p, const cg_kernel *k, int *n_sets, void *
     const cg_value **vals = malloc(((size_t)per + 1) * sizeof *vals);
     if (!vals) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "profiling buffers: out of memory");
     korch_status st = operands(k, vals);
-    size_t footprint = 0;
-    for (int i = 0; i < per && st == KORCH_OK; i++) footprint += value_bytes(vals[i]);
-    int sets_needed = korch_profile_buffer_sets(footprint);
+    size_t footprint = 0, input_bytes = 0;
+    for (int i = 0; i < per && st == KORCH_OK; i++) {
+        footprint += value_bytes(vals[i]);
+        if (i < n_in) input_bytes += value_bytes(vals[i]);
+    }
+    int sets_needed = korch_profile_buffer_sets(footprint, input_bytes);
     /* region sizes (a little slack after every buffer), then pointers */
     size_t need[N_CLASSES] = {0}, need_out = 0;
     for (int i = 0; i < per && st == KORCH_OK; i++) {

@@ -41,13 +41,15 @@ static void bufset_free(bufset *b) {
 static korch_status bufset_alloc(const korch_kernel_spec *spec, bufset *b) {
     memset(b, 0, sizeof *b);
     const korch_pgraph *pg = spec->pg;
-    size_t footprint = 0;
+    size_t footprint = 0, input_bytes = 0;
     for (int i = 0; i < spec->n_inputs + spec->n_outputs; i++) {
         const korch_pvalue *v = &pg->values[i < spec->n_inputs ? spec->inputs[i] : spec->outputs[i - spec->n_inputs]];
         if (i < spec->n_inputs && v->is_constant) continue;
-        footprint += (size_t)korch_shape_numel(&v->shape) * korch_dtype_size(v->dtype);
+        size_t bytes = (size_t)korch_shape_numel(&v->shape) * korch_dtype_size(v->dtype);
+        footprint += bytes;
+        if (i < spec->n_inputs) input_bytes += bytes;
     }
-    b->n_sets = korch_profile_buffer_sets(footprint);
+    b->n_sets = korch_profile_buffer_sets(footprint, input_bytes);
     b->per = spec->n_inputs + spec->n_outputs;
     b->ptrs = calloc((size_t)(b->n_sets * b->per), sizeof *b->ptrs);
     b->owned = calloc((size_t)(b->n_sets * b->per), sizeof *b->owned);
