@@ -23,9 +23,16 @@ typedef struct cg_aff {
     int64_t off;
 } cg_aff;
 
+/* What a temporary symbol holds, for cg_aff_fold: floor(arg / k) or
+ * arg mod k (loop variables and other temporaries: none). */
+enum { CG_DEF_NONE, CG_DEF_DIV, CG_DEF_MOD };
+
 typedef struct cg_sym {
     int64_t lo, hi;
     int level; /* loop level defining it; -1 = kernel scope */
+    int def;   /* CG_DEF_* */
+    int64_t def_k;
+    cg_aff def_arg;
 } cg_sym;
 
 typedef struct cg_memo {
@@ -89,6 +96,10 @@ cg_aff cg_aff_floordiv(cg_emit *e, const cg_aff *a, int64_t d);
 cg_aff cg_aff_mod(cg_emit *e, const cg_aff *a, int64_t m);
 cg_aff cg_aff_clamp(cg_emit *e, const cg_aff *a, int64_t lo, int64_t hi);
 cg_aff cg_aff_table(cg_emit *e, const cg_aff *index, const int64_t *table, int64_t size);
+/* Rewrites m*floor(E/m) + (E mod m) as E wherever a (nested) pair of such
+ * terms appears: the address of a reshape that merges dimensions is then
+ * the plain linear index again. */
+void cg_aff_fold(cg_emit *e, cg_aff *a);
 
 /* loop nests (emit_kernel.c) */
 typedef struct cg_nest {
@@ -125,6 +136,11 @@ void cg_point_loop_header(char *buf, size_t size, int indent, int sym, const cha
 void cg_region_open(cg_emit *e);
 void cg_region_close(cg_emit *e);
 void cg_emit_output_pass(cg_emit *e, int value, int slot);
+/* " simd simdlen(N)..." for a loop with options o under the vec knob, or "" */
+void cg_simd_pragma(cg_emit *e, const cg_loop_opts *o, char *buf, size_t size);
+/* An output pass whose innermost loop is split where a concat switches
+ * input (emit_split.c); false, having emitted nothing, when none applies. */
+bool cg_emit_split_pass(cg_emit *e, int value, int slot);
 
 /* Staged tiles (emit_stage.c). A nest tiled with its last two loops swapped
  * (t>0, o1) runs its point loops down the output's columns; its outputs are

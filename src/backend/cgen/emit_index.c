@@ -221,6 +221,27 @@ static void split(cg_emit *e, const cg_aff *a, int64_t d, cg_aff *q, cg_aff *r) 
 
 static int64_t floordiv(int64_t a, int64_t d) { return a / d - (a % d < 0); }
 
+/* Records what a new temporary holds (the first definition wins: a memoised
+ * temporary has the same text, so the same meaning). */
+static cg_aff defined(cg_emit *e, cg_aff t, int kind, int64_t k, const cg_aff *arg) {
+    if (t.n == 1 && t.coef[0] == 1 && t.off == 0 && e->syms[t.sym[0]].def == CG_DEF_NONE) {
+        cg_sym *s = &e->syms[t.sym[0]];
+        s->def = kind;
+        s->def_k = k;
+        s->def_arg = *arg;
+    }
+    return t;
+}
+
+static bool aff_equal(const cg_aff *a, const cg_aff *b) {
+    if (a->n != b->n || a->off != b->off) return false;
+    for (int i = 0; i < a->n; i++)
+        if (a->sym[i] != b->sym[i] || a->coef[i] != b->coef[i]) return false;
+    return true;
+}
+
+static bool is_plain_sym(const cg_aff *a) { return a->n == 1 && a->coef[0] == 1 && a->off == 0; }
+
 cg_aff cg_aff_floordiv(cg_emit *e, const cg_aff *a, int64_t d) {
     if (d <= 1) return *a;
     cg_aff q, r;
@@ -233,7 +254,54 @@ cg_aff cg_aff_floordiv(cg_emit *e, const cg_aff *a, int64_t d) {
     cg_aff_str(a, s, sizeof s);
     if (lo >= 0) snprintf(text, sizeof text, "(%s) / %lld", s, (long long)d);
     else snprintf(text, sizeof text, "cg_fdiv(%s, %lld)", s, (long long)d);
-    return int_temp(e, text, floordiv(lo, d), floordiv(hi, d), cg_aff_level(e, a));
+    return defined(e, int_temp(e, text, floordiv(lo, d), floordiv(hi, d), cg_aff_level(e, a)), CG_DEF_DIV, d, a);
+}
+
+/* One rewrite of cg_aff_fold: term i is c * (E mod m); a term j equal to
+ * c*m * floor(A / mT), where floor(A / mT) differs from floor(E / m) by an
+ * affine amount, absorbs it. floor(E/m) is taken as floor(A'/mT) with
+ * (A', mT) = (A0, d0*m) when E is itself floor(A0/d0) (floor(floor(x/a)/b)
+ * = floor(x/(a*b))), else (E, m); floor(A/mT) = qA + floor(rA/mT) for A =
+ * mT*qA + rA, so equal remainders rA = rA' make the two floors differ by
+ * qA - qA'. Then c*m*floor(A/mT) + c*(E mod m) = c*E + c*m*(qA - qA'). */
+static bool fold_once(cg_emit *e, cg_aff *a, int i) {
+    const cg_sym *ms = &e->syms[a->sym[i]];
+    int64_t c = a->coef[i], m = ms->def_k, mT = m, want;
+    const cg_aff *E = &ms->def_arg;
+    cg_aff AT = *E;
+    if (is_plain_sym(E) && e->syms[E->sym[0]].def == CG_DEF_DIV) {
+        const cg_sym *ds = &e->syms[E->sym[0]];
+        if (__builtin_mul_overflow(ds->def_k, m, &mT)) return false;
+        AT = ds->def_arg;
+    }
+    if (__builtin_mul_overflow(c, m, &want)) return false;
+    cg_aff qT, rT;
+    split(e, &AT, mT, &qT, &rT);
+    for (int j = 0; j < a->n; j++) {
+        const cg_sym *dj = &e->syms[a->sym[j]];
+        if (j == i || a->coef[j] != want || dj->def != CG_DEF_DIV || dj->def_k != mT) continue;
+        cg_aff qj, rj;
+        split(e, &dj->def_arg, mT, &qj, &rj);
+        if (!aff_equal(&rj, &rT)) continue;
+        if (a->n - 2 + E->n + qj.n + qT.n > CG_AFF_TERMS) return false;
+        cg_aff t = *a, si = cg_aff_sym(a->sym[i]), sj = cg_aff_sym(a->sym[j]);
+        cg_aff_add(e, &t, &si, -c);
+        cg_aff_add(e, &t, &sj, -want);
+        cg_aff_add(e, &t, E, c);
+        cg_aff_add(e, &t, &qj, want);
+        cg_aff_add(e, &t, &qT, -want);
+        *a = t;
+        return true;
+    }
+    return false;
+}
+
+void cg_aff_fold(cg_emit *e, cg_aff *a) {
+    for (bool changed = true; changed && e->st == KORCH_OK;) {
+        changed = false;
+        for (int i = 0; i < a->n && !changed; i++)
+            if (e->syms[a->sym[i]].def == CG_DEF_MOD) changed = fold_once(e, a, i);
+    }
 }
 
 cg_aff cg_aff_mod(cg_emit *e, const cg_aff *a, int64_t m) {
@@ -247,7 +315,7 @@ cg_aff cg_aff_mod(cg_emit *e, const cg_aff *a, int64_t m) {
     cg_aff_str(&r, s, sizeof s);
     if (lo >= 0) snprintf(text, sizeof text, "(%s) %% %lld", s, (long long)m);
     else snprintf(text, sizeof text, "cg_fmod(%s, %lld)", s, (long long)m);
-    return int_temp(e, text, 0, m - 1, cg_aff_level(e, &r));
+    return defined(e, int_temp(e, text, 0, m - 1, cg_aff_level(e, &r)), CG_DEF_MOD, m, &r);
 }
 
 cg_aff cg_aff_clamp(cg_emit *e, const cg_aff *a, int64_t lo, int64_t hi) {

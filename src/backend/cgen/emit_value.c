@@ -45,6 +45,7 @@ cg_aff cg_linear(cg_emit *e, const korch_shape *shape, const cg_aff *c) {
         if (shape->dims[d] != 1) cg_aff_add(e, &lin, &c[d], stride);
         stride *= shape->dims[d];
     }
+    cg_aff_fold(e, &lin);
     return lin;
 }
 
