@@ -141,6 +141,11 @@ void cg_simd_pragma(cg_emit *e, const cg_loop_opts *o, char *buf, size_t size);
 /* An output pass whose innermost loop is split where a concat switches
  * input (emit_split.c); false, having emitted nothing, when none applies. */
 bool cg_emit_split_pass(cg_emit *e, int value, int slot);
+/* Whether `value` has split points in its innermost dimension (the fused
+ * nest then leaves that dimension to the value's own pass). */
+bool cg_split_applies(const cg_emit *e, int value);
+/* f when table[i] == floor((i + q) / f) for all i (q in *q), else 0. */
+int64_t cg_table_as_div(const int64_t *table, int64_t size, int64_t *q);
 
 /* Staged tiles (emit_stage.c). A nest tiled with its last two loops swapped
  * (t>0, o1) runs its point loops down the output's columns; its outputs are

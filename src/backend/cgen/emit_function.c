@@ -333,6 +333,11 @@ korch_status cg_emit_kernel(const cg_kernel *k, const cg_schedule *s, const char
         if (pl->node[i] < 0 && k->values[pl->value[i]].shape.rank == Pmax && Pmax > 0 &&
             cg_stream_applies(&e, pl->value[i], Pmax - 1))
             Pmax--;
+    /* so does an output whose innermost loop is split (emit_split.c) */
+    for (int i = 0; i < pl->n; i++)
+        if (pl->node[i] < 0 && k->values[pl->value[i]].shape.rank == Pmax && Pmax > 1 &&
+            cg_split_applies(&e, pl->value[i]))
+            Pmax--;
     for (int P = Pmax; P >= 0; P--) {
         cg_buf_free(&file);
         attempt(&e, pl, P);

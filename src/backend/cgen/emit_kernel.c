@@ -51,7 +51,7 @@ void cg_loop_close(cg_emit *e) {
     cg_memo_drop(e, level);
 }
 
-static void simd_pragma(cg_emit *e, const cg_loop_opts *o, char *buf, size_t size) {
+void cg_simd_pragma(cg_emit *e, const cg_loop_opts *o, char *buf, size_t size) {
     buf[0] = '\0';
     if (!o->simd || (e->s->vec == 0 && !o->simd_always)) return;
     const char *len = e->s->vec == 2 ? " simdlen(8)" : e->s->vec == 3 ? " simdlen(16)" : "";
@@ -104,7 +104,7 @@ void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o) {
      * combined construct. gcc accepts no GCC unroll next to an omp simd, so
      * unrolling applies to loops without simd. */
     char simd[96] = "";
-    simd_pragma(e, o, simd, sizeof simd);
+    cg_simd_pragma(e, o, simd, sizeof simd);
     bool inner_collapsed = nl - 1 < c;
     for (int li = 0; li < nl; li++) {
         int d = dim[li];
@@ -165,6 +165,7 @@ void cg_emit_output_pass(cg_emit *e, int value, int slot) {
         cg_emit_stream_pass(e, value, slot);
         return;
     }
+    if (cg_emit_split_pass(e, value, slot)) return;
     const cg_value *w = &e->k->values[value];
     cg_nest ns = {.n = w->shape.rank - e->P};
     for (int d = 0; d < ns.n; d++) ns.ext[d] = w->shape.dims[e->P + d];

@@ -226,7 +226,7 @@ static void cond_temp(cg_emit *e, const cg_aff *a, int64_t limit, char *names, s
     } else {
         char fresh[24];
         snprintf(fresh, sizeof fresh, "c%d", e->n_tmp++);
-        cg_stmt(e, lvl, "const int %s = %s;", fresh, text);
+        cg_stmt(e, lvl, "const int %s CG_UNUSED = %s;", fresh, text); /* unused when its map never applies */
         name = cg_memo_add(e, key, fresh, lvl);
     }
     size_t used = strlen(names);
@@ -242,9 +242,12 @@ static void cond_temp(cg_emit *e, const cg_aff *a, int64_t limit, char *names, s
  * the input (safe to compute anything at), `raw` unclamped. `cond` gets the
  * bounds checks range analysis could not prove, as named temporaries each at
  * its own loop level (a row check is hoisted out of the column loop); empty
- * when the map is always in bounds. */
-static void map_coords(cg_emit *e, const cg_node *n, int p, const cg_aff *c, cg_aff *in, cg_aff *raw, char *cond,
+ * when the map is always in bounds. False when range analysis proves the map
+ * never in bounds here (a concat's other inputs in one segment of a split
+ * loop, emit_split.c): the caller skips it. */
+static bool map_coords(cg_emit *e, const cg_node *n, int p, const cg_aff *c, cg_aff *in, cg_aff *raw, char *cond,
                        size_t csize, int *cond_level) {
+    bool may_apply = true;
     const korch_index_map *map = &n->pn->u.layout.maps[p];
     const cg_value *u = &e->k->values[n->in[p]], *y = &e->k->values[n->out];
     cond[0] = '\0';
@@ -259,24 +262,34 @@ static void map_coords(cg_emit *e, const cg_node *n, int p, const cg_aff *c, cg_
         if (t->table) {
             if (t->table_size < 1 || t->table_size > (1 << 22)) {
                 cg_fail(e, KORCH_ERR_UNSUPPORTED, "layout table of %lld entries", (long long)t->table_size);
-                return;
+                return false;
             }
             cg_aff_range(e, &a, &lo, &hi);
-            if (lo < 0 || hi >= t->table_size) {
-                cond_temp(e, &a, t->table_size, cond, csize, cond_level);
-                a = cg_aff_clamp(e, &a, 0, t->table_size - 1);
+            int64_t q = 0, f = lo >= 0 && hi < t->table_size ? cg_table_as_div(t->table, t->table_size, &q) : 0;
+            if (f > 1) { /* the table is floor((i + q) / f): index arithmetic, no lookup (emit_split.c) */
+                cg_aff qa = cg_aff_const(q);
+                cg_aff_add(e, &qa, &a, 1);
+                a = cg_aff_floordiv(e, &qa, f);
+            } else {
+                if (hi < 0 || lo >= t->table_size) may_apply = false;
+                if (lo < 0 || hi >= t->table_size) {
+                    cond_temp(e, &a, t->table_size, cond, csize, cond_level);
+                    a = cg_aff_clamp(e, &a, 0, t->table_size - 1);
+                }
+                a = cg_aff_table(e, &a, t->table, t->table_size);
             }
-            a = cg_aff_table(e, &a, t->table, t->table_size);
         }
         cg_aff_range(e, &a, &lo, &hi);
         int64_t dim = u->shape.dims[k];
         raw[k] = a;
+        if (hi < 0 || lo >= dim) may_apply = false;
         if (lo < 0 || hi >= dim) {
             cond_temp(e, &a, dim, cond, csize, cond_level);
             a = cg_aff_clamp(e, &a, 0, dim - 1);
         }
         in[k] = a;
     }
+    return may_apply;
 }
 
 /* A concat (or any select of input loads) whose guards are all invariant in
@@ -305,7 +318,7 @@ static const char *pointer_select(cg_emit *e, const cg_node *n, const char *key,
         cg_aff in[KORCH_MAX_RANK], raw[KORCH_MAX_RANK];
         char cond[512];
         int cl;
-        map_coords(e, n, p, c, in, raw, cond, sizeof cond, &cl);
+        if (!map_coords(e, n, p, c, in, raw, cond, sizeof cond, &cl) && e->st == KORCH_OK) continue;
         if (e->st != KORCH_OK || (cond[0] && cl >= inner)) return NULL;
         /* split the (clamped) offset into its innermost-loop part and the rest */
         cg_aff lin = cg_linear(e, &uv->shape, in), inv = cg_aff_const(lin.off), v = cg_aff_const(0);
@@ -411,7 +424,7 @@ static const char *layout_at(cg_emit *e, const cg_node *n, const char *key, cons
         cg_aff in[KORCH_MAX_RANK], raw[KORCH_MAX_RANK];
         char cond[512];
         int cl;
-        map_coords(e, n, p, c, in, raw, cond, sizeof cond, &cl);
+        if (!map_coords(e, n, p, c, in, raw, cond, sizeof cond, &cl) && e->st == KORCH_OK) continue;
         if (e->st != KORCH_OK) break;
         int vl;
         int u = n->in[p];
