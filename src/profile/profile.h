@@ -278,6 +278,9 @@ typedef struct korch_tuner {
     int center;        /* best when the current descent round was proposed */
     int pending;       /* proposed, not yet reported */
     uint64_t rng;
+    /* knobs whose values are unordered choices (bit k: knob k): every other
+     * value is a neighbour, not just the next one up or down. 0 after init. */
+    uint32_t categorical;
 } korch_tuner;
 
 void korch_tuner_init(korch_tuner *t, int n_knobs, const int *size, const korch_tune_point *start, int budget,

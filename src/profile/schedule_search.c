@@ -87,14 +87,15 @@ int korch_tuner_propose(korch_tuner *t, korch_tune_point *out, int max) {
     t->center = t->best;
     for (int i = 0; i < nc; i++) {
         korch_tune_point c = t->seen[centers[i]];
-        for (int k = 0; k < t->n_knobs && n < max; k++)
-            for (int dir = -1; dir <= 1 && n < max; dir += 2) {
-                int v = c.k[k] + dir;
-                if (v < 0 || v >= t->size[k]) continue;
+        for (int k = 0; k < t->n_knobs && n < max; k++) {
+            bool every = (t->categorical >> k) & 1u;
+            for (int v = every ? 0 : c.k[k] - 1; v <= (every ? t->size[k] - 1 : c.k[k] + 1) && n < max; v++) {
+                if (v == c.k[k] || v < 0 || v >= t->size[k]) continue;
                 korch_tune_point p = c;
                 p.k[k] = (int8_t)v;
                 if (add(t, &p)) out[n++] = p;
             }
+        }
     }
     if (n == 0) t->phase = 2;
     return n;

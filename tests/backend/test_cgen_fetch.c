@@ -1,8 +1,11 @@
-/* The fetch knob (generator cg9): whether a fused kernel with a reduction
- * prefetches the next outer iteration's input slab. Its text (".f0" only
- * when off, so schedules of older plans read as fetch 1, what they ran),
- * that the source follows it, and that both settings compute the same
- * softmax as the interpreter. */
+/* The fetch knob (generator cg9, chunked since cg12): whether and how a
+ * fused kernel with a reduction prefetches the next outer iteration's input
+ * slab. Its text (".f0" when off, ".f2" when chunked, nothing for the burst,
+ * so schedules of older plans read as fetch 1, what they ran), that the
+ * source follows it, and that every setting computes the same softmax as
+ * the interpreter, also with a round-robin grain (g1: the next row of a
+ * thread is nthreads rows on) and rows that are not a whole number of
+ * chunks (no chunking then). */
 #include <string.h>
 
 #include "backend/cgen/cgen.h"
@@ -22,7 +25,10 @@ static void test_text(void) {
     CHECK(strcmp(buf, "p2.g0.v1.u1.t0.o0.r3.s1.f0") == 0);
     CHECK(!cg_schedule_parse("p2.g0.v1.u1.t0.o0.r3.f1", &s)); /* never written */
     CHECK(!cg_schedule_parse("p2.g0.v1.u1.t0.o0.r3.f0.s1", &s)); /* out of order */
-    CHECK(!cg_schedule_parse("p2.g0.v1.u1.t0.o0.r3.f2", &s));
+    CHECK(cg_schedule_parse("p2.g0.v1.u1.t0.o0.r3.f2", &s) && s.fetch == 2);
+    cg_schedule_format(&s, buf, sizeof buf);
+    CHECK(strcmp(buf, "p2.g0.v1.u1.t0.o0.r3.f2") == 0);
+    CHECK(!cg_schedule_parse("p2.g0.v1.u1.t0.o0.r3.f3", &s));
     CHECK(!cg_schedule_parse("p2.g0.v1.u1.t0.o0.r3.f0.", &s));
     CHECK(!cg_schedule_parse("p2.g0.v1.u1.t0.o0.r3.s1.f0.f0", &s));
     CHECK(!cg_schedule_parse("p2.g0.v1.u1.t0.o0.r3.x0", &s));
@@ -30,9 +36,9 @@ static void test_text(void) {
     cg_schedule d = {0};
     cg_schedule_parse("p0.g0.v0.u1.t0.o0.r0", &d);
     CHECK(d.fetch == 1);
-    /* the tuner's domain holds both values */
+    /* the tuner's domain holds the three values, the default first */
     const int *values;
-    CHECK(cg_schedule_domain(8, &values) == 2 && values[0] == 1 && values[1] == 0);
+    CHECK(cg_schedule_domain(CG_KNOB_FETCH, &values) == 3 && values[0] == 1 && values[1] == 0 && values[2] == 2);
 }
 
 /* softmax over rows of [rows, cols] */
@@ -47,16 +53,22 @@ static korch_pgraph *softmax(int64_t rows, int64_t cols) {
     return pg;
 }
 
-static bool prefetches(const korch_pgraph *pg, const char *sched) {
+/* burst: "__builtin_prefetch(&in0["; chunked: "__builtin_prefetch((const char *)&in0[" */
+static bool source_has(const korch_pgraph *pg, const char *sched, const char *needle) {
     korch_kernel_spec spec;
     cc_spec_all(pg, &spec);
     char *src = NULL;
     korch_profile_options opt = {0};
     CHECK_OK(korch_cgen_source(&spec, sched, &opt, &src));
-    bool yes = src && strstr(src, "__builtin_prefetch(&in0[") != NULL;
+    bool yes = src && strstr(src, needle) != NULL;
     free(src);
     cc_spec_free(&spec);
     return yes;
+}
+
+static bool prefetches(const korch_pgraph *pg, const char *sched) { return source_has(pg, sched, "__builtin_prefetch(&in0["); }
+static bool chunked(const korch_pgraph *pg, const char *sched) {
+    return source_has(pg, sched, "__builtin_prefetch((const char *)&in0[");
 }
 
 int main(void) {
@@ -66,6 +78,9 @@ int main(void) {
     CHECK(!prefetches(pg, "p2.g0.v1.u1.t0.o0.r3.f0"));
     CHECK(prefetches(pg, "p2.g0.v1.u1.t0.o0.r3.s1"));
     CHECK(!prefetches(pg, "p2.g0.v1.u1.t0.o0.r3.s1.f0"));
+    CHECK(chunked(pg, "p2.g0.v1.u1.t0.o0.r3.f2") && !prefetches(pg, "p2.g0.v1.u1.t0.o0.r3.f2"));
+    CHECK(!chunked(pg, "p2.g0.v1.u1.t0.o0.r3") && !chunked(pg, "p2.g0.v1.u1.t0.o0.r3.f0"));
+    CHECK(source_has(pg, "p2.g1.v1.u1.t0.o0.r3.f2", "x0 + nthreads"));
     /* a kernel without a reduction never prefetches, whatever the knob */
     korch_pgraph *ew = cc_graph();
     int64_t d[2] = {64, 1024};
@@ -74,8 +89,14 @@ int main(void) {
     korch_pgraph_free(ew);
     /* both settings compute the softmax */
     const char *scheds[] = {"p2.g0.v1.u1.t0.o0.r3", "p2.g0.v1.u1.t0.o0.r3.f0", "p0.g0.v3.u1.t0.o0.r1.f0",
-                            "p1.g4.v2.u1.t0.o0.r3.s1.f0"};
-    CHECK(cc_check(pg, scheds, 4, -8, 8, "softmax") == 0);
+                            "p1.g4.v2.u1.t0.o0.r3.s1.f0", "p2.g0.v1.u1.t0.o0.r3.f2", "p2.g1.v3.u1.t0.o0.r1.s1.f2",
+                            "p0.g0.v0.u1.t0.o0.r0.f2"};
+    CHECK(cc_check(pg, scheds, 7, -8, 8, "softmax") == 0);
     korch_pgraph_free(pg);
+    /* rows of 200: not a whole number of 64-float chunks, so no chunking */
+    korch_pgraph *odd = softmax(33, 200);
+    CHECK(!chunked(odd, "p2.g0.v1.u1.t0.o0.r3.f2"));
+    CHECK(cc_check(odd, scheds, 7, -8, 8, "softmax of odd rows") == 0);
+    korch_pgraph_free(odd);
     TEST_MAIN_END();
 }

@@ -65,8 +65,33 @@ static void test_disturbed_start(void) {
     }
 }
 
+/* A categorical knob: its values are unordered, so the descent tries every
+ * one. Knob 1 has values {A, B, C} with cost B > A > C: stepping one value
+ * at a time from A stops at A (B is worse); as categorical it reaches C. */
+static void test_categorical(void) {
+    int size[2] = {3, 3};
+    korch_tune_point start = {{1, 0}}, pts[64], best;
+    for (int cat = 0; cat < 2; cat++) {
+        korch_tuner t;
+        korch_tuner_init(&t, 2, size, &start, 50, 0, 3);
+        t.categorical = cat ? 1u << 1 : 0;
+        int got;
+        while ((got = korch_tuner_propose(&t, pts, 64)) > 0)
+            for (int i = 0; i < got; i++) {
+                static const double by_value[3] = {2.0, 3.0, 1.0};
+                korch_tuner_report(&t, &pts[i], by_value[pts[i].k[1]] + 0.1 * (pts[i].k[0] != 1));
+            }
+        double ms = 0;
+        CHECK(korch_tuner_best(&t, &best, &ms));
+        if (cat) CHECK_MSG(best.k[1] == 2 && ms == 1.0, "categorical: best value %d (%g)", best.k[1], ms);
+        else CHECK_MSG(best.k[1] == 0, "ordinal: value %d reached past a worse neighbour", best.k[1]);
+        korch_tuner_free(&t);
+    }
+}
+
 int main(void) {
     test_disturbed_start();
+    test_categorical();
     int size[5] = {4, 5, 4, 5, 2}, target[5] = {3, 1, 2, 4, 1};
     korch_tune_point start = {{0}}, best;
     double ms;

@@ -24,7 +24,7 @@
 
 /* Bumped whenever generated code changes meaning or speed: it is part of the
  * signature, so profile database entries of older generators are not reused. */
-#define CG_GENERATOR_VERSION "cg11"
+#define CG_GENERATOR_VERSION "cg12"
 
 /* ---- growable string ---------------------------------------------------- */
 
@@ -114,10 +114,13 @@ typedef struct cg_schedule {
                  * element of the last kept axis, which becomes the vector loop */
     int stream; /* 1: non-temporal stores for outputs larger than the last-level cache */
     int fetch;  /* 1: fused kernels with a reduction prefetch the next outer iteration's input
-                 * slab (emit_function.c); whether it pays depends on the CPU, so it is tuned */
+                 * slab at the start of each (emit_function.c); 2: in chunks, during the
+                 * second reduction pass (emit_kernel.c); whether and how it pays depends on
+                 * the CPU and the row length, so it is tuned */
 } cg_schedule;
 
 #define CG_KNOBS 9
+#define CG_KNOB_FETCH 8 /* index of the fetch knob (schedule_space.c) */
 /* Whether a layout primitive of k reads its input with a stride of a page or
  * more along its output's innermost dimension (schedule_space.c). Such kernels are
  * always tiled: the tile knob's 0 means CG_PAGE_STRIDE_TILE for them. */

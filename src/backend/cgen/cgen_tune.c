@@ -69,6 +69,9 @@ void cg_tune_init(cg_session *S, cg_job *j, int budget, int explore) {
     korch_tune_point start = schedule_point(&start_s);
     uint64_t seed = strtoull(j->k.sig + 16, NULL, 16);
     korch_tuner_init(&j->tuner, CG_KNOBS, size, &start, budget, explore, seed);
+    /* fetch is a choice among three strategies (burst, none, chunked), not a
+     * scale: each is a neighbour of the others */
+    j->tuner.categorical = 1u << CG_KNOB_FETCH;
 }
 
 void cg_job_free(cg_job *j) {

@@ -68,6 +68,7 @@ typedef struct cg_emit {
     bool fusion_broken;             /* a read would cross outer iterations */
     struct cg_stage *stage;         /* output passes store into tile buffers (emit_stage.c) */
     uint32_t zero_rows;             /* per dtype: cg_zero_<type> declared in `file` (emit_value.c) */
+    int reduce_passes;              /* reduction passes emitted so far in the fused nest (fetch knob 2) */
     korch_status st;
     char *reason;
     size_t size;

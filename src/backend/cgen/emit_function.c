@@ -199,7 +199,8 @@ static void attempt(cg_emit *e, const plan *pl, int P) {
         for (int d = 0; d < P; d++) e->outer[d] = common.sym[d];
         bool reduces = false;
         for (int i = 0; i < pl->n; i++) reduces |= pl->node[i] >= 0;
-        if (!flat && reduces && e->s->fetch) prefetch_next_slab(e, &common);
+        if (!flat && reduces && e->s->fetch == 1) prefetch_next_slab(e, &common);
+        e->reduce_passes = 0;
         /* a flat nest of output passes, tiled and swapped: staged tiles */
         if (flat && !reduces && !stream && common.tiled && common.swapped && pl->n <= CG_STAGE_MAX) e->stage = &stage;
     }

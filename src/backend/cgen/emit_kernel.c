@@ -216,11 +216,13 @@ static void combine(cg_emit *e, bool is_max, const char *acc, const char *v) {
  * live in a stack array, at most KEPT_INNER_MAX_AXIS. Row cache (red & 1):
  * one cached row is at most ROW_CACHE_MAX_ELEMENTS, and the row caches of
  * one outer iteration at most ROW_CACHE_MAX_BYTES (192 KiB: they live on
- * the worker threads' stacks). */
+ * the worker threads' stacks). 32 K elements: a softmax row of 32768 floats
+ * (128 KiB, in L2) without the cache computed every exp twice (1.5x ONNX
+ * Runtime on 256x32768, bench/kernels/RESULTS.md). */
 enum {
     KEPT_INNER_MAX_WINDOW = 64,
     KEPT_INNER_MAX_AXIS = 4096,
-    ROW_CACHE_MAX_ELEMENTS = 16384,
+    ROW_CACHE_MAX_ELEMENTS = 32768,
     ROW_CACHE_MAX_BYTES = 192 * 1024,
 };
 
@@ -337,7 +339,73 @@ static void emit_kept_inner(cg_emit *e, const cg_node *n, const bool *red, int P
     cg_nest_close(e, &in);
 }
 
+/* Fetch knob 2: the row's second reduction pass (softmax's exp-and-sum,
+ * layer norm's variance), which reads the row from cache and computes,
+ * runs in chunks of 256 bytes, each of which first prefetches the same
+ * chunk of the next outer iteration's slab of every input laid out along
+ * the fused loops. The DRAM traffic of the next row then overlaps this
+ * row's arithmetic, where the burst of fetch knob 1 (all of the next slab
+ * at the start) overflows the miss queues for long rows: softmax
+ * [2048, 4096] 3.40 -> 2.66 ms, hand-written (bench/kernels/RESULTS.md).
+ * Opens the two loops of `suf` (one reduced dimension) and returns true,
+ * or returns false having emitted nothing. */
+static bool chunked_fetch_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int pass_index, int kept_loops) {
+    int P = e->P;
+    if (e->s->fetch != 2 || P == 0 || pass_index != 1 || suf->n != 1 || kept_loops != 0) return false;
+    int64_t ext = suf->ext[0], chunk = 0;
+    char pf[2048] = "", b[16];
+    size_t used = 0;
+    snprintf(b, sizeof b, "b%d", e->n_tmp);
+    for (int v = 0; v < e->k->n_values; v++) {
+        const cg_value *val = &e->k->values[v];
+        if (e->loc[v] != CG_LOC_INPUT || val->shape.rank != P + 1 || val->shape.dims[P] != ext) continue;
+        int64_t esize = korch_dtype_size(val->dtype);
+        if (esize <= 0 || 256 % esize != 0 || (chunk && chunk != 256 / esize)) continue;
+        chunk = 256 / esize;
+        korch_shape os = {.rank = P};
+        cg_aff oc[KORCH_MAX_RANK];
+        bool lead = true;
+        for (int d = 0; d < P; d++) {
+            os.dims[d] = val->shape.dims[d];
+            oc[d] = cg_aff_sym(e->outer[d]);
+            lead &= e->syms[e->outer[d]].hi + 1 == val->shape.dims[d];
+        }
+        if (!lead) continue;
+        cg_aff lin = cg_linear(e, &os, oc);
+        char s[400];
+        cg_aff_str(&lin, s, sizeof s);
+        /* the next outer iteration this thread runs: chunks of one (grain 1)
+         * deal them round-robin, the others in consecutive blocks */
+        const char *step = e->s->grain == 1 ? "nthreads" : "1";
+        int w = snprintf(pf + used, sizeof pf - used,
+                         "if (%s + %s < %lld) for (int pl = 0; pl < 4; pl++) "
+                         "__builtin_prefetch((const char *)&in%d[(%s + %s) * %lld + %s] + 64 * pl, 0, 3); ",
+                         s, step, (long long)korch_shape_numel(&os), val->input_slot, s, step, (long long)ext, b);
+        if (w < 0 || (size_t)w >= sizeof pf - used) return false;
+        used += (size_t)w;
+    }
+    if (!chunk || ext % chunk != 0 || ext <= chunk) return false;
+    char header[160];
+    e->n_tmp++;
+    snprintf(header, sizeof header, "%*sfor (int64_t %s = 0; %s < %lld; %s += %lld)", 4 * (e->depth + 1), "", b, b,
+             (long long)ext, b, (long long)chunk);
+    cg_loop_open_raw(e, "", header);
+    cg_stmt(e, e->depth - 1, "%s", pf);
+    char simd[96] = "", pragma[200] = "";
+    cg_simd_pragma(e, so, simd, sizeof simd);
+    if (simd[0]) snprintf(pragma, sizeof pragma, "%*s#pragma omp%s\n", 4 * (e->depth + 1), "", simd);
+    int sym = cg_new_sym(e, 0, ext - 1, e->depth);
+    snprintf(header, sizeof header, "%*sfor (int64_t x%d = %s; x%d < %s + %lld; x%d++)", 4 * (e->depth + 1), "", sym,
+             b, sym, b, (long long)chunk, sym);
+    cg_loop_open_raw(e, pragma, header);
+    suf->sym[0] = sym;
+    suf->opened = 2;
+    suf->tiled = suf->swapped = false;
+    return true;
+}
+
 void cg_emit_reduce_pass(cg_emit *e, int node) {
+    int pass_index = e->reduce_passes++;
     const cg_node *n = &e->k->nodes[node];
     const korch_prim_reduce *r = &n->pn->u.reduce;
     const cg_value *x = &e->k->values[n->in[0]], *y = &e->k->values[n->out];
@@ -441,7 +509,7 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
         }
         bool full = P == 0 && K == 0 && e->s->par > 0;
         cg_loop_opts so = {.par = full ? 1 : 0, .clause = clause, .simd = true, .simd_clause = clause};
-        cg_nest_open(e, &suf, &so);
+        if (!chunked_fetch_open(e, &suf, &so, pass_index, main_ns.n)) cg_nest_open(e, &suf, &so);
     }
     cg_aff xc[KORCH_MAX_RANK];
     for (int d = 0; d < R; d++)

@@ -18,7 +18,7 @@ static const int tile_values[] = {0, 8, 16, 32, 64};
 static const int order_values[] = {0, 1};
 static const int red_values[] = {0, 1, 2, 3};
 static const int stream_values[] = {0, 1};
-static const int fetch_values[] = {1, 0};
+static const int fetch_values[] = {1, 0, 2};
 
 static const char knob_letter[CG_KNOBS] = {'p', 'g', 'v', 'u', 't', 'o', 'r', 's', 'f'};
 
@@ -213,7 +213,7 @@ int cg_schedule_quick(const cg_kernel *k, cg_schedule out[CG_QUICK_MAX]) {
  * ".f0"), so schedules of older plans read unchanged: stream 0, fetch 1. */
 void cg_schedule_format(const cg_schedule *s, char *buf, size_t size) {
     snprintf(buf, size, "p%d.g%d.v%d.u%d.t%d.o%d.r%d%s%s", s->par, s->grain, s->vec, s->unroll, s->tile, s->order, s->red,
-             s->stream ? ".s1" : "", s->fetch ? "" : ".f0");
+             s->stream ? ".s1" : "", s->fetch == 0 ? ".f0" : s->fetch == 2 ? ".f2" : "");
 }
 
 static bool in_domain(int knob, int v) {
