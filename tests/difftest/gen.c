@@ -109,6 +109,7 @@ korch_status dt_generate_features(uint64_t seed, unsigned features, const char *
             continue;
         }
         y = dt_tame(g, y);
+        if ((g->features & DT_FEAT_RESIZE) && dt_chance(&g->frng, 0.3)) dt_feature_resize(g, y);
         if (x != g->n_vals - 2 && x != y) dt_cover(g, "branch (older value read)");
         step++;
     }

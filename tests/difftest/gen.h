@@ -42,6 +42,7 @@ enum {
     DT_FEAT_HALF = 1,   /* float16/bfloat16 graph inputs, outputs and initializers, with Casts */
     DT_FEAT_QDQ = 2,    /* QuantizeLinear -> DequantizeLinear pairs, dequantized int8/uint8 weights */
     DT_FEAT_LAYOUT = 4, /* the driver's: plans in both layouts (--layout auto); no generator change */
+    DT_FEAT_RESIZE = 8, /* nearest Resize of the last axes by 2, 3 or to a size that is no multiple */
 };
 /* The features' own version: bump it when a feature's models change. */
 #define DT_FEAT_VERSION 1

@@ -358,7 +358,8 @@ int dt_feature_output(dt_gen *g, int v) {
 static const struct {
     const char *name;
     unsigned bit;
-} feature_names[] = {{"half", DT_FEAT_HALF}, {"qdq", DT_FEAT_QDQ}, {"layout", DT_FEAT_LAYOUT}};
+} feature_names[] = {{"half", DT_FEAT_HALF}, {"qdq", DT_FEAT_QDQ}, {"layout", DT_FEAT_LAYOUT},
+                     {"resize", DT_FEAT_RESIZE}};
 
 bool dt_features_parse(const char *text, unsigned *mask) {
     *mask = 0;
@@ -366,7 +367,7 @@ bool dt_features_parse(const char *text, unsigned *mask) {
     snprintf(buf, sizeof buf, "%s", text);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (!strcmp(t, "all")) {
-            *mask |= DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_LAYOUT;
+            *mask |= DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_LAYOUT | DT_FEAT_RESIZE;
             continue;
         }
         if (!strcmp(t, "none")) continue;

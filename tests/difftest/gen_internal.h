@@ -100,6 +100,9 @@ int dt_reduce(dt_gen *g, int x);
 int dt_softmax(dt_gen *g, int x);
 int dt_normalize(dt_gen *g, int x);
 int dt_layout(dt_gen *g, int x);
+/* Feature "resize": a nearest Resize of x's last one or two axes, every
+ * choice drawn from the features' stream; -1 when it does not fit. */
+int dt_feature_resize(dt_gen *g, int x);
 int dt_concat(dt_gen *g, int x);
 int dt_split(dt_gen *g, int x);
 int dt_pool(dt_gen *g, int x);

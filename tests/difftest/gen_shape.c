@@ -302,6 +302,36 @@ static int squeeze_unsqueeze(dt_gen *g, int x) {
     return y;
 }
 
+/* Nearest upsampling of the last axes (the spatial ones of an image): by 2
+ * or 3 (the generator's residue split of floor(i / f) tables,
+ * docs/codegen.md) or to a size that is no multiple (a table kept), under
+ * the two coordinate conventions exporters write. */
+int dt_feature_resize(dt_gen *g, int x) {
+    dt_rng *r = &g->frng;
+    korch_shape s = g->vals[x].shape, out = s;
+    if (s.rank < 2) return -1;
+    int first = s.rank == 4 ? 2 : s.rank - 1;
+    int64_t sizes[KORCH_MAX_RANK];
+    for (int i = 0; i < s.rank; i++) {
+        if (i >= first) {
+            int kind = dt_int(r, 0, 3);
+            out.dims[i] = kind <= 1 ? s.dims[i] * 2 : kind == 2 ? s.dims[i] * 3 : s.dims[i] + dt_int(r, 1, 3);
+        }
+        sizes[i] = out.dims[i];
+    }
+    if (dt_numel(&out) > DT_MAX_ELEMS) return -1;
+    int y = dt_new_val(g, &out, g->vals[x].mag);
+    if (y < 0) return -1;
+    const char *ins[] = {dt_use(g, x), "", "", dt_const_i64(g, sizes, s.rank)}, *outs[] = {g->vals[y].name};
+    Onnx__NodeProto *n = dt_node(g, "Resize", 4, ins, 1, outs);
+    korch_onnx_attr_string(&g->w, n, "mode", "nearest");
+    bool asym = dt_chance(r, 0.5);
+    korch_onnx_attr_string(&g->w, n, "coordinate_transformation_mode", asym ? "asymmetric" : "half_pixel");
+    korch_onnx_attr_string(&g->w, n, "nearest_mode", asym ? "floor" : "round_prefer_floor");
+    dt_cover(g, asym ? "Resize nearest asymmetric" : "Resize nearest half_pixel");
+    return y;
+}
+
 int dt_layout(dt_gen *g, int x) {
     switch (dt_int(&g->rng, 0, 6)) {
     case 0: return transpose(g, x);
