@@ -30,48 +30,66 @@ static void add_point(int64_t *pts, int *n, int64_t p, int64_t ext) {
     pts[(*n)++] = p;
 }
 
-/* Interior split points of the innermost dimension of `value` (sorted), or
- * 0 when there are none or more than MAX_SEGMENTS - 1. */
-static int split_points(const cg_emit *e, int value, int64_t *pts) {
-    const cg_kernel *k = e->k;
+enum { MAX_LAYOUTS = 16 };
+
+/* The layout nodes that produce `value`'s shape, reached from `value`
+ * through elementwise nodes (whose inputs of the same rank and last extent
+ * keep the innermost coordinate). Returns their number (at most
+ * MAX_LAYOUTS), or -1 when such a value has a producer of another kind (a
+ * reduction): the innermost loop then stays as it is. */
+static int feeding_layouts(const cg_kernel *k, int value, const cg_node **out) {
     const cg_value *w = &k->values[value];
     int rank = w->shape.rank, last = rank - 1, n = 0;
     int64_t ext = w->shape.dims[last];
     int stack[64], sp = 0;
     bool *seen = calloc((size_t)k->n_values + 1, sizeof *seen);
-    if (!seen) return 0;
+    if (!seen) return -1;
     stack[sp++] = value;
     seen[value] = true;
-    while (sp > 0) {
+    while (sp > 0 && n >= 0) {
         const cg_value *v = &k->values[stack[--sp]];
         if (v->producer < 0) continue;
         const cg_node *nd = &k->nodes[v->producer];
         if (nd->pn->kind == KORCH_PRIM_ELEMENTWISE) {
-            /* inputs of the same rank and last extent keep the coordinate */
             for (int i = 0; i < nd->n_in && sp < 64; i++) {
                 const cg_value *u = &k->values[nd->in[i]];
                 if (seen[nd->in[i]] || u->shape.rank != rank || u->shape.dims[last] != ext) continue;
                 seen[nd->in[i]] = true;
                 stack[sp++] = nd->in[i];
             }
-        } else if (nd->pn->kind == KORCH_PRIM_LAYOUT && korch_shape_equal(&v->shape, &w->shape)) {
-            const korch_prim_layout *l = &nd->pn->u.layout;
-            for (int p = 0; p < l->n_maps; p++) {
-                const korch_index_map *m = &l->maps[p];
-                const cg_value *u = &k->values[nd->in[p]];
-                for (int t = 0; t < m->input_rank; t++) {
-                    const korch_index_term *term = &m->terms[t];
-                    if (term->coef[last] != 1 || term->div > 1 || term->mod > 0 || term->table) continue;
-                    bool alone = true;
-                    for (int d = 0; d < last; d++) alone &= term->coef[d] == 0;
-                    if (!alone) continue;
-                    add_point(pts, &n, -term->offset, ext);
-                    add_point(pts, &n, u->shape.dims[t] - term->offset, ext);
-                }
-            }
+        } else if (nd->pn->kind == KORCH_PRIM_LAYOUT) {
+            if (korch_shape_equal(&v->shape, &w->shape) && n < MAX_LAYOUTS) out[n++] = nd;
+        } else {
+            n = -1;
         }
     }
     free(seen);
+    return n;
+}
+
+/* Interior split points of the innermost dimension of `value` (sorted), or
+ * 0 when there are none or more than MAX_SEGMENTS - 1: where a map term
+ * that is the innermost coordinate plus an offset leaves its input. */
+static int split_points(const cg_emit *e, int value, int64_t *pts) {
+    const cg_node *lay[MAX_LAYOUTS];
+    int nl = feeding_layouts(e->k, value, lay), last = e->k->values[value].shape.rank - 1, n = 0;
+    int64_t ext = e->k->values[value].shape.dims[last];
+    for (int i = 0; i < nl; i++) {
+        const korch_prim_layout *l = &lay[i]->pn->u.layout;
+        for (int p = 0; p < l->n_maps; p++) {
+            const korch_index_map *m = &l->maps[p];
+            const cg_value *u = &e->k->values[lay[i]->in[p]];
+            for (int t = 0; t < m->input_rank; t++) {
+                const korch_index_term *term = &m->terms[t];
+                if (term->coef[last] != 1 || term->div > 1 || term->mod > 0 || term->table) continue;
+                bool alone = true;
+                for (int d = 0; d < last; d++) alone &= term->coef[d] == 0;
+                if (!alone) continue;
+                add_point(pts, &n, -term->offset, ext);
+                add_point(pts, &n, u->shape.dims[t] - term->offset, ext);
+            }
+        }
+    }
     if (n == 0 || n > MAX_SEGMENTS - 1) return 0;
     for (int i = 1; i < n; i++) /* insertion sort: a handful of points */
         for (int j = i; j > 0 && pts[j - 1] > pts[j]; j--) {
@@ -105,52 +123,27 @@ int64_t cg_table_as_div(const int64_t *table, int64_t size, int64_t *q_out) {
  * coordinate divides it (floor(x / f), as a div or as a nearest-resize
  * table), when all such terms agree and f divides the extent; else 0. */
 static int64_t residue_factor(const cg_emit *e, int value) {
-    const cg_kernel *k = e->k;
-    const cg_value *w = &k->values[value];
-    int rank = w->shape.rank, last = rank - 1;
-    int64_t ext = w->shape.dims[last], f = 0;
-    int stack[64], sp = 0;
-    bool *seen = calloc((size_t)k->n_values + 1, sizeof *seen);
-    if (!seen) return 0;
-    stack[sp++] = value;
-    seen[value] = true;
-    bool bad = false;
-    while (sp > 0 && !bad) {
-        const cg_value *v = &k->values[stack[--sp]];
-        if (v->producer < 0) continue;
-        const cg_node *nd = &k->nodes[v->producer];
-        if (nd->pn->kind == KORCH_PRIM_ELEMENTWISE) {
-            for (int i = 0; i < nd->n_in && sp < 64; i++) {
-                const cg_value *u = &k->values[nd->in[i]];
-                if (seen[nd->in[i]] || u->shape.rank != rank || u->shape.dims[last] != ext) continue;
-                seen[nd->in[i]] = true;
-                stack[sp++] = nd->in[i];
-            }
-        } else if (nd->pn->kind == KORCH_PRIM_LAYOUT && korch_shape_equal(&v->shape, &w->shape)) {
-            const korch_prim_layout *l = &nd->pn->u.layout;
-            for (int p = 0; p < l->n_maps; p++)
-                for (int t = 0; t < l->maps[p].input_rank; t++) {
-                    const korch_index_term *term = &l->maps[p].terms[t];
-                    if (term->coef[last] == 0) continue;
-                    int64_t g = 0, q = 0;
-                    if (term->coef[last] == 1 && term->offset == 0 && term->mod == 0 && !term->table) g = term->div;
-                    else if (term->coef[last] == 1 && term->offset == 0 && term->div <= 1 && term->mod == 0 &&
-                             term->table && term->table_size == ext) {
-                        g = cg_table_as_div(term->table, term->table_size, &q);
-                        if (q != 0) g = 0;
-                    }
-                    if (g <= 1 || (f && g != f)) {
-                        bad = true;
-                        break;
-                    }
-                    f = g;
+    const cg_node *lay[MAX_LAYOUTS];
+    int nl = feeding_layouts(e->k, value, lay), last = e->k->values[value].shape.rank - 1;
+    int64_t ext = e->k->values[value].shape.dims[last], f = 0;
+    for (int i = 0; i < nl; i++) {
+        const korch_prim_layout *l = &lay[i]->pn->u.layout;
+        for (int p = 0; p < l->n_maps; p++)
+            for (int t = 0; t < l->maps[p].input_rank; t++) {
+                const korch_index_term *term = &l->maps[p].terms[t];
+                if (term->coef[last] == 0) continue;
+                int64_t g = 0, q = 0;
+                bool plain = term->coef[last] == 1 && term->offset == 0 && term->mod == 0;
+                if (plain && !term->table) g = term->div;
+                else if (plain && term->div <= 1 && term->table && term->table_size == ext) {
+                    g = cg_table_as_div(term->table, term->table_size, &q);
+                    if (q != 0) g = 0;
                 }
-        } else {
-            bad = true; /* reductions etc. inside: keep the plain loop */
-        }
+                if (g <= 1 || (f && g != f)) return 0;
+                f = g;
+            }
     }
-    free(seen);
-    return bad || f <= 1 || ext % f != 0 ? 0 : f;
+    return nl < 0 || f <= 1 || ext % f != 0 ? 0 : f;
 }
 
 bool cg_split_applies(const cg_emit *e, int value) {
