@@ -151,37 +151,59 @@ bool cg_split_applies(const cg_emit *e, int value) {
     return split_points(e, value, pts) > 0 || residue_factor(e, value) > 1;
 }
 
+/* The loops of a split pass: the outer dimensions of `w` as one nest (the
+ * pass's parallel loop when unfused), then any number of innermost loops. */
+static void open_outer(cg_emit *e, const cg_value *w, cg_nest *ns) {
+    *ns = (cg_nest){.n = w->shape.rank - e->P - 1};
+    for (int d = 0; d < ns->n; d++) ns->ext[d] = w->shape.dims[e->P + d];
+    cg_loop_opts o = {.par = e->P == 0 ? e->s->par : 0};
+    cg_nest_open(e, ns, &o);
+}
+
+/* "for (x = lo; x < hi; x++)" under the vec knob's simd pragma; its symbol
+ * ranges over [range_lo, range_hi]. */
+static int open_inner(cg_emit *e, int64_t lo, int64_t hi, int64_t range_lo, int64_t range_hi) {
+    cg_loop_opts so = {.simd = true};
+    char simd[96], pragma[160] = "", header[160];
+    cg_simd_pragma(e, &so, simd, sizeof simd);
+    int s = cg_new_sym(e, range_lo, range_hi, e->depth);
+    if (simd[0]) snprintf(pragma, sizeof pragma, "%*s#pragma omp%s\n", 4 * (e->depth + 1), "", simd);
+    snprintf(header, sizeof header, "%*sfor (int64_t x%d = %lld; x%d < %lld; x%d++)", 4 * (e->depth + 1), "", s,
+             (long long)lo, s, (long long)hi, s);
+    cg_loop_open_raw(e, pragma, header);
+    return s;
+}
+
+/* out<slot>[...] = value at the outer nest's coordinates and `inner` as the
+ * last coordinate. */
+static void store_at(cg_emit *e, int value, int slot, const cg_nest *ns, cg_aff inner) {
+    const cg_value *w = &e->k->values[value];
+    int rank = w->shape.rank;
+    cg_aff c[KORCH_MAX_RANK];
+    for (int d = 0; d < rank - 1; d++) c[d] = d < e->P ? cg_aff_sym(e->outer[d]) : cg_aff_sym(ns->sym[d - e->P]);
+    c[rank - 1] = inner;
+    int lvl;
+    const char *v = cg_value_at(e, value, c, &lvl);
+    cg_aff lin = cg_linear(e, &w->shape, c);
+    char at[400];
+    cg_aff_str(&lin, at, sizeof at);
+    cg_stmt(e, e->depth - 1, "out%d[%s] = %s;", slot, at, v);
+}
+
 /* The innermost loop over x = f*j + r with r unrolled: every copy of the
  * body reads input column j (floor((f*j + r)/f) = j, proved by the index
  * simplifier), so the loads are contiguous and the f stores interleave. */
 static bool emit_residue_pass(cg_emit *e, int value, int slot, int64_t f) {
     const cg_value *w = &e->k->values[value];
-    int rank = w->shape.rank, last = rank - 1;
-    cg_nest ns = {.n = rank - e->P - 1};
-    for (int d = 0; d < ns.n; d++) ns.ext[d] = w->shape.dims[e->P + d];
-    cg_loop_opts o = {.par = e->P == 0 ? e->s->par : 0};
-    cg_nest_open(e, &ns, &o);
-    cg_loop_opts so = {.simd = true};
-    char simd[96], pragma[160] = "", header[160];
-    cg_simd_pragma(e, &so, simd, sizeof simd);
-    int64_t n = w->shape.dims[last] / f;
-    int s = cg_new_sym(e, 0, n - 1, e->depth);
-    if (simd[0]) snprintf(pragma, sizeof pragma, "%*s#pragma omp%s\n", 4 * (e->depth + 1), "", simd);
-    snprintf(header, sizeof header, "%*sfor (int64_t x%d = 0; x%d < %lld; x%d++)", 4 * (e->depth + 1), "", s, s,
-             (long long)n, s);
-    cg_loop_open_raw(e, pragma, header);
+    int64_t n = w->shape.dims[w->shape.rank - 1] / f;
+    cg_nest ns;
+    open_outer(e, w, &ns);
+    int s = open_inner(e, 0, n, 0, n - 1);
     for (int64_t r = 0; r < f && e->st == KORCH_OK; r++) {
-        cg_aff c[KORCH_MAX_RANK];
-        for (int d = 0; d < rank; d++) c[d] = d < e->P ? cg_aff_sym(e->outer[d]) : cg_aff_sym(ns.sym[d - e->P]);
-        c[last] = cg_aff_sym(s);
-        c[last].coef[0] = f;
-        c[last].off = r;
-        int lvl;
-        const char *v = cg_value_at(e, value, c, &lvl);
-        cg_aff lin = cg_linear(e, &w->shape, c);
-        char at[400];
-        cg_aff_str(&lin, at, sizeof at);
-        cg_stmt(e, e->depth - 1, "out%d[%s] = %s;", slot, at, v);
+        cg_aff x = cg_aff_sym(s);
+        x.coef[0] = f;
+        x.off = r;
+        store_at(e, value, slot, &ns, x);
     }
     cg_loop_close(e);
     cg_nest_close(e, &ns);
@@ -190,7 +212,7 @@ static bool emit_residue_pass(cg_emit *e, int value, int slot, int64_t f) {
 
 bool cg_emit_split_pass(cg_emit *e, int value, int slot) {
     const cg_value *w = &e->k->values[value];
-    int rank = w->shape.rank, last = rank - 1;
+    int rank = w->shape.rank;
     /* the fused nest's stage rearranges the last loops; an unfused pass of
      * one loop would lose its parallel loop */
     if (e->stage || rank - e->P < 1 || (e->P == 0 && rank < 2)) return false;
@@ -200,30 +222,11 @@ bool cg_emit_split_pass(cg_emit *e, int value, int slot) {
         int64_t f = residue_factor(e, value);
         return f > 1 && emit_residue_pass(e, value, slot, f);
     }
-    cg_nest ns = {.n = rank - e->P - 1};
-    for (int d = 0; d < ns.n; d++) ns.ext[d] = w->shape.dims[e->P + d];
-    cg_loop_opts o = {.par = e->P == 0 ? e->s->par : 0};
-    cg_nest_open(e, &ns, &o);
-    cg_loop_opts so = {.simd = true};
-    char simd[96];
-    cg_simd_pragma(e, &so, simd, sizeof simd);
+    cg_nest ns;
+    open_outer(e, w, &ns);
     for (int g = 0; g <= np; g++) {
-        int64_t a = g == 0 ? 0 : pts[g - 1], b = g == np ? w->shape.dims[last] : pts[g];
-        int s = cg_new_sym(e, a, b - 1, e->depth);
-        char pragma[160] = "", header[160];
-        if (simd[0]) snprintf(pragma, sizeof pragma, "%*s#pragma omp%s\n", 4 * (e->depth + 1), "", simd);
-        snprintf(header, sizeof header, "%*sfor (int64_t x%d = %lld; x%d < %lld; x%d++)", 4 * (e->depth + 1), "", s,
-                 (long long)a, s, (long long)b, s);
-        cg_loop_open_raw(e, pragma, header);
-        cg_aff c[KORCH_MAX_RANK];
-        for (int d = 0; d < rank; d++)
-            c[d] = d < e->P ? cg_aff_sym(e->outer[d]) : d < last ? cg_aff_sym(ns.sym[d - e->P]) : cg_aff_sym(s);
-        int lvl;
-        const char *v = cg_value_at(e, value, c, &lvl);
-        cg_aff lin = cg_linear(e, &w->shape, c);
-        char at[400];
-        cg_aff_str(&lin, at, sizeof at);
-        cg_stmt(e, e->depth - 1, "out%d[%s] = %s;", slot, at, v);
+        int64_t a = g == 0 ? 0 : pts[g - 1], b = g == np ? w->shape.dims[rank - 1] : pts[g];
+        store_at(e, value, slot, &ns, cg_aff_sym(open_inner(e, a, b, a, b - 1)));
         cg_loop_close(e);
     }
     cg_nest_close(e, &ns);
