@@ -58,6 +58,24 @@ static void test_reduce(void) {
             }
 }
 
+/* A 3x3 pooling window, pad 1, over [2, h, w] with the given stride, reduced
+ * by op (max or min, the window padded with its identity). */
+static korch_pgraph *pool_graph(int64_t h, int64_t w, int stride, korch_reduce_op op) {
+    korch_pgraph *pg = cc_graph();
+    int64_t d[3] = {2, h, w};
+    int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d);
+    korch_index_map m = cc_map(3);
+    m.terms[0].coef[0] = 1;
+    m.terms[1].coef[1] = stride, m.terms[1].coef[3] = 1, m.terms[1].offset = -1;
+    m.terms[2].coef[2] = stride, m.terms[2].coef[4] = 1, m.terms[2].offset = -1;
+    m.may_be_out_of_bounds = true;
+    korch_shape o = {5, {2, (h - 1) / stride + 1, (w - 1) / stride + 1, 3, 3}};
+    double pad = op == KORCH_REDUCE_MIN ? INFINITY : -INFINITY;
+    int win = korch_pgraph_layout(pg, KORCH_LAYOUT_WINDOW, 1, &x, &o, &m, pad);
+    cc_output(pg, korch_pgraph_reduce(pg, op, win, (1u << 3) | (1u << 4), false));
+    return pg;
+}
+
 static void check_layout(korch_layout_tag tag, int n, const int *ins, korch_pgraph *pg, const korch_shape *out,
                          const korch_index_map *maps, double pad, const char *what) {
     int y = korch_pgraph_layout(pg, tag, n, ins, out, maps, pad);
@@ -277,18 +295,7 @@ static void test_layouts(void) {
         check_layout(KORCH_LAYOUT_RESIZE_NEAREST, 1, &x, pg, &o, &m, 0, "resize nearest");
     }
     { /* pooling window 3x3 stride 2 pad 1 over [2, 9, 9] -> [2, 5, 5, 3, 3], then max */
-        korch_pgraph *pg = cc_graph();
-        int64_t d[3] = {2, 9, 9};
-        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d);
-        korch_index_map m = cc_map(3);
-        m.terms[0].coef[0] = 1;
-        m.terms[1].coef[1] = 2, m.terms[1].coef[3] = 1, m.terms[1].offset = -1;
-        m.terms[2].coef[2] = 2, m.terms[2].coef[4] = 1, m.terms[2].offset = -1;
-        m.may_be_out_of_bounds = true;
-        korch_shape o = {5, {2, 5, 5, 3, 3}};
-        int w = korch_pgraph_layout(pg, KORCH_LAYOUT_WINDOW, 1, &x, &o, &m, -INFINITY);
-        int y = korch_pgraph_reduce(pg, KORCH_REDUCE_MAX, w, (1u << 3) | (1u << 4), false);
-        cc_output(pg, y);
+        korch_pgraph *pg = pool_graph(9, 9, 2, KORCH_REDUCE_MAX);
         cc_check(pg, cc_schedules, CC_N_SCHED, -2, 2, "max pool window");
         korch_pgraph_free(pg);
     }
@@ -298,19 +305,7 @@ static void test_layouts(void) {
      * one must be NaN. Rows with and without NaNs (every 37th element of
      * [2, 12, 40]: some rows have none), stride 1, pad 1, max and min. */
     for (int op = 0; op < 2; op++) {
-        korch_pgraph *pg = cc_graph();
-        int64_t d[3] = {2, 12, 40};
-        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d);
-        korch_index_map m = cc_map(3);
-        m.terms[0].coef[0] = 1;
-        m.terms[1].coef[1] = 1, m.terms[1].coef[3] = 1, m.terms[1].offset = -1;
-        m.terms[2].coef[2] = 1, m.terms[2].coef[4] = 1, m.terms[2].offset = -1;
-        m.may_be_out_of_bounds = true;
-        korch_shape o = {5, {2, 12, 40, 3, 3}};
-        korch_reduce_op rop = op ? KORCH_REDUCE_MIN : KORCH_REDUCE_MAX;
-        int w = korch_pgraph_layout(pg, KORCH_LAYOUT_WINDOW, 1, &x, &o, &m, op ? INFINITY : -INFINITY);
-        int y = korch_pgraph_reduce(pg, rop, w, (1u << 3) | (1u << 4), false);
-        cc_output(pg, y);
+        korch_pgraph *pg = pool_graph(12, 40, 1, op ? KORCH_REDUCE_MIN : KORCH_REDUCE_MAX);
         static const char *const nan_sched[] = {"", "p0.g0.v0.u1.t0.o0.r2", "p2.g0.v1.u2.t0.o0.r3.s1",
                                                 "p1.g0.v3.u1.t0.o0.r2", "p1.g4.v3.u4.t8.o1.r1"};
         cc_nan_every = 37;
