@@ -154,6 +154,7 @@ int64_t cg_table_as_div(const int64_t *table, int64_t size, int64_t *q);
 #define CG_STAGE_MAX 8
 typedef struct cg_stage {
     cg_nest *nest; /* tiled and swapped, open */
+    bool stream;   /* the copy-out writes whole lines with streaming stores (outputs >= the LLC) */
     int n;
     int value[CG_STAGE_MAX], slot[CG_STAGE_MAX];
     char buf[CG_STAGE_MAX][16];
@@ -163,6 +164,8 @@ void cg_stage_store(cg_emit *e, cg_stage *g, int value, int slot, const char *ex
 /* Closes the two point loops of g->nest (its `opened` drops by 2) and copies
  * every staged tile out; the caller closes the rest of the nest. */
 void cg_stage_copy_out(cg_emit *e, cg_stage *g);
+/* cg_stream16 and cg_stream_fence, declared once per translation unit (emit_stream.c) */
+void cg_stream_helpers(cg_emit *e);
 void cg_emit_reduce_pass(cg_emit *e, int node);
 /* Whether a reduction of x over `axes` uses the kept-inner strategy. */
 /* Non-temporal stores for outputs too large to stay in cache (emit_stream.c):

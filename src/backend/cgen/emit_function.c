@@ -179,6 +179,23 @@ static void prefetch_next_slab(cg_emit *e, const cg_nest *common) {
     }
 }
 
+/* Whether a flat nest of output passes will be staged (tiled, last two
+ * loops swapped: cg_nest_open's rule) with every output float32, as large
+ * as the last-level cache and whole lines wide: its copy-out then streams
+ * (emit_stage.c). */
+static bool staged_streams(const cg_emit *e, const plan *pl, const cg_nest *common) {
+    int P = common->n, T = e->s->tile;
+    if (!e->s->stream || !e->s->order || T <= 0 || T % 16 != 0 || P < 2 || pl->n > CG_STAGE_MAX) return false;
+    if (common->ext[P - 2] <= T || common->ext[P - 1] <= T || common->ext[P - 1] % 16 != 0) return false;
+    for (int i = 0; i < pl->n; i++) {
+        const cg_value *w = &e->k->values[pl->value[i]];
+        if (pl->node[i] >= 0 || pl->space[i]->rank != P || w->dtype != KORCH_DTYPE_FLOAT32 ||
+            korch_shape_numel(&w->shape) * 4 < cg_stream_min_bytes(e->k))
+            return false;
+    }
+    return true;
+}
+
 static void attempt(cg_emit *e, const plan *pl, int P) {
     reset(e);
     e->P = P;
@@ -188,11 +205,15 @@ static void attempt(cg_emit *e, const plan *pl, int P) {
     /* streamed outputs in fused passes: one fence per thread after the loop */
     bool stream = false, region = false;
     for (int i = 0; i < pl->n && P > 0; i++) stream |= pl->node[i] < 0 && cg_stream_applies(e, pl->value[i], P);
+    bool fence = stream;
     if (P > 0) {
         bool flat = true;
         for (int i = 0; i < pl->n; i++) flat &= pl->space[i]->rank == P;
         for (int d = 0; d < P; d++) common.ext[d] = pl->space[0]->dims[d];
-        region = stream && e->s->par > 0;
+        stage.stream = flat && !stream && staged_streams(e, pl, &common);
+        fence = stream || stage.stream;
+        if (stage.stream) cg_stream_helpers(e);
+        region = fence && e->s->par > 0;
         if (region) cg_region_open(e);
         cg_loop_opts o = {.reorder = true, .par = e->s->par, .simd = flat, .in_region = region};
         cg_nest_open(e, &common, &o);
@@ -213,7 +234,7 @@ static void attempt(cg_emit *e, const plan *pl, int P) {
         e->stage = NULL;
     }
     cg_nest_close(e, &common);
-    if (stream) cg_stmt(e, e->depth - 1, "cg_stream_fence();");
+    if (fence) cg_stmt(e, e->depth - 1, "cg_stream_fence();");
     if (region) cg_region_close(e);
 }
 

@@ -7,8 +7,12 @@
  * and then copied out row by row. With the concat's pointer select
  * (emit_value.c) this took SegFormer's decoder kernel (four NCHW inputs
  * concatenated into one NHWC tensor, 64 MiB each way) from 20.7 to 14.8 ms
- * (docs/codegen.md, "Page-striding layouts"). */
+ * (docs/codegen.md, "Page-striding layouts"). Outputs as large as the
+ * last-level cache are copied out with streaming stores, a line at a time
+ * (the stream knob; attempt() fences each thread after the nest), so they
+ * do not also cost their read for ownership. */
 #include <stdio.h>
+#include <string.h>
 
 #include "backend/cgen/emit.h"
 
@@ -44,8 +48,13 @@ void cg_stage_copy_out(cg_emit *e, cg_stage *g) {
             int d = i == 0 ? r : col;
             xs[i] = cg_new_sym(e, 0, ns->ext[d] - 1, e->depth);
             char pragma[64] = "", header[256];
-            if (i == 1 && e->s->vec) snprintf(pragma, sizeof pragma, "%*s#pragma omp simd\n", 4 * (e->depth + 1), "");
+            if (i == 1 && e->s->vec && !g->stream)
+                snprintf(pragma, sizeof pragma, "%*s#pragma omp simd\n", 4 * (e->depth + 1), "");
             cg_point_loop_header(header, sizeof header, 4 * (e->depth + 1), xs[i], ns->tile_var[d], T, ns->ext[d]);
+            if (i == 1 && g->stream) { /* whole lines: 16 floats a step */
+                size_t hl = strlen(header);
+                if (hl > 3 && strcmp(header + hl - 3, "++)") == 0) snprintf(header + hl - 3, sizeof header - hl + 3, " += 16)");
+            }
             cg_loop_open_raw(e, pragma, header);
         }
         const korch_shape *shape = &e->k->values[g->value[o]].shape;
@@ -60,8 +69,12 @@ void cg_stage_copy_out(cg_emit *e, cg_stage *g) {
         cg_aff lin = cg_linear(e, shape, c);
         char s[400];
         cg_aff_str(&lin, s, sizeof s);
-        cg_stmt(e, e->depth - 1, "out%d[%s] = %s[%d * (x%d - %s) + (x%d - %s)];", g->slot[o], s, g->buf[o], T, xs[0],
-                ns->tile_var[r], xs[1], ns->tile_var[col]);
+        if (g->stream)
+            cg_stmt(e, e->depth - 1, "cg_stream16(&out%d[%s], &%s[%d * (x%d - %s) + (x%d - %s)]);", g->slot[o], s,
+                    g->buf[o], T, xs[0], ns->tile_var[r], xs[1], ns->tile_var[col]);
+        else
+            cg_stmt(e, e->depth - 1, "out%d[%s] = %s[%d * (x%d - %s) + (x%d - %s)];", g->slot[o], s, g->buf[o], T,
+                    xs[0], ns->tile_var[r], xs[1], ns->tile_var[col]);
         cg_loop_close(e);
         cg_loop_close(e);
     }

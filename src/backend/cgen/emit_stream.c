@@ -49,7 +49,7 @@ bool cg_stream_applies(const cg_emit *e, int value, int P) {
  * 0.5-0.6 s of parsing per compiler run (measured with gcc 12.2 on an EPYC:
  * an empty file 0.06 s, with the header 0.61-0.70 s), more than compiling a
  * typical batch of kernels. Other compilers keep the intrinsics. */
-static void emit_helpers(cg_emit *e) {
+void cg_stream_helpers(cg_emit *e) {
     /* once per translation unit: kernels share the file */
     cg_buf_printf(e->file,
                   "#ifndef CG_STREAM_HELPERS\n#define CG_STREAM_HELPERS\n"
@@ -112,7 +112,7 @@ void cg_emit_stream_pass(cg_emit *e, int value, int slot) {
     const cg_value *w = &e->k->values[value];
     int rank = w->shape.rank, P = e->P;
     int64_t last = w->shape.dims[rank - 1];
-    emit_helpers(e);
+    cg_stream_helpers(e);
     cg_nest ns = {0};
     for (int d = P; d < rank - 1; d++) ns.ext[ns.n++] = w->shape.dims[d];
     ns.ext[ns.n++] = last / LANES;
