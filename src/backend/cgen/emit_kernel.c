@@ -361,7 +361,6 @@ static bool chunked_fetch_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so,
         if (e->loc[v] != CG_LOC_INPUT || val->shape.rank != P + 1 || val->shape.dims[P] != ext) continue;
         int64_t esize = korch_dtype_size(val->dtype);
         if (esize <= 0 || 256 % esize != 0 || (chunk && chunk != 256 / esize)) continue;
-        chunk = 256 / esize;
         korch_shape os = {.rank = P};
         cg_aff oc[KORCH_MAX_RANK];
         bool lead = true;
@@ -371,6 +370,7 @@ static bool chunked_fetch_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so,
             lead &= e->syms[e->outer[d]].hi + 1 == val->shape.dims[d];
         }
         if (!lead) continue;
+        chunk = 256 / esize; /* only inputs that are prefetched set the chunk */
         cg_aff lin = cg_linear(e, &os, oc);
         char s[400];
         cg_aff_str(&lin, s, sizeof s);
