@@ -59,10 +59,12 @@ typedef struct {
     last_error_fn last_error;
     status_name_fn status_name;
     destroy_fn destroy;
-    /* one run at a time (turns): busy and waiters change only with the GIL
-     * held; a thread that finds the session busy waits on cond, GIL released */
+    /* one run at a time (turns, first come first served): busy, waiters and
+     * tickets change only with the GIL held; a thread that finds the session
+     * busy takes a ticket and waits on cond, GIL released, until served
+     * (bumped under mutex by the leaving thread) reaches it */
     int busy, waiters, sync_ready;
-    unsigned long turn;     /* bumped (under mutex) each time a run ends and a thread waits */
+    unsigned long tickets, served;
     pthread_mutex_t mutex;
     pthread_cond_t cond;
     int n_in, n_out;

@@ -54,30 +54,35 @@ static void raise_korch(Runner *self, korch_status status) {
  * a lock's code would be one more thing the model's run has evicted
  * (bench/python/RESULTS.md: releasing a PyThread lock there took 1.6-2 us).
  * Only a thread that finds the session busy waits, on a condition variable,
- * with the GIL released. */
+ * with the GIL released, and the turn is handed to it: the leaving thread
+ * keeps busy set and serves the next ticket. Clearing busy instead and
+ * letting the waiters race for it starved them: a thread calling run() in a
+ * loop holds the GIL from its leave to its next enter, and a woken waiter
+ * only got the GIL back once that next run had released it, busy again
+ * (close() from another thread never returned; CI stop 34). */
 static void session_enter(Runner *self) {
     if (!self->busy) {
         self->busy = 1;
         return;
     }
+    unsigned long ticket = ++self->tickets;
     self->waiters++;
-    while (self->busy) {
-        unsigned long seen = self->turn; /* written with the GIL held and under mutex: stable here */
-        Py_BEGIN_ALLOW_THREADS
-        pthread_mutex_lock(&self->mutex);
-        while (self->turn == seen) pthread_cond_wait(&self->cond, &self->mutex);
-        pthread_mutex_unlock(&self->mutex);
-        Py_END_ALLOW_THREADS
-    }
-    self->waiters--;
-    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->mutex);
+    while (self->served != ticket) pthread_cond_wait(&self->cond, &self->mutex);
+    pthread_mutex_unlock(&self->mutex);
+    Py_END_ALLOW_THREADS
+    /* handed over: busy stayed set, the leaving thread counted this waiter out */
 }
 
 static void session_leave(Runner *self) {
-    self->busy = 0;
-    if (self->waiters == 0) return;
+    if (self->waiters == 0) {
+        self->busy = 0;
+        return;
+    }
+    self->waiters--;
     pthread_mutex_lock(&self->mutex);
-    self->turn++;
+    self->served++;
     pthread_cond_broadcast(&self->cond);
     pthread_mutex_unlock(&self->mutex);
 }

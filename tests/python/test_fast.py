@@ -277,27 +277,71 @@ def test_the_gil_is_released_during_the_run(plan):
     assert seen
 
 
-def test_close_waits_for_a_run_and_runs_stop(plan):
-    path, feeds = plan
-    s = korch.InferenceSession(path, threads=1)
-    errors, runs = [], [0]
+# A thread that finds the session busy must get its turn even when another
+# thread calls run() in a loop (the turn used to be raced for, and the
+# looping thread always won it: close() never returned, CI stop 34). The
+# bound below only turns a hang into a failure; a correct wait is a run long.
+STARVED_AFTER_S = 300
+
+
+def looping_runner(s, feeds):
+    """A thread calling s.run in a loop until the session is closed or
+    `stop` is set; returns (thread, stop event, runs, errors)."""
+    stop, errors, runs = threading.Event(), [], [0]
 
     def loop():
         try:
-            while True:
+            while not stop.is_set():
                 s.run(None, feeds)
                 runs[0] += 1
-        except korch.InvalidArgumentError as e:
+        except Exception as e:  # noqa: BLE001 - every error is the test's to report
             errors.append(e)
 
-    t = threading.Thread(target=loop)
+    t = threading.Thread(target=loop, daemon=True)
     t.start()
-    while runs[0] < 2:
+    while runs[0] < 2 and t.is_alive():
         pass
-    s.close()
-    t.join()
-    assert len(errors) == 1 and "closed" in str(errors[0])
+    assert runs[0] >= 2, "the looping thread stopped: %r" % errors
+    return t, stop, runs, errors
 
+
+def call_bounded(fn):
+    """fn() on a daemon thread; fails if it has not returned after
+    STARVED_AFTER_S (it waits for a turn it never gets)."""
+    done, out = threading.Event(), []
+
+    def call():
+        try:
+            out.append(fn())
+        finally:
+            done.set()
+
+    threading.Thread(target=call, daemon=True).start()
+    assert done.wait(STARVED_AFTER_S), "starved: no turn in %d s while another thread runs in a loop" % STARVED_AFTER_S
+    return out
+
+
+def test_close_waits_for_a_run_and_runs_stop(plan):
+    path, feeds = plan
+    s = korch.InferenceSession(path, threads=1)
+    t, _, _, errors = looping_runner(s, feeds)
+    call_bounded(s.close)
+    t.join()
+    assert len(errors) == 1 and isinstance(errors[0], korch.InvalidArgumentError) and "closed" in str(errors[0]), errors
+
+
+def test_a_run_gets_its_turn_beside_a_looping_thread(plan):
+    path, feeds = plan
+    s = korch.InferenceSession(path, threads=1)
+    t, stop, _, errors = looping_runner(s, feeds)
+    try:
+        out = call_bounded(lambda: [a.copy() for a in s.run(None, feeds)])
+    finally:
+        stop.set()
+        t.join()
+    assert not errors, errors
+    ref = korch.InferenceSession(path, threads=1).run(None, feeds)
+    assert len(out) == 1 and all(np.array_equal(a, b) for a, b in zip(out[0], ref))
 
 
 def test_pip_wheel_builds_the_extension(workdir):
