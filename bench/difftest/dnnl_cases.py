@@ -84,6 +84,12 @@ for name, shape, expect in [("chan_C11", (4, 1, 1), "pass"), ("CHW", (4, 5, 6), 
                                h.make_node("Add", ["y", "c"], ["z"])],
           {"w": r.uniform(-.5, .5, (4, 3, 1, 1)), "c": r.uniform(-.5, .5, shape)}, [("x", [1, 3, 5, 6])],
           expect + ("" if expect == "pass" else ": partial broadcast in NHWC"))
+# 3. gemm:jit channels-last Conv whose kernel is wider than the image + a full-tensor operand
+#    (campaign seed 25932: 5x5 pads [3,4,4,1] over the 1x1 output of a GlobalAveragePool)
+model("conv_wide_kernel_add_full", [h.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[1, 5], pads=[0, 2, 0, 2]),
+                                    h.make_node("Add", ["y", "c"], ["z"])],
+      {"w": r.uniform(-.5, .5, (15, 14, 1, 5)), "c": r.uniform(-.5, .5, (2, 15, 1, 1))}, [("x", [2, 14, 1, 1])],
+      "fail: kernel wider than the image, full operand")
 model("conv_min_row", [h.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[1, 1]),
                        h.make_node("Min", ["y", "c"], ["z"])],
       {"w": r.uniform(-.5, .5, (4, 3, 1, 1)), "b": r.uniform(-.5, .5, 4), "c": r.uniform(-.5, .5, (5, 1))},

@@ -258,7 +258,43 @@ static void test_gemm_one_column(void) {
     }
 }
 
+/* korch-difftest seed 25932 (dnnl_quirks.c, 2): gemm:jit with a
+ * channels-last destination applies a full-tensor operand at wrong offsets
+ * when the image is smaller than the kernel along W (every im2col column
+ * beyond it is padding): a 5x5 convolution with pads [3,4,4,1] over a 1x1
+ * image (GlobalAveragePool's output) + Add of a full [2,4,2,15] tensor gave
+ * 225 of 240 wrong; measured on Zen 4 also for 5x5 pads 2, 7x7 pads 3 and
+ * 1x5 over 1x1 images, while 5x1 over 1x1 and 5x5 over 2x2 were right.
+ * Every variant must match the interpreter or be refused. */
+static void test_gemm_narrow_image(void) {
+    static const struct {
+        int n, kh, kw, pads[4];
+        const char *what;
+    } cases[] = {
+        {2, 5, 5, {3, 4, 4, 1}, "conv nhwc 5x5 pads [3,4,4,1] over 1x1, Add of a full tensor (seed 25932)"},
+        {2, 5, 5, {2, 2, 2, 2}, "conv nhwc 5x5 pads 2 over 1x1, Add of a full tensor"},
+        {1, 1, 5, {0, 2, 0, 2}, "conv nhwc 1x5 pads 2 over 1x1, Add of a full tensor"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        korch_pgraph *pg = dc_graph();
+        korch_prim_linear p = {.op = KORCH_LINEAR_CONV, .spatial = 2, .group = 1, .strides = {1, 1},
+                               .dilations = {1, 1}, .channels_last = true,
+                               .pads_begin = {cases[c].pads[0], cases[c].pads[1]},
+                               .pads_end = {cases[c].pads[2], cases[c].pads[3]}};
+        int64_t oh = 1 + cases[c].pads[0] + cases[c].pads[2] - cases[c].kh + 1;
+        int64_t ow = 1 + cases[c].pads[1] + cases[c].pads[3] - cases[c].kw + 1;
+        int64_t xs[4] = {cases[c].n, 1, 1, 14}, ws[4] = {15, 14, cases[c].kh, cases[c].kw};
+        int64_t full[4] = {cases[c].n, oh, ow, 15};
+        int y = korch_pgraph_linear(pg, &p, dc_input(pg, 4, xs), dc_constant(pg, 4, ws, -0.5, 0.5));
+        y = dc_ew2(pg, KORCH_EW_ADD, y, dc_constant(pg, 4, full, -0.5, 0.5));
+        dc_output(pg, y);
+        CHECK(dc_check(pg, -1, 1, cases[c].what) > 0);
+        korch_pgraph_free(pg);
+    }
+}
+
 int main(void) {
+    test_gemm_narrow_image();
     test_gemm_one_column();
     test_affine_pairs();
     test_renamed_repeats();

@@ -12,17 +12,25 @@ static int threads_of(const korch_profile_options *o) { return o && o->threads >
 
 /* Whether some variant of d has an implementation dnnl_quirks.c accepts.
  * Asked only of the kernels where the answer depends on the CPU: grouped
- * convolutions with a binary post-op and bf16 convolutions with one, for
- * which oneDNN may pick gemm:jit in every variant (quirks 3 and 5). On
- * Zen 4 it does for korch-difftest seed 117 (a 4-group convolution with a
- * bias and a Min): without this an estimated plan chose the kernel and
- * then could not build it; elsewhere profiling finds out, at the cost of a
- * failed measurement. Only primitive descriptors are created (no JIT, no
- * weights reordered): well under a millisecond. */
+ * convolutions with a binary post-op, bf16 convolutions with one, and
+ * convolutions with one whose operand is not per tensor or per channel,
+ * for which oneDNN may pick gemm:jit in every variant (quirks 2, 3 and 5).
+ * On Zen 4 it does for korch-difftest seed 117 (a 4-group convolution with
+ * a bias and a Min) and seed 25932 (a 5x5 convolution over a 1x1 image
+ * with a full-tensor Add): without this an estimated plan chose the kernel
+ * and then could not build it; elsewhere profiling finds out, at the cost
+ * of a failed measurement. Only primitive descriptors are created (no
+ * JIT, no weights reordered): well under a millisecond. */
 static bool buildable(const dn_desc *d, char *reason, size_t size) {
-    bool binary = false;
-    for (int i = 0; i < d->n_post; i++) binary = binary || d->post[i].kind == DN_POST_BINARY;
-    if (d->op == KORCH_LINEAR_MATMUL || !binary || (d->params.group <= 1 && !d->params.bf16)) return true;
+    bool binary = false, positional = false;
+    for (int i = 0; i < d->n_post; i++) {
+        const dn_post *p = &d->post[i];
+        if (p->kind != DN_POST_BINARY) continue;
+        binary = true;
+        for (int j = 0; j < p->operand.ndims; j++) positional = positional || (j != 1 && p->operand.dims[j] > 1);
+    }
+    if (d->op == KORCH_LINEAR_MATMUL || !binary || (d->params.group <= 1 && !d->params.bf16 && !positional))
+        return true;
     char impl[128];
     if (dn_variant_buildable(d, omp_get_max_threads(), impl, sizeof impl) == KORCH_OK) return true;
     if (reason && size) snprintf(reason, size, "no variant oneDNN computes right here: %s", korch_last_error());

@@ -33,6 +33,16 @@
  *    image, + a full Min; measured on Zen 4: 2x1 and 3x1 outputs wrong,
  *    1x2, 2x2, 4x3, 1x1 right).
  *
+ *    And for a full-tensor operand (or one that varies per image or per
+ *    position) when the kernel is wider than the image (korch-difftest
+ *    seed 25932: Conv 5x5 pads [3,4,4,1] over a 1x1 image, the output of
+ *    GlobalAveragePool, + a full Add, 225 of 240 wrong). Swept on Zen 4
+ *    (3,400 shapes): every failure had a kernel wider than the image along
+ *    W with at least two columns of left padding (1x3 to 1x9 kernels over 1
+ *    to 7 columns); none along H, none with the kernel within the image.
+ *    Refused when the dilated kernel exceeds the image along any spatial
+ *    axis (H too: the cause inside oneDNN was not isolated).
+ *
  * 3. gemm:jit grouped convolutions with post-ops, on CPUs without AVX-512
  *    (where oneDNN picks gemm:jit for them): a depthwise convolution in plain
  *    NCHW with bias, GELU and a residual add gave 656 wrong elements of 1,024
@@ -299,6 +309,10 @@ bool dn_impl_computes(const dn_desc *d, const char *impl, const dnnl_memory_desc
         return false;
     }
     if (!channels_innermost(dst)) return true;
+    bool kernel_wider = false; /* than the image, along some spatial axis (seed 25932) */
+    if (d->op == KORCH_LINEAR_CONV)
+        for (int j = 2; j < d->src.ndims && j < d->wei.ndims; j++)
+            kernel_wider = kernel_wider || (d->wei.dims[j] - 1) * d->params.dilations[j - 2] + 1 > d->src.dims[j];
     for (int i = 0; i < d->n_post; i++) {
         const dn_post *p = &d->post[i];
         if (p->kind != DN_POST_BINARY) continue;
@@ -319,12 +333,13 @@ bool dn_impl_computes(const dn_desc *d, const char *impl, const dnnl_memory_desc
         bool taller = false;
         for (int j = 2; j < last; j++) taller = taller || d->dst.dims[j] > 1;
         if (full && one_column && taller) full = false;
+        if (full && kernel_wider) full = false;
         if (scalar || channel || full) continue;
         if (reason && size)
             snprintf(reason, size,
                      "oneDNN 2.6's %s convolution with a channels-last destination applies binary post-op %d (%s, "
-                     "operand broadcast neither per tensor nor per channel) at wrong offsets",
-                     impl, i, dn_alg_name(p->alg));
+                     "operand broadcast neither per tensor nor per channel%s) at wrong offsets",
+                     impl, i, dn_alg_name(p->alg), kernel_wider ? ", or the kernel wider than the image" : "");
         return false;
     }
     return true;
