@@ -66,8 +66,9 @@ typedef struct faulty {
     korch_kernel *inner;
     korch_fault fault;
     int n_outputs;
-    int64_t elements; /* of output 0, float32 */
-    float *scratch;   /* ACCUMULATE: the true result, added to the buffer */
+    int64_t elements; /* of output 0, float32 or (bytes) uint8/int8 */
+    bool bytes;
+    float *scratch;   /* ACCUMULATE: the true result, added to the buffer (float32 only) */
 } faulty;
 
 static korch_status faulty_run(korch_kernel *k, void *const *inputs, void *const *outputs) {
@@ -82,6 +83,14 @@ static korch_status faulty_run(korch_kernel *k, void *const *inputs, void *const
         return KORCH_OK;
     }
     KORCH_TRY(f->inner->run(f->inner, inputs, outputs));
+    if (f->bytes) { /* a quantized (uint8/int8) output: the same faults, in steps */
+        uint8_t *q = outputs[0];
+        if (f->fault == KORCH_FAULT_SCALE)
+            for (int64_t i = 0; i < f->elements; i++) q[i] = (uint8_t)(q[i] / 2 + 7);
+        else if (f->elements > 0)
+            q[f->elements / 2] ^= 0x10; /* one element off by 16 steps */
+        return KORCH_OK;
+    }
     float *y = outputs[0];
     if (f->fault == KORCH_FAULT_SCALE)
         for (int64_t i = 0; i < f->elements; i++) y[i] = 1.5f * y[i] + 0.25f;
@@ -117,7 +126,9 @@ static korch_status inject_faults(korch_backend_kind kind, const korch_kernel_sp
         f->inner = kernels[i];
         f->fault = fault;
         f->n_outputs = specs[i].n_outputs;
-        f->elements = out->dtype == KORCH_DTYPE_FLOAT32 ? korch_shape_numel(&out->shape) : 0;
+        f->bytes = out->dtype == KORCH_DTYPE_UINT8 || out->dtype == KORCH_DTYPE_INT8;
+        f->elements = out->dtype == KORCH_DTYPE_FLOAT32 || f->bytes ? korch_shape_numel(&out->shape) : 0;
+        if (fault == KORCH_FAULT_ACCUMULATE && f->bytes) f->elements = 0; /* float outputs only */
         if (fault == KORCH_FAULT_ACCUMULATE && f->elements > 0) f->scratch = calloc((size_t)f->elements, sizeof(float));
         *w = *kernels[i];
         snprintf(w->impl, sizeof w->impl, "%.140s (FAULTY)", kernels[i]->impl);

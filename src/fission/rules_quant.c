@@ -1,16 +1,12 @@
-/* The quantization operators. DequantizeLinear becomes elementwise
- * primitives (exactly); the others stay whole, opaque primitives running
- * their reference kernels (ops/quantize_linear.c, ops/quantize_dynamic.c,
- * ops/matmul_integer.c, ops/conv_integer.c) inside the plan: the linear
- * primitives are float32, korch has no int8 kernels yet, and QuantizeLinear's
- * float32 division must not become the multiplication by a reciprocal the
- * code generator uses for hoisted divisors (it would flip rounding ties;
- * docs/quantization.md). */
+/* The quantization operators. DequantizeLinear and QuantizeLinear become
+ * elementwise primitives (exactly, see each rule); the others stay whole,
+ * opaque primitives running their reference kernels
+ * (ops/quantize_dynamic.c, ops/matmul_integer.c, ops/conv_integer.c)
+ * inside the plan: the linear primitives are float32 and korch has no int8
+ * kernels yet (docs/quantization.md). */
 #include "fission/rules.h"
+#include "ops/quant.h"
 
-KORCH_FISSION_RULE(QuantizeLinear) {
-    return fission_decline(ctx, "QuantizeLinear (kept whole: runs its reference kernel)");
-}
 
 /* A per-axis parameter [D] viewed so that it broadcasts along `axis` of a
  * rank-`rank` operand: [D, 1, ..., 1] with rank - axis dims; a [1] one as a
@@ -63,6 +59,46 @@ KORCH_FISSION_RULE(DequantizeLinear) {
         x = fission_binary(ctx, KORCH_EW_SUB, x, z);
     }
     fission_set_out(ctx, 0, fission_binary(ctx, KORCH_EW_MUL, x, axis_view(ctx, fission_in(ctx, 1), axis, xs->rank)));
+    return fission_done(ctx);
+}
+
+/* y = saturate(rint(x / scale) + zero_point) as elementwise primitives,
+ * bit-exact with the reference kernel (ops/quant.h):
+ *   - DIV with alpha 1, an exact float32 division: the code generator
+ *     would otherwise multiply by a hoisted reciprocal, which differs in
+ *     the last bit and flips rounding ties (and oneDNN refuses it);
+ *   - NaN becomes 0 (WHERE x/s == x/s), so that it quantizes to the zero
+ *     point as the reference does;
+ *   - ROUND (halves to even), ADD of the zero point in float32 (exact below
+ *     2^24; beyond, the clip saturates either way), CLIP to the type's
+ *     range, CAST to uint8/int8.
+ * So a QDQ model's QuantizeLinear fuses with its producer and the
+ * DequantizeLinear after it, instead of a reference pass of its own. */
+KORCH_FISSION_RULE(QuantizeLinear) {
+    korch_dtype dt = fission_in_dtype(ctx, 0), out = fission_out_dtype(ctx, 0);
+    const korch_shape *xs = fission_in_shape(ctx, 0), *ss = fission_in_shape(ctx, 1);
+    if (dt != KORCH_DTYPE_FLOAT32)
+        return fission_decline(ctx, "QuantizeLinear of a non-float32 tensor (runs its reference kernel)");
+    if (korch_node_attr_int(ctx->node, "block_size", 0) > 0)
+        return fission_decline(ctx, "QuantizeLinear with block_size (blocked scales are not a broadcast)");
+    if (out != KORCH_DTYPE_UINT8 && out != KORCH_DTYPE_INT8)
+        return fission_decline(ctx, "QuantizeLinear to a type other than uint8/int8");
+    const korch_tensor *zp = fission_const_in(ctx, 2);
+    bool zero_zp = !fission_has_in(ctx, 2) || (zp && all_zero(zp));
+    int axis = 0;
+    if (ss->rank == 1 && ss->dims[0] != 1) {
+        axis = fission_axis(ctx, korch_node_attr_int(ctx->node, "axis", 1), xs->rank);
+        if (axis < 0) return KORCH_ERR_INVALID_MODEL;
+    }
+    int q = fission_binary(ctx, KORCH_EW_DIV, fission_in(ctx, 0), axis_view(ctx, fission_in(ctx, 1), axis, xs->rank));
+    if (q >= 0) ctx->pg->nodes[ctx->pg->values[q].producer].u.ew.alpha = 1; /* exact */
+    q = fission_where(ctx, fission_binary(ctx, KORCH_EW_EQUAL, q, q), q, fission_scalar(ctx, 0, KORCH_DTYPE_FLOAT32));
+    q = fission_unary(ctx, KORCH_EW_ROUND, q);
+    if (!zero_zp)
+        q = fission_binary(ctx, KORCH_EW_ADD, q,
+                           fission_cast(ctx, axis_view(ctx, fission_in(ctx, 2), axis, xs->rank), KORCH_DTYPE_FLOAT32));
+    q = fission_unary_ab(ctx, KORCH_EW_CLIP, q, (float)korch_quant_min(out), (float)korch_quant_max(out));
+    fission_set_out(ctx, 0, fission_cast(ctx, q, out));
     return fission_done(ctx);
 }
 

@@ -611,10 +611,10 @@ static korch_status run_linear(const korch_prim_linear *p, const korch_tensor *x
 /* How the interpreter runs (korch_pgraph_interpret*). */
 typedef struct interp_mode {
     bool float32_only;    /* bf16 marks ignored (korch_pgraph_interpret_fp32) */
-    uint64_t jitter_seed; /* nonzero: bf16 operands computed at run time are moved by 2^-20 first */
+    uint64_t jitter_seed; /* nonzero: bf16 operands and exact dividends computed at run time are moved by 2^-20 */
 } interp_mode;
 
-/* A deterministic sign per element: the jitter of korch_pgraph_interpret_bf16_jittered. */
+/* A deterministic sign per element: the jitter of korch_pgraph_interpret_jittered. */
 static float jitter_sign(uint64_t seed, int64_t i) {
     uint64_t z = seed + (uint64_t)i * 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -651,6 +651,28 @@ static korch_status run_linear_bf16(const korch_pgraph *pg, const korch_pnode *n
     return st;
 }
 
+/* An exact division (QuantizeLinear's x / scale, DIV alpha 1) with the
+ * dividend moved by a relative 2^-20 first when it is computed at run time:
+ * in a second correct computation float32 noise before a quantizer rounds
+ * other elements near a tie the other way (the quantization noise rule,
+ * verify/plan_check.c). */
+static korch_status run_div_jittered(const korch_pgraph *pg, const korch_pnode *n, korch_tensor **in,
+                                     korch_tensor *out, uint64_t jitter_seed) {
+    if (pg->values[n->inputs[0]].is_constant || in[0]->dtype != KORCH_DTYPE_FLOAT32) return run_elementwise(n, in, out);
+    korch_tensor moved = {0};
+    KORCH_TRY(korch_tensor_alloc(&moved, KORCH_DTYPE_FLOAT32, &in[0]->shape));
+    const float *a = in[0]->data;
+    float *b = moved.data;
+    uint64_t seed = jitter_seed ^ ((uint64_t)n->inputs[0] << 32);
+    for (int64_t i = 0, m = korch_tensor_numel(in[0]); i < m; i++) b[i] = a[i] * (1.0f + jitter_sign(seed, i) * 0x1p-20f);
+    korch_tensor *ins[KORCH_MAX_RANK] = {0};
+    for (int k = 0; k < n->n_inputs; k++) ins[k] = in[k];
+    ins[0] = &moved;
+    korch_status st = run_elementwise(n, ins, out);
+    korch_tensor_free(&moved);
+    return st;
+}
+
 static korch_status run_opaque(const korch_pgraph *pg, const korch_pnode *n, korch_tensor **in, korch_tensor **out) {
     const korch_node *src = &pg->source->nodes[n->u.opaque.source_node];
     korch_tensor *ins[64] = {0}, *outs[8] = {0};
@@ -673,7 +695,10 @@ static korch_status run_node(const korch_pgraph *pg, int node, korch_tensor *con
     korch_tensor *ins[KORCH_MAX_RANK] = {0};
     for (int k = 0; k < n->n_inputs; k++) ins[k] = in[k];
     switch (n->kind) {
-    case KORCH_PRIM_ELEMENTWISE: return run_elementwise(n, ins, out[0]);
+    case KORCH_PRIM_ELEMENTWISE:
+        if (mode->jitter_seed && n->u.ew.op == KORCH_EW_DIV && n->u.ew.alpha != 0)
+            return run_div_jittered(pg, n, ins, out[0], mode->jitter_seed);
+        return run_elementwise(n, ins, out[0]);
     case KORCH_PRIM_REDUCE: return run_reduce(n, in[0], out[0]);
     case KORCH_PRIM_LAYOUT: return run_layout(n, ins, out[0]);
     case KORCH_PRIM_LINEAR:
@@ -802,7 +827,7 @@ korch_status korch_pgraph_interpret_fp32(const korch_pgraph *pg, const korch_ten
     return interpret(pg, inputs, outputs, &mode);
 }
 
-korch_status korch_pgraph_interpret_bf16_jittered(const korch_pgraph *pg, const korch_tensor *inputs,
+korch_status korch_pgraph_interpret_jittered(const korch_pgraph *pg, const korch_tensor *inputs,
                                                   korch_tensor *outputs, uint64_t seed) {
     interp_mode mode = {.jitter_seed = seed | 1};
     return interpret(pg, inputs, outputs, &mode);

@@ -70,7 +70,7 @@ typedef enum korch_prim_kind {
     X(ADD, 2)                                                                                      \
     X(SUB, 2)                                                                                      \
     X(MUL, 2)                                                                                      \
-    X(DIV, 2)                                                                                      \
+    X(DIV, 2)         /* alpha 1: exact (QuantizeLinear), never a product by the reciprocal */     \
     X(POW, 2)                                                                                      \
     X(MAX, 2)                                                                                      \
     X(MIN, 2)                                                                                      \
@@ -313,12 +313,15 @@ korch_status korch_pgraph_interpret(const korch_pgraph *pg, const korch_tensor *
 /* The same with the bf16 marks ignored: the float32 graph a bf16 one was
  * made from, which must match the reference executor (verify/plan_check.c). */
 korch_status korch_pgraph_interpret_fp32(const korch_pgraph *pg, const korch_tensor *inputs, korch_tensor *outputs);
-/* The bf16 graph with the operands of its bf16 primitives that are not
- * constants moved by a relative 2^-20 (a seeded random sign per element)
- * before they are rounded: a second correct bf16 computation, for the bf16
- * noise rule of plan verification (docs/precision.md). */
-korch_status korch_pgraph_interpret_bf16_jittered(const korch_pgraph *pg, const korch_tensor *inputs,
-                                                  korch_tensor *outputs, uint64_t seed);
+/* The graph with the values it rounds chaotically moved by a relative
+ * 2^-20 (a seeded random sign per element) first: the operands of its bf16
+ * primitives that are not constants, before they are rounded to bfloat16,
+ * and the dividends of its exact divisions (QuantizeLinear's x / scale),
+ * before they are rounded to integers. A second correct computation, for
+ * the noise rules of plan verification (docs/precision.md, bf16; docs/
+ * quantization.md, quantization). */
+korch_status korch_pgraph_interpret_jittered(const korch_pgraph *pg, const korch_tensor *inputs,
+                                             korch_tensor *outputs, uint64_t seed);
 
 /* The scalar meaning of an elementwise function (float maths in double). */
 double korch_ew_apply(korch_ew_op op, double a, double b, double c, float alpha, float beta);

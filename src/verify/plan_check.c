@@ -186,11 +186,12 @@ static korch_status localise_fission(const korch_pgraph *pg, const korch_tensor 
 }
 
 /* Runs the graph on inputs perturbed by a few ulps into pert (the
- * sensitivity term): the reference executor (pg NULL) or, for a bf16 plan,
- * the bf16 interpretation with the operands of its bf16 primitives moved by
- * 2^-20 too (also the second computation of the bf16 noise rule: a model
- * whose inputs are token ids has no float input to perturb, and its bf16
- * roundings diverge all the same). Where it cannot run: a copy of want (no
+ * sensitivity term): the reference executor (pg NULL) or, for a bf16 plan
+ * or a model that quantizes, the interpretation with the operands of its
+ * bf16 primitives and its quantizers' dividends moved by 2^-20 too (also
+ * the second computation of the noise rules: a model whose inputs are
+ * token ids has no float input to perturb, and its roundings diverge all
+ * the same). Where it cannot run: a copy of want (no
  * sensitivity term). */
 static korch_status perturbed_run(const korch_graph *g, const korch_pgraph *pg, const korch_tensor *in,
                                   uint64_t seed, korch_tensor *pert, int n_out, const korch_tensor *want) {
@@ -201,7 +202,7 @@ static korch_status perturbed_run(const korch_graph *g, const korch_pgraph *pg, 
         st = korch_tensor_clone(&in[i], &pin[i]);
         if (st == KORCH_OK) korch_verify_perturb(&pin[i], seed + 0x1000u + (uint64_t)i);
     }
-    if (st == KORCH_OK && (pg ? korch_pgraph_interpret_bf16_jittered(pg, pin, pert, seed + 0x2000u)
+    if (st == KORCH_OK && (pg ? korch_pgraph_interpret_jittered(pg, pin, pert, seed + 0x2000u)
                               : korch_reference_run(g, pin, pert)) != KORCH_OK) {
         korch_error_clear();
         for (int i = 0; i < n_out && st == KORCH_OK; i++) {
@@ -234,26 +235,36 @@ static void fp32_distance(const korch_tensor *got, const korch_tensor *ref, korc
     oc->fp32_mean_rel = sum_ref > 0 ? sum_diff / sum_ref : sum_diff / (double)counted;
 }
 
-/* How far a bf16 plan may be from the bf16 graph interpreted, as a whole
- * tensor. Rounding to bfloat16 is chaotic: an operand within a float32
- * rounding of a tie rounds either way, and a flipped operand moves a product
- * by 2^-9 of itself, which flips more operands downstream; a few layers deep
- * two correct bf16 computations (other summation orders) differ at the bf16
- * noise level, elementwise unpredictably (ResNet-50: 5 of 1000 logits past
- * the float32 rule with its 8x sensitivity term). The interpretation with
- * the bf16 primitives' computed operands (and the float inputs) moved by
- * 2^-20 is such a second computation (perturbed_run; perturbing the inputs
- * alone moves nothing in BERT, whose inputs are token ids), so the plan's
- * distance from the interpretation must be of its size: max and mean of
- * |plan - interpreted| at most BF16_NOISE_FACTOR times those of |perturbed -
- * interpreted|, plus the float32 floor (1e-4 of the largest |element|). A
- * kernel error is caught by each kernel's own check (float32 tolerances,
- * operands rounded exactly alike) and a fault in how the plan runs them is
- * an error far above the noise. The factor is measured: docs/precision.md. */
-#define BF16_NOISE_FACTOR 4.0
+/* How far a plan may be from its reference, as a whole tensor, where the
+ * model rounds chaotically: a bf16 plan from the bf16 graph interpreted, a
+ * plan of a model that quantizes computed values (QuantizeLinear, fissioned
+ * into an exact division and a rounding) from the reference executor.
+ *
+ * bf16: an operand within a float32 rounding of a tie rounds either way, and
+ * a flipped operand moves a product by 2^-9 of itself, which flips more
+ * operands downstream; a few layers deep two correct bf16 computations
+ * (other summation orders) differ at the bf16 noise level, elementwise
+ * unpredictably (ResNet-50: 5 of 1000 logits past the float32 rule with its
+ * 8x sensitivity term). Quantization: a value x / scale within float32 noise
+ * of a tie rounds to either integer, one step, which the next convolution
+ * spreads over its outputs, and the next quantizer flips more (a QDQ
+ * MobileNetV2: 5 of 1000 outputs past the float32 rule, every kernel right
+ * alone).
+ *
+ * The interpretation with those values (the bf16 primitives' operands, the
+ * quantizers' dividends, and the float inputs) moved by 2^-20 is such a
+ * second computation (perturbed_run; perturbing the inputs alone moves
+ * nothing in BERT, whose inputs are token ids), so the plan's distance from
+ * the reference must be of its size: max and mean of |plan - reference| at
+ * most NOISE_FACTOR times those of |perturbed - reference|, plus the float32
+ * floor (1e-4 of the largest |element|). A kernel error is caught by each
+ * kernel's own check (float32 tolerances; bf16 operands rounded exactly
+ * alike; integers exactly) and a fault in how the plan runs them is an
+ * error far above the noise. The factor is measured: docs/precision.md. */
+#define NOISE_FACTOR 4.0
 
-static bool bf16_noise_compare(const korch_tensor *got, const korch_tensor *want, const korch_tensor *pert,
-                               double *ratio, char *text, size_t size) {
+static bool noise_compare(const korch_tensor *got, const korch_tensor *want, const korch_tensor *pert,
+                          const char *rule, double *ratio, char *text, size_t size) {
     if (got->dtype != KORCH_DTYPE_FLOAT32 || want->dtype != KORCH_DTYPE_FLOAT32 ||
         pert->dtype != KORCH_DTYPE_FLOAT32 || korch_tensor_numel(got) != korch_tensor_numel(want) ||
         korch_tensor_numel(pert) != korch_tensor_numel(want))
@@ -275,14 +286,26 @@ static bool bf16_noise_compare(const korch_tensor *got, const korch_tensor *want
         scale = fmax(scale, fabs((double)w[i]));
     }
     double floor = 1e-4 * scale, nn = n > 0 ? (double)n : 1;
-    double r_max = max_d / (BF16_NOISE_FACTOR * max_p + floor + 1e-30);
-    double r_mean = (sum_d / nn) / (BF16_NOISE_FACTOR * sum_p / nn + floor + 1e-30);
+    double r_max = max_d / (NOISE_FACTOR * max_p + floor + 1e-30);
+    double r_mean = (sum_d / nn) / (NOISE_FACTOR * sum_p / nn + floor + 1e-30);
     *ratio = fmax(r_max, r_mean);
     snprintf(text, size,
-             "as a whole tensor (bf16 noise rule): max |plan - bf16 graph| %.3g against %.3g for operands perturbed "
+             "as a whole tensor (%s noise rule): max |plan - reference| %.3g against %.3g for values perturbed "
              "by 2^-20, mean %.3g against %.3g",
-             max_d, max_p, sum_d / nn, sum_p / nn);
+             rule, max_d, max_p, sum_d / nn, sum_p / nn);
     return *ratio <= 1;
+}
+
+/* Whether the graph rounds a computed value to an integer: an exact
+ * division (QuantizeLinear's, rules_quant.c) of a non-constant dividend. */
+static bool quantizes(const korch_pgraph *pg) {
+    for (int i = 0; i < pg->n_nodes; i++) {
+        const korch_pnode *n = &pg->nodes[i];
+        if (!n->dead && n->kind == KORCH_PRIM_ELEMENTWISE && n->u.ew.op == KORCH_EW_DIV && n->u.ew.alpha != 0 &&
+            !pg->values[n->inputs[0]].is_constant)
+            return true;
+    }
+    return false;
 }
 
 void korch_plan_check_free(korch_plan_check *c) {
@@ -360,10 +383,12 @@ korch_status korch_verify_plan(const korch_plan *plan, const korch_graph *g, con
         if (st == KORCH_OK) st = korch_pgraph_interpret(pg, in, want);
     }
     /* the sensitivity term only widens the tolerance: the reference runs on
-     * perturbed inputs only when the plan fails without it */
+     * perturbed inputs only when the plan fails without it (the interpreter
+     * with jitter where the model quantizes: the noise rule's computation) */
+    bool quant = quantizes(pg);
     for (int pass = 0; pass < 2 && st == KORCH_OK; pass++) {
         if (pass == 1)
-            st = perturbed_run(g, bf16 ? pg : NULL, in, o->seed, pert, no, want);
+            st = perturbed_run(g, bf16 || quant ? pg : NULL, in, o->seed, pert, no, want);
         out->ok = st == KORCH_OK;
         for (int i = 0; i < no && st == KORCH_OK; i++) {
             korch_verify_diff d;
@@ -376,8 +401,9 @@ korch_status korch_verify_plan(const korch_plan *plan, const korch_graph *g, con
             out->outputs[i].max_abs = d.max_abs;
             double noise_ratio = 0;
             char noise[240] = "";
-            if (!ok && pass == 1 && bf16 &&
-                bf16_noise_compare(&got[i], &want[i], &pert[i], &noise_ratio, noise, sizeof noise)) {
+            if (!ok && pass == 1 && (bf16 || quant) &&
+                noise_compare(&got[i], &want[i], &pert[i], bf16 ? "bf16" : "quantization", &noise_ratio, noise,
+                              sizeof noise)) {
                 ok = true;
                 out->outputs[i].worst_ratio = noise_ratio;
             }

@@ -174,11 +174,12 @@ static const char *elementwise_at(cg_emit *e, const cg_node *n, const char *key,
     char expr[1024];
     bool all_f32 = y->dtype == KORCH_DTYPE_FLOAT32;
     for (int i = 0; i < n->n_in; i++) all_f32 &= e->k->values[n->in[i]].dtype == KORCH_DTYPE_FLOAT32;
-    if (n->pn->u.ew.op == KORCH_EW_DIV && all_f32 && op_level[1] < lvl) {
+    if (n->pn->u.ew.op == KORCH_EW_DIV && n->pn->u.ew.alpha == 0 && all_f32 && op_level[1] < lvl) {
         /* A divisor hoisted out of the loop the dividend varies in (softmax's
          * sum, a mean's count) becomes one reciprocal there and a multiply
          * per element: vdivps costs 5-10x a vmulps, and x * (1/s) is within
-         * 1.5 ulp of x / s (docs/codegen.md). */
+         * 1.5 ulp of x / s (docs/codegen.md). Not an exact division (alpha
+         * 1, QuantizeLinear's): a last-bit difference flips a rounding tie. */
         char key2[96], rexpr[96];
         snprintf(key2, sizeof key2, "rcp %s", ops[1]);
         const cg_memo *m = cg_memo_find(e, key2);

@@ -62,6 +62,9 @@ static bool with_scalar(actx *c, int node, korch_ew_op op, bool v_first, double 
     case KORCH_EW_SUB: return eltwise(c, node, dnnl_eltwise_linear, v_first ? 1.0f : -1.0f, v_first ? -f : f);
     case KORCH_EW_MUL: return eltwise(c, node, dnnl_eltwise_linear, f, 0.0f);
     case KORCH_EW_DIV:
+        if (c->pg->nodes[node].u.ew.alpha != 0) /* linear(1/s) and pow(s,-1) are not x / s to the last bit */
+            return an_fail(c, "%s: an exact division (QuantizeLinear's) has no oneDNN eltwise post-op",
+                           an_node_name(c, node, nm, sizeof nm));
         if (v_first) {
             if (s == 0) return an_fail(c, "%s: division by a zero constant", an_node_name(c, node, nm, sizeof nm));
             return eltwise(c, node, dnnl_eltwise_linear, (float)(1.0 / s), 0.0f);
@@ -120,7 +123,10 @@ static bool with_tensor(actx *c, int node, korch_ew_op op, bool v_first, int val
         }
         break;
     case KORCH_EW_DIV:
-        alg = dnnl_binary_div;
+        alg = dnnl_binary_div; /* a true division: exact (alpha 1) too */
+        if (!v_first && c->pg->nodes[node].u.ew.alpha != 0)
+            return an_fail(c, "%s: an exact division of a tensor by the chain value has no oneDNN post-op",
+                           an_node_name(c, node, nm, sizeof nm));
         if (!v_first) { /* s / v = v^-1 * s */
             if (!eltwise(c, node, dnnl_eltwise_pow, 1.0f, -1.0f)) return false;
             alg = dnnl_binary_mul;
