@@ -12,6 +12,8 @@
 #                 check / reference / optimize / plan vs ORT) -> bench/RESULTS.md; REALZOO_ARGS=...
 #                 then issue 20's single-operator models (bench/kernels/single_ops.py: korch per
 #                 layout vs ONNX Runtime and OpenVINO FP32) -> bench/kernels/RESULTS.md; SINGLE_OPS_ARGS=...
+#                 then QDQ-quantized zoo models (bench/quant/run.py: korch vs ONNX Runtime and
+#                 OpenVINO int8) -> bench/quant/RESULTS.md; QUANT_ARGS=...
 #   make bench-realzoo   the real-model zoo alone
 #   make bench-single-ops   the single-operator table alone
 #   make install  install library, header, CLI and pkg-config file (PREFIX, DESTDIR)
@@ -57,6 +59,7 @@ bench: build
 	@scripts/bench.sh --korch-cold $(BENCH_ARGS)
 	@bench/realzoo/run.sh $(REALZOO_ARGS)
 	@$(BUILD)/venv/bin/python bench/kernels/single_ops.py --korch $(BUILD)/korch $(SINGLE_OPS_ARGS)
+	@scripts/python-env-quant.sh --quiet && $(BUILD)/venv-quant/bin/python bench/quant/run.py --korch $(BUILD)/korch $(QUANT_ARGS)
 
 bench-realzoo: build
 	@bench/realzoo/run.sh $(REALZOO_ARGS)

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Quantized (QDQ) models: korch against ONNX Runtime and OpenVINO, same run.
+
+Each model of the zoo named (build/models, `make models`) is quantized here
+by onnxruntime.quantization.quantize_static in QDQ form (uint8 activations,
+per-channel int8 weights, four seeded calibration inputs), as a user's
+quantization pipeline would write it. Then, interleaved over R rounds:
+
+  - korch: `korch optimize` once (private database and kernel cache under
+    --work; the plan is verified against the reference executor as always),
+    then one `korch run --bench K` process per round;
+  - ONNX Runtime (its QDQ fusion: int8 kernels), K in-process calls;
+  - OpenVINO (its low-precision transformations: int8), K calls.
+
+Outputs are compared with the reference executor's (korch run of the model
+itself): ONNX Runtime's and OpenVINO's int8 kernels round differently, so
+their distance is reported, not bounded. Needs the Python of
+scripts/python-env-quant.sh (onnxruntime.quantization wants onnx >= 1.16):
+
+    build/venv-quant/bin/python bench/quant/run.py [--models mobilenetv2,resnet50] [--rounds 5]
+
+Appends a table to bench/quant/RESULTS.md (--no-record: print only)."""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+from bench.harness import CpuMeter, OpenVinoContender, OrtContender, cpu_model, git_commit, sanitize  # noqa: E402
+from bench.kernels.single_ops import Batched, KorchLayout  # noqa: E402
+
+
+def log(msg):
+    print("[quant]", msg, flush=True)
+
+
+def quantize(src, dst, seed=1):
+    import onnx
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    m = onnx.load(src)
+    x = m.graph.input[0]
+    shape = [d.dim_value for d in x.type.tensor_type.shape.dim]
+
+    class Seeded(CalibrationDataReader):
+        def __init__(self):
+            self.n = 0
+
+        def get_next(self):
+            if self.n >= 4:
+                return None
+            self.n += 1
+            return {x.name: np.random.default_rng(seed + self.n).standard_normal(shape).astype(np.float32)}
+
+    quantize_static(src, dst, Seeded(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                    weight_type=QuantType.QInt8, per_channel=True)
+    return x.name, shape, [o.name for o in m.graph.output]
+
+
+def rel_dist(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
+
+
+def bench_model(name, args, work):
+    src = os.path.join(args.models_dir, name + ".onnx")
+    path = os.path.join(work, name + "_qdq.onnx")
+    xname, shape, outputs = quantize(src, path)
+    x = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
+    xf = os.path.join(work, name + "_qdq.x.npy")
+    np.save(xf, x)
+    feeds = {xname: x}
+    # the reference executor's outputs (ONNX semantics)
+    ref_dir = os.path.join(work, name + "_qdq.ref")
+    os.makedirs(ref_dir, exist_ok=True)
+    subprocess.run([args.korch, "run", path, "--input", f"{xname}={xf}", "--output-dir", ref_dir],
+                   check=True, capture_output=True)
+    ref = [np.load(os.path.join(ref_dir, sanitize(o) + ".npy")) for o in outputs]
+    cons = [KorchLayout(args.korch, "default", path, {xname: xf}, outputs, work, args.threads, args.bench_k,
+                        os.path.join(work, "profile.db"), os.path.join(work, "kernels"), True),
+            Batched(OrtContender(path, feeds, args.threads), args.bench_k)]
+    if not args.no_openvino:
+        cons.append(Batched(OpenVinoContender(path, feeds, args.threads, "default"), args.bench_k))
+    res = {"name": name, "c": {}}
+    for c in cons:
+        r = res["c"].setdefault(c.name, {})
+        try:
+            outs = c.prepare()
+            r["rel"] = max(rel_dist(o, w) for o, w in zip(outs, ref))
+            log(f"{name}: {c.name} ready (max |out - reference| / max|reference| = {r['rel']:.3g})")
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            c.error = str(e)
+            r["na"] = c.error
+            log(f"{name}: {c.name} n/a: {c.error}")
+    live = [c for c in cons if c.error is None]
+    for c in live:
+        c.once()
+    samples = {c.name: [] for c in live}
+    meter = CpuMeter()
+    for rnd in range(args.rounds):
+        k = rnd % max(len(live), 1)
+        for c in live[k:] + live[:k]:
+            samples[c.name].append(c.once())
+    res.update(meter.stop())
+    for c in cons:
+        s = samples.get(c.name)
+        if s:
+            res["c"][c.name].update(median=statistics.median(s), lo=min(s), hi=max(s))
+        c.close()
+    log(f"{name}: " + ", ".join(f"{n} {r.get('median', float('nan')):.3f}" for n, r in res["c"].items()))
+    return res
+
+
+def report(results, args, command):
+    names = list(results[0]["c"].keys())
+    lines = [f"## QDQ models ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})", "",
+             f"Command: `{command}`  ",
+             f"CPU: {cpu_model()}; {args.threads} threads; korch commit {git_commit()}; {args.rounds} interleaved "
+             f"rounds, each sample a median of {args.bench_k} runs; ms, median (min-max); in brackets the "
+             "largest |output - reference executor| relative to the reference's largest |value|.", "",
+             "| model | " + " | ".join(names) + " | korch / best peer |", "|---|" + "---:|" * len(names) + "---:|"]
+    for res in results:
+        c = res["c"]
+        cells = []
+        for n in names:
+            r = c[n]
+            cells.append(f"{r['median']:.3f} ({r['lo']:.3f}-{r['hi']:.3f}) [{r.get('rel', float('nan')):.2g}]"
+                         if "median" in r else f"n/a ({r.get('na', '')[:80]})")
+        k = c.get("korch default", {}).get("median")
+        peers = [c[n]["median"] for n in names if not n.startswith("korch") and "median" in c[n]]
+        ratio = f"{k / min(peers):.2f}" if k and peers else "-"
+        lines.append(f"| {res['name']} QDQ | " + " | ".join(cells) + f" | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--korch", default=os.path.join(ROOT, "build", "korch"))
+    ap.add_argument("--models", default="mobilenetv2,resnet50")
+    ap.add_argument("--models-dir", default=os.path.join(ROOT, "build", "models"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--bench-k", type=int, default=10)
+    ap.add_argument("--work", default=os.path.join(ROOT, "build", "bench-quant"))
+    ap.add_argument("--no-openvino", action="store_true")
+    ap.add_argument("--no-record", action="store_true")
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    results = [bench_model(m, args, args.work) for m in args.models.split(",")]
+    text = report(results, args, " ".join(["python", "bench/quant/run.py"] + sys.argv[1:]))
+    print(text)
+    if not args.no_record:
+        with open(os.path.join(ROOT, "bench", "quant", "RESULTS.md"), "a") as fh:
+            fh.write("\n" + text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
