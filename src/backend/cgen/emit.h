@@ -124,6 +124,10 @@ typedef struct cg_loop_opts {
     bool simd_always;        /* simd on the innermost loop even when the vec knob leaves it to the compiler */
 } cg_loop_opts;
 
+/* Whether cg_nest_open will tile the nest's last two loops (reorder as in
+ * cg_loop_opts), for what must be emitted before it opens. */
+bool cg_nest_tiles(const cg_emit *e, const cg_nest *ns, bool reorder);
+
 void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o);
 void cg_nest_close(cg_emit *e, cg_nest *ns);
 /* closes the innermost open loop (for passes that put statements between the
@@ -131,8 +135,10 @@ void cg_nest_close(cg_emit *e, cg_nest *ns);
 void cg_loop_close(cg_emit *e);
 /* opens a loop from its pragma lines and header text (no symbol) */
 void cg_loop_open_raw(cg_emit *e, const char *pragma, const char *header);
-/* "for (x<sym> = <tile_var>; ...)": a point loop over one tile of extent ext */
-void cg_point_loop_header(char *buf, size_t size, int indent, int sym, const char *tile_var, int tile, int64_t ext);
+/* "for (x<sym> = <tile_var>; ...)": a point loop over one tile of extent ext,
+ * advancing by step (x++ for 1) */
+void cg_point_loop_header(char *buf, size_t size, int indent, int sym, const char *tile_var, int tile, int64_t ext,
+                          int step);
 /* an explicit "omp parallel" block (a level without a loop variable) */
 void cg_region_open(cg_emit *e);
 void cg_region_close(cg_emit *e);

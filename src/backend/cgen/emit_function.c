@@ -186,7 +186,7 @@ static void prefetch_next_slab(cg_emit *e, const cg_nest *common) {
 static bool staged_streams(const cg_emit *e, const plan *pl, const cg_nest *common) {
     int P = common->n, T = e->s->tile;
     if (!e->s->stream || !e->s->order || T <= 0 || T % 16 != 0 || P < 2 || pl->n > CG_STAGE_MAX) return false;
-    if (common->ext[P - 2] <= T || common->ext[P - 1] <= T || common->ext[P - 1] % 16 != 0) return false;
+    if (!cg_nest_tiles(e, common, true) || common->ext[P - 1] % 16 != 0) return false;
     for (int i = 0; i < pl->n; i++) {
         const cg_value *w = &e->k->values[pl->value[i]];
         if (pl->node[i] >= 0 || pl->space[i]->rank != P || w->dtype != KORCH_DTYPE_FLOAT32 ||

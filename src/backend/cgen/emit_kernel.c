@@ -16,9 +16,13 @@
 
 #include "backend/cgen/emit.h"
 
-void cg_point_loop_header(char *buf, size_t size, int indent, int sym, const char *tile_var, int tile, int64_t ext) {
-    snprintf(buf, size, "%*sfor (int64_t x%d = %s; x%d < (%s + %d < %lld ? %s + %d : %lld); x%d++)", indent, "", sym,
-             tile_var, sym, tile_var, tile, (long long)ext, tile_var, tile, (long long)ext, sym);
+void cg_point_loop_header(char *buf, size_t size, int indent, int sym, const char *tile_var, int tile, int64_t ext,
+                          int step) {
+    char inc[24];
+    if (step > 1) snprintf(inc, sizeof inc, " += %d", step);
+    else snprintf(inc, sizeof inc, "++");
+    snprintf(buf, size, "%*sfor (int64_t x%d = %s; x%d < (%s + %d < %lld ? %s + %d : %lld); x%d%s)", indent, "", sym,
+             tile_var, sym, tile_var, tile, (long long)ext, tile_var, tile, (long long)ext, sym, inc);
 }
 
 void cg_loop_open_raw(cg_emit *e, const char *pragma, const char *header) {
@@ -67,18 +71,27 @@ void cg_region_open(cg_emit *e) {
 
 void cg_region_close(cg_emit *e) { cg_loop_close(e); }
 
+/* The loop order of a nest (the last two swapped under the order knob)
+ * and whether its last two loops are tiled: both extents above the tile. */
+static bool nest_order(const cg_emit *e, const cg_nest *ns, bool reorder, int *order) {
+    for (int i = 0; i < ns->n; i++) order[i] = i;
+    if (!reorder || ns->n < 2) return false;
+    if (e->s->order) {
+        order[ns->n - 2] = ns->n - 1;
+        order[ns->n - 1] = ns->n - 2;
+    }
+    int t = e->s->tile;
+    return t > 0 && ns->ext[order[ns->n - 2]] > t && ns->ext[order[ns->n - 1]] > t;
+}
+
+bool cg_nest_tiles(const cg_emit *e, const cg_nest *ns, bool reorder) {
+    int order[KORCH_MAX_RANK];
+    return nest_order(e, ns, reorder, order);
+}
+
 void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o) {
     int order[KORCH_MAX_RANK];
-    for (int i = 0; i < ns->n; i++) order[i] = i;
-    bool tiled = false;
-    if (o->reorder && ns->n >= 2) {
-        if (e->s->order) {
-            order[ns->n - 2] = ns->n - 1;
-            order[ns->n - 1] = ns->n - 2;
-        }
-        int t = e->s->tile;
-        tiled = t > 0 && ns->ext[order[ns->n - 2]] > t && ns->ext[order[ns->n - 1]] > t;
-    }
+    bool tiled = nest_order(e, ns, o->reorder, order);
     /* the loop list: plain loops, then (tiled) two tile loops and two point loops */
     int kind[KORCH_MAX_RANK + 2], dim[KORCH_MAX_RANK + 2], nl = 0;
     for (int i = 0; i < ns->n; i++) {
@@ -139,7 +152,7 @@ void cg_nest_open(cg_emit *e, cg_nest *ns, const cg_loop_opts *o) {
             int s = cg_new_sym(e, 0, ext - 1, level);
             ns->sym[d] = s;
             if (kind[li] == 2)
-                cg_point_loop_header(header, sizeof header, 4 * (base + li + 1), s, tile_var[d], e->s->tile, ext);
+                cg_point_loop_header(header, sizeof header, 4 * (base + li + 1), s, tile_var[d], e->s->tile, ext, 1);
             else
                 snprintf(header, sizeof header, "%*sfor (int64_t x%d = 0; x%d < %lld; x%d++)", 4 * (base + li + 1), "",
                          s, s, (long long)ext, s);

@@ -50,11 +50,9 @@ void cg_stage_copy_out(cg_emit *e, cg_stage *g) {
             char pragma[64] = "", header[256];
             if (i == 1 && e->s->vec && !g->stream)
                 snprintf(pragma, sizeof pragma, "%*s#pragma omp simd\n", 4 * (e->depth + 1), "");
-            cg_point_loop_header(header, sizeof header, 4 * (e->depth + 1), xs[i], ns->tile_var[d], T, ns->ext[d]);
-            if (i == 1 && g->stream) { /* whole lines: 16 floats a step */
-                size_t hl = strlen(header);
-                if (hl > 3 && strcmp(header + hl - 3, "++)") == 0) snprintf(header + hl - 3, sizeof header - hl + 3, " += 16)");
-            }
+            /* a streamed row is copied in whole lines: 16 floats a step */
+            cg_point_loop_header(header, sizeof header, 4 * (e->depth + 1), xs[i], ns->tile_var[d], T, ns->ext[d],
+                                 i == 1 && g->stream ? 16 : 1);
             cg_loop_open_raw(e, pragma, header);
         }
         const korch_shape *shape = &e->k->values[g->value[o]].shape;
