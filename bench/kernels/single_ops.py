@@ -394,12 +394,22 @@ def bench_one(name, args, work, has_flag):
             c.error = str(e)
             r["na"] = c.error
             log(f"{name}: {c.name} n/a: {c.error}")
+    run_rounds(cons, args.rounds, res)
+    log(f"{name}: " + ", ".join(f"{n} {r.get('median', float('nan')):.3f}" for n, r in res["c"].items()))
+    return res
+
+
+def run_rounds(cons, rounds, res):
+    """Warm-up, then `rounds` rounds in which every prepared contender
+    (error None) runs once, the order rotated each round; a contender that
+    fails drops out with its error. Fills res["c"][name] with median, lo,
+    hi, n and res with the CpuMeter's reading; closes every contender."""
     live = [c for c in cons if c.error is None]
     for c in live:  # warm-up
         c.once()
     samples = {c.name: [] for c in live}
     meter = CpuMeter()
-    for rnd in range(args.rounds):
+    for rnd in range(rounds):
         k = rnd % max(len(live), 1)
         for c in live[k:] + live[:k]:
             try:
@@ -414,8 +424,6 @@ def bench_one(name, args, work, has_flag):
         if s and c.error is None:
             res["c"][c.name].update(median=statistics.median(s), lo=min(s), hi=max(s), n=len(s))
         c.close()
-    log(f"{name}: " + ", ".join(f"{n} {r.get('median', float('nan')):.3f}" for n, r in res["c"].items()))
-    return res
 
 
 def fmt(r):

@@ -22,7 +22,6 @@ scripts/python-env-quant.sh (onnxruntime.quantization wants onnx >= 1.16):
 Appends a table to bench/quant/RESULTS.md (--no-record: print only)."""
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -31,8 +30,8 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
-from bench.harness import CpuMeter, OpenVinoContender, OrtContender, cpu_model, git_commit, sanitize  # noqa: E402
-from bench.kernels.single_ops import Batched, KorchLayout  # noqa: E402
+from bench.harness import OpenVinoContender, OrtContender, cpu_model, git_commit, sanitize  # noqa: E402
+from bench.kernels.single_ops import Batched, KorchLayout, run_rounds  # noqa: E402
 
 
 def log(msg):
@@ -96,21 +95,7 @@ def bench_model(name, args, work):
             c.error = str(e)
             r["na"] = c.error
             log(f"{name}: {c.name} n/a: {c.error}")
-    live = [c for c in cons if c.error is None]
-    for c in live:
-        c.once()
-    samples = {c.name: [] for c in live}
-    meter = CpuMeter()
-    for rnd in range(args.rounds):
-        k = rnd % max(len(live), 1)
-        for c in live[k:] + live[:k]:
-            samples[c.name].append(c.once())
-    res.update(meter.stop())
-    for c in cons:
-        s = samples.get(c.name)
-        if s:
-            res["c"][c.name].update(median=statistics.median(s), lo=min(s), hi=max(s))
-        c.close()
+    run_rounds(cons, args.rounds, res)
     log(f"{name}: " + ", ".join(f"{n} {r.get('median', float('nan')):.3f}" for n, r in res["c"].items()))
     return res
 
