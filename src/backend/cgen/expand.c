@@ -1,4 +1,5 @@
-/* Linear primitives the generator computes as memory-bound work.
+/* Linear primitives the generator computes as memory-bound work: depthwise
+ * convolutions, and products of one row by a matrix (below).
  *
  * A depthwise convolution (one input channel per group, one output channel
  * per group: MobileNet's, EfficientViT's, a DBNet's 3x3s) does a few
@@ -88,17 +89,52 @@ static int depthwise(korch_pgraph *mini, int x, int w, const korch_prim_linear *
     return sum >= 0 && p->channels_last ? move_channels(mini, sum, false) : sum;
 }
 
-/* korch_pgraph_extract's rewrite: depthwise convolutions written out, every
- * other primitive the generator has copied, the rest refused. */
+/* A product of one row by a matrix, [1, K] x [K, N] (an LSTM's or GRU's
+ * recurrent step, a projection of one token): every weight is read once
+ * for one multiply-add, memory-bound like a reduction. Written out as
+ * sum over k of x[k] * w[k, n]: the generator's outer-axis reduction,
+ * vectorised along N, and the step's epilogue (the gates) in the same
+ * loops. oneDNN's matmul is the other candidate of the same kernel. */
+static bool is_row_product(const korch_pgraph *pg, const korch_pnode *n) {
+    if (n->kind != KORCH_PRIM_LINEAR || n->n_inputs != 2) return false;
+    const korch_prim_linear *p = &n->u.linear;
+    if (p->op != KORCH_LINEAR_MATMUL || p->bf16) return false;
+    const korch_pvalue *x = &pg->values[n->inputs[0]], *w = &pg->values[n->inputs[1]];
+    const korch_pvalue *y = &pg->values[n->outputs[0]];
+    if (x->dtype != KORCH_DTYPE_FLOAT32 || w->dtype != KORCH_DTYPE_FLOAT32 || y->dtype != KORCH_DTYPE_FLOAT32) return false;
+    return x->shape.rank == 2 && w->shape.rank == 2 && y->shape.rank == 2 && x->shape.dims[0] == 1 &&
+           x->shape.dims[1] == w->shape.dims[0] && x->shape.dims[1] > 0;
+}
+
+/* y[1, N] = sum over k of x viewed as [K, 1] times w[K, N]. */
+static int row_product(korch_pgraph *mini, int x, int w) {
+    const korch_shape xs = mini->values[x].shape;
+    korch_shape col = {.rank = 2, .dims = {xs.dims[1], 1}};
+    korch_index_map map;
+    korch_index_map_reshape(&xs, &col, &map);
+    int xc = korch_pgraph_layout(mini, KORCH_LAYOUT_RESHAPE, 1, &x, &col, &map, 0.0);
+    if (xc < 0) return -1;
+    int ops[2] = {xc, w};
+    int prod = korch_pgraph_elementwise(mini, KORCH_EW_MUL, 2, ops, 0, 0, KORCH_DTYPE_FLOAT32);
+    return prod < 0 ? -1 : korch_pgraph_reduce(mini, KORCH_REDUCE_SUM, prod, 1u, true);
+}
+
+/* korch_pgraph_extract's rewrite: depthwise convolutions and row products
+ * written out, every other primitive the generator has copied, the rest
+ * refused. */
 static korch_status rewrite(void *user, korch_pgraph *sub, const korch_pgraph *pg, const korch_pnode *n,
                             const int *ins, int *y) {
     (void)user;
     if (n->kind == KORCH_PRIM_OPAQUE)
         return korch_error(KORCH_ERR_UNSUPPORTED, "cgen: opaque primitive (memory-bound kernels only)");
     if (n->kind != KORCH_PRIM_LINEAR) return KORCH_OK;
+    if (is_row_product(pg, n)) {
+        *y = row_product(sub, ins[0], ins[1]);
+        return *y >= 0 ? KORCH_OK : korch_error_prefix(KORCH_ERR_INTERNAL, "cgen: writing out a row product");
+    }
     if (!is_depthwise(pg, n))
-        return korch_error(KORCH_ERR_UNSUPPORTED,
-                           "cgen: linear primitive other than a depthwise convolution (memory-bound kernels only)");
+        return korch_error(KORCH_ERR_UNSUPPORTED, "cgen: linear primitive other than a depthwise convolution or a "
+                                                  "one-row matmul (memory-bound kernels only)");
     *y = depthwise(sub, ins[0], ins[1], &n->u.linear, &pg->values[n->outputs[0]].shape);
     return *y >= 0 ? KORCH_OK : korch_error_prefix(KORCH_ERR_INTERNAL, "cgen: writing out a depthwise convolution");
 }
