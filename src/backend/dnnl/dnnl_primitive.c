@@ -267,6 +267,32 @@ done:
     return st;
 }
 
+/* A size-1 dim's stride is arbitrary: NCHW and NHWC are the same bytes
+ * when C = 1, and a transposed view (dnnl_transpose.c) gives such a dim the
+ * stride of its layout of origin. oneDNN matches formats on every stride,
+ * so a channels-last convolution's one-channel source with its
+ * channels-first stride matched no implementation but the reference one:
+ * 18 ms against 17 us for brgconv (the first convolution of ddddocr_common,
+ * on a grey image). A convolution tensor that is dense in the layout the
+ * convolution runs in, but for the strides of its size-1 dims, gets exactly
+ * that layout's strides. */
+static dn_tensor convolution_strides(const dn_tensor *t, bool channels_last) {
+    int r = t->ndims, order[DN_MAX_DIMS];
+    if (r < 3) return *t;
+    for (int i = 0; i < r; i++) order[i] = channels_last ? (i == 0 ? 0 : i == r - 1 ? 1 : i + 1) : i;
+    int64_t pref[DN_MAX_DIMS], s = 1;
+    for (int i = r - 1; i >= 0; i--) {
+        pref[order[i]] = s;
+        s *= t->dims[order[i]];
+    }
+    dn_tensor p = *t;
+    for (int d = 0; d < r; d++) {
+        if (t->dims[d] > 1 && t->strides[d] != pref[d]) return *t;
+        p.strides[d] = pref[d];
+    }
+    return p;
+}
+
 /* probe: stop once oneDNN has named the implementation and the quirks have
  * accepted it (dn_variant_buildable): no JIT, no weights reordered */
 static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, char *impl, size_t impl_size,
@@ -278,18 +304,21 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     bool blocked = v->fmt == DN_FMT_BLOCKED;
     if (blocked && d->op == KORCH_LINEAR_MATMUL)
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "oneDNN: the blocked variant is for convolutions");
-    DN_CHECK(md_of(&d->src, &src_user), "source descriptor");
-    DN_CHECK(md_of(&d->dst, &dst_user), "destination descriptor");
+    bool conv = d->op != KORCH_LINEAR_MATMUL;
+    const dn_tensor src = conv ? convolution_strides(&d->src, d->params.channels_last) : d->src;
+    const dn_tensor dst = conv ? convolution_strides(&d->dst, d->params.channels_last) : d->dst;
+    DN_CHECK(md_of(&src, &src_user), "source descriptor");
+    DN_CHECK(md_of(&dst, &dst_user), "destination descriptor");
     DN_CHECK(md_of(&d->wei, &wei_user_md), "weights descriptor");
     /* bf16 (docs/precision.md): the operands are converted (rounded to
      * nearest even) by the reorders below, products are summed in float32,
      * and the destination and post-op operands stay float32 */
     dnnl_data_type_t operand_type = d->params.bf16 ? dnnl_bf16 : dnnl_f32;
     if (blocked) {
-        DN_CHECK(md_any(&d->src, operand_type, &src_md), "source descriptor");
-        DN_CHECK(md_any(&d->dst, dnnl_f32, &dst_md), "destination descriptor");
+        DN_CHECK(md_any(&src, operand_type, &src_md), "source descriptor");
+        DN_CHECK(md_any(&dst, dnnl_f32, &dst_md), "destination descriptor");
     } else {
-        DN_CHECK(md_typed(&d->src, operand_type, &src_md), "source descriptor");
+        DN_CHECK(md_typed(&src, operand_type, &src_md), "source descriptor");
         dst_md = dst_user;
     }
     if (d->wei_constant) DN_CHECK(md_any(&d->wei, operand_type, &wei_md), "weights descriptor");
