@@ -5,6 +5,7 @@
 #include "runtime/arena.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -132,6 +133,31 @@ static void release_after_build(korch_executor *ex, int kernel) {
     }
 }
 
+/* The oneDNN implementation a plan's kernel was profiled with and the one
+ * oneDNN picks now should be the same: its latency in the plan is the
+ * profiled one only then. A plan moved to another CPU or oneDNN, or a
+ * lowering that differs between optimize and load (a one-channel
+ * convolution got oneDNN's reference implementation at load, 1000x its
+ * profile: dnnl_primitive.c, convolution_strides), is named here. */
+/* The first word of a dnnl kernel's impl after "dnnl ": oneDNN's name. */
+static void onednn_name(const char *impl, char *out, size_t size) {
+    if (strncmp(impl, "dnnl ", 5) == 0) impl += 5;
+    size_t n = strcspn(impl, " ");
+    snprintf(out, size, "%.*s", (int)(n < size ? n : size - 1), impl);
+}
+
+static void check_implementation(const korch_plan_kernel *pk, const korch_kernel *k, int index) {
+    if (!k || pk->backend != KORCH_BACKEND_DNNL || !pk->impl[0]) return;
+    char want[64], got[64];
+    onednn_name(pk->impl, want, sizeof want);
+    onednn_name(k->impl, got, sizeof got);
+    if (!strcmp(want, got) || want[0] == '(') return; /* "(estimated)": nothing was profiled */
+    fprintf(stderr,
+            "korch: warning: kernel %d: oneDNN picks %s here, the plan was profiled with %s: its time will differ "
+            "from the plan's prediction\n",
+            index, got, want);
+}
+
 static korch_status build_kernels(korch_executor *ex, const korch_profile_options *options) {
     const korch_plan *plan = ex->plan;
     korch_kernel_spec *specs = malloc(((size_t)plan->n_kernels + 1) * sizeof *specs);
@@ -158,6 +184,7 @@ static korch_status build_kernels(korch_executor *ex, const korch_profile_option
                 st = korch_backend_build((korch_backend_kind)kind, &specs[j], &schedules[j], 1, options, &built[j]);
                 if (st != KORCH_OK) break;
                 ex->kernels[which[j]] = built[j];
+                check_implementation(&plan->kernels[which[j]], built[j], which[j]);
                 release_after_build(ex, which[j]);
             }
             if (st != KORCH_OK) {
@@ -171,7 +198,10 @@ static korch_status build_kernels(korch_executor *ex, const korch_profile_option
             korch_error_prefix(st, "building %d %s kernels", n, korch_backend_name((korch_backend_kind)kind));
             break;
         }
-        for (int j = 0; j < n; j++) ex->kernels[which[j]] = built[j];
+        for (int j = 0; j < n; j++) {
+            ex->kernels[which[j]] = built[j];
+            check_implementation(&plan->kernels[which[j]], built[j], which[j]);
+        }
     }
     free(specs);
     free(schedules);
