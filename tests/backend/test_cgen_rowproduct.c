@@ -1,7 +1,8 @@
 /* Products of one row by a matrix as generated code (backend/cgen/expand.c):
  * [1, K] x [K, N] written as the sum over k of x[k] * w[k, n], checked
  * against the interpreter's matmul under contrasting schedules: weights as
- * constants and as computed values, odd sizes, an LSTM step's size with its
+ * constants and as computed values, odd sizes, N in blocks of 128 columns
+ * (the blocked form) and not, an LSTM step's size with its
  * epilogue (the projected input added, a sigmoid) fused; and what stays
  * refused (two rows, bf16). */
 #include "cgen_check.h"
@@ -47,6 +48,8 @@ int main(void) {
     check_case(33, 17, true, false, "row product 1x33 x 33x17, computed weights");
     check_case(512, 2048, false, true, "LSTM step 1x512 x 512x2048 + projected input, sigmoid");
     check_case(100, 257, true, true, "row product 1x100 x 100x257, computed weights, epilogue");
+    check_case(64, 384, true, true, "row product 1x64 x 64x384 in blocks of 128 columns, computed weights, epilogue");
+    check_case(3, 128, false, false, "row product 1x3 x 3x128: one block, written unblocked");
     refused(2, false, "two rows");
     refused(1, true, "bf16 row product");
     TEST_MAIN_END();

@@ -106,17 +106,42 @@ static bool is_row_product(const korch_pgraph *pg, const korch_pnode *n) {
            x->shape.dims[1] == w->shape.dims[0] && x->shape.dims[1] > 0;
 }
 
-/* y[1, N] = sum over k of x viewed as [K, 1] times w[K, N]. */
-static int row_product(korch_pgraph *mini, int x, int w) {
-    const korch_shape xs = mini->values[x].shape;
-    korch_shape col = {.rank = 2, .dims = {xs.dims[1], 1}};
+/* Columns per block of a row product: N is cut into blocks of this many
+ * columns (when it divides), so that the reduction has a kept leading axis
+ * the generator runs in parallel, and each block's rows are contiguous
+ * runs of weights (the blocked matrix-vector product). */
+#define CG_ROW_BLOCK 128
+
+static int reshaped(korch_pgraph *mini, int v, int rank, const int64_t *dims) {
+    korch_shape to = {.rank = rank};
+    for (int d = 0; d < rank; d++) to.dims[d] = dims[d];
     korch_index_map map;
-    korch_index_map_reshape(&xs, &col, &map);
-    int xc = korch_pgraph_layout(mini, KORCH_LAYOUT_RESHAPE, 1, &x, &col, &map, 0.0);
-    if (xc < 0) return -1;
-    int ops[2] = {xc, w};
+    korch_index_map_reshape(&mini->values[v].shape, &to, &map);
+    return korch_pgraph_layout(mini, KORCH_LAYOUT_RESHAPE, 1, &v, &to, &map, 0.0);
+}
+
+/* y[1, N] = sum over k of x[k] * w[k, N]; with N = B * C (C = CG_ROW_BLOCK):
+ * w viewed as [K, B, C] and transposed to [B, K, C] (index maps: nothing
+ * is moved), times x viewed as [1, K, 1], summed over axis 1 into
+ * [B, 1, C], viewed as [1, N]. Without blocks (N not a multiple of C):
+ * x viewed as [K, 1] times w, summed over axis 0. */
+static int row_product(korch_pgraph *mini, int x, int w) {
+    int64_t K = mini->values[x].shape.dims[1], N = mini->values[w].shape.dims[1];
+    if (N % CG_ROW_BLOCK != 0 || N == CG_ROW_BLOCK) {
+        int xc = reshaped(mini, x, 2, (int64_t[]){K, 1});
+        int ops[2] = {xc, w};
+        int prod = xc < 0 ? -1 : korch_pgraph_elementwise(mini, KORCH_EW_MUL, 2, ops, 0, 0, KORCH_DTYPE_FLOAT32);
+        return prod < 0 ? -1 : korch_pgraph_reduce(mini, KORCH_REDUCE_SUM, prod, 1u, true);
+    }
+    int64_t B = N / CG_ROW_BLOCK;
+    int wb = reshaped(mini, w, 3, (int64_t[]){K, B, CG_ROW_BLOCK});
+    int wt = wb < 0 ? -1 : korch_pgraph_transpose(mini, wb, (int64_t[]){1, 0, 2});
+    int xc = reshaped(mini, x, 3, (int64_t[]){1, K, 1});
+    if (wt < 0 || xc < 0) return -1;
+    int ops[2] = {xc, wt};
     int prod = korch_pgraph_elementwise(mini, KORCH_EW_MUL, 2, ops, 0, 0, KORCH_DTYPE_FLOAT32);
-    return prod < 0 ? -1 : korch_pgraph_reduce(mini, KORCH_REDUCE_SUM, prod, 1u, true);
+    int sum = prod < 0 ? -1 : korch_pgraph_reduce(mini, KORCH_REDUCE_SUM, prod, 2u, true);
+    return sum < 0 ? -1 : reshaped(mini, sum, 2, (int64_t[]){1, N});
 }
 
 /* korch_pgraph_extract's rewrite: depthwise convolutions and row products
