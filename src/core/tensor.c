@@ -229,3 +229,16 @@ double korch_tensor_get_f64(const korch_tensor *t, int64_t i) {
     default: return (double)korch_tensor_get_i64(t, i);
     }
 }
+
+float korch_jitter_sign(uint64_t seed, int64_t i) {
+    uint64_t z = seed + (uint64_t)i * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (z ^ (z >> 31)) & 1 ? 1.0f : -1.0f;
+}
+
+void korch_tensor_jitter(korch_tensor *t, uint64_t seed) {
+    if (t->dtype != KORCH_DTYPE_FLOAT32) return;
+    float *a = t->data;
+    for (int64_t i = 0, n = korch_tensor_numel(t); i < n; i++) a[i] *= 1.0f + korch_jitter_sign(seed, i) * 0x1p-20f;
+}

@@ -57,6 +57,13 @@ void korch_tensor_free(korch_tensor *t); /* frees owned data; leaves shape/dtype
 int64_t korch_tensor_get_i64(const korch_tensor *t, int64_t i);
 double korch_tensor_get_f64(const korch_tensor *t, int64_t i);
 
+/* The jitter of verification's second computations (the noise rules of
+ * src/verify/plan_check.c): +1 or -1, a seeded hash of (seed, i). */
+float korch_jitter_sign(uint64_t seed, int64_t i);
+/* Moves every element of a float32 tensor by a relative 2^-20, the sign
+ * korch_jitter_sign(seed, i); other dtypes are left alone. */
+void korch_tensor_jitter(korch_tensor *t, uint64_t seed);
+
 /* overflow-checked arithmetic */
 bool korch_mul_overflow_i64(int64_t a, int64_t b, int64_t *out);
 bool korch_add_overflow_i64(int64_t a, int64_t b, int64_t *out);

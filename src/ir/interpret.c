@@ -614,14 +614,6 @@ typedef struct interp_mode {
     uint64_t jitter_seed; /* nonzero: bf16 operands and exact dividends computed at run time are moved by 2^-20 */
 } interp_mode;
 
-/* A deterministic sign per element: the jitter of korch_pgraph_interpret_jittered. */
-static float jitter_sign(uint64_t seed, int64_t i) {
-    uint64_t z = seed + (uint64_t)i * 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return (z ^ (z >> 31)) & 1 ? 1.0f : -1.0f;
-}
-
 /* A bf16 linear primitive: both operands rounded to bfloat16, then the
  * float32 kernel. A product of two bfloat16 values is exact in float32, so
  * this is what a bf16 kernel with float32 accumulation computes, up to the
@@ -643,7 +635,7 @@ static korch_status run_linear_bf16(const korch_pgraph *pg, const korch_pnode *n
         bool jitter = jitter_seed && !pg->values[n->inputs[k]].is_constant;
         uint64_t seed = jitter_seed ^ ((uint64_t)n->inputs[k] << 32);
         for (int64_t i = 0, m = korch_tensor_numel(src[k]); i < m; i++)
-            b[i] = korch_bf16_round(jitter ? a[i] * (1.0f + jitter_sign(seed, i) * 0x1p-20f) : a[i]);
+            b[i] = korch_bf16_round(jitter ? a[i] * (1.0f + korch_jitter_sign(seed, i) * 0x1p-20f) : a[i]);
     }
     if (st == KORCH_OK) st = run_linear(&n->u.linear, &r[0], &r[1], y);
     korch_tensor_free(&r[0]);
@@ -660,11 +652,8 @@ static korch_status run_div_jittered(const korch_pgraph *pg, const korch_pnode *
                                      korch_tensor *out, uint64_t jitter_seed) {
     if (pg->values[n->inputs[0]].is_constant || in[0]->dtype != KORCH_DTYPE_FLOAT32) return run_elementwise(n, in, out);
     korch_tensor moved = {0};
-    KORCH_TRY(korch_tensor_alloc(&moved, KORCH_DTYPE_FLOAT32, &in[0]->shape));
-    const float *a = in[0]->data;
-    float *b = moved.data;
-    uint64_t seed = jitter_seed ^ ((uint64_t)n->inputs[0] << 32);
-    for (int64_t i = 0, m = korch_tensor_numel(in[0]); i < m; i++) b[i] = a[i] * (1.0f + jitter_sign(seed, i) * 0x1p-20f);
+    KORCH_TRY(korch_tensor_clone(in[0], &moved));
+    korch_tensor_jitter(&moved, jitter_seed ^ ((uint64_t)n->inputs[0] << 32));
     korch_tensor *ins[KORCH_MAX_RANK] = {0};
     for (int k = 0; k < n->n_inputs; k++) ins[k] = in[k];
     ins[0] = &moved;

@@ -23,7 +23,8 @@ static korch_status check_input(const korch_graph *g, int i, const korch_tensor 
  * caller's tensors into[i]; outputs that are inputs or constants are copied
  * there at the end. into == NULL: outputs[i] receive owned copies. */
 static korch_status run(const korch_graph *g, const korch_tensor *inputs, korch_tensor *const *captures,
-                        korch_tensor *outputs, korch_tensor *into, korch_value_observer observer, void *user) {
+                        korch_tensor *outputs, korch_tensor *into, korch_value_observer observer, void *user,
+                        uint64_t jitter_seed) {
     korch_status st = KORCH_OK;
     int *order = malloc(((size_t)g->n_nodes + 1) * sizeof *order);
     int *uses = calloc((size_t)g->n_values + 1, sizeof *uses);
@@ -90,9 +91,19 @@ static korch_status run(const korch_graph *g, const korch_tensor *inputs, korch_
             outs[k] = &vals[v];
         }
         if (st != KORCH_OK) break;
+        /* korch_reference_run_jittered: a quantizer's computed x moved first */
+        korch_tensor moved = {0};
+        if (jitter_seed && !strcmp(n->op_type, "QuantizeLinear") && ins[0] && ins[0]->dtype == KORCH_DTYPE_FLOAT32 &&
+            !g->values[n->inputs[0]].is_constant) {
+            st = korch_tensor_clone(ins[0], &moved);
+            if (st != KORCH_OK) break;
+            korch_tensor_jitter(&moved, jitter_seed ^ ((uint64_t)n->inputs[0] << 32));
+            ins[0] = &moved;
+        }
         korch_op_ctx ctx = {.graph = g, .node = n, .n_inputs = n->n_inputs, .inputs = ins,
                             .n_outputs = n->n_outputs, .outputs = outs};
         st = n->def->run(&ctx);
+        korch_tensor_free(&moved);
         if (st != KORCH_OK) break;
         if (observer)
             for (int k = 0; k < n->n_outputs; k++)
@@ -128,11 +139,11 @@ done:
 
 korch_status korch_reference_run_observed(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs,
                                           korch_value_observer observer, void *user) {
-    return run(g, inputs, NULL, outputs, NULL, observer, user);
+    return run(g, inputs, NULL, outputs, NULL, observer, user, 0);
 }
 
 korch_status korch_reference_run(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs) {
-    return run(g, inputs, NULL, outputs, NULL, NULL, NULL);
+    return run(g, inputs, NULL, outputs, NULL, NULL, NULL, 0);
 }
 
 korch_status korch_reference_run_into(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs) {
@@ -146,10 +157,15 @@ korch_status korch_reference_run_into(const korch_graph *g, const korch_tensor *
                                korch_shape_format(&outputs[i].shape, a, sizeof a), korch_dtype_name(val->dtype),
                                korch_shape_format(&val->shape, b, sizeof b));
     }
-    return run(g, inputs, NULL, NULL, outputs, NULL, NULL);
+    return run(g, inputs, NULL, NULL, outputs, NULL, NULL, 0);
 }
 
 korch_status korch_reference_run_subgraph(const korch_graph *g, const korch_tensor *inputs,
                                           korch_tensor *const *captures, korch_tensor *outputs) {
-    return run(g, inputs, captures, NULL, outputs, NULL, NULL);
+    return run(g, inputs, captures, NULL, outputs, NULL, NULL, 0);
+}
+
+korch_status korch_reference_run_jittered(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs,
+                                          uint64_t seed) {
+    return run(g, inputs, NULL, outputs, NULL, NULL, NULL, seed | 1);
 }

@@ -24,5 +24,11 @@ korch_status korch_reference_run_subgraph(const korch_graph *g, const korch_tens
                                           korch_tensor *const *captures, korch_tensor *outputs);
 korch_status korch_reference_run_observed(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs,
                                           korch_value_observer observer, void *user);
+/* As korch_reference_run, with every QuantizeLinear's computed x moved by a
+ * relative 2^-20 first (korch_tensor_jitter): a second correct computation
+ * of a model that quantizes, whose float32 noise rounds other values on
+ * ties the other way (the quantization noise rule, verify/plan_check.c). */
+korch_status korch_reference_run_jittered(const korch_graph *g, const korch_tensor *inputs, korch_tensor *outputs,
+                                          uint64_t seed);
 
 #endif

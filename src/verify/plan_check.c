@@ -186,14 +186,17 @@ static korch_status localise_fission(const korch_pgraph *pg, const korch_tensor 
 }
 
 /* Runs the graph on inputs perturbed by a few ulps into pert (the
- * sensitivity term): the reference executor (pg NULL) or, for a bf16 plan
- * or a model that quantizes, the interpretation with the operands of its
- * bf16 primitives and its quantizers' dividends moved by 2^-20 too (also
- * the second computation of the noise rules: a model whose inputs are
- * token ids has no float input to perturb, and its roundings diverge all
- * the same). Where it cannot run: a copy of want (no
+ * sensitivity term): the reference executor (pg NULL), with its
+ * quantizers' x moved by 2^-20 too for a model that quantizes (quant), or,
+ * for a bf16 plan, the bf16 interpretation with the operands of its bf16
+ * primitives moved by 2^-20 too. The moved values make it the second
+ * computation of the noise rules (a model whose inputs are token ids has
+ * no float input to perturb, and its roundings diverge all the same). A
+ * quantizing model's second computation is the reference executor's and
+ * not the interpretation's: a fault in fission must stay a difference from
+ * the reference, not become part of the noise it is measured against. Where it cannot run: a copy of want (no
  * sensitivity term). */
-static korch_status perturbed_run(const korch_graph *g, const korch_pgraph *pg, const korch_tensor *in,
+static korch_status perturbed_run(const korch_graph *g, const korch_pgraph *pg, bool quant, const korch_tensor *in,
                                   uint64_t seed, korch_tensor *pert, int n_out, const korch_tensor *want) {
     int ni = g->n_inputs;
     korch_tensor *pin = calloc((size_t)ni + 1, sizeof *pin);
@@ -203,7 +206,8 @@ static korch_status perturbed_run(const korch_graph *g, const korch_pgraph *pg, 
         if (st == KORCH_OK) korch_verify_perturb(&pin[i], seed + 0x1000u + (uint64_t)i);
     }
     if (st == KORCH_OK && (pg ? korch_pgraph_interpret_jittered(pg, pin, pert, seed + 0x2000u)
-                              : korch_reference_run(g, pin, pert)) != KORCH_OK) {
+                           : quant ? korch_reference_run_jittered(g, pin, pert, seed + 0x2000u)
+                                   : korch_reference_run(g, pin, pert)) != KORCH_OK) {
         korch_error_clear();
         for (int i = 0; i < n_out && st == KORCH_OK; i++) {
             korch_tensor_free(&pert[i]);
@@ -251,10 +255,11 @@ static void fp32_distance(const korch_tensor *got, const korch_tensor *ref, korc
  * MobileNetV2: 5 of 1000 outputs past the float32 rule, every kernel right
  * alone).
  *
- * The interpretation with those values (the bf16 primitives' operands, the
- * quantizers' dividends, and the float inputs) moved by 2^-20 is such a
- * second computation (perturbed_run; perturbing the inputs alone moves
- * nothing in BERT, whose inputs are token ids), so the plan's distance from
+ * The computation with those values (the bf16 primitives' operands in the
+ * interpretation; the quantizers' x in the reference executor; the float
+ * inputs) moved by 2^-20 is such a second computation (perturbed_run;
+ * perturbing the inputs alone moves nothing in BERT, whose inputs are token
+ * ids), so the plan's distance from
  * the reference must be of its size: max and mean of |plan - reference| at
  * most NOISE_FACTOR times those of |perturbed - reference|, plus the float32
  * floor (1e-4 of the largest |element|). A kernel error is caught by each
@@ -367,7 +372,7 @@ korch_status korch_verify_plan(const korch_plan *plan, const korch_graph *g, con
     if (bf16 && st == KORCH_OK) {
         for (int pass = 0; pass < 2 && st == KORCH_OK; pass++) {
             out->fission_wrong = false;
-            if (pass == 1) st = perturbed_run(g, NULL, in, o->seed, pert, no, want);
+            if (pass == 1) st = perturbed_run(g, NULL, false, in, o->seed, pert, no, want);
             if (st == KORCH_OK) st = localise_fission(pg, in, want, pass ? pert : NULL, &tol, sources, no, g, out);
             if (st != KORCH_OK || !out->fission_wrong) break;
         }
@@ -388,7 +393,7 @@ korch_status korch_verify_plan(const korch_plan *plan, const korch_graph *g, con
     bool quant = quantizes(pg);
     for (int pass = 0; pass < 2 && st == KORCH_OK; pass++) {
         if (pass == 1)
-            st = perturbed_run(g, bf16 || quant ? pg : NULL, in, o->seed, pert, no, want);
+            st = perturbed_run(g, bf16 ? pg : NULL, quant, in, o->seed, pert, no, want);
         out->ok = st == KORCH_OK;
         for (int i = 0; i < no && st == KORCH_OK; i++) {
             korch_verify_diff d;
