@@ -376,27 +376,38 @@ def bench_one(name, args, work, has_flag):
         cons.append(KorchLayout(args.korch, lay, path, files, outputs, work, args.threads, args.bench_k,
                                 args.db, args.cache_dir, has_flag))
     res = {"name": name, "what": MODELS[name][0], "c": {}}
-    ref = None
+    ref = []
+
+    def check(c, outs, r):
+        if not ref:
+            ref.extend(outs)
+        _, rel, err = compare(outs, ref)
+        r["rel"] = rel
+        r["ok"] = err is None and rel is not None and rel <= 1e-3
+        for k in ("predicted_ms", "plan_layout", "layout_line"):
+            if getattr(c, k, None) is not None:
+                r[k] = getattr(c, k)
+        return f"max rel {rel}{'' if r['ok'] else ', MISMATCH'}"
+
+    prepare_all(cons, res, name, check)
+    run_rounds(cons, args.rounds, res)
+    log(f"{name}: " + ", ".join(f"{n} {r.get('median', float('nan')):.3f}" for n, r in res["c"].items()))
+    return res
+
+
+def prepare_all(cons, res, name, check):
+    """Prepares every contender; check(c, outputs, r) fills r (res["c"][name])
+    from its outputs and returns the words logged. One that fails to prepare
+    gets its error (reported as n/a) and stays out of the rounds."""
     for c in cons:
         r = res["c"].setdefault(c.name, {})
         try:
             outs = c.prepare()
-            if ref is None:
-                ref = outs
-            _, rel, err = compare(outs, ref)
-            r["rel"] = rel
-            r["ok"] = err is None and rel is not None and rel <= 1e-3
-            for k in ("predicted_ms", "plan_layout", "layout_line"):
-                if getattr(c, k, None) is not None:
-                    r[k] = getattr(c, k)
-            log(f"{name}: {c.name} ready (max rel {rel}{'' if r['ok'] else ', MISMATCH'})")
+            log(f"{name}: {c.name} ready ({check(c, outs, r)})")
         except Exception as e:  # noqa: BLE001 - report it in the table
             c.error = str(e)
             r["na"] = c.error
             log(f"{name}: {c.name} n/a: {c.error}")
-    run_rounds(cons, args.rounds, res)
-    log(f"{name}: " + ", ".join(f"{n} {r.get('median', float('nan')):.3f}" for n, r in res["c"].items()))
-    return res
 
 
 def run_rounds(cons, rounds, res):

@@ -31,7 +31,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 from bench.harness import OpenVinoContender, OrtContender, cpu_model, git_commit, sanitize  # noqa: E402
-from bench.kernels.single_ops import Batched, KorchLayout, run_rounds  # noqa: E402
+from bench.kernels.single_ops import Batched, KorchLayout, prepare_all, run_rounds  # noqa: E402
 
 
 def log(msg):
@@ -85,16 +85,11 @@ def bench_model(name, args, work):
     if not args.no_openvino:
         cons.append(Batched(OpenVinoContender(path, feeds, args.threads, "default"), args.bench_k))
     res = {"name": name, "c": {}}
-    for c in cons:
-        r = res["c"].setdefault(c.name, {})
-        try:
-            outs = c.prepare()
-            r["rel"] = max(rel_dist(o, w) for o, w in zip(outs, ref))
-            log(f"{name}: {c.name} ready (max |out - reference| / max|reference| = {r['rel']:.3g})")
-        except Exception as e:  # noqa: BLE001 - reported in the table
-            c.error = str(e)
-            r["na"] = c.error
-            log(f"{name}: {c.name} n/a: {c.error}")
+    def check(c, outs, r):
+        r["rel"] = max(rel_dist(o, w) for o, w in zip(outs, ref))
+        return f"max |out - reference| / max|reference| = {r['rel']:.3g}"
+
+    prepare_all(cons, res, name, check)
     run_rounds(cons, args.rounds, res)
     log(f"{name}: " + ", ".join(f"{n} {r.get('median', float('nan')):.3f}" for n, r in res["c"].items()))
     return res

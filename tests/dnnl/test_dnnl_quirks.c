@@ -159,6 +159,15 @@ static void test_refused(void) {
     korch_pgraph_free(pg);
 }
 
+/* The whole graph as one oneDNN kernel of the plain variant, 2 threads
+ * (spec filled for the caller to free). */
+static korch_status build_plain(const korch_pgraph *pg, korch_kernel_spec *spec, korch_kernel **k) {
+    dc_spec_all(pg, spec);
+    const char *plain = "fmt=plain";
+    korch_profile_options o = {.threads = 2};
+    return korch_backend_build(KORCH_BACKEND_DNNL, spec, &plain, 1, &o, k);
+}
+
 /* Runs kernel k on pg's inputs (uniform in [-1, 1]) against the interpreter. */
 static void run_against_interpreter(korch_pgraph *pg, const korch_kernel_spec *spec, korch_kernel *k,
                                     const char *what) {
@@ -199,11 +208,9 @@ static void test_gemm_channels_last(void) {
     y = dc_ew2(pg, KORCH_EW_MUL, y, dc_constant(pg, 3, (int64_t[]){32, 32, 1}, 0.5, 1.5));
     dc_output(pg, y);
     korch_kernel_spec spec;
-    dc_spec_all(pg, &spec);
-    const char *plain = "fmt=plain";
     korch_kernel *k = NULL;
     korch_profile_options o = {.threads = 2};
-    korch_status st = korch_backend_build(KORCH_BACKEND_DNNL, &spec, &plain, 1, &o, &k);
+    korch_status st = build_plain(pg, &spec, &k);
     if (st == KORCH_OK) {
         CHECK_MSG(strstr(k->impl, "gemm:jit") == NULL, "gemm:jit accepted: %s", k->impl);
         run_against_interpreter(pg, &spec, k, "conv nhwc * per-position, plain");
@@ -311,11 +318,8 @@ static void test_one_channel_strides(void) {
     y = dc_ew2(pg, KORCH_EW_ADD, y, dc_constant(pg, 1, (int64_t[]){24}, -1, 1));
     dc_output(pg, y);
     korch_kernel_spec spec;
-    dc_spec_all(pg, &spec);
-    const char *plain = "fmt=plain";
     korch_kernel *k = NULL;
-    korch_profile_options o = {.threads = 2};
-    CHECK_OK(korch_backend_build(KORCH_BACKEND_DNNL, &spec, &plain, 1, &o, &k));
+    CHECK_OK(build_plain(pg, &spec, &k));
     if (k) {
         CHECK_MSG(strstr(k->impl, "ref:") == NULL, "one-channel source: oneDNN's reference implementation (%s)", k->impl);
         if (getenv("KORCH_TEST_VERBOSE")) printf("one-channel source: %s\n", k->impl);
