@@ -204,3 +204,41 @@ void korch_verify_diff_format(const korch_verify_diff *d, const korch_shape *sha
     snprintf(out, size, "%lld of %lld elements differ; worst %s: %.9g, reference %.9g (tolerance %.3g)",
              (long long)d->mismatches, (long long)d->elements, at, d->worst_got, d->worst_want, d->worst_tol);
 }
+
+/* The noise rules of plan_check.c (why there): the distance of a whole
+ * tensor from its reference against a second correct computation's. */
+#define NOISE_FACTOR 4.0
+
+bool korch_verify_noise_compare(const korch_tensor *got, const korch_tensor *want, const korch_tensor *pert,
+                          const char *rule, double *ratio, char *text, size_t size) {
+    if (got->dtype != KORCH_DTYPE_FLOAT32 || want->dtype != KORCH_DTYPE_FLOAT32 ||
+        pert->dtype != KORCH_DTYPE_FLOAT32 || korch_tensor_numel(got) != korch_tensor_numel(want) ||
+        korch_tensor_numel(pert) != korch_tensor_numel(want))
+        return false;
+    const float *g = got->data, *w = want->data, *p = pert->data;
+    int64_t n = korch_tensor_numel(want);
+    double max_d = 0, sum_d = 0, max_p = 0, sum_p = 0, scale = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(w[i]) || isinf(w[i])) {
+            if (!(isnan(w[i]) ? isnan(g[i]) : g[i] == w[i])) return false; /* NaN meets NaN, inf the same inf */
+            continue;
+        }
+        if (!isfinite(g[i])) return false;
+        double d = fabs((double)g[i] - w[i]), e = isfinite(p[i]) ? fabs((double)p[i] - w[i]) : 0;
+        max_d = fmax(max_d, d);
+        max_p = fmax(max_p, e);
+        sum_d += d;
+        sum_p += e;
+        scale = fmax(scale, fabs((double)w[i]));
+    }
+    double floor = 1e-4 * scale, nn = n > 0 ? (double)n : 1;
+    double r_max = max_d / (NOISE_FACTOR * max_p + floor + 1e-30);
+    double r_mean = (sum_d / nn) / (NOISE_FACTOR * sum_p / nn + floor + 1e-30);
+    *ratio = fmax(r_max, r_mean);
+    snprintf(text, size,
+             "as a whole tensor (%s noise rule): max |plan - reference| %.3g against %.3g for values perturbed "
+             "by 2^-20, mean %.3g against %.3g",
+             rule, max_d, max_p, sum_d / nn, sum_p / nn);
+    return *ratio <= 1;
+}
+

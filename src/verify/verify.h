@@ -91,6 +91,15 @@ typedef struct korch_verify_diff {
 bool korch_verify_compare(const korch_tensor *got, const korch_tensor *want, const korch_tensor *perturbed,
                           const korch_verify_tolerance *tol, korch_verify_diff *diff, char *why, size_t why_size);
 
+/* The noise rules of plan verification (bf16 plans, models that quantize:
+ * plan_check.c): got against want as a whole float32 tensor, given pert, a
+ * second correct computation. Passes when max and mean of |got - want| are
+ * at most 4 times those of |pert - want|, plus 1e-4 of the largest
+ * |want|; NaN must meet NaN and an infinity the same infinity. ratio: the
+ * larger of the two quotients; text: one line naming `rule`. */
+bool korch_verify_noise_compare(const korch_tensor *got, const korch_tensor *want, const korch_tensor *pert,
+                                const char *rule, double *ratio, char *text, size_t size);
+
 /* One line: "3 of 4096 elements differ; worst [17]: 1.69 vs 1.5 (tolerance 2e-05)". */
 void korch_verify_diff_format(const korch_verify_diff *d, const korch_shape *shape, char *out, size_t size);
 

@@ -164,5 +164,39 @@ int main(void) {
 
     korch_tensor *all[] = {&a, &b, &p, &ia, &ib, &shorter, &f1, &f2, &qa, &qb, &za, &zb};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) korch_tensor_free(all[i]);
+    /* 11. the noise rule (korch_verify_noise_compare): a plan as far from
+     * the reference as a second correct computation passes, one four times
+     * as far passes at the limit, a fault far beyond it fails, and NaN must
+     * meet NaN */
+    {
+        korch_tensor w = vec(KORCH_DTYPE_FLOAT32, 1000), p = vec(KORCH_DTYPE_FLOAT32, 1000),
+                     g = vec(KORCH_DTYPE_FLOAT32, 1000);
+        for (int i = 0; i < 1000; i++) {
+            set(&w, i, cos(i));
+            set(&p, i, cos(i) + (i % 50 == 0 ? 0.01 : 0)); /* 20 flips of 0.01 */
+            set(&g, i, cos(i) + (i % 50 == 25 ? 0.01 : 0)); /* 20 others */
+        }
+        double ratio = 0;
+        char text[240];
+        CHECK(korch_verify_noise_compare(&g, &w, &p, "test", &ratio, text, sizeof text));
+        CHECK_MSG(ratio > 0.2 && ratio < 0.3, "as far as the second computation: ratio %g (%s)", ratio, text);
+        CHECK(strstr(text, "test noise rule") != NULL);
+        set(&g, 25, cos(25) + 0.039); /* max 0.039 < 4 x 0.01 + 1e-4: passes */
+        CHECK_MSG(korch_verify_noise_compare(&g, &w, &p, "test", &ratio, text, sizeof text), "%s", text);
+        set(&g, 25, cos(25) + 0.5); /* a fault 50 times the noise */
+        CHECK(!korch_verify_noise_compare(&g, &w, &p, "test", &ratio, text, sizeof text));
+        CHECK(ratio > 10);
+        for (int i = 0; i < 1000; i++) set(&g, i, cos(i) + 0.03); /* every element off by 3 flips' worth */
+        CHECK_MSG(!korch_verify_noise_compare(&g, &w, &p, "test", &ratio, text, sizeof text),
+                  "a shifted tensor passed: mean rule not applied (%s)", text);
+        for (int i = 0; i < 1000; i++) set(&g, i, cos(i));
+        set(&w, 7, NAN);
+        CHECK(!korch_verify_noise_compare(&g, &w, &p, "test", &ratio, text, sizeof text));
+        set(&g, 7, NAN);
+        CHECK(korch_verify_noise_compare(&g, &w, &p, "test", &ratio, text, sizeof text));
+        korch_tensor_free(&w);
+        korch_tensor_free(&p);
+        korch_tensor_free(&g);
+    }
     TEST_MAIN_END();
 }
