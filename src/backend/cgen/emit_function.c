@@ -140,6 +140,10 @@ static void reset(cg_emit *e) {
     if (e->rc_has) memset(e->rc_has, 0, (size_t)e->k->n_values * sizeof *e->rc_has);
     e->rc_bytes = 0;
     e->fusion_broken = false;
+    /* the file is emptied for every attempt: its zero rows are declared again
+     * (an attempt given up after declaring one left the next kernel without
+     * it: difftest seed 37179, 'cg_zero_float' undeclared) */
+    e->zero_rows = 0;
 }
 
 /* Fused mode runs a row's passes over data in L1/L2, and the row's first
