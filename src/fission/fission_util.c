@@ -67,11 +67,13 @@ int fission_unary_ab(korch_fission_ctx *ctx, korch_ew_op op, int x, float alpha,
 
 int fission_unary(korch_fission_ctx *ctx, korch_ew_op op, int x) { return fission_unary_ab(ctx, op, x, 0, 0); }
 
-int fission_binary(korch_fission_ctx *ctx, korch_ew_op op, int a, int b) {
+int fission_binary_ab(korch_fission_ctx *ctx, korch_ew_op op, int a, int b, float alpha, float beta) {
     int ins[2] = {a, b};
     if (any_bad(2, ins)) return -1;
-    return korch_pgraph_elementwise(ctx->pg, op, 2, ins, 0, 0, KORCH_DTYPE_UNDEFINED);
+    return korch_pgraph_elementwise(ctx->pg, op, 2, ins, alpha, beta, KORCH_DTYPE_UNDEFINED);
 }
+
+int fission_binary(korch_fission_ctx *ctx, korch_ew_op op, int a, int b) { return fission_binary_ab(ctx, op, a, b, 0, 0); }
 
 int fission_where(korch_fission_ctx *ctx, int cond, int a, int b) {
     int ins[3] = {cond, a, b};

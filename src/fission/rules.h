@@ -56,6 +56,7 @@ int64_t fission_axes_mask(const korch_fission_ctx *ctx, const int64_t *axes, int
 int fission_unary(korch_fission_ctx *ctx, korch_ew_op op, int x);
 int fission_unary_ab(korch_fission_ctx *ctx, korch_ew_op op, int x, float alpha, float beta);
 int fission_binary(korch_fission_ctx *ctx, korch_ew_op op, int a, int b);
+int fission_binary_ab(korch_fission_ctx *ctx, korch_ew_op op, int a, int b, float alpha, float beta);
 int fission_where(korch_fission_ctx *ctx, int cond, int a, int b);
 int fission_cast(korch_fission_ctx *ctx, int x, korch_dtype to);
 int fission_reduce(korch_fission_ctx *ctx, korch_reduce_op op, int x, uint32_t axes, bool keepdims);

@@ -7,7 +7,6 @@
 #include "fission/rules.h"
 #include "ops/quant.h"
 
-
 /* A per-axis parameter [D] viewed so that it broadcasts along `axis` of a
  * rank-`rank` operand: [D, 1, ..., 1] with rank - axis dims; a [1] one as a
  * scalar. */
@@ -90,8 +89,8 @@ KORCH_FISSION_RULE(QuantizeLinear) {
         axis = fission_axis(ctx, korch_node_attr_int(ctx->node, "axis", 1), xs->rank);
         if (axis < 0) return KORCH_ERR_INVALID_MODEL;
     }
-    int q = fission_binary(ctx, KORCH_EW_DIV, fission_in(ctx, 0), axis_view(ctx, fission_in(ctx, 1), axis, xs->rank));
-    if (q >= 0) ctx->pg->nodes[ctx->pg->values[q].producer].u.ew.alpha = 1; /* exact */
+    int q = fission_binary_ab(ctx, KORCH_EW_DIV, fission_in(ctx, 0), axis_view(ctx, fission_in(ctx, 1), axis, xs->rank),
+                              1, 0); /* alpha 1: exact */
     q = fission_where(ctx, fission_binary(ctx, KORCH_EW_EQUAL, q, q), q, fission_scalar(ctx, 0, KORCH_DTYPE_FLOAT32));
     q = fission_unary(ctx, KORCH_EW_ROUND, q);
     if (!zero_zp)

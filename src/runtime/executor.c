@@ -133,12 +133,6 @@ static void release_after_build(korch_executor *ex, int kernel) {
     }
 }
 
-/* The oneDNN implementation a plan's kernel was profiled with and the one
- * oneDNN picks now should be the same: its latency in the plan is the
- * profiled one only then. A plan moved to another CPU or oneDNN, or a
- * lowering that differs between optimize and load (a one-channel
- * convolution got oneDNN's reference implementation at load, 1000x its
- * profile: dnnl_primitive.c, convolution_strides), is named here. */
 /* The first word of a dnnl kernel's impl after "dnnl ": oneDNN's name. */
 static void onednn_name(const char *impl, char *out, size_t size) {
     if (strncmp(impl, "dnnl ", 5) == 0) impl += 5;
@@ -146,6 +140,12 @@ static void onednn_name(const char *impl, char *out, size_t size) {
     snprintf(out, size, "%.*s", (int)(n < size ? n : size - 1), impl);
 }
 
+/* The oneDNN implementation a plan's kernel was profiled with and the one
+ * oneDNN picks now should be the same: its latency in the plan is the
+ * profiled one only then. A plan moved to another CPU or oneDNN, or a
+ * lowering that differs between optimize and load (a one-channel
+ * convolution got oneDNN's reference implementation at load, 1000x its
+ * profile: dnnl_primitive.c, convolution_strides), is named here. */
 static void check_implementation(const korch_plan_kernel *pk, const korch_kernel *k, int index) {
     if (!k || pk->backend != KORCH_BACKEND_DNNL || !pk->impl[0]) return;
     char want[64], got[64];

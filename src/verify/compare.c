@@ -205,8 +205,32 @@ void korch_verify_diff_format(const korch_verify_diff *d, const korch_shape *sha
              (long long)d->mismatches, (long long)d->elements, at, d->worst_got, d->worst_want, d->worst_tol);
 }
 
-/* The noise rules of plan_check.c (why there): the distance of a whole
- * tensor from its reference against a second correct computation's. */
+/* The noise rules of plan verification (plan_check.c). How far a plan may be from its reference, as a whole tensor, where the
+ * model rounds chaotically: a bf16 plan from the bf16 graph interpreted, a
+ * plan of a model that quantizes computed values (QuantizeLinear, fissioned
+ * into an exact division and a rounding) from the reference executor.
+ *
+ * bf16: an operand within a float32 rounding of a tie rounds either way, and
+ * a flipped operand moves a product by 2^-9 of itself, which flips more
+ * operands downstream; a few layers deep two correct bf16 computations
+ * (other summation orders) differ at the bf16 noise level, elementwise
+ * unpredictably (ResNet-50: 5 of 1000 logits past the float32 rule with its
+ * 8x sensitivity term). Quantization: a value x / scale within float32 noise
+ * of a tie rounds to either integer, one step, which the next convolution
+ * spreads over its outputs, and the next quantizer flips more (a QDQ
+ * MobileNetV2: 5 of 1000 outputs past the float32 rule, every kernel right
+ * alone).
+ *
+ * The computation with those values (the bf16 primitives' operands in the
+ * interpretation; the quantizers' x in the reference executor; the float
+ * inputs) moved by 2^-20 is such a second computation (plan_check.c,
+ * perturbed_run; perturbing the inputs alone moves nothing in BERT, whose
+ * inputs are token ids), so the plan's distance from the reference must be
+ * of its size: max and mean of |plan - reference| at most NOISE_FACTOR times those of |perturbed - reference|, plus the float32
+ * floor (1e-4 of the largest |element|). A kernel error is caught by each
+ * kernel's own check (float32 tolerances; bf16 operands rounded exactly
+ * alike; integers exactly) and a fault in how the plan runs them is an
+ * error far above the noise. The factor is measured: docs/precision.md. */
 #define NOISE_FACTOR 4.0
 
 bool korch_verify_noise_compare(const korch_tensor *got, const korch_tensor *want, const korch_tensor *pert,

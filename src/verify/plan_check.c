@@ -239,41 +239,16 @@ static void fp32_distance(const korch_tensor *got, const korch_tensor *ref, korc
     oc->fp32_mean_rel = sum_ref > 0 ? sum_diff / sum_ref : sum_diff / (double)counted;
 }
 
-/* How far a plan may be from its reference, as a whole tensor, where the
- * model rounds chaotically: a bf16 plan from the bf16 graph interpreted, a
- * plan of a model that quantizes computed values (QuantizeLinear, fissioned
- * into an exact division and a rounding) from the reference executor.
- *
- * bf16: an operand within a float32 rounding of a tie rounds either way, and
- * a flipped operand moves a product by 2^-9 of itself, which flips more
- * operands downstream; a few layers deep two correct bf16 computations
- * (other summation orders) differ at the bf16 noise level, elementwise
- * unpredictably (ResNet-50: 5 of 1000 logits past the float32 rule with its
- * 8x sensitivity term). Quantization: a value x / scale within float32 noise
- * of a tie rounds to either integer, one step, which the next convolution
- * spreads over its outputs, and the next quantizer flips more (a QDQ
- * MobileNetV2: 5 of 1000 outputs past the float32 rule, every kernel right
- * alone).
- *
- * The computation with those values (the bf16 primitives' operands in the
- * interpretation; the quantizers' x in the reference executor; the float
- * inputs) moved by 2^-20 is such a second computation (perturbed_run;
- * perturbing the inputs alone moves nothing in BERT, whose inputs are token
- * ids), so the plan's distance from
- * the reference must be of its size: max and mean of |plan - reference| at
- * most NOISE_FACTOR times those of |perturbed - reference|, plus the float32
- * floor (1e-4 of the largest |element|). A kernel error is caught by each
- * kernel's own check (float32 tolerances; bf16 operands rounded exactly
- * alike; integers exactly) and a fault in how the plan runs them is an
- * error far above the noise. The comparison is korch_verify_noise_compare
- * (compare.c); its factor is measured: docs/precision.md. */
-/* Whether the graph rounds a computed value to an integer: an exact
- * division (QuantizeLinear's, rules_quant.c) of a non-constant dividend. */
-static bool quantizes(const korch_pgraph *pg) {
-    for (int i = 0; i < pg->n_nodes; i++) {
-        const korch_pnode *n = &pg->nodes[i];
-        if (!n->dead && n->kind == KORCH_PRIM_ELEMENTWISE && n->u.ew.op == KORCH_EW_DIV && n->u.ew.alpha != 0 &&
-            !pg->values[n->inputs[0]].is_constant)
+/* Whether the model rounds a computed value to an integer: a
+ * QuantizeLinear of a computed float32 tensor, what
+ * korch_reference_run_jittered moves (the quantization noise rule,
+ * korch_verify_noise_compare). */
+static bool quantizes(const korch_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const korch_node *n = &g->nodes[i];
+        int x = n->n_inputs > 0 ? n->inputs[0] : -1;
+        if (!strcmp(n->op_type, "QuantizeLinear") && x >= 0 && !g->values[x].is_constant &&
+            g->values[x].dtype == KORCH_DTYPE_FLOAT32)
             return true;
     }
     return false;
@@ -356,7 +331,7 @@ korch_status korch_verify_plan(const korch_plan *plan, const korch_graph *g, con
     /* the sensitivity term only widens the tolerance: the reference runs on
      * perturbed inputs only when the plan fails without it (the interpreter
      * with jitter where the model quantizes: the noise rule's computation) */
-    bool quant = quantizes(pg);
+    bool quant = quantizes(g);
     for (int pass = 0; pass < 2 && st == KORCH_OK; pass++) {
         if (pass == 1)
             st = perturbed_run(g, bf16 ? pg : NULL, quant, in, o->seed, pert, no, want);

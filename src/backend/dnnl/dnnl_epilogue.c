@@ -124,10 +124,10 @@ static bool with_tensor(actx *c, int node, korch_ew_op op, bool v_first, int val
         break;
     case KORCH_EW_DIV:
         alg = dnnl_binary_div; /* a true division: exact (alpha 1) too */
-        if (!v_first && c->pg->nodes[node].u.ew.alpha != 0)
-            return an_fail(c, "%s: an exact division of a tensor by the chain value has no oneDNN post-op",
-                           an_node_name(c, node, nm, sizeof nm));
-        if (!v_first) { /* s / v = v^-1 * s */
+        if (!v_first) { /* s / v = v^-1 * s, which is not s / v to the last bit */
+            if (c->pg->nodes[node].u.ew.alpha != 0)
+                return an_fail(c, "%s: an exact division of a tensor by the chain value has no oneDNN post-op",
+                               an_node_name(c, node, nm, sizeof nm));
             if (!eltwise(c, node, dnnl_eltwise_pow, 1.0f, -1.0f)) return false;
             alg = dnnl_binary_mul;
         }
