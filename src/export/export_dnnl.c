@@ -84,7 +84,10 @@ static korch_status emit_dnnl(ex_ctx *x, int i) {
         tensor(b, &q->operand);
         cg_buf_printf(b, "}");
     }
-    cg_buf_printf(b, "%s},\n    %d, %d, %d};\n", p.n_post ? "" : "{0}", p.blocked, p.threads, p.bf16);
+    cg_buf_printf(b, "%s},\n    %d, %d, %d, %d, %d, ", p.n_post ? "" : "{0}", p.blocked, p.threads, p.bf16, p.src_q,
+                  (int)p.src_zp);
+    float_literal(b, p.src_scale);
+    cg_buf_printf(b, "};\n");
 
     /* constant weights: reordered once at load */
     if (p.wei_constant) {

@@ -76,6 +76,12 @@ korch_status korch_cleanup_layouts(korch_pgraph *pg, int *changed);
 korch_status korch_cleanup_cse(korch_pgraph *pg, int *changed);
 korch_status korch_cleanup_dead_code(korch_pgraph *pg, int *changed);
 
+/* A convolution whose source is a dequantization (CAST of an 8-bit tensor
+ * -> [SUB] -> MUL) read by others too gets a copy of its own, so that an
+ * int8 kernel can hold it (cleanup_dequant.c). After the last clean-up:
+ * common-subexpression elimination would merge the copies again. */
+korch_status korch_pgraph_split_dequant(korch_pgraph *pg, int *changed);
+
 /* Every pgraph output is produced by a node of its own (a COPY is inserted
  * for outputs that are graph inputs, constants, or another output). */
 korch_status korch_pgraph_finalize_outputs(korch_pgraph *pg);

@@ -1,9 +1,10 @@
 /* The quantization operators. DequantizeLinear and QuantizeLinear become
- * elementwise primitives (exactly, see each rule); the others stay whole,
- * opaque primitives running their reference kernels
- * (ops/quantize_dynamic.c, ops/matmul_integer.c, ops/conv_integer.c)
- * inside the plan: the linear primitives are float32 and korch has no int8
- * kernels yet (docs/quantization.md). */
+ * elementwise primitives (exactly, see each rule); a dequantized source of
+ * a convolution can then run as oneDNN's int8 convolution
+ * (backend/dnnl/dnnl_dequant.c). The others stay whole, opaque primitives
+ * running their reference kernels (ops/quantize_dynamic.c,
+ * ops/matmul_integer.c, ops/conv_integer.c) inside the plan: the linear
+ * primitives of the primitive graph are float32 (docs/quantization.md). */
 #include "fission/rules.h"
 #include "ops/quant.h"
 

@@ -15,10 +15,13 @@
  * decided by the structural hash of the rebuilt pgraph. */
 const char korch_plan_fission_version[] = "korch-" KORCH_VERSION;
 
-/* Fission, then the layout pass (docs/layout.md). */
+/* Fission, then the layout pass (docs/layout.md), then a dequantization of
+ * its own for every convolution (fission/cleanup_dequant.c). */
 korch_status korch_plan_lower(const korch_graph *g, korch_layout_strategy layout, korch_pgraph **out) {
     KORCH_TRY(korch_fission(g, out, NULL));
     korch_status st = korch_layout_pass(*out, layout, NULL);
+    int split = 0;
+    if (st == KORCH_OK) st = korch_pgraph_split_dequant(*out, &split);
     if (st != KORCH_OK) {
         korch_pgraph_free(*out);
         *out = NULL;

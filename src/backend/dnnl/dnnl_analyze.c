@@ -138,6 +138,7 @@ static bool setup_linear(actx *c, int node) {
     int x = n->inputs[0], w = n->inputs[1], y = n->outputs[0];
     d->src_slot = an_input_slot(c, an_through_reshapes(c, x));
     if (d->src_slot < 0 && c->src_transpose >= 0) d->src_slot = an_input_slot(c, pg->nodes[c->src_transpose].inputs[0]);
+    if (d->src_slot < 0 && c->dequant_q >= 0) d->src_slot = an_input_slot(c, c->dequant_q);
     d->wei_slot = an_input_slot(c, an_through_reshapes(c, w));
     if (d->src_slot < 0 || d->wei_slot < 0)
         return an_fail(c, "%s: an operand is computed inside the kernel; oneDNN fuses no prologue",
@@ -252,6 +253,10 @@ static void finish(actx *c) {
     hash_bytes(h, p.pads_end, sizeof p.pads_end);
     hash_bytes(h, p.output_padding, sizeof p.output_padding);
     if (p.bf16) hash_bytes(h, "bf16", 4); /* only when set: float32 profiles keep their keys */
+    if (d->src_q) { /* the same: int8 kernels only */
+        int32_t q[2] = {(int32_t)d->src_q, d->src_zp != 0};
+        hash_bytes(h, q, sizeof q);
+    }
     hash_tensor(h, &d->src);
     hash_tensor(h, &d->wei);
     hash_tensor(h, &d->dst);
@@ -286,6 +291,7 @@ static void finish(actx *c) {
                p.channels_last ? "nhwc" : "nchw", (long long)p.group);
     }
     if (p.bf16) APPEND(" bf16");
+    if (d->src_q) APPEND(" %s%s", d->src_q == dnnl_u8 ? "u8" : "s8", d->src_zp ? " zp" : "");
     if (c->src_transposed) APPEND(" src-strided");
     if (d->bias_slot >= 0) APPEND(" +bias");
     for (int i = 0; i < d->n_post; i++) {
@@ -376,7 +382,8 @@ static bool feeds(const actx *c, int node, int target, int depth) {
 bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t size) {
     memset(d, 0, sizeof *d);
     d->bias_slot = -1;
-    actx c = {.spec = spec, .pg = spec->pg, .d = d, .reason = reason, .size = size, .src_transpose = -1};
+    actx c = {.spec = spec, .pg = spec->pg, .d = d, .reason = reason, .size = size, .src_transpose = -1,
+              .dequant_q = -1};
     if (reason && size) reason[0] = '\0';
     char nm[160];
     if (spec->n_nodes < 1) return an_fail(&c, "empty kernel");
@@ -392,10 +399,14 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
     }
     if (linear < 0) return an_fail(&c, "no linear primitive (memory-bound kernels are the code generator's)");
     c.src_transpose = an_src_transpose(&c, linear, c.src_perm);
+    int deq[3], n_deq = c.src_transpose < 0 ? an_src_dequant(&c, linear, deq) : 0;
     for (int i = 0; i < spec->n_nodes; i++) {
         const korch_pnode *n = &spec->pg->nodes[spec->nodes[i]];
         if (an_is_reshape(&c, spec->nodes[i])) continue; /* checked where it is used */
         if (spec->nodes[i] == c.src_transpose) continue; /* absorbed into the source's strides */
+        bool dequant = false; /* absorbed into an int8 source */
+        for (int k = 0; k < n_deq; k++) dequant |= spec->nodes[i] == deq[k];
+        if (dequant) continue;
         /* a transpose after the chain may be absorbed into the destination's
          * strides; one that is not is reported as off the chain */
         if (i > li && n->kind == KORCH_PRIM_LAYOUT && spec->pg->nodes[linear].u.linear.op != KORCH_LINEAR_MATMUL &&
@@ -410,6 +421,8 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
     }
     if (!setup_linear(&c, linear)) return false;
     c.used[li] = true;
+    for (int k = 0; k < n_deq; k++) c.used[an_spec_index(&c, deq[k])] = true;
+    if (!an_int8_check(&c)) return false;
     int v = spec->pg->nodes[linear].outputs[0];
     for (;;) {
         int cons[8];

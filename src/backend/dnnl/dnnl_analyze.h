@@ -19,6 +19,7 @@ typedef struct actx {
     int src_transpose;       /* spec node transposing the source, absorbed (dnnl_transpose.c), or -1 */
     int64_t src_perm[KORCH_MAX_RANK];
     bool src_transposed, dst_transposed;
+    int dequant_q;           /* the 8-bit kernel input of an absorbed dequantization (dnnl_dequant.c), or -1 */
 } actx;
 
 KORCH_PRINTF(2, 3) bool an_fail(actx *c, const char *fmt, ...);
@@ -52,6 +53,14 @@ bool an_region_step(actx *c, int v, int *w_out);
 int an_src_transpose(const actx *c, int linear, int64_t *perm);
 bool an_absorb_src_transpose(actx *c, int node, const int64_t *perm);
 int an_absorb_dst_transpose(actx *c, int v);
+
+/* dnnl_dequant.c: a dequantization CAST -> [SUB] -> MUL of an 8-bit
+ * kernel input producing the convolution's source, absorbed (the number
+ * of its nodes, listed in nodes[3], and d's src_q/src_zp/src_scale set), or
+ * 0. an_int8_check: once the linear primitive is set up, can the int8
+ * kernel be made (a VNNI CPU; weights on an int8 grid)? */
+int an_src_dequant(actx *c, int linear, int *nodes);
+bool an_int8_check(actx *c);
 
 /* dnnl_quirks.c: rewrites the finished chain into an equivalent one that
  * oneDNN 2.6 computes correctly (composes consecutive affine and clip steps,

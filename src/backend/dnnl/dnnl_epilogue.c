@@ -136,8 +136,11 @@ static bool with_tensor(actx *c, int node, korch_ew_op op, bool v_first, int val
         return an_fail(c, "%s: %s with a tensor operand has no oneDNN post-op", an_node_name(c, node, nm, sizeof nm),
                     korch_ew_name(op));
     }
-    /* a per-channel constant added first is the primitive's own bias */
-    if (alg == dnnl_binary_add && c->d->n_post == 0 && c->d->bias_slot < 0 && !c->reshaped && pv->is_constant &&
+    /* a per-channel constant added first is the primitive's own bias; not
+     * in int8, where oneDNN 2.6 scales the bias with the sum (dst = scale *
+     * (acc + bias)): it stays a binary post-op, after the scale */
+    if (alg == dnnl_binary_add && c->d->n_post == 0 && c->d->bias_slot < 0 && !c->reshaped && !c->d->src_q &&
+        pv->is_constant &&
         pv->constant.data &&
         pv->shape.rank <= c->out_rank && is_per_channel(c, &pv->shape)) {
         c->d->bias_slot = slot;

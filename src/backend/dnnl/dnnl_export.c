@@ -52,6 +52,9 @@ korch_status korch_dnnl_export_params(const korch_kernel_spec *spec, const char 
     out->bias_slot = d.bias_slot;
     out->wei_constant = d.wei_constant;
     out->bf16 = d.params.bf16;
+    out->src_q = d.src_q == dnnl_u8 ? 1 : d.src_q == dnnl_s8 ? 2 : 0;
+    out->src_zp = d.src_zp;
+    out->src_scale = d.src_scale;
     tensor_of(&d.src, &out->src);
     tensor_of(&d.wei, &out->wei);
     if (d.bias_slot >= 0) tensor_of(&d.bias, &out->bias);

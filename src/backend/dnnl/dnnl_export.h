@@ -42,6 +42,10 @@ typedef struct korch_dnnl_params {
     bool blocked;     /* activations reordered to oneDNN's preferred layout around the primitive */
     int threads;      /* 1: the kernel runs on one thread; 0: the session's thread count */
     bool bf16;        /* operands converted to bfloat16, float32 sums and destination (docs/precision.md) */
+    int src_q;        /* int8 (docs/quantization.md): 0 float32; 1 a u8, 2 an s8 source, (q - src_zp) * src_scale,
+                       * with the weights recovered as int8 at load (dnnl_int8_weights.inc) */
+    int32_t src_zp;
+    float src_scale;
     char text[256];   /* human-readable chain ("conv nhwc 3x3 s1 +bias +eltwise_relu") */
 } korch_dnnl_params;
 

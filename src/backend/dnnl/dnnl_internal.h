@@ -50,6 +50,12 @@ typedef struct dn_desc {
     const void *bias_data;
     dn_tensor src, wei, bias, dst; /* logical, with the strides of the dense pgraph buffers */
     bool strided_io;          /* transposes absorbed into src/dst strides (dnnl_transpose.c) */
+    /* int8 (dnnl_dequant.c): the source is the 8-bit kernel input that the
+     * kernel dequantized, (q - src_zp) * src_scale; the weights are int8
+     * recovered from the float32 constants. dnnl_data_type_undef: float. */
+    dnnl_data_type_t src_q;
+    int32_t src_zp;
+    float src_scale;
     int n_post;
     dn_post post[DN_MAX_POST];
     double flops;
@@ -69,6 +75,13 @@ bool dn_match_function(const double *xs, const double *ys, int n, const float *c
 /* Sample points used with dn_match_function. */
 int dn_match_points(double *xs, int cap);
 const char *dn_alg_name(dnnl_alg_kind_t alg);
+
+/* dnnl_dequant.c: does oneDNN sum u8 x s8 products exactly on this CPU
+ * (VNNI)? And the int8 weights of an int8 kernel with their scale per
+ * output channel (malloc'd), recovered exactly from the float32 constants,
+ * or KORCH_ERR_UNSUPPORTED with the reason. */
+bool dn_int8_exact_cpu(void);
+korch_status dn_int8_weights(const dn_desc *d, signed char **q, float **scales);
 
 /* dnnl_quirks.c: false with a reason when oneDNN implementation `impl`
  * (dnnl_query_impl_info_str) is known to compute d's post-ops wrongly with

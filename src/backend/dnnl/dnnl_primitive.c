@@ -27,6 +27,8 @@ struct dn_kernel {
     dnnl_memory_t src_user, src, wei, bias, dst, dst_user;
     dnnl_memory_t wei_user;            /* bf16 with weights that are activations: the caller's float32 ones */
     dnnl_memory_t post[DN_MAX_POST];
+    dnnl_memory_t zp;                  /* int8: the source's zero point (oneDNN takes it at run time) */
+    int32_t zp_value;
     dn_weights *wei_copy;              /* reordered constant weights (shared), or NULL */
     void *src_buf, *dst_buf, *wei_buf; /* owned: blocked or bf16 src/dst, bf16 copies of activation weights */
     int threads;
@@ -35,7 +37,7 @@ struct dn_kernel {
     int n_post;
     int post_slot[DN_MAX_POST];        /* -1 for eltwise post-ops */
     int n_args;
-    dnnl_exec_arg_t args[4 + DN_MAX_POST];
+    dnnl_exec_arg_t args[5 + DN_MAX_POST];
 };
 
 static dnnl_engine_t engine;
@@ -201,11 +203,19 @@ done:
     return st;
 }
 
-static korch_status make_attr(const dn_desc *d, dnnl_primitive_attr_t *attr) {
+/* scales: int8 only, the output scale of each output channel */
+static korch_status make_attr(const dn_desc *d, const float *scales, dnnl_primitive_attr_t *attr) {
     korch_status st = KORCH_OK;
     dnnl_post_ops_t po = NULL;
     *attr = NULL;
     DN_CHECK(dnnl_primitive_attr_create(attr), "attribute");
+    if (d->src_q) {
+        /* dst = scale[c] * sum((q - zp) * w_q): the scales apply before the post-ops */
+        DN_CHECK(dnnl_primitive_attr_set_output_scales(*attr, d->dst.dims[1], 1 << 1, scales), "output scales");
+        static const int32_t runtime_zp = DNNL_RUNTIME_S32_VAL;
+        if (d->src_zp)
+            DN_CHECK(dnnl_primitive_attr_set_zero_points(*attr, DNNL_ARG_SRC, 1, 0, &runtime_zp), "zero points");
+    }
     if (d->n_post == 0) return KORCH_OK;
     DN_CHECK(dnnl_post_ops_create(&po), "post-ops");
     for (int i = 0; i < d->n_post; i++) {
@@ -235,7 +245,7 @@ void dn_kernel_free(dn_kernel *k) {
     dnnl_primitive_t prims[] = {k->prim, k->reorder_src, k->reorder_dst, k->reorder_wei};
     for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++)
         if (prims[i]) dnnl_primitive_destroy(prims[i]);
-    dnnl_memory_t mems[] = {k->src_user, k->src, k->wei, k->bias, k->dst, k->dst_user};
+    dnnl_memory_t mems[] = {k->src_user, k->src, k->wei, k->bias, k->dst, k->dst_user, k->zp};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (mems[i] && !(i == 1 && mems[i] == k->src_user) && !(i == 4 && mems[i] == k->dst_user))
             dnnl_memory_destroy(mems[i]);
@@ -301,28 +311,37 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     dnnl_primitive_desc_t pd = NULL;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_memory_desc_t src_user, dst_user, src_md, dst_md, wei_user_md, wei_md, bias_md;
+    signed char *wei_q = NULL; /* int8: the recovered weights and their scales (dnnl_dequant.c) */
+    float *wei_scales = NULL;
     bool blocked = v->fmt == DN_FMT_BLOCKED;
     if (blocked && d->op == KORCH_LINEAR_MATMUL)
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "oneDNN: the blocked variant is for convolutions");
     bool conv = d->op != KORCH_LINEAR_MATMUL;
     const dn_tensor src = conv ? convolution_strides(&d->src, d->params.channels_last) : d->src;
     const dn_tensor dst = conv ? convolution_strides(&d->dst, d->params.channels_last) : d->dst;
-    DN_CHECK(md_of(&src, &src_user), "source descriptor");
-    DN_CHECK(md_of(&dst, &dst_user), "destination descriptor");
-    DN_CHECK(md_of(&d->wei, &wei_user_md), "weights descriptor");
     /* bf16 (docs/precision.md): the operands are converted (rounded to
      * nearest even) by the reorders below, products are summed in float32,
-     * and the destination and post-op operands stay float32 */
+     * and the destination and post-op operands stay float32. int8: the
+     * source is the caller's u8/s8 tensor, the weights int8 copies */
     dnnl_data_type_t operand_type = d->params.bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_data_type_t src_type = d->src_q ? d->src_q : operand_type, wei_type = d->src_q ? dnnl_s8 : operand_type;
+    if (d->src_q) {
+        st = dn_int8_weights(d, &wei_q, &wei_scales);
+        if (st != KORCH_OK) goto done;
+        for (int64_t c = 0; c < d->dst.dims[1]; c++) wei_scales[c] *= d->src_scale; /* s_x * s_w[c] */
+    }
+    DN_CHECK(md_typed(&src, d->src_q ? d->src_q : dnnl_f32, &src_user), "source descriptor");
+    DN_CHECK(md_of(&dst, &dst_user), "destination descriptor");
+    DN_CHECK(md_typed(&d->wei, d->src_q ? dnnl_s8 : dnnl_f32, &wei_user_md), "weights descriptor");
     if (blocked) {
-        DN_CHECK(md_any(&src, operand_type, &src_md), "source descriptor");
+        DN_CHECK(md_any(&src, src_type, &src_md), "source descriptor");
         DN_CHECK(md_any(&dst, dnnl_f32, &dst_md), "destination descriptor");
     } else {
-        DN_CHECK(md_typed(&src, operand_type, &src_md), "source descriptor");
+        DN_CHECK(md_typed(&src, src_type, &src_md), "source descriptor");
         dst_md = dst_user;
     }
-    if (d->wei_constant) DN_CHECK(md_any(&d->wei, operand_type, &wei_md), "weights descriptor");
-    else DN_CHECK(md_typed(&d->wei, operand_type, &wei_md), "weights descriptor");
+    if (d->wei_constant) DN_CHECK(md_any(&d->wei, wei_type, &wei_md), "weights descriptor");
+    else DN_CHECK(md_typed(&d->wei, wei_type, &wei_md), "weights descriptor");
     if (d->bias_slot >= 0) DN_CHECK(md_of(&d->bias, &bias_md), "bias descriptor");
     union {
         dnnl_convolution_desc_t conv;
@@ -331,7 +350,7 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     } desc;
     st = op_desc(d, &src_md, &wei_md, d->bias_slot >= 0 ? &bias_md : NULL, &dst_md, &desc);
     if (st != KORCH_OK) goto done;
-    st = make_attr(d, &attr);
+    st = make_attr(d, wei_scales, &attr);
     if (st != KORCH_OK) goto done;
     DN_CHECK(dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL), "primitive descriptor");
     if (d->op == KORCH_LINEAR_MATMUL && d->wei_constant &&
@@ -388,8 +407,10 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     /* weights: constant ones reordered now, once */
     const dnnl_memory_desc_t *wei_pd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     k->wei_slot = d->wei_slot;
-    if (d->wei_constant && !dnnl_memory_desc_equal(wei_pd, &wei_user_md)) {
-        st = dn_weights_get(engine, k->stream, d->wei_data, &wei_user_md, wei_pd, &k->wei_copy);
+    if (d->wei_constant && (wei_q || !dnnl_memory_desc_equal(wei_pd, &wei_user_md))) {
+        /* int8 weights always: the plan's constant is their float32 form */
+        st = dn_weights_get(engine, k->stream, wei_q ? (const void *)wei_q : d->wei_data, &wei_user_md, wei_pd,
+                            &k->wei_copy);
         if (st != KORCH_OK) goto done;
         DN_CHECK(dnnl_memory_create(&k->wei, wei_pd, engine, dn_weights_data(k->wei_copy)), "weights memory");
         k->wei_slot = -1;
@@ -416,6 +437,13 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, k->wei};
     if (k->bias) k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, k->bias};
     k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_DST, k->dst};
+    if (d->src_q && d->src_zp) {
+        dnnl_memory_desc_t zp_md;
+        DN_CHECK(dnnl_memory_desc_init_by_tag(&zp_md, 1, (dnnl_dims_t){1}, dnnl_s32, dnnl_x), "zero-point descriptor");
+        k->zp_value = d->src_zp;
+        DN_CHECK(dnnl_memory_create(&k->zp, &zp_md, engine, &k->zp_value), "zero-point memory");
+        k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, k->zp};
+    }
     k->n_post = d->n_post;
     for (int i = 0; i < d->n_post; i++) {
         k->post_slot[i] = -1;
@@ -429,6 +457,8 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
 done:
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (attr) dnnl_primitive_attr_destroy(attr);
+    free(wei_q);
+    free(wei_scales);
     return st;
 }
 

@@ -69,7 +69,10 @@ static korch_status bufset_alloc(const korch_kernel_spec *spec, bufset *b) {
             if (!p) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN profiling buffers: out of memory");
             b->owned[b->n_owned++] = p;
             b->ptrs[s * b->per + i] = p;
-            /* first touch here; [0.5, 1.5] keeps logs and roots finite */
+            /* first touch here; [0.5, 1.5] keeps logs and roots finite; the
+             * 8-bit sources of int8 kernels: zeros (their time does not
+             * depend on the values) */
+            if (v->dtype != KORCH_DTYPE_FLOAT32) memset(p, 0, bytes);
             for (int64_t e = 0; e < n && v->dtype == KORCH_DTYPE_FLOAT32; e++) {
                 rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
                 p[e] = 0.5f + (float)(rng >> 40) / (float)(1u << 24);

@@ -70,6 +70,17 @@
  *    17 wrong with 6, 16 or 32 outputs, 2, 4, 8, 16 right; the blocked
  *    variant and 3x3 kernels right). Refused; the blocked variant remains.
  *
+ * 7. The int8 gemm convolutions (x64:gemm_s8u8s32:jit, gemm_s8s8s32:jit,
+ *    which oneDNN picks for int8 grouped convolutions whose group
+ *    channel counts its direct kernels do not take) apply a binary post-op
+ *    wrongly when the convolution has groups: tests/dnnl/test_dnnl_int8,
+ *    400 random int8 convolutions on Zen 4 (VNNI), every failure a grouped
+ *    (g2) one with a per-channel bias post-op through such an
+ *    implementation (290-5,600 elements wrong), with and without a zero
+ *    point, u8 and s8, every variant; the same shapes without post-ops, and
+ *    every other implementation, right. Refused with any binary post-op;
+ *    the kernel without the chain, or the float32 one, remains.
+ *
  * 4. Not a wrong result, a slow one: oneDNN 2.x's deconvolution (jit:avx2 on
  *    the Zen 3) runs a fused bias or any post-op many times slower than the
  *    bare deconvolution followed by korch's own elementwise kernel: 24->24
@@ -289,6 +300,14 @@ bool dn_impl_computes(const dn_desc *d, const char *impl, const dnnl_memory_desc
                      "oneDNN 2.6's %s bf16 transposed convolution computes %lld (odd) input channels in plain layout "
                      "wrongly (dnnl_quirks.c, 6)",
                      impl, (long long)d->src.dims[1]);
+        return false;
+    }
+    if (d->src_q && d->params.group > 1 && binary && impl && strstr(impl, "gemm_s8")) {
+        if (reason && size)
+            snprintf(reason, size,
+                     "oneDNN 2.6's %s int8 grouped convolution computes chains with a binary post-op wrongly "
+                     "(dnnl_quirks.c, 7); not fused",
+                     impl);
         return false;
     }
     if (d->op == KORCH_LINEAR_MATMUL || !impl || !strstr(impl, "gemm:jit")) return true;
