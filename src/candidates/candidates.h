@@ -196,6 +196,12 @@ korch_status korch_partition_graph(korch_candidate_set *set, const korch_candida
 
 korch_status korch_enumerate_partition(korch_candidate_set *set, int p, const korch_candidate_options *options);
 
+/* quantizer.c: the nodes fission made of a QuantizeLinear reading value v
+ * alone (DIV, EQUAL, WHERE, ROUND, [ADD], CLIP, CAST), written to nodes
+ * (room for 8); their count, or 0 when v is not read by exactly such a
+ * chain. */
+int korch_quantizer_tail(const korch_pgraph *pg, const korch_pgraph_uses *u, int v, int *nodes);
+
 /* true when the mask is convex inside partition p */
 bool korch_mask_is_convex(const korch_partition *part, korch_nodemask mask);
 bool korch_mask_is_connected(const korch_partition *part, korch_nodemask mask);

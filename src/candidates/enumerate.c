@@ -11,7 +11,9 @@
  * pruning a set never loses a valid superset. Sets holding a linear primitive
  * grow only while their backend accepts them: a linear kernel with an
  * epilogue the backend cannot express does not become expressible by adding
- * more nodes. The proof is in docs/orchestration.md. */
+ * more nodes. The proof is in docs/orchestration.md. One exception is added
+ * on purpose: a quantizer, which a backend takes only whole
+ * (quantizer.c, try_quantizer_tail). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,6 +111,33 @@ static bool mask_list_push(mask_list *l, korch_nodemask m) {
     return true;
 }
 
+/* An accepted set T with a linear primitive and one output read by a
+ * whole quantizer inside the partition: T plus the quantizer, when its
+ * backend takes it (quantizer.c). Returns false on allocation failure. */
+static bool try_quantizer_tail(korch_candidate_set *set, int p, korch_nodemask T, const korch_kernel_spec *spec,
+                               mask_set *seen, int *scratch, const korch_candidate_options *options,
+                               korch_partition_stats *stats) {
+    int tail[8], n;
+    if (spec->n_outputs != 1 || !(n = korch_quantizer_tail(set->pg, &set->uses, spec->outputs[0], tail))) return true;
+    korch_nodemask U = T;
+    for (int i = 0; i < n; i++) {
+        if (set->partition_of[tail[i]] != p) return true;
+        U |= (korch_nodemask)1 << set->local_of[tail[i]];
+    }
+    if (!korch_mask_is_convex(&set->partitions[p], U)) return true;
+    int fresh = mask_set_insert(seen, U);
+    if (fresh <= 0) return fresh == 0;
+    stats->sets++;
+    korch_kernel_spec big = korch_candidate_describe(set, p, U, scratch);
+    korch_backend_kind kind = korch_candidate_backend_for(set->pg, big.n_nodes, big.nodes, set->force_backend);
+    char reason[256] = "";
+    if (options->supports && !options->supports(options->supports_user, kind, &big, reason, sizeof reason)) {
+        stats->rejected[KORCH_REJECT_UNSUPPORTED]++;
+        return true;
+    }
+    return korch_candidate_add(set, p, U, KORCH_ORIGIN_ENUMERATED) >= 0;
+}
+
 korch_status korch_enumerate_partition(korch_candidate_set *set, int p, const korch_candidate_options *options) {
     const korch_partition *part = &set->partitions[p];
     const korch_pgraph *pg = set->pg;
@@ -122,7 +151,8 @@ korch_status korch_enumerate_partition(korch_candidate_set *set, int p, const ko
     korch_status st = KORCH_OK;
     mask_set seen = {0};
     mask_list level = {0}, next = {0};
-    int *scratch = malloc(korch_candidate_scratch_ints(options->max_kernel_nodes + 1) * sizeof *scratch);
+    /* + 8: a set grown by a quantizer tail */
+    int *scratch = malloc(korch_candidate_scratch_ints(options->max_kernel_nodes + 9) * sizeof *scratch);
     if (!scratch) {
         st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "enumerate: out of memory");
         goto done;
@@ -195,7 +225,8 @@ korch_status korch_enumerate_partition(korch_candidate_set *set, int p, const ko
                 if (T & linear) next.grow[s] = false;
                 continue;
             }
-            if (korch_candidate_add(set, p, T, KORCH_ORIGIN_ENUMERATED) < 0) {
+            if (korch_candidate_add(set, p, T, KORCH_ORIGIN_ENUMERATED) < 0 ||
+                ((T & linear) && !try_quantizer_tail(set, p, T, &spec, &seen, scratch, options, stats))) {
                 st = KORCH_ERR_OUT_OF_MEMORY;
                 goto done;
             }

@@ -10,7 +10,10 @@
  *    max_partition_nodes nodes minimising the total width of the cuts it
  *    makes (ties: fewer partitions). Between the blocks of a network the
  *    width is 1 (the residual stream), so cuts land there without any
- *    hand-written cut points.
+ *    hand-written cut points. One preference: not between a value and
+ *    the quantizer that reads it (quantizer.c): a cut of the same width
+ *    after the quantizer is taken instead, so that an int8 convolution and
+ *    its 8-bit destination can be one candidate.
  *
  * Segments of a topological order are convex: a path between two nodes of a
  * segment only visits nodes whose positions lie between theirs. */
@@ -181,11 +184,12 @@ korch_status korch_partition_graph(korch_candidate_set *set, const korch_candida
     int *order = malloc(((size_t)n + 1) * sizeof *order);
     int *position = malloc(((size_t)n + 1) * sizeof *position);
     long *width = calloc((size_t)n + 2, sizeof *width);
+    long *held = calloc((size_t)n + 2, sizeof *held); /* > 0: the boundary splits a value from its quantizer */
     double *best = malloc(((size_t)n + 1) * sizeof *best);
     int *from = malloc(((size_t)n + 1) * sizeof *from);
     set->partition_of = malloc(((size_t)n + 1) * sizeof *set->partition_of);
     set->local_of = malloc(((size_t)n + 1) * sizeof *set->local_of);
-    if (!order || !position || !width || !best || !from || !set->partition_of || !set->local_of) {
+    if (!order || !position || !width || !held || !best || !from || !set->partition_of || !set->local_of) {
         st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "partition: out of memory");
         goto done;
     }
@@ -213,6 +217,20 @@ korch_status korch_partition_graph(korch_candidate_set *set, const korch_candida
         }
     }
     for (int b = 1; b <= count; b++) width[b] += width[b - 1];
+    for (int i = 0; i < count; i++) {
+        const korch_pnode *node = &pg->nodes[order[i]];
+        int tail[8], nt = node->n_outputs == 1 && node->outputs[0] >= 0
+                              ? korch_quantizer_tail(pg, &set->uses, node->outputs[0], tail)
+                              : 0;
+        int last = i;
+        for (int t = 0; t < nt; t++)
+            if (position[tail[t]] > last) last = position[tail[t]];
+        if (last > i) {
+            held[i + 1]++;
+            held[last + 1]--;
+        }
+    }
+    for (int b = 1; b <= count; b++) held[b] += held[b - 1];
     /* DP over boundaries: best[b] = cheapest way to cut positions [0, b) */
     best[0] = 0;
     for (int b = 1; b <= count; b++) {
@@ -221,7 +239,8 @@ korch_status korch_partition_graph(korch_candidate_set *set, const korch_candida
         bool cut_ok = b == count || options->group_of == NULL || options->group_of[order[b - 1]] < 0 ||
                       options->group_of[order[b - 1]] != options->group_of[order[b]];
         if (!cut_ok) continue;
-        double here = b == count ? 0.0 : (double)width[b] * 1000.0 + 1.0; /* width first, then fewer parts */
+        /* width first, then not splitting a quantizer, then fewer parts */
+        double here = b == count ? 0.0 : (double)width[b] * 1000.0 + 1.0 + (held[b] > 0 ? 0.5 : 0.0);
         for (int a = b - 1; a >= 0 && b - a <= cap; a--) {
             if (best[a] < 0) continue;
             double cost = best[a] + here;
@@ -275,6 +294,7 @@ done:
     free(order);
     free(position);
     free(width);
+    free(held);
     free(best);
     free(from);
     return st;

@@ -15,7 +15,12 @@
  *    grid by one ulp, or holding a NaN, are refused, so the kernel is
  *    never offered;
  *  - the bias stays a post-op after the scale (oneDNN 2.6 would scale its
- *    own bias with the sum): covered by every case with a bias.
+ *    own bias with the sum): covered by every case with a bias;
+ *  - the next QuantizeLinear fused as a u8/s8 destination (requant cases):
+ *    the 8-bit output equals the interpreter's exactly but where the
+ *    interpreter's value before rounding lies within 2^-17 of a tie (one
+ *    step either way, as the kernel checks allow: verify/kernel_check.c),
+ *    and at most 1 % of the elements are such.
  * Skipped (77) on a CPU without VNNI, where int8 kernels are not offered. */
 #include "dnnl_check.h"
 #include "backend/dnnl/dnnl_export.h"
@@ -133,7 +138,96 @@ static int dequantized(korch_pgraph *pg, korch_dtype dt, const int64_t *xs, int 
     return dc_ew2(pg, KORCH_EW_MUL, x, scalar(pg, s));
 }
 
-static int conv_case(bool channels_last, int epilogue) {
+/* The QuantizeLinear chain fission writes (fission/rules_quant.c) after y:
+ * the rounded value's input goes to *pre */
+static int quantizer(korch_pgraph *pg, int y, float s, int zp, korch_dtype t, int *pre) {
+    int in[3] = {y, scalar(pg, s)};
+    int q = korch_pgraph_elementwise(pg, KORCH_EW_DIV, 2, in, 1, 0, KORCH_DTYPE_UNDEFINED);
+    int eq = dc_ew2(pg, KORCH_EW_EQUAL, q, q);
+    int w[3] = {eq, q, scalar(pg, 0)};
+    q = korch_pgraph_elementwise(pg, KORCH_EW_WHERE, 3, w, 0, 0, KORCH_DTYPE_UNDEFINED);
+    *pre = q;
+    q = dc_ew1(pg, KORCH_EW_ROUND, q, 0, 0);
+    if (zp) q = dc_ew2(pg, KORCH_EW_ADD, q, scalar(pg, (float)zp));
+    q = dc_ew1(pg, KORCH_EW_CLIP, q, t == KORCH_DTYPE_UINT8 ? 0 : -128, t == KORCH_DTYPE_UINT8 ? 255 : 127);
+    return korch_pgraph_elementwise(pg, KORCH_EW_CAST, 1, &q, 0, 0, t);
+}
+
+/* Runs the kernel of pg (its graph outputs: the value before rounding, then
+ * out; the kernel writes out alone) and compares its 8-bit
+ * output with the interpreter's: exact, but at ties. */
+static int check_requant(korch_pgraph *pg, int out, const char *what) {
+    korch_kernel_spec spec;
+    dc_spec_all(pg, &spec);
+    spec.n_outputs = 1;
+    spec.outputs = &out;
+    char reason[256];
+    if (!korch_backend_supports(KORCH_BACKEND_DNNL, &spec, reason, sizeof reason)) {
+        CHECK_MSG(strstr(reason, "oneDNN 2.6's"), "%s: unsupported: %s", what, reason);
+        refused++;
+        dc_spec_free(&spec);
+        return 0;
+    }
+    korch_dnnl_params params;
+    CHECK_OK(korch_dnnl_export_params(&spec, NULL, 2, &params));
+    CHECK_MSG(strstr(params.text, "->u8") || strstr(params.text, "->s8"), "%s: no 8-bit destination: %s", what,
+              params.text);
+    const korch_pvalue *qv = &pg->values[pg->inputs[0]];
+    korch_tensor in = {0}, want[2] = {{0}};
+    CHECK_OK(korch_tensor_alloc(&in, qv->dtype, &qv->shape));
+    for (int64_t e = 0; e < korch_tensor_numel(&in); e++) {
+        if (qv->dtype == KORCH_DTYPE_UINT8) ((uint8_t *)in.data)[e] = (uint8_t)dc_int(0, 255);
+        else ((int8_t *)in.data)[e] = (int8_t)dc_int(-128, 127);
+    }
+    CHECK_OK(korch_pgraph_interpret(pg, &in, want)); /* outputs: pre, out */
+    void **bufs = calloc((size_t)spec.n_inputs + 1, sizeof *bufs);
+    for (int i = 0; i < spec.n_inputs; i++) {
+        const korch_pvalue *v = &pg->values[spec.inputs[i]];
+        bufs[i] = v->is_constant ? v->constant.data : in.data;
+    }
+    int64_t n = korch_tensor_numel(&want[1]);
+    uint8_t *got = malloc((size_t)n + 64);
+    korch_kernel *k = NULL;
+    const char *sched = "";
+    korch_profile_options o = {.threads = 2};
+    int checked = 0;
+    if (korch_backend_build(KORCH_BACKEND_DNNL, &spec, &sched, 1, &o, &k) == KORCH_OK) {
+        void *outs[1] = {got};
+        CHECK_OK(k->run(k, bufs, outs));
+        const float *r = want[0].data;
+        const uint8_t *w = want[1].data;
+        int64_t bad = 0, ties = 0;
+        for (int64_t e = 0; e < n; e++) {
+            double a = fabs((double)r[e]);
+            bool tie = fabs(a - floor(a) - 0.5) <= ldexp(a + 1, -17);
+            ties += tie;
+            int d = (int)(qv->dtype == KORCH_DTYPE_UINT8 ? got[e] - w[e] : (int8_t)got[e] - (int8_t)w[e]);
+            if (d != 0 && !(tie && abs(d) == 1) && bad++ < 3)
+                fprintf(stderr, "  %s: element %lld: got %d want %d (before rounding %.9g)\n", what, (long long)e,
+                        got[e], w[e], r[e]);
+        }
+        CHECK_MSG(bad == 0, "%s [%s]: %lld elements differ", what, k->impl, (long long)bad);
+        CHECK_MSG(ties * 100 <= n, "%s: %lld of %lld elements on ties: the test is blind there", what, (long long)ties,
+                  (long long)n);
+        if (getenv("KORCH_TEST_VERBOSE")) printf("%-70s [%s] ok (%lld ties)\n", what, k->impl, (long long)ties);
+        all_impls++;
+        int8_impls++;
+        checked = 1;
+        korch_kernel_destroy(k);
+    } else {
+        CHECK_MSG(strstr(korch_last_error(), "oneDNN 2.6's"), "%s: build failed: %s", what, korch_last_error());
+        korch_error_clear();
+    }
+    free(got);
+    free(bufs);
+    korch_tensor_free(&in);
+    korch_tensor_free(&want[0]);
+    korch_tensor_free(&want[1]);
+    dc_spec_free(&spec);
+    return checked;
+}
+
+static int conv_case(bool channels_last, int epilogue, bool requant) {
     korch_pgraph *pg = dc_graph();
     korch_prim_linear p = {.op = KORCH_LINEAR_CONV, .spatial = 2, .channels_last = channels_last};
     bool depthwise = dc_int(0, 3) == 0;
@@ -164,6 +258,15 @@ static int conv_case(bool channels_last, int epilogue) {
             y = dc_ew2(pg, KORCH_EW_ADD, y, dc_constant(pg, 4, bias, -1, 1));
             y = epilogue == 1 ? dc_ew1(pg, KORCH_EW_RELU, y, 0, 0) : dc_ew1(pg, KORCH_EW_CLIP, y, 0, 6);
         }
+        int pre = -1;
+        korch_dtype qt = dc_int(0, 1) ? KORCH_DTYPE_UINT8 : KORCH_DTYPE_INT8;
+        int qzp = qt == KORCH_DTYPE_UINT8 ? dc_int(0, 3) * 40 : dc_int(-20, 20);
+        if (requant) {
+            /* the output scale puts the values over ~100 steps */
+            float sy = (float)(s * 127.0 * 0.02 * sqrt((double)(Cg * k * k)) * 255.0 / 100.0 / 4.0);
+            y = quantizer(pg, y, sy, qzp, qt, &pre);
+            dc_output(pg, pre);
+        }
         dc_output(pg, y);
         char what[220];
         snprintf(what, sizeof what, "int8 %s %s zp %d conv %s N%lld C%lld M%lld g%lld %lldx%lld k%lld s%lld d%lld p%lld%s",
@@ -171,7 +274,10 @@ static int conv_case(bool channels_last, int epilogue) {
                  (long long)N, (long long)C, (long long)M, (long long)G, (long long)H, (long long)W, (long long)k,
                  (long long)p.strides[0], (long long)p.dilations[0], (long long)p.pads_begin[0],
                  epilogue == 1 ? " +bias+relu" : epilogue == 2 ? " +bias+clip" : "");
-        checked = check_int8(pg, what);
+        if (requant)
+            snprintf(what + strlen(what), sizeof what - strlen(what), " ->%s zp %d", qt == KORCH_DTYPE_UINT8 ? "u8" : "s8",
+                     qzp);
+        checked = requant ? check_requant(pg, y, what) : check_int8(pg, what);
     }
     korch_pgraph_free(pg);
     return checked;
@@ -226,7 +332,11 @@ int main(void) {
     recovery();
     off_grid_refused();
     int checked = 0;
-    for (int i = 0; i < 40; i++) checked += conv_case(i % 2 == 1, i % 3);
+    for (int i = 0; i < 40; i++) checked += conv_case(i % 2 == 1, i % 3, false);
+    int requant = 0;
+    for (int i = 0; i < 30; i++) requant += conv_case(i % 2 == 1, i % 3, true);
+    printf("%d kernels with an 8-bit destination checked\n", requant);
+    CHECK_MSG(requant >= 25, "only %d kernels with an 8-bit destination checked", requant);
     printf("%d kernels checked (%d of %d built kernels are int8 implementations), %d refused for oneDNN defects\n",
            checked, int8_impls, all_impls, refused);
     CHECK_MSG(checked >= 40, "only %d kernels checked", checked);

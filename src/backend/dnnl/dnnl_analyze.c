@@ -254,7 +254,7 @@ static void finish(actx *c) {
     hash_bytes(h, p.output_padding, sizeof p.output_padding);
     if (p.bf16) hash_bytes(h, "bf16", 4); /* only when set: float32 profiles keep their keys */
     if (d->src_q) { /* the same: int8 kernels only */
-        int32_t q[2] = {(int32_t)d->src_q, d->src_zp != 0};
+        int32_t q[4] = {(int32_t)d->src_q, d->src_zp != 0, (int32_t)d->dst_q, d->dst_zp != 0};
         hash_bytes(h, q, sizeof q);
     }
     hash_tensor(h, &d->src);
@@ -304,6 +304,7 @@ static void finish(actx *c) {
         }
     }
     if (c->dst_transposed) APPEND(" dst-strided");
+    if (d->dst_q) APPEND(" ->%s%s", d->dst_q == dnnl_u8 ? "u8" : "s8", d->dst_zp ? " zp" : "");
 #undef APPEND
 }
 
@@ -429,6 +430,7 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
         int nc = an_consumers(&c, v, cons, 8);
         if (nc == 0) break;
         int z = an_absorb_dst_transpose(&c, v);
+        if (z < 0) z = an_requant_tail(&c, v);
         if (z >= 0) {
             v = z;
             break;

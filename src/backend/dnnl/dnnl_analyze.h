@@ -61,6 +61,12 @@ int an_absorb_dst_transpose(actx *c, int v);
  * kernel be made (a VNNI CPU; weights on an int8 grid)? */
 int an_src_dequant(actx *c, int linear, int *nodes);
 bool an_int8_check(actx *c);
+/* dnnl_dequant.c: with an int8 source, the QuantizeLinear chain (exact DIV,
+ * NaN to 0, ROUND, [ADD zp], CLIP, CAST to 8 bits) reading the chain value
+ * v and writing the kernel's output, absorbed as a u8/s8 destination (its
+ * nodes marked used, d's dst_q/dst_zp set, 1 / s appended as a post-op):
+ * returns the kernel's final value, else -1 (nothing changed). */
+int an_requant_tail(actx *c, int v);
 
 /* dnnl_quirks.c: rewrites the finished chain into an equivalent one that
  * oneDNN 2.6 computes correctly (composes consecutive affine and clip steps,

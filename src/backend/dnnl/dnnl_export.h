@@ -46,6 +46,8 @@ typedef struct korch_dnnl_params {
                        * with the weights recovered as int8 at load (dnnl_int8_weights.inc) */
     int32_t src_zp;
     float src_scale;
+    int dst_q;        /* 0 float32; 1 u8, 2 s8 destination: saturate(rint(chain) + dst_zp) */
+    int32_t dst_zp;
     char text[256];   /* human-readable chain ("conv nhwc 3x3 s1 +bias +eltwise_relu") */
 } korch_dnnl_params;
 

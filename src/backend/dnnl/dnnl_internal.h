@@ -56,6 +56,11 @@ typedef struct dn_desc {
     dnnl_data_type_t src_q;
     int32_t src_zp;
     float src_scale;
+    /* int8 with the next QuantizeLinear fused (an_requant_tail): the
+     * destination is u8/s8, saturate(rint(chain * (1 / s_y)) + dst_zp), the
+     * product by 1 / s_y being the chain's last post-op. undef: float32. */
+    dnnl_data_type_t dst_q;
+    int32_t dst_zp;
     int n_post;
     dn_post post[DN_MAX_POST];
     double flops;

@@ -27,8 +27,8 @@ struct dn_kernel {
     dnnl_memory_t src_user, src, wei, bias, dst, dst_user;
     dnnl_memory_t wei_user;            /* bf16 with weights that are activations: the caller's float32 ones */
     dnnl_memory_t post[DN_MAX_POST];
-    dnnl_memory_t zp;                  /* int8: the source's zero point (oneDNN takes it at run time) */
-    int32_t zp_value;
+    dnnl_memory_t zp, dst_zp;          /* int8: the zero points (oneDNN takes them at run time) */
+    int32_t zp_value, dst_zp_value;
     dn_weights *wei_copy;              /* reordered constant weights (shared), or NULL */
     void *src_buf, *dst_buf, *wei_buf; /* owned: blocked or bf16 src/dst, bf16 copies of activation weights */
     int threads;
@@ -37,7 +37,7 @@ struct dn_kernel {
     int n_post;
     int post_slot[DN_MAX_POST];        /* -1 for eltwise post-ops */
     int n_args;
-    dnnl_exec_arg_t args[5 + DN_MAX_POST];
+    dnnl_exec_arg_t args[6 + DN_MAX_POST];
 };
 
 static dnnl_engine_t engine;
@@ -215,6 +215,8 @@ static korch_status make_attr(const dn_desc *d, const float *scales, dnnl_primit
         static const int32_t runtime_zp = DNNL_RUNTIME_S32_VAL;
         if (d->src_zp)
             DN_CHECK(dnnl_primitive_attr_set_zero_points(*attr, DNNL_ARG_SRC, 1, 0, &runtime_zp), "zero points");
+        if (d->dst_zp)
+            DN_CHECK(dnnl_primitive_attr_set_zero_points(*attr, DNNL_ARG_DST, 1, 0, &runtime_zp), "zero points");
     }
     if (d->n_post == 0) return KORCH_OK;
     DN_CHECK(dnnl_post_ops_create(&po), "post-ops");
@@ -245,7 +247,7 @@ void dn_kernel_free(dn_kernel *k) {
     dnnl_primitive_t prims[] = {k->prim, k->reorder_src, k->reorder_dst, k->reorder_wei};
     for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++)
         if (prims[i]) dnnl_primitive_destroy(prims[i]);
-    dnnl_memory_t mems[] = {k->src_user, k->src, k->wei, k->bias, k->dst, k->dst_user, k->zp};
+    dnnl_memory_t mems[] = {k->src_user, k->src, k->wei, k->bias, k->dst, k->dst_user, k->zp, k->dst_zp};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (mems[i] && !(i == 1 && mems[i] == k->src_user) && !(i == 4 && mems[i] == k->dst_user))
             dnnl_memory_destroy(mems[i]);
@@ -331,11 +333,12 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
         for (int64_t c = 0; c < d->dst.dims[1]; c++) wei_scales[c] *= d->src_scale; /* s_x * s_w[c] */
     }
     DN_CHECK(md_typed(&src, d->src_q ? d->src_q : dnnl_f32, &src_user), "source descriptor");
-    DN_CHECK(md_of(&dst, &dst_user), "destination descriptor");
+    dnnl_data_type_t dst_type = d->dst_q ? d->dst_q : dnnl_f32;
+    DN_CHECK(md_typed(&dst, dst_type, &dst_user), "destination descriptor");
     DN_CHECK(md_typed(&d->wei, d->src_q ? dnnl_s8 : dnnl_f32, &wei_user_md), "weights descriptor");
     if (blocked) {
         DN_CHECK(md_any(&src, src_type, &src_md), "source descriptor");
-        DN_CHECK(md_any(&dst, dnnl_f32, &dst_md), "destination descriptor");
+        DN_CHECK(md_any(&dst, dst_type, &dst_md), "destination descriptor");
     } else {
         DN_CHECK(md_typed(&src, src_type, &src_md), "source descriptor");
         dst_md = dst_user;
@@ -443,6 +446,13 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
         k->zp_value = d->src_zp;
         DN_CHECK(dnnl_memory_create(&k->zp, &zp_md, engine, &k->zp_value), "zero-point memory");
         k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, k->zp};
+    }
+    if (d->dst_q && d->dst_zp) {
+        dnnl_memory_desc_t zp_md;
+        DN_CHECK(dnnl_memory_desc_init_by_tag(&zp_md, 1, (dnnl_dims_t){1}, dnnl_s32, dnnl_x), "zero-point descriptor");
+        k->dst_zp_value = d->dst_zp;
+        DN_CHECK(dnnl_memory_create(&k->dst_zp, &zp_md, engine, &k->dst_zp_value), "zero-point memory");
+        k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, k->dst_zp};
     }
     k->n_post = d->n_post;
     for (int i = 0; i < d->n_post; i++) {
