@@ -10,10 +10,11 @@
  *    max_partition_nodes nodes minimising the total width of the cuts it
  *    makes (ties: fewer partitions). Between the blocks of a network the
  *    width is 1 (the residual stream), so cuts land there without any
- *    hand-written cut points. One preference: not between a value and
- *    the quantizer that reads it (quantizer.c): a cut of the same width
- *    after the quantizer is taken instead, so that an int8 convolution and
- *    its 8-bit destination can be one candidate.
+ *    hand-written cut points. One preference: not inside a quantized
+ *    kernel, from the dequantization of an 8-bit tensor through a linear
+ *    primitive to the quantizer that reads its result (quantizer.c): a cut
+ *    of the same width before or after it is taken instead, so that an int8
+ *    convolution with its 8-bit destination can be one candidate.
  *
  * Segments of a topological order are convex: a path between two nodes of a
  * segment only visits nodes whose positions lie between theirs. */
@@ -177,6 +178,32 @@ static void fill_reachability(korch_partition *part) {
     }
 }
 
+/* The first node of the quantized kernel ending at `node` (whose output a
+ * quantizer reads): up through its elementwise epilogue and the linear
+ * primitive to the CAST of an 8-bit tensor that dequantizes its source,
+ * each value on the way read once; `node` itself when there is no such
+ * chain (the quantizer then stays with the value's producer). */
+static int quantized_start(const korch_pgraph *pg, const korch_pgraph_uses *u, int node) {
+    int at = node;
+    for (int depth = 0; depth < 12; depth++) {
+        const korch_pnode *n = &pg->nodes[at];
+        if (n->kind == KORCH_PRIM_ELEMENTWISE && n->u.ew.op == KORCH_EW_CAST && n->n_inputs == 1) {
+            korch_dtype t = pg->values[n->inputs[0]].dtype;
+            if (t == KORCH_DTYPE_UINT8 || t == KORCH_DTYPE_INT8) return at;
+        }
+        if (n->kind != KORCH_PRIM_ELEMENTWISE && n->kind != KORCH_PRIM_LINEAR) break;
+        int next = -1;
+        for (int k = 0; k < n->n_inputs && next < 0; k++) {
+            int v = n->inputs[k], p = pg->values[v].producer;
+            if (pg->values[v].is_constant || p < 0) continue;
+            if (u->consumer_start[v + 1] - u->consumer_start[v] == 1) next = p;
+        }
+        if (next < 0) break;
+        at = next;
+    }
+    return node;
+}
+
 korch_status korch_partition_graph(korch_candidate_set *set, const korch_candidate_options *options) {
     const korch_pgraph *pg = set->pg;
     int n = pg->n_nodes, cap = options->max_partition_nodes;
@@ -222,11 +249,11 @@ korch_status korch_partition_graph(korch_candidate_set *set, const korch_candida
         int tail[8], nt = node->n_outputs == 1 && node->outputs[0] >= 0
                               ? korch_quantizer_tail(pg, &set->uses, node->outputs[0], tail)
                               : 0;
-        int last = i;
+        int last = i, first = nt ? quantized_start(pg, &set->uses, order[i]) : order[i];
         for (int t = 0; t < nt; t++)
             if (position[tail[t]] > last) last = position[tail[t]];
-        if (last > i) {
-            held[i + 1]++;
+        if (nt && last > position[first]) {
+            held[position[first] + 1]++;
             held[last + 1]--;
         }
     }
