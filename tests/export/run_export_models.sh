@@ -92,6 +92,13 @@ export_model small_net "$fx/small_net.onnx" --input "x=$fx/small_net.x.npy"
 export_model gather_net "$fx/gather_net.onnx" --input "ids=$fx/gather_net.ids.npy"
 # tiny_net: no input file; --bench 1 makes both sides use the same seeded data
 export_model tiny_net "$src/examples/tiny_net.onnx" --bench 1
+# tiny_net in QDQ form: with VNNI its plan has int8 convolutions, some with an
+# 8-bit destination, which the export must recover and compute alike
+if export_model tiny_net_qdq "$src/tests/verify/fixtures/tiny_net_qdq.onnx" --bench 1 &&
+    grep -q 'avx512_vnni\|avx_vnni' /proc/cpuinfo; then
+    grep -q '^/\* kernel [0-9]*: conv.* u8.*->u8' "$work/tiny_net_qdq/export/model.c" ||
+        fail "tiny_net_qdq: no int8 convolution with an 8-bit destination in the export on a VNNI CPU"
+fi
 # hostile names: a bare input file binds the (unnameable) input
 hostile="$src/tests/badinput/corpus/hostile_names"
 if export_model hostile "$hostile.onnx" --input "$hostile.x.npy"; then
