@@ -433,7 +433,7 @@ korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) 
     memset(&info, 0, sizeof info);
     double t0 = dt_now();
     if (o->model) snprintf(c.model, sizeof c.model, "%s", o->model);
-    else st = dt_generate_features(seed, o->features & (DT_FEAT_HALF | DT_FEAT_QDQ), c.model, &info);
+    else st = dt_generate_features(seed, o->features & DT_FEAT_GENERATOR, c.model, &info);
     if (st != KORCH_OK) return st; /* the generator failing is the harness failing */
     dt_coverage_merge(&stats->coverage, &info.coverage);
     stats->t_gen += dt_now() - t0;

@@ -43,7 +43,11 @@ enum {
     DT_FEAT_QDQ = 2,    /* QuantizeLinear -> DequantizeLinear pairs, dequantized int8/uint8 weights */
     DT_FEAT_LAYOUT = 4, /* the driver's: plans in both layouts (--layout auto); no generator change */
     DT_FEAT_RESIZE = 8, /* nearest Resize of the last axes by 2, 3 or to a size that is no multiple */
+    DT_FEAT_INT8 = 16,  /* convolutions of dequantized exact values with symmetric int8 weights, quantized at
+                         * graph outputs: korch's int8 kernels (docs/quantization.md) */
 };
+/* The features the generator draws (LAYOUT is the driver's). */
+#define DT_FEAT_GENERATOR (DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_RESIZE | DT_FEAT_INT8)
 /* The features' own version: bump it when a feature's models change. */
 #define DT_FEAT_VERSION 1
 

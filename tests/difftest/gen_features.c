@@ -290,8 +290,9 @@ static int qdq_chain(dt_gen *g, int x) {
 
 const char *dt_feature_weights(dt_gen *g, const korch_shape *s, double a, int axis) {
     dt_rng *r = &g->frng;
-    if (!(g->features & DT_FEAT_QDQ) || !dt_chance(r, 0.5)) return NULL;
-    bool u8 = dt_chance(r, 0.3), per_axis = axis < s->rank && s->dims[axis] > 1 && dt_chance(r, 0.5);
+    bool forced = g->int8_weights; /* symmetric int8 (DT_FEAT_INT8); the draws below as before otherwise */
+    if (!forced && (!(g->features & DT_FEAT_QDQ) || !dt_chance(r, 0.5))) return NULL;
+    bool u8 = !forced && dt_chance(r, 0.3), per_axis = axis < s->rank && s->dims[axis] > 1 && dt_chance(r, 0.5);
     int nc = per_axis ? (int)s->dims[axis] : 1;
     int64_t n = dt_numel(s), inner = 1;
     for (int k = axis + 1; per_axis && k < s->rank; k++) inner *= s->dims[k];
@@ -300,7 +301,7 @@ const char *dt_feature_weights(dt_gen *g, const korch_shape *s, double a, int ax
     int *lim = malloc(sizeof *lim * (size_t)(nc + 1));
     const char *out = NULL;
     if (scale && zp && q && lim) {
-        bool zero = !u8 && dt_chance(r, 0.6);
+        bool zero = forced || (!u8 && dt_chance(r, 0.6));
         for (int c = 0; c < nc; c++) {
             /* |q - zp| <= lim, scale = a / lim: elements within +-a, as float weights */
             lim[c] = dt_int(r, 20, 127);
@@ -331,6 +332,41 @@ const char *dt_feature_weights(dt_gen *g, const korch_shape *s, double a, int ax
     return out;
 }
 
+/* ---- int8 convolutions ------------------------------------------------------- */
+
+/* DT_FEAT_INT8: up to two convolutions reading exact dequantized 4-D values
+ * (the QDQ chains of the graph inputs), with symmetric int8 weights, each
+ * quantized and dequantized at a graph output (or left float32): the
+ * pattern korch runs as an int8 convolution with an 8-bit source, weights
+ * recovered from the float32 constants and, with the quantizer, an 8-bit
+ * destination. Made after the random walk, so nothing else reads them (a
+ * quantizer of a computed value may flip a step: only at a graph output,
+ * where the comparison allows it). The convolution's own choices come
+ * from the features' stream. */
+void dt_feature_int8(dt_gen *g) {
+    if (!(g->features & DT_FEAT_INT8)) return;
+    int made = 0, n = g->n_vals;
+    for (int v = 0; v < n && made < 2; v++) {
+        if (!g->vals[v].exact || g->vals[v].is_input || g->vals[v].shape.rank != 4 || g->vals[v].dtype ||
+            !dt_chance(&g->frng, 0.7))
+            continue;
+        dt_rng main = g->rng;
+        g->rng = g->frng;
+        g->int8_weights = true;
+        int y = dt_conv(g, v);
+        g->int8_weights = false;
+        g->frng = g->rng;
+        g->rng = main;
+        if (y < 0) continue;
+        made++;
+        if (dt_chance(&g->frng, 0.75)) {
+            int z = qdq_pair(g, y, true);
+            if (z >= 0) dt_cover(g, "int8 convolution quantized at an output");
+        }
+        dt_cover(g, "int8 convolution");
+    }
+}
+
 /* ---- inputs and outputs ---------------------------------------------------- */
 
 void dt_feature_inputs(dt_gen *g) {
@@ -359,7 +395,7 @@ static const struct {
     const char *name;
     unsigned bit;
 } feature_names[] = {{"half", DT_FEAT_HALF}, {"qdq", DT_FEAT_QDQ}, {"layout", DT_FEAT_LAYOUT},
-                     {"resize", DT_FEAT_RESIZE}};
+                     {"resize", DT_FEAT_RESIZE}, {"int8", DT_FEAT_INT8}};
 
 bool dt_features_parse(const char *text, unsigned *mask) {
     *mask = 0;
@@ -367,7 +403,7 @@ bool dt_features_parse(const char *text, unsigned *mask) {
     snprintf(buf, sizeof buf, "%s", text);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (!strcmp(t, "all")) {
-            *mask |= DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_LAYOUT | DT_FEAT_RESIZE;
+            *mask |= DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_LAYOUT | DT_FEAT_RESIZE | DT_FEAT_INT8;
             continue;
         }
         if (!strcmp(t, "none")) continue;
@@ -376,6 +412,7 @@ bool dt_features_parse(const char *text, unsigned *mask) {
             if (!strcmp(t, feature_names[k].name)) *mask |= feature_names[k].bit, found = true;
         if (!found) return false;
     }
+    if (*mask & DT_FEAT_INT8) *mask |= DT_FEAT_QDQ; /* it reads the exact values QDQ chains make */
     return true;
 }
 

@@ -52,6 +52,7 @@ typedef struct dt_gen {
     dt_coverage *cov;
     unsigned features; /* DT_FEAT_* */
     dt_rng frng;       /* the features' own stream: the main one (rng) is drawn as without them */
+    bool int8_weights; /* DT_FEAT_INT8: the next dequantized weights are symmetric int8 */
 } dt_gen;
 
 /* ---- building blocks (gen_model.c) ---------------------------------------- */
@@ -109,6 +110,9 @@ int dt_pool(dt_gen *g, int x);
 
 /* gen_features.c (only with g->features; see gen.h) */
 void dt_feature_inputs(dt_gen *g);    /* half inputs made float, QDQ chains on exact inputs */
+/* DT_FEAT_INT8, after the random walk: int8 convolutions of exact
+ * dequantized values, their outputs read by nothing else (gen_features.c). */
+void dt_feature_int8(dt_gen *g);
 /* Dequantized int8/uint8 weights (DT_FEAT_QDQ, sometimes): the name of a
  * DequantizeLinear output with elements within +-a, per tensor or per axis
  * `axis`; NULL: use float weights. */

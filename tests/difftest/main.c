@@ -40,10 +40,11 @@ static void usage(FILE *f) {
             "  --max-forced N       forced candidates per graph, a seeded sample (default 24; 0: all)\n"
             "  --no-runner          run forced plans with korch's executor, one compiler run each (slow)\n"
             "  --measure            real backends, timed and tuned (private database)\n"
-            "  --features LIST      of half,qdq,layout,resize (or all): float16/bfloat16 inputs, outputs and\n"
-            "                       initializers; QuantizeLinear/DequantizeLinear pairs and dequantized\n"
+            "  --features LIST      of half,qdq,layout,resize,int8 (or all): float16/bfloat16 inputs, outputs\n"
+            "                       and initializers; QuantizeLinear/DequantizeLinear pairs and dequantized\n"
             "                       weights; plans in both layouts (--layout auto); nearest Resize by\n"
-            "                       2, 3 or to other sizes. Other models than\n"
+            "                       2, 3 or to other sizes; convolutions of dequantized values with int8\n"
+            "                       weights, quantized at outputs (implies qdq). Other models than\n"
             "                       without it (the default's seeds stay valid); docs/difftest.md\n"
             "  --layout L           nchw, channels-last (default) or auto (both: every plan in each)\n"
             "  --precision P        fp32 (default) or bf16: plans compute their linear primitives in bf16\n"
@@ -273,7 +274,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < seeds.n; i++) {
             char path[4200];
             snprintf(path, sizeof path, "%s/seed-%llu.onnx", gen_only, (unsigned long long)seeds.v[i]);
-            if (dt_generate_features(seeds.v[i], o.features & (DT_FEAT_HALF | DT_FEAT_QDQ), path, NULL) != KORCH_OK) {
+            if (dt_generate_features(seeds.v[i], o.features & DT_FEAT_GENERATOR, path, NULL) != KORCH_OK) {
                 fprintf(stderr, "korch-difftest: seed %llu: %s\n", (unsigned long long)seeds.v[i], korch_last_error());
                 bad = 1;
             }
