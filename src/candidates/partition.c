@@ -179,8 +179,9 @@ static void fill_reachability(korch_partition *part) {
 }
 
 /* The first node of the quantized kernel ending at `node` (whose output a
- * quantizer reads): up through its elementwise epilogue and the linear
- * primitive to the CAST of an 8-bit tensor that dequantizes its source,
+ * quantizer reads): up through its elementwise epilogue, the linear
+ * primitive and a transpose of its source to the CAST of an 8-bit tensor
+ * that dequantizes it,
  * each value on the way read once; `node` itself when there is no such
  * chain (the quantizer then stays with the value's producer). */
 static int quantized_start(const korch_pgraph *pg, const korch_pgraph_uses *u, int node) {
@@ -191,7 +192,7 @@ static int quantized_start(const korch_pgraph *pg, const korch_pgraph_uses *u, i
             korch_dtype t = pg->values[n->inputs[0]].dtype;
             if (t == KORCH_DTYPE_UINT8 || t == KORCH_DTYPE_INT8) return at;
         }
-        if (n->kind != KORCH_PRIM_ELEMENTWISE && n->kind != KORCH_PRIM_LINEAR) break;
+        if (n->kind != KORCH_PRIM_ELEMENTWISE && n->kind != KORCH_PRIM_LINEAR && n->kind != KORCH_PRIM_LAYOUT) break;
         int next = -1;
         for (int k = 0; k < n->n_inputs && next < 0; k++) {
             int v = n->inputs[k], p = pg->values[v].producer;

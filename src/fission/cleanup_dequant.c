@@ -11,13 +11,15 @@
  * MobileNetV2, ten of its 1x1 convolutions stayed float32 for this alone.
  *
  * So, after the last clean-up (korch_plan_lower), a convolution whose source
- * is such a chain with a reader besides it gets a copy of the chain; the
- * other readers keep the original. The copy costs nothing where it fuses
+ * is such a chain (or a transpose of one: the layout pass's, before a
+ * channels-last convolution) with a reader besides it gets a copy of the
+ * chain (and of the transpose); the other readers keep the original. The copy costs nothing where it fuses
  * (the float32 path fuses it into the convolution's producer as before) and
  * lets the binary program weigh the int8 kernel. Nothing else changes. */
 #include <stdlib.h>
 
 #include "fission/cleanup_internal.h"
+#include "ir/indexmap.h"
 
 /* The elementwise node producing v if it is `op`, else -1. */
 static int producer_op(const korch_pgraph *pg, int v, korch_ew_op op) {
@@ -50,8 +52,12 @@ korch_status korch_pgraph_split_dequant(korch_pgraph *pg, int *changed) {
     for (int i = 0; i < n_nodes && st == KORCH_OK; i++) {
         const korch_pnode *lin = &pg->nodes[i];
         if (lin->dead || lin->kind != KORCH_PRIM_LINEAR || lin->u.linear.op != KORCH_LINEAR_CONV) continue;
-        int x = lin->inputs[0];
-        int mul = producer_op(pg, x, KORCH_EW_MUL);
+        int x = lin->inputs[0], t = pg->values[x].producer;
+        int64_t perm[KORCH_MAX_RANK];
+        bool transposed = t >= 0 && !pg->nodes[t].dead && pg->nodes[t].kind == KORCH_PRIM_LAYOUT &&
+                          pg->nodes[t].n_inputs == 1 && korch_layout_as_transpose(pg, t, perm);
+        int dq = transposed ? pg->nodes[t].inputs[0] : x; /* the dequantized value */
+        int mul = producer_op(pg, dq, KORCH_EW_MUL);
         if (mul < 0) continue;
         int a = pg->nodes[mul].inputs[0], ka = 0;
         if (pg->values[a].is_constant) a = pg->nodes[mul].inputs[ka = 1];
@@ -60,12 +66,18 @@ korch_status korch_pgraph_split_dequant(korch_pgraph *pg, int *changed) {
         int cast = producer_op(pg, c_in, KORCH_EW_CAST);
         if (cast < 0 || !eight_bit(pg->values[pg->nodes[cast].inputs[0]].dtype)) continue;
         bool shared = uses[x] > 1 || pg->values[x].graph_output >= 0 || uses[c_in] > 1 ||
-                      (sub >= 0 && uses[a] > 1);
+                      (sub >= 0 && uses[a] > 1) ||
+                      (transposed && (uses[dq] > 1 || pg->values[dq].graph_output >= 0));
         if (!shared) continue;
-        /* CAST -> [SUB] -> MUL again, for this convolution alone */
+        /* CAST -> [SUB] -> MUL (-> transpose) again, for this convolution alone */
         int v = copy_node(pg, cast, -1, -1);
         if (v >= 0 && sub >= 0) v = copy_node(pg, sub, 0, v);
         if (v >= 0) v = copy_node(pg, mul, ka, v);
+        if (v >= 0 && transposed) {
+            int src = pg->nodes[t].source_node;
+            v = korch_pgraph_transpose(pg, v, perm);
+            if (v >= 0) pg->nodes[pg->values[v].producer].source_node = src;
+        }
         if (v < 0) {
             st = korch_error_prefix(KORCH_ERR_INTERNAL, "dequantization split");
             break;

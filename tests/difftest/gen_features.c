@@ -236,6 +236,7 @@ static int qdq_pair(dt_gen *g, int x, bool terminal) {
     }
     free(scale), free(zp);
     g->vals[y].exact = !terminal && g->vals[x].exact;
+    g->vals[y].dequantized = true;
     dt_cover(g, u8 ? (no_zp ? "QDQ uint8 no zero point" : "QDQ uint8") : "QDQ int8");
     if (axis >= 0) dt_cover(g, "QDQ per axis");
     dt_cover(g, terminal ? "QDQ at a graph output" : "QDQ of an exact value");
@@ -334,8 +335,9 @@ const char *dt_feature_weights(dt_gen *g, const korch_shape *s, double a, int ax
 
 /* ---- int8 convolutions ------------------------------------------------------- */
 
-/* DT_FEAT_INT8: up to two convolutions reading exact dequantized 4-D values
- * (the QDQ chains of the graph inputs), with symmetric int8 weights, each
+/* DT_FEAT_INT8: up to two convolutions reading exact 4-D values made by a
+ * DequantizeLinear (the QDQ chains of the graph inputs), with symmetric
+ * int8 weights, each
  * quantized and dequantized at a graph output (or left float32): the
  * pattern korch runs as an int8 convolution with an 8-bit source, weights
  * recovered from the float32 constants and, with the quantizer, an 8-bit
@@ -347,7 +349,7 @@ void dt_feature_int8(dt_gen *g) {
     if (!(g->features & DT_FEAT_INT8)) return;
     int made = 0, n = g->n_vals;
     for (int v = 0; v < n && made < 2; v++) {
-        if (!g->vals[v].exact || g->vals[v].is_input || g->vals[v].shape.rank != 4 || g->vals[v].dtype ||
+        if (!g->vals[v].exact || !g->vals[v].dequantized || g->vals[v].shape.rank != 4 || g->vals[v].dtype ||
             !dt_chance(&g->frng, 0.7))
             continue;
         dt_rng main = g->rng;

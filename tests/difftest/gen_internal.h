@@ -29,6 +29,7 @@ typedef struct dt_val {
     /* features only (gen_features.c); all zero without them */
     korch_dtype dtype; /* 0: float32; a half graph input or a half-typed value */
     bool hidden;       /* not read by the random walk (a half value before its Cast) */
+    bool dequantized;  /* made by a DequantizeLinear (qdq) */
     bool exact;        /* every correct plan computes it bit for bit as the reference
                         * does (inputs, Casts of them, dequantized exact values,
                         * rounding-free operators): a QuantizeLinear of it cannot flip */

@@ -55,9 +55,10 @@ bool an_absorb_src_transpose(actx *c, int node, const int64_t *perm);
 int an_absorb_dst_transpose(actx *c, int v);
 
 /* dnnl_dequant.c: a dequantization CAST -> [SUB] -> MUL of an 8-bit
- * kernel input producing the convolution's source, absorbed (the number
- * of its nodes, listed in nodes[3], and d's src_q/src_zp/src_scale set), or
- * 0. an_int8_check: once the linear primitive is set up, can the int8
+ * kernel input producing the convolution's source (or, through a transpose,
+ * then left in c->src_transpose for setup_linear to absorb), absorbed (the
+ * number of its nodes, listed in nodes[3], and d's src_q/src_zp/src_scale
+ * set), or 0. an_int8_check: once the linear primitive is set up, can the int8
  * kernel be made (a VNNI CPU; weights on an int8 grid)? */
 int an_src_dequant(actx *c, int linear, int *nodes);
 bool an_int8_check(actx *c);

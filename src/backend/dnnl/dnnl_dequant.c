@@ -26,6 +26,7 @@
 
 #include "backend/dnnl/dnnl_analyze.h"
 #include "backend/dnnl/dnnl_int8_weights.inc"
+#include "ir/indexmap.h"
 
 bool dn_int8_exact_cpu(void) {
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
@@ -50,6 +51,16 @@ int an_src_dequant(actx *c, int linear, int *nodes) {
     const korch_pnode *lin = &pg->nodes[linear];
     if (lin->kind != KORCH_PRIM_LINEAR || lin->u.linear.op != KORCH_LINEAR_CONV || lin->u.linear.bf16) return 0;
     int x = lin->inputs[0];
+    /* a transpose between the dequantization and the convolution (the
+     * layout pass's, before a channels-last convolution of a channels-first
+     * tensor) becomes the source's strides (dnnl_transpose.c) */
+    int t = pg->values[x].producer, cons[2];
+    int64_t perm[KORCH_MAX_RANK];
+    bool transposed = t >= 0 && an_spec_index(c, t) >= 0 && pg->nodes[t].kind == KORCH_PRIM_LAYOUT &&
+                      pg->nodes[t].n_inputs == 1 && korch_layout_as_transpose(pg, t, perm) && !an_is_output(c, x) &&
+                      an_consumers(c, x, cons, 2) == 1 &&
+                      pg->values[x].shape.rank == pg->values[lin->outputs[0]].shape.rank;
+    if (transposed) x = pg->nodes[t].inputs[0];
     int mul = chain_node(c, x, KORCH_EW_MUL);
     if (mul < 0) return 0;
     const korch_pnode *m = &pg->nodes[mul];
@@ -76,6 +87,10 @@ int an_src_dequant(actx *c, int linear, int *nodes) {
         !korch_shape_equal(&pg->values[q].shape, &pg->values[x].shape) || zp != rint(zp) || zp < lo || zp > hi)
         return 0;
     nodes[n++] = cast;
+    if (transposed) { /* absorbed by setup_linear (an_absorb_src_transpose), reading q */
+        c->src_transpose = t;
+        for (int k = 0; k < KORCH_MAX_RANK; k++) c->src_perm[k] = perm[k];
+    }
     c->dequant_q = q;
     c->d->src_q = qt == KORCH_DTYPE_UINT8 ? dnnl_u8 : dnnl_s8;
     c->d->src_zp = (int32_t)zp;

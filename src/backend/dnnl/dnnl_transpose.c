@@ -53,7 +53,8 @@ bool an_absorb_src_transpose(actx *c, int node, const int64_t *perm) {
     int64_t strides[KORCH_MAX_RANK];
     view_strides(&pg->values[x0].shape, perm, r, strides);
     for (int j = 0; j < r; j++) c->d->src.strides[j] = strides[c->perm[j]];
-    c->d->src_slot = an_input_slot(c, x0);
+    /* a dequantized source (dnnl_dequant.c): the 8-bit tensor, same shape */
+    c->d->src_slot = an_input_slot(c, c->dequant_q >= 0 ? c->dequant_q : x0);
     c->used[an_spec_index(c, node)] = true;
     c->src_transposed = true;
     c->d->strided_io = true;
