@@ -55,6 +55,14 @@ static int scalar(korch_pgraph *pg, float v) {
     return korch_pgraph_add_constant(pg, &t);
 }
 
+/* uniform over the 8-bit type */
+static void random_8bit(korch_tensor *t) {
+    for (int64_t e = 0; e < korch_tensor_numel(t); e++) {
+        if (t->dtype == KORCH_DTYPE_UINT8) ((uint8_t *)t->data)[e] = (uint8_t)dc_int(0, 255);
+        else ((int8_t *)t->data)[e] = (int8_t)dc_int(-128, 127);
+    }
+}
+
 /* Runs pg as one oneDNN kernel, every variant, against the interpreter on
  * random 8-bit inputs; returns the variants checked, counts int8 ones. */
 static int int8_impls, all_impls, refused;
@@ -81,10 +89,7 @@ static int check_int8(korch_pgraph *pg, const char *what) {
     const korch_pvalue *qv = &pg->values[pg->inputs[0]];
     korch_tensor in = {0}, want = {0};
     CHECK_OK(korch_tensor_alloc(&in, qv->dtype, &qv->shape));
-    for (int64_t e = 0; e < korch_tensor_numel(&in); e++) {
-        if (qv->dtype == KORCH_DTYPE_UINT8) ((uint8_t *)in.data)[e] = (uint8_t)dc_int(0, 255);
-        else ((int8_t *)in.data)[e] = (int8_t)dc_int(-128, 127);
-    }
+    random_8bit(&in);
     CHECK_OK(korch_pgraph_interpret(pg, &in, &want));
     void **bufs = calloc((size_t)spec.n_inputs + 1, sizeof *bufs);
     for (int i = 0; i < spec.n_inputs; i++) {
@@ -175,10 +180,7 @@ static int check_requant(korch_pgraph *pg, int out, const char *what) {
     const korch_pvalue *qv = &pg->values[pg->inputs[0]];
     korch_tensor in = {0}, want[2] = {{0}};
     CHECK_OK(korch_tensor_alloc(&in, qv->dtype, &qv->shape));
-    for (int64_t e = 0; e < korch_tensor_numel(&in); e++) {
-        if (qv->dtype == KORCH_DTYPE_UINT8) ((uint8_t *)in.data)[e] = (uint8_t)dc_int(0, 255);
-        else ((int8_t *)in.data)[e] = (int8_t)dc_int(-128, 127);
-    }
+    random_8bit(&in);
     CHECK_OK(korch_pgraph_interpret(pg, &in, want)); /* outputs: pre, out */
     void **bufs = calloc((size_t)spec.n_inputs + 1, sizeof *bufs);
     for (int i = 0; i < spec.n_inputs; i++) {

@@ -27,8 +27,8 @@ struct dn_kernel {
     dnnl_memory_t src_user, src, wei, bias, dst, dst_user;
     dnnl_memory_t wei_user;            /* bf16 with weights that are activations: the caller's float32 ones */
     dnnl_memory_t post[DN_MAX_POST];
-    dnnl_memory_t zp, dst_zp;          /* int8: the zero points (oneDNN takes them at run time) */
-    int32_t zp_value, dst_zp_value;
+    dnnl_memory_t zp[2];               /* int8: the source's and destination's zero points (given at run time) */
+    int32_t zp_value[2];
     dn_weights *wei_copy;              /* reordered constant weights (shared), or NULL */
     void *src_buf, *dst_buf, *wei_buf; /* owned: blocked or bf16 src/dst, bf16 copies of activation weights */
     int threads;
@@ -247,7 +247,7 @@ void dn_kernel_free(dn_kernel *k) {
     dnnl_primitive_t prims[] = {k->prim, k->reorder_src, k->reorder_dst, k->reorder_wei};
     for (size_t i = 0; i < sizeof prims / sizeof prims[0]; i++)
         if (prims[i]) dnnl_primitive_destroy(prims[i]);
-    dnnl_memory_t mems[] = {k->src_user, k->src, k->wei, k->bias, k->dst, k->dst_user, k->zp, k->dst_zp};
+    dnnl_memory_t mems[] = {k->src_user, k->src, k->wei, k->bias, k->dst, k->dst_user, k->zp[0], k->zp[1]};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (mems[i] && !(i == 1 && mems[i] == k->src_user) && !(i == 4 && mems[i] == k->dst_user))
             dnnl_memory_destroy(mems[i]);
@@ -440,19 +440,14 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, k->wei};
     if (k->bias) k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, k->bias};
     k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_DST, k->dst};
-    if (d->src_q && d->src_zp) {
+    const int32_t zps[2] = {d->src_q ? d->src_zp : 0, d->dst_q ? d->dst_zp : 0};
+    for (int z = 0; z < 2; z++) {
+        if (!zps[z]) continue;
         dnnl_memory_desc_t zp_md;
         DN_CHECK(dnnl_memory_desc_init_by_tag(&zp_md, 1, (dnnl_dims_t){1}, dnnl_s32, dnnl_x), "zero-point descriptor");
-        k->zp_value = d->src_zp;
-        DN_CHECK(dnnl_memory_create(&k->zp, &zp_md, engine, &k->zp_value), "zero-point memory");
-        k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, k->zp};
-    }
-    if (d->dst_q && d->dst_zp) {
-        dnnl_memory_desc_t zp_md;
-        DN_CHECK(dnnl_memory_desc_init_by_tag(&zp_md, 1, (dnnl_dims_t){1}, dnnl_s32, dnnl_x), "zero-point descriptor");
-        k->dst_zp_value = d->dst_zp;
-        DN_CHECK(dnnl_memory_create(&k->dst_zp, &zp_md, engine, &k->dst_zp_value), "zero-point memory");
-        k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, k->dst_zp};
+        k->zp_value[z] = zps[z];
+        DN_CHECK(dnnl_memory_create(&k->zp[z], &zp_md, engine, &k->zp_value[z]), "zero-point memory");
+        k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_ZERO_POINTS | (z ? DNNL_ARG_DST : DNNL_ARG_SRC), k->zp[z]};
     }
     k->n_post = d->n_post;
     for (int i = 0; i < d->n_post; i++) {
