@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "core/half.h"
 
 /* The registered backends (backend_list.h), indexed by kind. */
 #define KORCH_BACKEND_DECLARE(KIND, name) extern const korch_backend_ops korch_backend_ops_##name;
@@ -66,9 +67,10 @@ typedef struct faulty {
     korch_kernel *inner;
     korch_fault fault;
     int n_outputs;
-    int64_t elements; /* of output 0, float32 or (bytes) uint8/int8 */
+    int64_t elements; /* of output 0: float32, (bytes) uint8/int8 or (half) float16/bfloat16 */
     bool bytes;
-    float *scratch;   /* ACCUMULATE: the true result, added to the buffer (float32 only) */
+    korch_dtype half; /* float16 / bfloat16 output, else undefined */
+    float *scratch;   /* ACCUMULATE: the true result, added to the buffer (float32 and half) */
 } faulty;
 
 static korch_status faulty_run(korch_kernel *k, void *const *inputs, void *const *outputs) {
@@ -78,8 +80,15 @@ static korch_status faulty_run(korch_kernel *k, void *const *inputs, void *const
         for (int i = 1; i < f->n_outputs; i++) outs[i] = outputs[i];
         outs[0] = f->scratch;
         KORCH_TRY(f->inner->run(f->inner, inputs, outs));
-        float *y = outputs[0];
-        for (int64_t i = 0; i < f->elements; i++) y[i] += f->scratch[i];
+        for (int64_t i = 0; i < f->elements; i++) {
+            if (f->half) {
+                const void *t = f->scratch;
+                korch_half_store(f->half, outputs[0], i,
+                                 (double)korch_half_load(f->half, outputs[0], i) + korch_half_load(f->half, t, i));
+            } else {
+                ((float *)outputs[0])[i] += f->scratch[i];
+            }
+        }
         return KORCH_OK;
     }
     KORCH_TRY(f->inner->run(f->inner, inputs, outputs));
@@ -89,6 +98,15 @@ static korch_status faulty_run(korch_kernel *k, void *const *inputs, void *const
             for (int64_t i = 0; i < f->elements; i++) q[i] = (uint8_t)(q[i] / 2 + 7);
         else if (f->elements > 0)
             q[f->elements / 2] ^= 0x10; /* one element off by 16 steps */
+        return KORCH_OK;
+    }
+    if (f->half) { /* the same faults, through float */
+        if (f->fault == KORCH_FAULT_SCALE)
+            for (int64_t i = 0; i < f->elements; i++)
+                korch_half_store(f->half, outputs[0], i, 1.5 * korch_half_load(f->half, outputs[0], i) + 0.25);
+        else if (f->elements > 0)
+            korch_half_store(f->half, outputs[0], f->elements / 2,
+                             korch_half_load(f->half, outputs[0], f->elements / 2) + 1.0);
         return KORCH_OK;
     }
     float *y = outputs[0];
@@ -127,7 +145,8 @@ static korch_status inject_faults(korch_backend_kind kind, const korch_kernel_sp
         f->fault = fault;
         f->n_outputs = specs[i].n_outputs;
         f->bytes = out->dtype == KORCH_DTYPE_UINT8 || out->dtype == KORCH_DTYPE_INT8;
-        f->elements = out->dtype == KORCH_DTYPE_FLOAT32 || f->bytes ? korch_shape_numel(&out->shape) : 0;
+        f->half = korch_dtype_is_half(out->dtype) ? out->dtype : KORCH_DTYPE_UNDEFINED;
+        f->elements = out->dtype == KORCH_DTYPE_FLOAT32 || f->bytes || f->half ? korch_shape_numel(&out->shape) : 0;
         if (fault == KORCH_FAULT_ACCUMULATE && f->bytes) f->elements = 0; /* float outputs only */
         if (fault == KORCH_FAULT_ACCUMULATE && f->elements > 0) f->scratch = calloc((size_t)f->elements, sizeof(float));
         *w = *kernels[i];

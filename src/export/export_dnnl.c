@@ -87,7 +87,7 @@ static korch_status emit_dnnl(ex_ctx *x, int i) {
     cg_buf_printf(b, "%s},\n    %d, %d, %d, %d, %d, ", p.n_post ? "" : "{0}", p.blocked, p.threads, p.bf16, p.src_q,
                   (int)p.src_zp);
     float_literal(b, p.src_scale);
-    cg_buf_printf(b, ", %d, %d};\n", p.dst_q, (int)p.dst_zp);
+    cg_buf_printf(b, ", %d, %d, %d};\n", p.dst_q, (int)p.dst_zp, p.bf16_io);
 
     /* constant weights: reordered once at load */
     if (p.wei_constant) {

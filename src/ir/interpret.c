@@ -630,8 +630,13 @@ static korch_status run_linear_bf16(const korch_pgraph *pg, const korch_pnode *n
     for (int k = 0; k < 2 && st == KORCH_OK; k++) {
         st = korch_tensor_alloc(&r[k], KORCH_DTYPE_FLOAT32, &src[k]->shape);
         if (st != KORCH_OK) break;
-        const float *a = src[k]->data;
         float *b = r[k].data;
+        if (src[k]->dtype == KORCH_DTYPE_BFLOAT16) { /* a precision cast rounded (and moved) it */
+            const uint16_t *h = src[k]->data;
+            for (int64_t i = 0, m = korch_tensor_numel(src[k]); i < m; i++) b[i] = korch_bf16_to_f32(h[i]);
+            continue;
+        }
+        const float *a = src[k]->data;
         bool jitter = jitter_seed && !pg->values[n->inputs[k]].is_constant;
         uint64_t seed = jitter_seed ^ ((uint64_t)n->inputs[k] << 32);
         for (int64_t i = 0, m = korch_tensor_numel(src[k]); i < m; i++)
@@ -647,7 +652,8 @@ static korch_status run_linear_bf16(const korch_pgraph *pg, const korch_pnode *n
  * dividend moved by a relative 2^-20 first when it is computed at run time:
  * in a second correct computation float32 noise before a quantizer rounds
  * other elements near a tie the other way (the quantization noise rule,
- * verify/plan_check.c). */
+ * verify/plan_check.c). A precision cast's operand is moved the same way:
+ * it is the rounding of a bf16 primitive's operand, moved to the cast. */
 static korch_status run_div_jittered(const korch_pgraph *pg, const korch_pnode *n, korch_tensor **in,
                                      korch_tensor *out, uint64_t jitter_seed) {
     if (pg->values[n->inputs[0]].is_constant || in[0]->dtype != KORCH_DTYPE_FLOAT32) return run_elementwise(n, in, out);
@@ -685,12 +691,15 @@ static korch_status run_node(const korch_pgraph *pg, int node, korch_tensor *con
     for (int k = 0; k < n->n_inputs; k++) ins[k] = in[k];
     switch (n->kind) {
     case KORCH_PRIM_ELEMENTWISE:
-        if (mode->jitter_seed && n->u.ew.op == KORCH_EW_DIV && n->u.ew.alpha != 0)
+        if (mode->jitter_seed && ((n->u.ew.op == KORCH_EW_DIV && n->u.ew.alpha != 0) ||
+                                  korch_pnode_is_precision_cast(pg, node)))
             return run_div_jittered(pg, n, ins, out[0], mode->jitter_seed);
         return run_elementwise(n, ins, out[0]);
     case KORCH_PRIM_REDUCE: return run_reduce(n, in[0], out[0]);
     case KORCH_PRIM_LAYOUT: return run_layout(n, ins, out[0]);
     case KORCH_PRIM_LINEAR:
+        if (n->u.linear.bf16 && (in[0]->dtype == KORCH_DTYPE_BFLOAT16 || in[1]->dtype == KORCH_DTYPE_BFLOAT16))
+            return run_linear_bf16(pg, n, in[0], in[1], out[0], mode->jitter_seed);
         if (in[0]->dtype != KORCH_DTYPE_FLOAT32 || in[1]->dtype != KORCH_DTYPE_FLOAT32)
             return korch_error(KORCH_ERR_UNSUPPORTED, "interpreter: linear primitives are float32 only");
         if (n->u.linear.bf16 && !mode->float32_only)
@@ -748,7 +757,10 @@ static korch_status interpret(const korch_pgraph *pg, const korch_tensor *inputs
         for (int k = 0; k < n->n_outputs && st == KORCH_OK; k++) {
             int v = n->outputs[k];
             if (v < 0) continue;
-            st = korch_tensor_alloc(&vals[v], pg->values[v].dtype, &pg->values[v].shape);
+            /* the float32 graph: a precision cast copies its float32 value */
+            korch_dtype dt = mode->float32_only && korch_pnode_is_precision_cast(pg, order[i]) ? KORCH_DTYPE_FLOAT32
+                                                                                                : pg->values[v].dtype;
+            st = korch_tensor_alloc(&vals[v], dt, &pg->values[v].shape);
             out[k] = &vals[v];
         }
         if (st != KORCH_OK) break;

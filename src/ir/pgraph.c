@@ -325,7 +325,10 @@ int korch_pgraph_linear(korch_pgraph *pg, const korch_prim_linear *params, int x
     int ni = push_node(pg, KORCH_PRIM_LINEAR, 2, ins);
     if (ni < 0) return -1;
     pg->nodes[ni].u.linear = *params;
-    return attach_output(pg, ni, pg->values[x].dtype, &out);
+    /* a bf16 primitive's operand may be stored in bfloat16 (a precision
+     * cast's output); its sums, and so its output, are float32 */
+    korch_dtype dtype = pg->values[x].dtype == KORCH_DTYPE_BFLOAT16 ? KORCH_DTYPE_FLOAT32 : pg->values[x].dtype;
+    return attach_output(pg, ni, dtype, &out);
 }
 
 int korch_opaque_input(const korch_pgraph *pg, const korch_pnode *n, int k, const korch_tensor **constant) {

@@ -60,7 +60,7 @@ typedef enum korch_prim_kind {
     X(COS, 1)                                                                                      \
     X(SOFTPLUS, 1)    /* log(1 + exp(x)), computed stably */                                       \
     X(NOT, 1)         /* bool */                                                                   \
-    X(CAST, 1)        /* to the output value's dtype */                                            \
+    X(CAST, 1)        /* to the output value's dtype; alpha 1: bf16 precision's (ir/precision.c) */ \
     X(LEAKY_RELU, 1)  /* x >= 0 ? x : alpha * x */                                                 \
     X(ELU, 1)         /* x >= 0 ? x : alpha * (exp(x) - 1) */                                      \
     X(CLIP, 1)        /* min(max(x, alpha), beta) */                                               \
@@ -208,7 +208,8 @@ typedef struct korch_prim_linear {
     int64_t output_padding[3]; /* conv transpose */
     bool channels_last;        /* conv / conv transpose: N(D)HWC input and output */
     /* Both operands rounded to bfloat16 (ties to even), products summed in
-     * float32; input and output stay float32. Set by korch_pgraph_set_precision
+     * float32; the output stays float32, an operand is float32 or the
+     * bfloat16 output of a precision cast. Set by korch_pgraph_set_precision
      * (`korch optimize --precision bf16`, docs/precision.md): the primitive's
      * meaning, so the interpreter rounds too and every kernel is checked
      * against it exactly as a float32 one. */
@@ -361,8 +362,12 @@ typedef enum korch_precision {
 /* "fp32"/"f32"/"float32" or "bf16"/"bfloat16"; false otherwise. */
 bool korch_precision_parse(const char *text, korch_precision *out);
 const char *korch_precision_token(korch_precision p); /* "fp32", "bf16" */
-/* Marks every float32 linear primitive for precision p (FP32: none). */
-void korch_pgraph_set_precision(korch_pgraph *pg, korch_precision p);
+/* Marks every float32 linear primitive for precision p (FP32: none). With
+ * BF16, a value read only by bf16 linear primitives gets a precision cast to
+ * bfloat16 (stored in 16 bits; the same numbers); FP32 removes those casts. */
+korch_status korch_pgraph_set_precision(korch_pgraph *pg, korch_precision p);
+/* A CAST to bfloat16 that korch_pgraph_set_precision added (alpha 1). */
+bool korch_pnode_is_precision_cast(const korch_pgraph *pg, int node);
 /* The precision pg was lowered with: BF16 when any linear primitive is. */
 korch_precision korch_pgraph_precision(const korch_pgraph *pg);
 /* KORCH_OK when this CPU computes precision p natively; else

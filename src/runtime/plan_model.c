@@ -44,7 +44,11 @@ korch_status korch_plan_lower_checked(const korch_plan *plan, const korch_graph 
     for (int t = 0; t < n_tries; t++) {
         korch_pgraph *pg = NULL;
         KORCH_TRY(korch_plan_lower(g, tries[t], &pg));
-        korch_pgraph_set_precision(pg, plan->precision);
+        korch_status st = korch_pgraph_set_precision(pg, plan->precision);
+        if (st != KORCH_OK) {
+            korch_pgraph_free(pg);
+            return st;
+        }
         if (korch_pgraph_hash(pg) == plan->pgraph_hash) {
             *out = pg;
             return KORCH_OK;
@@ -59,7 +63,7 @@ korch_status korch_plan_lower_checked(const korch_plan *plan, const korch_graph 
 
 korch_status korch_plan_model_set_precision(korch_plan_model *m, korch_precision p) {
     KORCH_TRY(korch_precision_check_cpu(p));
-    korch_pgraph_set_precision(m->pg, p);
+    KORCH_TRY(korch_pgraph_set_precision(m->pg, p));
     m->precision = p;
     return KORCH_OK;
 }

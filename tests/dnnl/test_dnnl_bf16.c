@@ -21,7 +21,7 @@ static const char *no_schedule = ""; /* the backend's default variant */
 
 /* dc_check, counting oneDNN implementations that are bf16 ones */
 static int check_bf16(korch_pgraph *pg, const char *what) {
-    korch_pgraph_set_precision(pg, KORCH_PRECISION_BF16);
+    CHECK_OK(korch_pgraph_set_precision(pg, KORCH_PRECISION_BF16));
     CHECK_MSG(korch_pgraph_precision(pg) == KORCH_PRECISION_BF16, "%s: not marked", what);
     int checked = dc_check(pg, -1, 1, what);
     korch_kernel_spec spec;
@@ -112,9 +112,9 @@ static void negative_control(void) {
     CHECK_OK(korch_tensor_alloc(&in, KORCH_DTYPE_FLOAT32, &pg->values[x].shape));
     float *px = in.data;
     for (int64_t i = 0; i < korch_tensor_numel(&in); i++) px[i] = (float)dc_uniform(-1, 1);
-    korch_pgraph_set_precision(pg, KORCH_PRECISION_BF16);
+    CHECK_OK(korch_pgraph_set_precision(pg, KORCH_PRECISION_BF16));
     CHECK_OK(korch_pgraph_interpret(pg, &in, &want));
-    korch_pgraph_set_precision(pg, KORCH_PRECISION_FP32); /* the kernel: float32 */
+    CHECK_OK(korch_pgraph_set_precision(pg, KORCH_PRECISION_FP32)); /* the kernel: float32 */
     korch_kernel_spec spec;
     dc_spec_all(pg, &spec);
     korch_kernel *k = NULL;
@@ -164,14 +164,20 @@ static void keys(void) {
     dn_desc d32, d16;
     char reason[256];
     CHECK(dn_analyze(&spec, &d32, reason, sizeof reason));
-    korch_pgraph_set_precision(pg, KORCH_PRECISION_BF16);
+    CHECK_OK(korch_pgraph_set_precision(pg, KORCH_PRECISION_BF16));
     uint64_t h16 = korch_pgraph_hash(pg);
-    CHECK(dn_analyze(&spec, &d16, reason, sizeof reason));
+    /* the input, read by the bf16 matmul alone, is now rounded by a
+     * precision cast: the whole graph is that cast and the matmul */
+    korch_kernel_spec spec16;
+    dc_spec_all(pg, &spec16);
+    CHECK_MSG(spec16.n_nodes == 2, "%d nodes after the bf16 lowering, expected the cast and the matmul", spec16.n_nodes);
+    CHECK_MSG(dn_analyze(&spec16, &d16, reason, sizeof reason), "%s", reason);
+    dc_spec_free(&spec16);
     CHECK_MSG(h16 != h32, "bf16 and float32 graphs hash alike");
     CHECK_MSG(strcmp(d16.sig, d32.sig) != 0, "bf16 and float32 kernels share the profile key %s", d16.sig);
     CHECK_MSG(strstr(d16.text, "bf16") && !strstr(d32.text, "bf16"), "descriptions: \"%s\" / \"%s\"", d16.text,
               d32.text);
-    korch_pgraph_set_precision(pg, KORCH_PRECISION_FP32);
+    CHECK_OK(korch_pgraph_set_precision(pg, KORCH_PRECISION_FP32));
     CHECK_MSG(korch_pgraph_hash(pg) == h32, "clearing the mark does not restore the float32 hash");
     dc_spec_free(&spec);
     korch_pgraph_free(pg);

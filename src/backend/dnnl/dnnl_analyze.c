@@ -139,14 +139,22 @@ static bool setup_linear(actx *c, int node) {
     d->src_slot = an_input_slot(c, an_through_reshapes(c, x));
     if (d->src_slot < 0 && c->src_transpose >= 0) d->src_slot = an_input_slot(c, pg->nodes[c->src_transpose].inputs[0]);
     if (d->src_slot < 0 && c->dequant_q >= 0) d->src_slot = an_input_slot(c, c->dequant_q);
+    if (d->src_slot < 0 && c->operand_cast[0] >= 0) d->src_slot = an_input_slot(c, pg->nodes[c->operand_cast[0]].inputs[0]);
     d->wei_slot = an_input_slot(c, an_through_reshapes(c, w));
+    if (d->wei_slot < 0 && c->operand_cast[1] >= 0) d->wei_slot = an_input_slot(c, pg->nodes[c->operand_cast[1]].inputs[0]);
     if (d->src_slot < 0 || d->wei_slot < 0)
         return an_fail(c, "%s: an operand is computed inside the kernel; oneDNN fuses no prologue",
                     an_node_name(c, node, nm, sizeof nm));
     const korch_pvalue *vx = &pg->values[x], *vw = &pg->values[w], *vy = &pg->values[y];
     const korch_pvalue *wsrc = &pg->values[c->spec->inputs[d->wei_slot]];
-    if (vx->dtype != KORCH_DTYPE_FLOAT32 || vw->dtype != KORCH_DTYPE_FLOAT32 || vy->dtype != KORCH_DTYPE_FLOAT32)
-        return an_fail(c, "%s: only float32 linear primitives", an_node_name(c, node, nm, sizeof nm));
+    /* a bf16 primitive's operand may be stored in bfloat16 (dnnl_bf16.c) */
+    d->src_bf16 = vx->dtype == KORCH_DTYPE_BFLOAT16 && c->operand_cast[0] < 0;
+    d->wei_bf16 = vw->dtype == KORCH_DTYPE_BFLOAT16 && c->operand_cast[1] < 0;
+    bool x_ok = vx->dtype == KORCH_DTYPE_FLOAT32 || (d->params.bf16 && vx->dtype == KORCH_DTYPE_BFLOAT16);
+    bool w_ok = vw->dtype == KORCH_DTYPE_FLOAT32 || (d->params.bf16 && vw->dtype == KORCH_DTYPE_BFLOAT16);
+    if (!x_ok || !w_ok || vy->dtype != KORCH_DTYPE_FLOAT32)
+        return an_fail(c, "%s: only float32 linear primitives (or bf16 ones on bfloat16 operands)",
+                       an_node_name(c, node, nm, sizeof nm));
     for (int i = 0; i < vy->shape.rank; i++)
         if (vy->shape.dims[i] <= 0 || vx->shape.dims[i < vx->shape.rank ? i : 0] <= 0)
             return an_fail(c, "%s: empty tensor", an_node_name(c, node, nm, sizeof nm));
@@ -257,6 +265,10 @@ static void finish(actx *c) {
         int32_t q[4] = {(int32_t)d->src_q, d->src_zp != 0, (int32_t)d->dst_q, d->dst_zp != 0};
         hash_bytes(h, q, sizeof q);
     }
+    if (d->src_bf16 || d->wei_bf16 || d->dst_bf16) { /* the same: bfloat16 storage only */
+        int32_t b[3] = {d->src_bf16, d->wei_bf16, d->dst_bf16};
+        hash_bytes(h, b, sizeof b);
+    }
     hash_tensor(h, &d->src);
     hash_tensor(h, &d->wei);
     hash_tensor(h, &d->dst);
@@ -291,6 +303,7 @@ static void finish(actx *c) {
                p.channels_last ? "nhwc" : "nchw", (long long)p.group);
     }
     if (p.bf16) APPEND(" bf16");
+    if (d->src_bf16 || d->wei_bf16) APPEND(" %s-bf16", d->src_bf16 && d->wei_bf16 ? "operands" : d->src_bf16 ? "src" : "wei");
     if (d->src_q) APPEND(" %s%s", d->src_q == dnnl_u8 ? "u8" : "s8", d->src_zp ? " zp" : "");
     if (c->src_transposed) APPEND(" src-strided");
     if (d->bias_slot >= 0) APPEND(" +bias");
@@ -305,6 +318,7 @@ static void finish(actx *c) {
     }
     if (c->dst_transposed) APPEND(" dst-strided");
     if (d->dst_q) APPEND(" ->%s%s", d->dst_q == dnnl_u8 ? "u8" : "s8", d->dst_zp ? " zp" : "");
+    if (d->dst_bf16) APPEND(" ->bf16");
 #undef APPEND
 }
 
@@ -384,7 +398,7 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
     memset(d, 0, sizeof *d);
     d->bias_slot = -1;
     actx c = {.spec = spec, .pg = spec->pg, .d = d, .reason = reason, .size = size, .src_transpose = -1,
-              .dequant_q = -1};
+              .dequant_q = -1, .operand_cast = {-1, -1}};
     if (reason && size) reason[0] = '\0';
     char nm[160];
     if (spec->n_nodes < 1) return an_fail(&c, "empty kernel");
@@ -401,10 +415,12 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
     if (linear < 0) return an_fail(&c, "no linear primitive (memory-bound kernels are the code generator's)");
     c.src_transpose = an_src_transpose(&c, linear, c.src_perm);
     int deq[3], n_deq = c.src_transpose < 0 ? an_src_dequant(&c, linear, deq) : 0;
+    for (int k = 0; k < 2; k++) c.operand_cast[k] = an_operand_cast(&c, linear, k);
     for (int i = 0; i < spec->n_nodes; i++) {
         const korch_pnode *n = &spec->pg->nodes[spec->nodes[i]];
         if (an_is_reshape(&c, spec->nodes[i])) continue; /* checked where it is used */
         if (spec->nodes[i] == c.src_transpose) continue; /* absorbed into the source's strides */
+        if (spec->nodes[i] == c.operand_cast[0] || spec->nodes[i] == c.operand_cast[1]) continue; /* the conversion */
         bool dequant = false; /* absorbed into an int8 source */
         for (int k = 0; k < n_deq; k++) dequant |= spec->nodes[i] == deq[k];
         if (dequant) continue;
@@ -423,6 +439,8 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
     if (!setup_linear(&c, linear)) return false;
     c.used[li] = true;
     for (int k = 0; k < n_deq; k++) c.used[an_spec_index(&c, deq[k])] = true;
+    for (int k = 0; k < 2; k++)
+        if (c.operand_cast[k] >= 0) c.used[an_spec_index(&c, c.operand_cast[k])] = true;
     if (!an_int8_check(&c)) return false;
     int v = spec->pg->nodes[linear].outputs[0];
     for (;;) {
@@ -431,6 +449,7 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
         if (nc == 0) break;
         int z = an_absorb_dst_transpose(&c, v);
         if (z < 0) z = an_requant_tail(&c, v);
+        if (z < 0) z = an_bf16_tail(&c, v);
         if (z >= 0) {
             v = z;
             break;

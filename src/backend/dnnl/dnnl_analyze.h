@@ -20,6 +20,7 @@ typedef struct actx {
     int64_t src_perm[KORCH_MAX_RANK];
     bool src_transposed, dst_transposed;
     int dequant_q;           /* the 8-bit kernel input of an absorbed dequantization (dnnl_dequant.c), or -1 */
+    int operand_cast[2];     /* spec nodes converting the source / weights to bfloat16 (dnnl_bf16.c), or -1 */
 } actx;
 
 KORCH_PRINTF(2, 3) bool an_fail(actx *c, const char *fmt, ...);
@@ -68,6 +69,15 @@ bool an_int8_check(actx *c);
  * nodes marked used, d's dst_q/dst_zp set, 1 / s appended as a post-op):
  * returns the kernel's final value, else -1 (nothing changed). */
 int an_requant_tail(actx *c, int v);
+
+/* dnnl_bf16.c: the precision cast (float32 -> bfloat16) inside the kernel
+ * producing operand k (0 source, 1 weights) of a bf16 linear primitive from
+ * a kernel input, absorbed as the kernel's conversion; else -1.
+ * an_bf16_tail: the cast reading the chain value v and writing the kernel's
+ * output, absorbed as a bfloat16 destination (marked used, d->dst_bf16
+ * set): returns the kernel's final value, else -1 (nothing changed). */
+int an_operand_cast(const actx *c, int linear, int k);
+int an_bf16_tail(actx *c, int v);
 
 /* dnnl_quirks.c: rewrites the finished chain into an equivalent one that
  * oneDNN 2.6 computes correctly (composes consecutive affine and clip steps,

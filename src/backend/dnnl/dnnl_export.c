@@ -57,6 +57,7 @@ korch_status korch_dnnl_export_params(const korch_kernel_spec *spec, const char 
     out->src_scale = d.src_scale;
     out->dst_q = d.dst_q == dnnl_u8 ? 1 : d.dst_q == dnnl_s8 ? 2 : 0;
     out->dst_zp = d.dst_zp;
+    out->bf16_io = (d.src_bf16 ? 1 : 0) | (d.wei_bf16 ? 2 : 0) | (d.dst_bf16 ? 4 : 0);
     tensor_of(&d.src, &out->src);
     tensor_of(&d.wei, &out->wei);
     if (d.bias_slot >= 0) tensor_of(&d.bias, &out->bias);

@@ -48,6 +48,7 @@ typedef struct korch_dnnl_params {
     float src_scale;
     int dst_q;        /* 0 float32; 1 u8, 2 s8 destination: saturate(rint(chain) + dst_zp) */
     int32_t dst_zp;
+    int bf16_io;      /* bf16 values stored in 16 bits (dnnl_bf16.c): 1 the source, 2 the weights, 4 the destination */
     char text[256];   /* human-readable chain ("conv nhwc 3x3 s1 +bias +eltwise_relu") */
 } korch_dnnl_params;
 

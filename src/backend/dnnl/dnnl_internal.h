@@ -61,6 +61,10 @@ typedef struct dn_desc {
      * product by 1 / s_y being the chain's last post-op. undef: float32. */
     dnnl_data_type_t dst_q;
     int32_t dst_zp;
+    /* bf16 (dnnl_bf16.c): the source / weights are bfloat16 kernel inputs
+     * (else float32, converted by the kernel); the destination is written
+     * in bfloat16 (else float32) */
+    bool src_bf16, wei_bf16, dst_bf16;
     int n_post;
     dn_post post[DN_MAX_POST];
     double flops;

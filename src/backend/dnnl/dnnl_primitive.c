@@ -332,10 +332,12 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
         if (st != KORCH_OK) goto done;
         for (int64_t c = 0; c < d->dst.dims[1]; c++) wei_scales[c] *= d->src_scale; /* s_x * s_w[c] */
     }
-    DN_CHECK(md_typed(&src, d->src_q ? d->src_q : dnnl_f32, &src_user), "source descriptor");
-    dnnl_data_type_t dst_type = d->dst_q ? d->dst_q : dnnl_f32;
+    /* operands stored in bfloat16 by their producers are read as they are */
+    DN_CHECK(md_typed(&src, d->src_q ? d->src_q : d->src_bf16 ? dnnl_bf16 : dnnl_f32, &src_user), "source descriptor");
+    dnnl_data_type_t dst_type = d->dst_q ? d->dst_q : d->dst_bf16 ? dnnl_bf16 : dnnl_f32;
     DN_CHECK(md_typed(&dst, dst_type, &dst_user), "destination descriptor");
-    DN_CHECK(md_typed(&d->wei, d->src_q ? dnnl_s8 : dnnl_f32, &wei_user_md), "weights descriptor");
+    DN_CHECK(md_typed(&d->wei, d->src_q ? dnnl_s8 : d->wei_bf16 ? dnnl_bf16 : dnnl_f32, &wei_user_md),
+             "weights descriptor");
     if (blocked) {
         DN_CHECK(md_any(&src, src_type, &src_md), "source descriptor");
         DN_CHECK(md_any(&dst, dst_type, &dst_md), "destination descriptor");
