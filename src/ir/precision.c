@@ -2,6 +2,7 @@
  * "Computing in bfloat16"). A lowering choice like the layout pass: it marks
  * primitives, and every consumer (interpreter, backends, structural hash)
  * reads the mark, so a bf16 plan can never be mistaken for a float32 one. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/cpu.h"
@@ -28,76 +29,99 @@ bool korch_pnode_is_precision_cast(const korch_pgraph *pg, int node) {
            pg->values[n->outputs[0]].dtype == KORCH_DTYPE_BFLOAT16;
 }
 
+/* Readers of every value replaced through `to` (value -> value, or -1),
+ * nodes [0, n_nodes) only. */
+static void redirect(korch_pgraph *pg, const int *to, int n_nodes) {
+    for (int j = 0; j < n_nodes; j++) {
+        korch_pnode *n = &pg->nodes[j];
+        if (n->dead) continue;
+        for (int k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] >= 0 && to[n->inputs[k]] >= 0) n->inputs[k] = to[n->inputs[k]];
+    }
+}
+
 /* Removes the casts a bf16 lowering added: their readers read the float32
  * value again. The casts were appended last (insert_casts), so they are
  * dropped from the arrays too and the float32 graph is the one it was, hash
  * included; any other is left dead. */
-static void remove_casts(korch_pgraph *pg) {
-    int last_kept = -1;
+static korch_status remove_casts(korch_pgraph *pg) {
+    int *to = malloc(((size_t)pg->n_values + 1) * sizeof *to), last_kept = -1, removed = 0;
+    if (!to) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "precision: out of memory");
+    for (int v = 0; v < pg->n_values; v++) to[v] = -1;
     for (int i = 0; i < pg->n_nodes; i++) {
         if (!korch_pnode_is_precision_cast(pg, i)) {
             last_kept = i;
             continue;
         }
-        int from = pg->nodes[i].outputs[0], to = pg->nodes[i].inputs[0];
-        for (int j = 0; j < pg->n_nodes; j++)
-            for (int k = 0; k < pg->nodes[j].n_inputs; k++)
-                if (!pg->nodes[j].dead && pg->nodes[j].inputs[k] == from) pg->nodes[j].inputs[k] = to;
+        to[pg->nodes[i].outputs[0]] = pg->nodes[i].inputs[0];
         pg->nodes[i].dead = true;
+        removed++;
     }
+    if (removed) redirect(pg, to, pg->n_nodes);
+    free(to);
     /* trailing casts whose outputs are the trailing values */
     while (pg->n_nodes > last_kept + 1 && pg->n_values > 0 && pg->nodes[pg->n_nodes - 1].outputs[0] == pg->n_values - 1) {
         pg->n_nodes--;
         pg->n_values--;
     }
-}
-
-/* Is every reader of float32 value v a bf16 linear primitive taking it as an
- * operand (which rounds it to bfloat16 anyway)? */
-static bool read_rounded_only(const korch_pgraph *pg, int v) {
-    const korch_pvalue *pv = &pg->values[v];
-    if (pv->dtype != KORCH_DTYPE_FLOAT32 || pv->is_constant || pv->graph_output >= 0) return false;
-    int readers = 0;
-    for (int j = 0; j < pg->n_nodes; j++) {
-        const korch_pnode *n = &pg->nodes[j];
-        if (n->dead) continue;
-        for (int k = 0; k < n->n_inputs; k++) {
-            if (n->inputs[k] != v) continue;
-            if (n->kind != KORCH_PRIM_LINEAR || !n->u.linear.bf16 || k > 1) return false;
-            readers++;
-        }
-    }
-    return readers > 0;
-}
-
-/* A value computed at run time whose every reader is a bf16 linear primitive
- * is stored as bfloat16: one CAST (alpha 1: the precision's, not the
- * model's) rounds it where it is made, and the readers read the rounded
- * value. The numbers do not change (the readers round it anyway, to the
- * same nearest even), but the rounding becomes an ordinary primitive the
- * binary program places: fused into the producer's kernel (a oneDNN
- * destination in bfloat16, a generated kernel storing 16 bits), into the
- * reader's (its source conversion, as before), or a kernel of its own. A
- * kernel that writes bfloat16 moves half the bytes and spares the reader its
- * conversion pass (docs/precision.md, "Values stored in bfloat16"). */
-static korch_status insert_casts(korch_pgraph *pg) {
-    int n_values = pg->n_values; /* the casts' outputs are appended: not revisited */
-    for (int v = 0; v < n_values; v++) {
-        if (!read_rounded_only(pg, v)) continue;
-        int src = pg->values[v].producer >= 0 ? pg->nodes[pg->values[v].producer].source_node : -1;
-        int r = korch_pgraph_elementwise(pg, KORCH_EW_CAST, 1, &v, 1.0f, 0.0f, KORCH_DTYPE_BFLOAT16);
-        if (r < 0) return korch_error_prefix(KORCH_ERR_INTERNAL, "bf16 lowering");
-        int cast = pg->values[r].producer;
-        pg->nodes[cast].source_node = src;
-        for (int j = 0; j < pg->n_nodes; j++)
-            for (int k = 0; k < pg->nodes[j].n_inputs; k++)
-                if (j != cast && !pg->nodes[j].dead && pg->nodes[j].inputs[k] == v) pg->nodes[j].inputs[k] = r;
-    }
     return KORCH_OK;
 }
 
+/* A value computed at run time whose every reader is a bf16 linear primitive
+ * (taking it as an operand, which it rounds to bfloat16 anyway) is stored
+ * as bfloat16: one CAST (alpha 1: the precision's, not the model's) rounds
+ * it where it is made, and the readers read the rounded value. The numbers
+ * do not change (the readers round it to the same nearest even), but the
+ * rounding becomes an ordinary primitive the binary program places: fused
+ * into the producer's kernel (a oneDNN destination in bfloat16, a generated
+ * kernel storing 16 bits), into the reader's (its source conversion, as
+ * before), or a kernel of its own. A kernel that writes bfloat16 moves half
+ * the bytes and spares the reader its conversion pass (docs/precision.md,
+ * "Values stored in bfloat16"). */
+static korch_status insert_casts(korch_pgraph *pg) {
+    int n_values = pg->n_values, n_nodes = pg->n_nodes; /* the casts are appended: not revisited */
+    int *readers = calloc((size_t)n_values + 1, sizeof *readers);
+    int *rounding = calloc((size_t)n_values + 1, sizeof *rounding);
+    int *to = malloc(((size_t)n_values + 1) * sizeof *to);
+    korch_status st = KORCH_OK;
+    if (!readers || !rounding || !to) {
+        st = korch_error(KORCH_ERR_OUT_OF_MEMORY, "precision: out of memory");
+        goto done;
+    }
+    for (int j = 0; j < n_nodes; j++) {
+        const korch_pnode *n = &pg->nodes[j];
+        if (n->dead) continue;
+        for (int k = 0; k < n->n_inputs; k++) {
+            if (n->inputs[k] < 0) continue;
+            readers[n->inputs[k]]++;
+            rounding[n->inputs[k]] += n->kind == KORCH_PRIM_LINEAR && n->u.linear.bf16 && k <= 1;
+        }
+    }
+    for (int v = 0; v < n_values; v++) {
+        to[v] = -1;
+        const korch_pvalue *pv = &pg->values[v];
+        if (pv->dtype != KORCH_DTYPE_FLOAT32 || pv->is_constant || pv->graph_output >= 0 || readers[v] == 0 ||
+            rounding[v] != readers[v])
+            continue;
+        int src = pv->producer >= 0 ? pg->nodes[pv->producer].source_node : -1;
+        int r = korch_pgraph_elementwise(pg, KORCH_EW_CAST, 1, &v, 1.0f, 0.0f, KORCH_DTYPE_BFLOAT16);
+        if (r < 0) {
+            st = korch_error_prefix(KORCH_ERR_INTERNAL, "bf16 lowering");
+            goto done;
+        }
+        pg->nodes[pg->values[r].producer].source_node = src;
+        to[v] = r;
+    }
+    redirect(pg, to, n_nodes);
+done:
+    free(readers);
+    free(rounding);
+    free(to);
+    return st;
+}
+
 korch_status korch_pgraph_set_precision(korch_pgraph *pg, korch_precision p) {
-    remove_casts(pg);
+    KORCH_TRY(remove_casts(pg));
     for (int i = 0; i < pg->n_nodes; i++) {
         korch_pnode *n = &pg->nodes[i];
         if (n->dead || n->kind != KORCH_PRIM_LINEAR) continue;
