@@ -212,7 +212,8 @@ korch_status korch_partition_graph(korch_candidate_set *set, const korch_candida
     int *order = malloc(((size_t)n + 1) * sizeof *order);
     int *position = malloc(((size_t)n + 1) * sizeof *position);
     long *width = calloc((size_t)n + 2, sizeof *width);
-    long *held = calloc((size_t)n + 2, sizeof *held); /* > 0: the boundary splits a value from its quantizer */
+    long *held = calloc((size_t)n + 2, sizeof *held); /* > 0: the boundary splits a value from its quantizer
+                                                        * or from its precision cast */
     double *best = malloc(((size_t)n + 1) * sizeof *best);
     int *from = malloc(((size_t)n + 1) * sizeof *from);
     set->partition_of = malloc(((size_t)n + 1) * sizeof *set->partition_of);
@@ -257,6 +258,14 @@ korch_status korch_partition_graph(korch_candidate_set *set, const korch_candida
             held[position[first] + 1]++;
             held[last + 1]--;
         }
+        /* a value stored in bfloat16 (ir/precision.c): its cast goes with
+         * its producer when the cut costs the same either side, so that the
+         * producer's kernel may write the 16 bits itself */
+        int pp = korch_pnode_is_precision_cast(pg, order[i]) ? pg->values[node->inputs[0]].producer : -1;
+        if (pp >= 0 && position[pp] >= 0 && position[pp] < i) {
+            held[position[pp] + 1]++;
+            held[i + 1]--;
+        }
     }
     for (int b = 1; b <= count; b++) held[b] += held[b - 1];
     /* DP over boundaries: best[b] = cheapest way to cut positions [0, b) */
@@ -267,7 +276,8 @@ korch_status korch_partition_graph(korch_candidate_set *set, const korch_candida
         bool cut_ok = b == count || options->group_of == NULL || options->group_of[order[b - 1]] < 0 ||
                       options->group_of[order[b - 1]] != options->group_of[order[b]];
         if (!cut_ok) continue;
-        /* width first, then not splitting a quantizer, then fewer parts */
+        /* width first, then not splitting a quantizer (or a precision
+         * cast) from its value, then fewer parts */
         double here = b == count ? 0.0 : (double)width[b] * 1000.0 + 1.0 + (held[b] > 0 ? 0.5 : 0.0);
         for (int a = b - 1; a >= 0 && b - a <= cap; a--) {
             if (best[a] < 0) continue;

@@ -63,6 +63,10 @@ grep -q 'matches the reference executor .*bf16' "$work/verify.txt" || fail "run 
 "$korch" export "$work/bf16.plan" -o "$work/export" >"$work/export.log" 2>&1 ||
     fail "export of the bf16 plan: $(tail -1 "$work/export.log")"
 make -C "$work/export" >"$work/export-build.log" 2>&1 || fail "the bf16 export does not build: $(tail -3 "$work/export-build.log")"
+# values read only by bf16 primitives are stored in bfloat16: oneDNN kernels
+# writing and reading 16 bits (docs/precision.md, "Values stored in bfloat16")
+grep -q -- ' ->bf16 \*/' "$work/export/model.c" || fail "no exported oneDNN kernel writes a bfloat16 destination"
+grep -q -- ' src-bf16 ' "$work/export/model.c" || fail "no exported oneDNN kernel reads a bfloat16 source"
 
 # the outputs: bf16 really computed (they differ from fp32), and close
 if [ -n "$py" ]; then
