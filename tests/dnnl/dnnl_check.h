@@ -114,6 +114,28 @@ static inline int dc_compare(const korch_tensor *want, const float *got, const c
     return bad;
 }
 
+/* Builds spec as a oneDNN kernel with one variant. A variant refused for a
+ * documented oneDNN defect (src/backend/dnnl/dnnl_quirks.c: the reasons
+ * start "oneDNN 2.6's") is handled: korch never runs it, and which variants
+ * are refused depends on the CPU; then *refused is set (and said when
+ * `what` is given) and the error cleared. Any other failure is a test
+ * failure. Returns the kernel, or NULL. */
+static inline korch_kernel *dc_build_variant(const korch_kernel_spec *spec, const char *variant, const char *what,
+                                             bool *refused) {
+    korch_kernel *k = NULL;
+    const char *sched = variant;
+    korch_profile_options o = {.threads = 2};
+    korch_status st = korch_backend_build(KORCH_BACKEND_DNNL, spec, &sched, 1, &o, &k);
+    *refused = st != KORCH_OK && strstr(korch_last_error(), "oneDNN 2.6's") != NULL;
+    if (*refused) {
+        if (what) printf("%s [%s]: refused: %s\n", what, variant, korch_last_error());
+        korch_error_clear();
+        return NULL;
+    }
+    CHECK_MSG(st == KORCH_OK, "%s [%s]: build failed: %s", what ? what : "kernel", variant, korch_last_error());
+    return st == KORCH_OK ? k : NULL;
+}
+
 /* Runs pg (one output) as one oneDNN kernel under `schedule` (NULL: every
  * variant) and compares with the interpreter. Inputs uniform in [lo, hi].
  * Returns the number of variants checked (0 when unsupported). */
@@ -145,21 +167,10 @@ static inline int dc_check(korch_pgraph *pg, double lo, double hi, const char *w
     float *got = malloc((size_t)korch_shape_numel(&out->shape) * sizeof(float) + 64);
     char *save = NULL, *list = strdup(variants);
     for (char *v = strtok_r(list, ";", &save); v; v = strtok_r(NULL, ";", &save)) {
-        korch_kernel *k = NULL;
-        const char *sched = v;
-        korch_profile_options o = {.threads = 2};
-        korch_status st = korch_backend_build(KORCH_BACKEND_DNNL, &spec, &sched, 1, &o, &k);
-        /* a variant refused for a documented oneDNN defect (src/backend/dnnl/
-         * dnnl_quirks.c: the reasons start "oneDNN 2.6's") is handled: korch
-         * never runs it; which variants are refused depends on the CPU */
-        if (st != KORCH_OK && strstr(korch_last_error(), "oneDNN 2.6's")) {
-            printf("%s [%s]: refused: %s\n", what, v, korch_last_error());
-            korch_error_clear();
-            checked++;
-            continue;
-        }
-        CHECK_MSG(st == KORCH_OK, "%s [%s]: build failed: %s", what, v, korch_last_error());
-        if (st != KORCH_OK) continue;
+        bool refused;
+        korch_kernel *k = dc_build_variant(&spec, v, what, &refused);
+        checked += refused;
+        if (!k) continue;
         memset(got, 0xff, (size_t)korch_shape_numel(&out->shape) * sizeof(float));
         void *outs[1] = {got};
         CHECK_OK(k->run(k, bufs, outs));

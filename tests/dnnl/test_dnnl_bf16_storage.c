@@ -114,16 +114,9 @@ static void kernel(const net *n, const char *what, const int *nodes, int n_nodes
     void *got = malloc(bytes + 64);
     char *save = NULL, *list = strdup(variants);
     for (char *v = strtok_r(list, ";", &save); v; v = strtok_r(NULL, ";", &save)) {
-        korch_kernel *k = NULL;
-        const char *sched = v;
-        korch_profile_options o = {.threads = 2};
-        korch_status st = korch_backend_build(KORCH_BACKEND_DNNL, &spec, &sched, 1, &o, &k);
-        if (st != KORCH_OK && strstr(korch_last_error(), "oneDNN 2.6's")) { /* a known defect, refused */
-            korch_error_clear();
-            continue;
-        }
-        CHECK_MSG(st == KORCH_OK, "%s [%s]: build failed: %s", what, v, korch_last_error());
-        if (st != KORCH_OK) continue;
+        bool refused;
+        korch_kernel *k = dc_build_variant(&spec, v, what, &refused);
+        if (!k) continue;
         memset(got, 0xff, bytes);
         void *outs[1] = {got};
         CHECK_OK(k->run(k, bufs, outs));

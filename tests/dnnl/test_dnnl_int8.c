@@ -101,17 +101,9 @@ static int check_int8(korch_pgraph *pg, const char *what) {
     int checked = 0;
     char *save = NULL, *list = strdup(variants);
     for (char *v = strtok_r(list, ";", &save); v; v = strtok_r(NULL, ";", &save)) {
-        korch_kernel *k = NULL;
-        const char *sched = v;
-        korch_profile_options o = {.threads = 2};
-        korch_status st = korch_backend_build(KORCH_BACKEND_DNNL, &spec, &sched, 1, &o, &k);
-        if (st != KORCH_OK && strstr(korch_last_error(), "oneDNN 2.6's")) { /* a documented defect: never run */
-            printf("%s [%s]: refused: %s\n", what, v, korch_last_error());
-            korch_error_clear();
-            continue;
-        }
-        CHECK_MSG(st == KORCH_OK, "%s [%s]: build failed: %s", what, v, korch_last_error());
-        if (st != KORCH_OK) continue;
+        bool known_defect;
+        korch_kernel *k = dc_build_variant(&spec, v, what, &known_defect);
+        if (!k) continue;
         all_impls++;
         int8_impls += strstr(k->impl, "int8") || strstr(k->impl, "vnni") || strstr(k->impl, "gemm_s8");
         memset(got, 0xff, (size_t)korch_shape_numel(&out->shape) * sizeof(float));
