@@ -103,7 +103,7 @@ static korch_status fission_node(fission_state *s, int ni) {
     int first_node = pg->n_nodes;
     if (st == KORCH_OK) {
         korch_fission_ctx ctx = {.pg = pg, .g = s->g, .node_index = ni, .node = n, .n_inputs = n->n_inputs,
-                                 .in = in, .n_outputs = n->n_outputs, .out = out};
+                                 .in = in, .n_outputs = n->n_outputs, .out = out, .vmap = s->vmap};
         korch_fission_rule rule = korch_fission_rules[n->def->kind];
         st = rule(&ctx);
         if (st == KORCH_ERR_UNSUPPORTED && ctx.decline_reason) {

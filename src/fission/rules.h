@@ -24,6 +24,9 @@ typedef struct korch_fission_ctx {
     int n_outputs;
     int *out;        /* set by the rule; -1 for omitted outputs */
     const char *decline_reason;
+    /* pvalue of every op-graph value fissioned so far (-1: not yet, or a
+     * constant not used yet): for rules that look past their own inputs */
+    const int *vmap;
 } korch_fission_ctx;
 
 typedef korch_status (*korch_fission_rule)(korch_fission_ctx *ctx);
@@ -76,6 +79,17 @@ void fission_set_out(korch_fission_ctx *ctx, int k, int v);
 /* Success if every present output was set; else the error of the failed step. */
 korch_status fission_done(korch_fission_ctx *ctx);
 korch_status fission_decline(korch_fission_ctx *ctx, const char *reason);
+
+/* rules_resize.c: op-graph node `resize` (Resize or Upsample) applied to
+ * pvalue x instead of its own input, when its map is the same for every
+ * index of the axes it does not resize (those of x may differ in length):
+ * the resized value, or -1 with the error set. korch_fission_resize_linear_map:
+ * is the node such a map, linear in its input (no extrapolated constant:
+ * not tf_crop_and_resize) and identity on axes 0 and 1? Then *in_elems and
+ * *out_elems are the sizes of one (N, C) plane before and after. */
+bool korch_fission_resize_linear_map(const korch_graph *g, const korch_node *resize, int64_t *in_elems,
+                                     int64_t *out_elems);
+int korch_fission_resize_value(korch_fission_ctx *ctx, const korch_node *resize, int x);
 
 /* Shared rule bodies. */
 korch_status fission_rule_unary(korch_fission_ctx *ctx, korch_ew_op op);

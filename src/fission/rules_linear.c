@@ -111,13 +111,100 @@ static korch_status conv_params(korch_fission_ctx *ctx, bool transpose, korch_pr
     return KORCH_OK;
 }
 
+/* Is p a pointwise (1x1, stride 1, no padding, one group) convolution? */
+static bool pointwise(const korch_prim_linear *p, const korch_shape *w) {
+    if (p->op != KORCH_LINEAR_CONV || p->group != 1) return false;
+    for (int d = 0; d < p->spatial; d++)
+        if (w->dims[2 + d] != 1 || p->strides[d] != 1 || p->dilations[d] != 1 || p->pads_begin[d] != 0 ||
+            p->pads_end[d] != 0)
+            return false;
+    return true;
+}
+
+/* Channels [from, from + c) of constant weights W (M, C, 1...): a new
+ * constant (M, c, 1...), or -1. */
+static int weight_slice(korch_fission_ctx *ctx, const korch_tensor *W, int64_t from, int64_t c) {
+    korch_shape s = W->shape;
+    int64_t M = s.dims[0], C = s.dims[1];
+    s.dims[1] = c;
+    korch_tensor t;
+    if (korch_tensor_alloc(&t, KORCH_DTYPE_FLOAT32, &s) != KORCH_OK) return -1;
+    const float *src = W->data;
+    float *dst = t.data;
+    for (int64_t m = 0; m < M; m++) memcpy(dst + m * c, src + m * C + from, (size_t)c * sizeof(float));
+    return fission_constant(ctx, &t);
+}
+
+/* A pointwise convolution of a channel concatenation whose parts include
+ * upsampled tensors (SegFormer's decode head: four feature maps of 16x16
+ * to 128x128 brought to 128x128 by bilinear Resizes, concatenated to 1024
+ * channels, mixed by a 1x1 convolution to 256, half of the model's FLOPs).
+ * A pointwise convolution of a concatenation is the sum of pointwise
+ * convolutions of its parts (the weights split by input channel), and one
+ * of a resized part commutes with the resize (a per-plane linear map, the
+ * same for every channel; not tf_crop_and_resize, whose extrapolated
+ * constant does not commute), so
+ *
+ *     conv(concat(R1(a1), ..., b, ...), W) = R1(conv(a1, W1)) + ... + conv(b, Wb) + ...
+ *
+ * with each convolution at its part's own resolution, and the concatenation
+ * never materialised. Exact in real arithmetic; in float32 the sums are
+ * ordered differently, which plan verification measures against the
+ * reference executor, which runs the model as written (docs/fission.md).
+ * Applied only when some part is upsampled, which is where it saves work.
+ * Returns the sum, or -2 when the pattern does not apply. */
+static int pointwise_of_concat(korch_fission_ctx *ctx, const korch_prim_linear *p) {
+    const korch_graph *g = ctx->g;
+    const korch_tensor *W = fission_const_in(ctx, 1);
+    int xv = ctx->node->inputs[0];
+    if (!W || W->dtype != KORCH_DTYPE_FLOAT32 || !pointwise(p, &W->shape) || xv < 0) return -2;
+    int cn = g->values[xv].producer;
+    if (cn < 0 || strcmp(g->nodes[cn].op_type, "Concat") != 0 || g->nodes[cn].n_inputs < 2) return -2;
+    const korch_node *concat = &g->nodes[cn];
+    int rank = g->values[xv].shape.rank;
+    int64_t axis = korch_node_attr_int(concat, "axis", 0);
+    if (axis < 0) axis += rank;
+    if (axis != 1) return -2;
+    bool upsampled = false;
+    for (int j = 0; j < concat->n_inputs; j++) {
+        int u = concat->inputs[j];
+        if (u < 0 || !ctx->vmap || ctx->vmap[u] < 0 || g->values[u].dtype != KORCH_DTYPE_FLOAT32) return -2;
+        int r = g->values[u].producer;
+        int64_t in_elems, out_elems;
+        if (r >= 0 && (!strcmp(g->nodes[r].op_type, "Resize") || !strcmp(g->nodes[r].op_type, "Upsample")) &&
+            g->nodes[r].inputs[0] >= 0 && ctx->vmap[g->nodes[r].inputs[0]] >= 0 &&
+            korch_fission_resize_linear_map(g, &g->nodes[r], &in_elems, &out_elems) && in_elems < out_elems)
+            upsampled = true;
+    }
+    if (!upsampled) return -2;
+    int y = -1;
+    int64_t from = 0;
+    for (int j = 0; j < concat->n_inputs; j++) {
+        int u = concat->inputs[j], r = g->values[u].producer;
+        int64_t c = g->values[u].shape.dims[1], in_elems, out_elems;
+        bool resized = r >= 0 &&
+                       (!strcmp(g->nodes[r].op_type, "Resize") || !strcmp(g->nodes[r].op_type, "Upsample")) &&
+                       g->nodes[r].inputs[0] >= 0 && ctx->vmap[g->nodes[r].inputs[0]] >= 0 &&
+                       korch_fission_resize_linear_map(g, &g->nodes[r], &in_elems, &out_elems) &&
+                       in_elems < out_elems;
+        int part = resized ? ctx->vmap[g->nodes[r].inputs[0]] : ctx->vmap[u];
+        int wj = weight_slice(ctx, W, from, c);
+        int t = part < 0 || wj < 0 ? -1 : korch_pgraph_linear(ctx->pg, p, part, wj);
+        if (resized) t = korch_fission_resize_value(ctx, &g->nodes[r], t);
+        y = j == 0 ? t : fission_binary(ctx, KORCH_EW_ADD, y, t);
+        from += c;
+    }
+    return y;
+}
+
 static korch_status conv_rule(korch_fission_ctx *ctx, bool transpose) {
     if (fission_in_dtype(ctx, 0) != KORCH_DTYPE_FLOAT32)
         return fission_decline(ctx, "convolution of a non-float32 dtype (linear primitives are float32)");
     korch_prim_linear p;
     KORCH_TRY(conv_params(ctx, transpose, &p));
     int x = fission_in(ctx, 0), w = fission_in(ctx, 1);
-    int y = korch_pgraph_linear(ctx->pg, &p, x, w);
+    int y = transpose ? -2 : pointwise_of_concat(ctx, &p);
+    if (y == -2) y = korch_pgraph_linear(ctx->pg, &p, x, w);
     if (fission_has_in(ctx, 2)) {
         int rank = fission_in_shape(ctx, 0)->rank;
         y = fission_binary(ctx, KORCH_EW_ADD, y, fission_channel_view(ctx, fission_in(ctx, 2), rank));

@@ -13,21 +13,30 @@
 #include "fission/rules.h"
 #include "ops/resize.h"
 
-static korch_status read_plan(korch_fission_ctx *ctx, resize_plan *plan) {
+static korch_status read_plan(const korch_graph *g, const korch_node *node, resize_plan *plan) {
     korch_tensor store[4];
     korch_tensor *ins[4] = {0};
-    for (int i = 0; i < ctx->n_inputs && i < 4; i++) {
-        if (ctx->node->inputs[i] < 0) continue;
-        const korch_value *v = &ctx->g->values[ctx->node->inputs[i]];
+    int n_inputs = node->n_inputs < 4 ? node->n_inputs : 4;
+    for (int i = 0; i < n_inputs; i++) {
+        if (node->inputs[i] < 0) continue;
+        const korch_value *v = &g->values[node->inputs[i]];
         store[i] = (korch_tensor){.dtype = v->dtype, .shape = v->shape, .data = v->is_constant ? v->constant.data : NULL};
         ins[i] = &store[i];
     }
-    korch_op_ctx octx = {.graph = ctx->g, .node = ctx->node, .n_inputs = ctx->n_inputs < 4 ? ctx->n_inputs : 4,
-                         .inputs = ins};
+    korch_op_ctx octx = {.graph = g, .node = node, .n_inputs = n_inputs, .inputs = ins};
     return korch_resize_plan(&octx, plan);
 }
 
-static korch_status nearest(korch_fission_ctx *ctx, const resize_plan *p) {
+/* x's shape with the resized axes at their output lengths */
+static korch_shape resized_shape(korch_fission_ctx *ctx, const resize_plan *p, int x) {
+    korch_shape out = *fission_shape(ctx, x);
+    for (int d = 0; d < p->rank; d++)
+        if (!korch_resize_axis_is_identity(p, d)) out.dims[d] = p->out_dims[d];
+    return out;
+}
+
+static int nearest(korch_fission_ctx *ctx, const resize_plan *p, int x) {
+    if (x < 0) return -1;
     int64_t *tables[KORCH_MAX_RANK] = {0};
     bool any = false;
     for (int d = 0; d < p->rank; d++) {
@@ -35,17 +44,16 @@ static korch_status nearest(korch_fission_ctx *ctx, const resize_plan *p) {
         tables[d] = malloc((size_t)(p->out_dims[d] + 1) * sizeof(int64_t));
         if (!tables[d]) {
             for (int k = 0; k < d; k++) free(tables[k]);
-            return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+            korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+            return -1;
         }
         for (int64_t o = 0; o < p->out_dims[d]; o++) tables[d][o] = korch_resize_nearest_index(p, d, o);
         any = true;
     }
-    int x = fission_in(ctx, 0);
-    korch_dtype dt = fission_in_dtype(ctx, 0);
+    korch_dtype dt = ctx->pg->values[x].dtype;
     double fill = dt == KORCH_DTYPE_FLOAT32 || dt == KORCH_DTYPE_FLOAT64 ? p->extrapolation : 0.0;
-    korch_shape out = korch_shape_make(p->rank, p->out_dims);
-    fission_set_out(ctx, 0, any ? korch_pgraph_remap(ctx->pg, KORCH_LAYOUT_RESIZE_NEAREST, x, &out, tables, fill) : x);
-    return fission_done(ctx);
+    korch_shape out = resized_shape(ctx, p, x);
+    return any ? korch_pgraph_remap(ctx->pg, KORCH_LAYOUT_RESIZE_NEAREST, x, &out, tables, fill) : x;
 }
 
 /* A weight vector along axis d, shaped (n, 1, ..., 1) to broadcast against
@@ -73,8 +81,7 @@ static int take(korch_fission_ctx *ctx, int x, int d, int64_t *table, int64_t n,
     return korch_pgraph_remap(ctx->pg, KORCH_LAYOUT_GATHER, x, &out, tables, fill);
 }
 
-static korch_status linear(korch_fission_ctx *ctx, const resize_plan *p) {
-    int y = fission_in(ctx, 0);
+static int linear(korch_fission_ctx *ctx, const resize_plan *p, int y) {
     for (int d = 0; d < p->rank && y >= 0; d++) {
         if (korch_resize_axis_is_identity(p, d)) continue;
         int64_t n = p->out_dims[d], in_len = fission_shape(ctx, y)->dims[d];
@@ -82,7 +89,8 @@ static korch_status linear(korch_fission_ctx *ctx, const resize_plan *p) {
         double *w0 = malloc((size_t)(n + 1) * sizeof *w0), *w1 = malloc((size_t)(n + 1) * sizeof *w1);
         if (!lo || !hi || !w0 || !w1) {
             free(lo), free(hi), free(w0), free(w1);
-            return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+            korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+            return -1;
         }
         for (int64_t j = 0; j < n; j++) {
             bool outside;
@@ -106,14 +114,42 @@ static korch_status linear(korch_fission_ctx *ctx, const resize_plan *p) {
         y = fission_binary(ctx, KORCH_EW_ADD, fission_binary(ctx, KORCH_EW_MUL, a, wa),
                            fission_binary(ctx, KORCH_EW_MUL, b, wb));
     }
-    fission_set_out(ctx, 0, y);
-    return fission_done(ctx);
+    return y;
+}
+
+static int resize_apply(korch_fission_ctx *ctx, const resize_plan *p, int x) {
+    return p->mode == RESIZE_NEAREST ? nearest(ctx, p, x) : linear(ctx, p, x);
+}
+
+bool korch_fission_resize_linear_map(const korch_graph *g, const korch_node *resize, int64_t *in_elems,
+                                     int64_t *out_elems) {
+    resize_plan p;
+    if (read_plan(g, resize, &p) != KORCH_OK) {
+        korch_error_clear();
+        return false;
+    }
+    if (p.coord == COORD_TF_CROP_AND_RESIZE || p.rank < 3 || !korch_resize_axis_is_identity(&p, 0) ||
+        !korch_resize_axis_is_identity(&p, 1))
+        return false;
+    *in_elems = *out_elems = 1;
+    for (int d = 2; d < p.rank; d++) {
+        *in_elems *= p.in_dims[d];
+        *out_elems *= p.out_dims[d];
+    }
+    return true;
+}
+
+int korch_fission_resize_value(korch_fission_ctx *ctx, const korch_node *resize, int x) {
+    resize_plan p;
+    if (x < 0 || read_plan(ctx->g, resize, &p) != KORCH_OK) return -1;
+    return resize_apply(ctx, &p, x);
 }
 
 static korch_status resize_rule(korch_fission_ctx *ctx) {
     resize_plan plan;
-    KORCH_TRY(read_plan(ctx, &plan));
-    return plan.mode == RESIZE_NEAREST ? nearest(ctx, &plan) : linear(ctx, &plan);
+    KORCH_TRY(read_plan(ctx->g, ctx->node, &plan));
+    fission_set_out(ctx, 0, resize_apply(ctx, &plan, fission_in(ctx, 0)));
+    return fission_done(ctx);
 }
 
 KORCH_FISSION_RULE(Resize) { return resize_rule(ctx); }
