@@ -45,9 +45,11 @@ enum {
     DT_FEAT_RESIZE = 8, /* nearest Resize of the last axes by 2, 3 or to a size that is no multiple */
     DT_FEAT_INT8 = 16,  /* convolutions of dequantized exact values with symmetric int8 weights, quantized at
                          * graph outputs: korch's int8 kernels (docs/quantization.md) */
+    DT_FEAT_HEAD = 32,  /* a 1x1 convolution of a channel concatenation of upsampled parts (a segmentation
+                         * decode head): fission computes it part by part (docs/fission.md) */
 };
 /* The features the generator draws (LAYOUT is the driver's). */
-#define DT_FEAT_GENERATOR (DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_RESIZE | DT_FEAT_INT8)
+#define DT_FEAT_GENERATOR (DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_RESIZE | DT_FEAT_INT8 | DT_FEAT_HEAD)
 /* The features' own version: bump it when a feature's models change. */
 #define DT_FEAT_VERSION 1
 

@@ -397,7 +397,7 @@ static const struct {
     const char *name;
     unsigned bit;
 } feature_names[] = {{"half", DT_FEAT_HALF}, {"qdq", DT_FEAT_QDQ}, {"layout", DT_FEAT_LAYOUT},
-                     {"resize", DT_FEAT_RESIZE}, {"int8", DT_FEAT_INT8}};
+                     {"resize", DT_FEAT_RESIZE}, {"int8", DT_FEAT_INT8}, {"head", DT_FEAT_HEAD}};
 
 bool dt_features_parse(const char *text, unsigned *mask) {
     *mask = 0;
@@ -405,7 +405,7 @@ bool dt_features_parse(const char *text, unsigned *mask) {
     snprintf(buf, sizeof buf, "%s", text);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (!strcmp(t, "all")) {
-            *mask |= DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_LAYOUT | DT_FEAT_RESIZE | DT_FEAT_INT8;
+            *mask |= DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_LAYOUT | DT_FEAT_RESIZE | DT_FEAT_INT8 | DT_FEAT_HEAD;
             continue;
         }
         if (!strcmp(t, "none")) continue;

@@ -54,6 +54,7 @@ typedef struct dt_gen {
     unsigned features; /* DT_FEAT_* */
     dt_rng frng;       /* the features' own stream: the main one (rng) is drawn as without them */
     bool int8_weights; /* DT_FEAT_INT8: the next dequantized weights are symmetric int8 */
+    bool pointwise;    /* DT_FEAT_HEAD: the next dt_conv is a 1x1 convolution */
 } dt_gen;
 
 /* ---- building blocks (gen_model.c) ---------------------------------------- */
@@ -105,6 +106,9 @@ int dt_layout(dt_gen *g, int x);
 /* Feature "resize": a nearest Resize of x's last one or two axes, every
  * choice drawn from the features' stream; -1 when it does not fit. */
 int dt_feature_resize(dt_gen *g, int x);
+/* Feature "head", after the random walk: a 1x1 convolution of a channel
+ * concatenation of a value and its upsampled halves (gen_shape.c). */
+void dt_feature_head(dt_gen *g);
 int dt_concat(dt_gen *g, int x);
 int dt_split(dt_gen *g, int x);
 int dt_pool(dt_gen *g, int x);

@@ -27,7 +27,7 @@ int dt_conv(dt_gen *g, int x) {
     if (v->shape.rank != 4) return -1;
     dt_rng *r = &g->rng;
     int64_t n = v->shape.dims[0], c = v->shape.dims[1], h = v->shape.dims[2], wd = v->shape.dims[3];
-    int kind = dt_int(r, 0, 6), k = 1, stride = 1, dil = 1, group = 1;
+    int kind = g->pointwise ? 0 : dt_int(r, 0, 6), k = 1, stride = 1, dil = 1, group = 1;
     int64_t cout = dt_int(r, 1, 24);
     const char *what = "Conv 1x1";
     switch (kind) {

@@ -332,6 +332,68 @@ int dt_feature_resize(dt_gen *g, int x) {
     return y;
 }
 
+/* A Resize of the spatial axes of 4-D x to h x w: `mode` linear or nearest,
+ * one of the coordinate conventions exporters write; from the features'
+ * stream. */
+static int resize_to(dt_gen *g, int x, int64_t h, int64_t w, bool linear) {
+    dt_rng *r = &g->frng;
+    korch_shape out = g->vals[x].shape;
+    out.dims[2] = h, out.dims[3] = w;
+    if (dt_numel(&out) > DT_MAX_ELEMS) return -1;
+    int y = dt_new_val(g, &out, g->vals[x].mag);
+    if (y < 0) return -1;
+    const char *ins[] = {dt_use(g, x), "", "", dt_const_i64(g, out.dims, 4)}, *outs[] = {g->vals[y].name};
+    Onnx__NodeProto *n = dt_node(g, "Resize", 4, ins, 1, outs);
+    static const char *const coords[] = {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel"};
+    const char *coord = coords[dt_int(r, 0, 3)];
+    korch_onnx_attr_string(&g->w, n, "mode", linear ? "linear" : "nearest");
+    korch_onnx_attr_string(&g->w, n, "coordinate_transformation_mode", coord);
+    return y;
+}
+
+/* DT_FEAT_HEAD: a segmentation decode head on a 4-D value v (N, C, H, W):
+ * v brought down to about half its size and back up (linear or nearest,
+ * once or twice), concatenated on the channels with v itself in a random
+ * order, and mixed by a 1x1 convolution: the pattern fission computes part
+ * by part, each convolution at its part's resolution (docs/fission.md).
+ * Made after the random walk, at most once. */
+void dt_feature_head(dt_gen *g) {
+    if (!(g->features & DT_FEAT_HEAD)) return;
+    int n = g->n_vals;
+    for (int v = 0; v < n; v++) {
+        const korch_shape s = g->vals[v].shape;
+        if (s.rank != 4 || g->vals[v].dtype || g->vals[v].hidden || s.dims[2] < 2 || s.dims[3] < 2 ||
+            !dt_chance(&g->frng, 0.6))
+            continue;
+        int down = resize_to(g, v, (s.dims[2] + 1) / 2, (s.dims[3] + 1) / 2, false);
+        int parts[3] = {v, -1, -1}, n_parts = 1;
+        for (int k = 0; k < 1 + dt_chance(&g->frng, 0.4) && down >= 0; k++) {
+            int up = resize_to(g, down, s.dims[2], s.dims[3], dt_chance(&g->frng, 0.7));
+            if (up >= 0) parts[n_parts++] = up;
+        }
+        if (n_parts < 2) return;
+        if (dt_chance(&g->frng, 0.5)) parts[0] = parts[1], parts[1] = v; /* v second */
+        korch_shape cat = s;
+        cat.dims[1] = s.dims[1] * n_parts;
+        if (dt_numel(&cat) > DT_MAX_ELEMS) return;
+        int x = dt_new_val(g, &cat, g->vals[v].mag);
+        if (x < 0) return;
+        const char *ins[3], *outs[] = {g->vals[x].name};
+        for (int k = 0; k < n_parts; k++) ins[k] = dt_use(g, parts[k]);
+        Onnx__NodeProto *node = dt_node(g, "Concat", n_parts, ins, 1, outs);
+        korch_onnx_attr_int(&g->w, node, "axis", 1);
+        dt_rng main = g->rng;
+        g->rng = g->frng;
+        g->pointwise = true;
+        int y = dt_conv(g, x);
+        g->pointwise = false;
+        g->frng = g->rng;
+        g->rng = main;
+        if (y >= 0) dt_cover(g, n_parts == 3 ? "decode head of three parts" : "decode head of two parts");
+        return;
+    }
+}
+
 int dt_layout(dt_gen *g, int x) {
     switch (dt_int(&g->rng, 0, 6)) {
     case 0: return transpose(g, x);
