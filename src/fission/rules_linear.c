@@ -151,8 +151,28 @@ static int weight_slice(korch_fission_ctx *ctx, const korch_tensor *W, int64_t f
  * never materialised. Exact in real arithmetic; in float32 the sums are
  * ordered differently, which plan verification measures against the
  * reference executor, which runs the model as written (docs/fission.md).
- * Applied only when some part is upsampled, which is where it saves work.
- * Returns the sum, or -2 when the pattern does not apply. */
+ * A part is commuted only when it is upsampled (fewer multiply-adds) and
+ * the convolution does not widen it (M output channels <= its own: the
+ * resize then moves no more data than before); other parts are convolved
+ * as they are. Applied only when some part commutes, which is where it
+ * saves work. Returns the sum, or -2 when the pattern does not apply. */
+/* The Resize / Upsample node producing concatenation part u, when the
+ * convolution (m output channels) commutes with it: an upsampling, linear in
+ * its input, of a part at least m channels wide whose input is computed;
+ * else NULL. */
+static const korch_node *commuting_resize(const korch_fission_ctx *ctx, int u, int64_t m) {
+    const korch_graph *g = ctx->g;
+    int r = g->values[u].producer;
+    if (r < 0 || (strcmp(g->nodes[r].op_type, "Resize") != 0 && strcmp(g->nodes[r].op_type, "Upsample") != 0))
+        return NULL;
+    const korch_node *n = &g->nodes[r];
+    int64_t in_elems, out_elems;
+    if (n->inputs[0] < 0 || ctx->vmap[n->inputs[0]] < 0 || g->values[u].shape.dims[1] < m ||
+        !korch_fission_resize_linear_map(g, n, &in_elems, &out_elems) || in_elems >= out_elems)
+        return NULL;
+    return n;
+}
+
 static int pointwise_of_concat(korch_fission_ctx *ctx, const korch_prim_linear *p) {
     const korch_graph *g = ctx->g;
     const korch_tensor *W = fission_const_in(ctx, 1);
@@ -165,32 +185,24 @@ static int pointwise_of_concat(korch_fission_ctx *ctx, const korch_prim_linear *
     int64_t axis = korch_node_attr_int(concat, "axis", 0);
     if (axis < 0) axis += rank;
     if (axis != 1) return -2;
-    bool upsampled = false;
+    int64_t m = W->shape.dims[0];
+    bool commutes = false;
     for (int j = 0; j < concat->n_inputs; j++) {
         int u = concat->inputs[j];
         if (u < 0 || !ctx->vmap || ctx->vmap[u] < 0 || g->values[u].dtype != KORCH_DTYPE_FLOAT32) return -2;
-        int r = g->values[u].producer;
-        int64_t in_elems, out_elems;
-        if (r >= 0 && (!strcmp(g->nodes[r].op_type, "Resize") || !strcmp(g->nodes[r].op_type, "Upsample")) &&
-            g->nodes[r].inputs[0] >= 0 && ctx->vmap[g->nodes[r].inputs[0]] >= 0 &&
-            korch_fission_resize_linear_map(g, &g->nodes[r], &in_elems, &out_elems) && in_elems < out_elems)
-            upsampled = true;
+        commutes = commutes || commuting_resize(ctx, u, m);
     }
-    if (!upsampled) return -2;
+    if (!commutes) return -2;
     int y = -1;
     int64_t from = 0;
     for (int j = 0; j < concat->n_inputs; j++) {
-        int u = concat->inputs[j], r = g->values[u].producer;
-        int64_t c = g->values[u].shape.dims[1], in_elems, out_elems;
-        bool resized = r >= 0 &&
-                       (!strcmp(g->nodes[r].op_type, "Resize") || !strcmp(g->nodes[r].op_type, "Upsample")) &&
-                       g->nodes[r].inputs[0] >= 0 && ctx->vmap[g->nodes[r].inputs[0]] >= 0 &&
-                       korch_fission_resize_linear_map(g, &g->nodes[r], &in_elems, &out_elems) &&
-                       in_elems < out_elems;
-        int part = resized ? ctx->vmap[g->nodes[r].inputs[0]] : ctx->vmap[u];
+        int u = concat->inputs[j];
+        int64_t c = g->values[u].shape.dims[1];
+        const korch_node *resize = commuting_resize(ctx, u, m);
+        int part = resize ? ctx->vmap[resize->inputs[0]] : ctx->vmap[u];
         int wj = weight_slice(ctx, W, from, c);
         int t = part < 0 || wj < 0 ? -1 : korch_pgraph_linear(ctx->pg, p, part, wj);
-        if (resized) t = korch_fission_resize_value(ctx, &g->nodes[r], t);
+        if (resize) t = korch_fission_resize_value(ctx, resize, t);
         y = j == 0 ? t : fission_binary(ctx, KORCH_EW_ADD, y, t);
         from += c;
     }

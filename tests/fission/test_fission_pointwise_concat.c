@@ -5,10 +5,11 @@
  * (which runs the graph as written) through fh_check, for linear and
  * nearest Resizes of several coordinate modes, Upsample, a part that is not
  * resized, a bias; and the rewrite's shape: as many linear primitives as
- * parts, no concatenation left, fewer multiply-adds. Where it must not
- * apply (tf_crop_and_resize's extrapolated constant, a downsampling, a 3x3
- * convolution, a concatenation on another axis) the graph keeps one
- * convolution of the concatenation. */
+ * parts, no concatenation left, exactly the multiply-adds of the parts
+ * commuted. A part is not commuted under tf_crop_and_resize (its
+ * extrapolated constant) or when the convolution is wider than it; where
+ * no part commutes, for a 3x3 convolution or a concatenation on another
+ * axis, the graph keeps one convolution of the concatenation. */
 #include <stdio.h>
 
 #include "fission_harness.h"
@@ -35,10 +36,11 @@ static void shape_of(korch_graph *g, int *linears, int *concats, double *macs) {
     korch_pgraph_free(pg);
 }
 
-/* a [1,4,4,5] resized x4 (x2 in W... per `scale`), b [1,6,8,10] resized
- * x2, c [1,5,16,20] as is; concatenated on `axis`, convolved k x k to 7
- * channels with a bias */
-static korch_graph *head(const char *mode, const char *coord, float scale_a, int axis, int64_t k, bool upsample_op) {
+/* a [1,4,4,5] resized by scale_a, b [1,6,8,10] resized x2, c [1,5,16,20]
+ * as is; concatenated on `axis`, convolved k x k to `cout` channels with a
+ * bias */
+static korch_graph *head(const char *mode, const char *coord, float scale_a, int axis, int64_t k, bool upsample_op,
+                         int64_t cout) {
     korch_graph *g = fh_begin(upsample_op ? 9 : 13);
     int64_t a[4] = {1, 4, 4, 5}, b[4] = {1, 6, 8, 10}, c[4] = {1, 5, 16, 20};
     if (axis != 1) a[1] = b[1] = 5; /* concatenated on H: equal channels, H adds up */
@@ -64,7 +66,7 @@ static korch_graph *head(const char *mode, const char *coord, float scale_a, int
     int cat = fh_node(g, "Concat", "ra,rb,c", "x");
     fh_attr_int(g, cat, "axis", axis);
     int64_t cin = axis == 1 ? 15 : 5;
-    int64_t wd[4] = {7, cin, k, k}, bd[1] = {7};
+    int64_t wd[4] = {cout, cin, k, k}, bd[1] = {cout};
     fh_const_random(g, "w", 4, wd, -0.5, 0.5);
     fh_const_random(g, "bias", 1, bd, -0.5, 0.5);
     fh_node(g, "Conv", "x,w,bias", "y");
@@ -73,36 +75,45 @@ static korch_graph *head(const char *mode, const char *coord, float scale_a, int
 }
 
 static void case_(const char *mode, const char *coord, float scale_a, int axis, int64_t k, bool upsample_op,
-                  bool rewritten) {
+                  int64_t cout, int rewritten_parts) {
     char label[160];
-    snprintf(label, sizeof label, "%s %s a x%g, axis %d, conv %lldx%lld%s", mode, coord, (double)scale_a, axis,
-             (long long)k, (long long)k, upsample_op ? ", Upsample-9" : "");
+    snprintf(label, sizeof label, "%s %s a x%g, axis %d, conv %lldx%lld to %lld%s", mode, coord, (double)scale_a, axis,
+             (long long)k, (long long)k, (long long)cout, upsample_op ? ", Upsample-9" : "");
     int linears, concats;
     double macs;
-    korch_graph *g = head(mode, coord, scale_a, axis, k, upsample_op);
+    korch_graph *g = head(mode, coord, scale_a, axis, k, upsample_op, cout);
     shape_of(g, &linears, &concats, &macs);
     korch_graph_free(g);
-    double whole = 16.0 * 20 * 7 * 15 * (double)(k * k); /* one convolution of the concatenation */
-    if (rewritten)
+    double whole = 16.0 * 20 * (double)cout * 15 * (double)(k * k); /* one convolution of the concatenation */
+    if (rewritten_parts)
         CHECK_MSG(linears == 3 && concats == 0 && macs < whole,
                   "%s: not computed part by part (%d linear primitives, %d concatenations, %.0f of %.0f multiply-adds)",
                   label, linears, concats, macs, whole);
     else
         CHECK_MSG(linears == 1 && concats == 1, "%s: rewritten where it must not be (%d linear, %d concatenations)",
                   label, linears, concats);
+    /* the parts commuted: a (4 channels, 16x smaller) and b (6, 4x smaller),
+     * each only if it is at least cout wide */
+    double expect = 16.0 * 20 * (double)cout * 5;
+    expect += rewritten_parts & 1 ? 4.0 * 5 * (double)cout * 4 : 16.0 * 20 * (double)cout * 4;
+    expect += rewritten_parts & 2 ? 8.0 * 10 * (double)cout * 6 : 16.0 * 20 * (double)cout * 6;
+    if (rewritten_parts) CHECK_MSG(macs == expect, "%s: %.0f multiply-adds, expected %.0f", label, macs, expect);
     /* a rtol for float32 sums in another order, and bilinear weights */
-    fh_check(head(mode, coord, scale_a, axis, k, upsample_op), &(fh_options){.rtol = 2e-5}, label);
+    fh_check(head(mode, coord, scale_a, axis, k, upsample_op, cout), &(fh_options){.rtol = 2e-5}, label);
 }
 
 int main(void) {
-    case_("linear", "half_pixel", 4, 1, 1, false, true);
-    case_("linear", "align_corners", 4, 1, 1, false, true);
-    case_("linear", "asymmetric", 4, 1, 1, false, true);
-    case_("linear", "pytorch_half_pixel", 4, 1, 1, false, true);
-    case_("nearest", "half_pixel", 4, 1, 1, false, true);
-    case_("nearest", "asymmetric", 4, 1, 1, true, true);      /* Upsample-9 */
-    case_("linear", "tf_crop_and_resize", 4, 1, 1, false, true); /* b is still resized x2 */
-    case_("linear", "half_pixel", 4, 1, 3, false, false);     /* 3x3: not pointwise */
-    case_("linear", "half_pixel", 4, 2, 1, false, false);     /* concatenated on H */
+    /* rewritten_parts: bit 0 a commuted, bit 1 b commuted; 0: left alone */
+    case_("linear", "half_pixel", 4, 1, 1, false, 3, 3);
+    case_("linear", "align_corners", 4, 1, 1, false, 3, 3);
+    case_("linear", "asymmetric", 4, 1, 1, false, 4, 3);
+    case_("linear", "pytorch_half_pixel", 4, 1, 1, false, 3, 3);
+    case_("nearest", "half_pixel", 4, 1, 1, false, 3, 3);
+    case_("nearest", "asymmetric", 4, 1, 1, true, 3, 3);         /* Upsample-9 */
+    case_("linear", "tf_crop_and_resize", 4, 1, 1, false, 3, 2); /* a's extrapolation does not commute */
+    case_("linear", "half_pixel", 4, 1, 1, false, 5, 2);         /* 5 > a's 4 channels: a not commuted */
+    case_("linear", "half_pixel", 4, 1, 1, false, 7, 0);         /* wider than every part */
+    case_("linear", "half_pixel", 4, 1, 3, false, 3, 0);         /* 3x3: not pointwise */
+    case_("linear", "half_pixel", 4, 2, 1, false, 3, 0);         /* concatenated on H */
     TEST_MAIN_END();
 }
