@@ -1,4 +1,5 @@
-/* Every convolution gets a dequantization of its own.
+/* Every convolution gets a dequantization of its own (and every integer
+ * matmul its source's zero-point subtraction: split_imatmul_source).
  *
  * A QDQ model dequantizes a tensor once for all its readers: a residual
  * block's input feeds both the block's first convolution and the Add that
@@ -43,6 +44,33 @@ static int copy_node(korch_pgraph *pg, int node, int k, int in) {
     return v;
 }
 
+/* An integer matmul whose source A - zp = SUB(CAST(q), CAST(z)) is shared
+ * (the query, key and value projections of one DynamicQuantizeLinear
+ * output) gets its own copy of the three nodes, so that a kernel can hold
+ * them with the matmul: oneDNN's int8 matmul reading q with zp as its
+ * source zero point (backend/dnnl/dnnl_imatmul.c). Returns 1 when it
+ * copied, 0 when there was nothing to do, -1 on error. */
+static int split_imatmul_source(korch_pgraph *pg, int i, int *uses) {
+    int x = pg->nodes[i].inputs[0];
+    int sub = producer_op(pg, x, KORCH_EW_SUB);
+    if (sub < 0) return 0;
+    int c_in = pg->nodes[sub].inputs[0], z = pg->nodes[sub].inputs[1];
+    int cast = producer_op(pg, c_in, KORCH_EW_CAST), zcast = producer_op(pg, z, KORCH_EW_CAST);
+    if (cast < 0 || !eight_bit(pg->values[pg->nodes[cast].inputs[0]].dtype)) return 0;
+    bool shared = uses[x] > 1 || pg->values[x].graph_output >= 0 || uses[c_in] > 1 || (zcast >= 0 && uses[z] > 1);
+    if (!shared) return 0;
+    int v = copy_node(pg, cast, -1, -1), zv = zcast >= 0 ? copy_node(pg, zcast, -1, -1) : z;
+    if (v < 0 || zv < 0) return -1;
+    int ins[2] = {v, zv};
+    korch_pnode s = pg->nodes[sub];
+    v = korch_pgraph_elementwise(pg, KORCH_EW_SUB, 2, ins, s.u.ew.alpha, s.u.ew.beta, KORCH_DTYPE_UNDEFINED);
+    if (v < 0) return -1;
+    pg->nodes[pg->values[v].producer].source_node = s.source_node;
+    pg->nodes[i].inputs[0] = v;
+    uses[x]--;
+    return 1;
+}
+
 korch_status korch_pgraph_split_dequant(korch_pgraph *pg, int *changed) {
     *changed = 0;
     int *uses = korch_cleanup_use_counts(pg);
@@ -51,6 +79,12 @@ korch_status korch_pgraph_split_dequant(korch_pgraph *pg, int *changed) {
     int n_nodes = pg->n_nodes; /* copies are appended: not revisited */
     for (int i = 0; i < n_nodes && st == KORCH_OK; i++) {
         const korch_pnode *lin = &pg->nodes[i];
+        if (korch_pnode_is_integer_matmul(pg, lin)) {
+            int r = split_imatmul_source(pg, i, uses);
+            if (r < 0) st = korch_error_prefix(KORCH_ERR_INTERNAL, "integer matmul source split");
+            *changed += r > 0;
+            continue;
+        }
         if (lin->dead || lin->kind != KORCH_PRIM_LINEAR || lin->u.linear.op != KORCH_LINEAR_CONV) continue;
         int x = lin->inputs[0], t = pg->values[x].producer;
         int64_t perm[KORCH_MAX_RANK];

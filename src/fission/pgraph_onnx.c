@@ -123,6 +123,25 @@ static void emit_reduce(korch_onnx_writer *w, const korch_pnode *n) {
 
 static void emit_linear(korch_onnx_writer *w, const korch_pnode *n) {
     const korch_prim_linear *p = &n->u.linear;
+    if (korch_pnode_is_integer_matmul(w->pg, n)) {
+        /* two 8-bit operands: MatMulInteger without zero points; else an
+         * int32 MatMul of the operands widened to int32 */
+        korch_dtype ta = w->pg->values[n->inputs[0]].dtype, tb = w->pg->values[n->inputs[1]].dtype;
+        if (ta != KORCH_DTYPE_INT32 && tb != KORCH_DTYPE_INT32) {
+            simple(w, "MatMulInteger", n);
+            return;
+        }
+        const char *ins[2] = {in_name(w, n, 0), in_name(w, n, 1)}, *y = out_name(w, n);
+        for (int k = 0; k < 2; k++) {
+            if (w->pg->values[n->inputs[k]].dtype == KORCH_DTYPE_INT32) continue;
+            const char *wide = korch_onnx_temp(w);
+            Onnx__NodeProto *c = korch_onnx_node(w, "Cast", 1, &ins[k], 1, &wide);
+            korch_onnx_attr_int(w, c, "to", KORCH_DTYPE_INT32);
+            ins[k] = wide;
+        }
+        korch_onnx_node(w, "MatMul", 2, ins, 1, &y);
+        return;
+    }
     if (p->op == KORCH_LINEAR_MATMUL) {
         simple(w, "MatMul", n);
         return;

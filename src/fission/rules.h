@@ -62,6 +62,9 @@ int fission_binary(korch_fission_ctx *ctx, korch_ew_op op, int a, int b);
 int fission_binary_ab(korch_fission_ctx *ctx, korch_ew_op op, int a, int b, float alpha, float beta);
 int fission_where(korch_fission_ctx *ctx, int cond, int a, int b);
 int fission_cast(korch_fission_ctx *ctx, int x, korch_dtype to);
+/* A MatMul with numpy semantics of a and b (rank-1 operands as matrices),
+ * reshaped to out_shape (rules_linear.c). */
+int fission_matmul(korch_fission_ctx *ctx, int a, int b, const korch_shape *out_shape);
 int fission_reduce(korch_fission_ctx *ctx, korch_reduce_op op, int x, uint32_t axes, bool keepdims);
 /* A scalar constant of dtype. */
 int fission_scalar(korch_fission_ctx *ctx, double v, korch_dtype dtype);

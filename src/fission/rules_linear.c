@@ -7,7 +7,7 @@
 
 /* MatMul with numpy semantics: rank-1 operands become matrices (1, K) or
  * (K, 1), and the result is reshaped to the inferred output shape. */
-static int matmul(korch_fission_ctx *ctx, int a, int b, const korch_shape *out_shape) {
+int fission_matmul(korch_fission_ctx *ctx, int a, int b, const korch_shape *out_shape) {
     if (a < 0 || b < 0) return -1;
     /* copies: adding nodes may move the value array */
     const korch_shape sa = *fission_shape(ctx, a), sb = *fission_shape(ctx, b);
@@ -29,7 +29,7 @@ static int matmul(korch_fission_ctx *ctx, int a, int b, const korch_shape *out_s
 KORCH_FISSION_RULE(MatMul) {
     if (fission_in_dtype(ctx, 0) != KORCH_DTYPE_FLOAT32)
         return fission_decline(ctx, "MatMul of a non-float32 dtype (linear primitives are float32)");
-    fission_set_out(ctx, 0, matmul(ctx, fission_in(ctx, 0), fission_in(ctx, 1), fission_out_shape(ctx, 0)));
+    fission_set_out(ctx, 0, fission_matmul(ctx, fission_in(ctx, 0), fission_in(ctx, 1), fission_out_shape(ctx, 0)));
     return fission_done(ctx);
 }
 

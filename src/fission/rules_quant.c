@@ -1,10 +1,10 @@
 /* The quantization operators. DequantizeLinear and QuantizeLinear become
  * elementwise primitives (exactly, see each rule); a dequantized source of
  * a convolution can then run as oneDNN's int8 convolution
- * (backend/dnnl/dnnl_dequant.c). The others stay whole, opaque primitives
- * running their reference kernels (ops/quantize_dynamic.c,
- * ops/matmul_integer.c, ops/conv_integer.c) inside the plan: the linear
- * primitives of the primitive graph are float32 (docs/quantization.md). */
+ * (backend/dnnl/dnnl_dequant.c). MatMulInteger becomes an integer matmul
+ * primitive. The others stay whole, opaque primitives running their
+ * reference kernels (ops/quantize_dynamic.c, ops/matmul_integer.c,
+ * ops/conv_integer.c) inside the plan (docs/quantization.md). */
 #include "fission/rules.h"
 #include "ops/quant.h"
 
@@ -106,8 +106,42 @@ KORCH_FISSION_RULE(DynamicQuantizeLinear) {
     return fission_decline(ctx, "DynamicQuantizeLinear (kept whole: runs its reference kernel)");
 }
 
+/* A - a_zero_point as an integer matmul operand: the 8-bit tensor itself
+ * without a zero point (or a constant zero one), else int32 A - zp, the
+ * per-row zero point [M] viewed as [M, 1]. */
+static int imatmul_operand(korch_fission_ctx *ctx, int x, int zp_input, bool per_row) {
+    const korch_tensor *zp = fission_const_in(ctx, zp_input);
+    if (!fission_has_in(ctx, zp_input) || (zp && all_zero(zp))) return x;
+    int z = fission_in(ctx, zp_input);
+    const korch_shape *zs = fission_shape(ctx, z);
+    if (korch_shape_numel(zs) == 1) {
+        korch_shape scalar = {.rank = 0};
+        z = korch_pgraph_reshape(ctx->pg, z, &scalar);
+    } else if (per_row) {
+        korch_shape column = {.rank = 2, .dims = {zs->dims[0], 1}};
+        z = korch_pgraph_reshape(ctx->pg, z, &column);
+    }
+    return fission_binary(ctx, KORCH_EW_SUB, fission_cast(ctx, x, KORCH_DTYPE_INT32), fission_cast(ctx, z, KORCH_DTYPE_INT32));
+}
+
+/* Y = (A - a_zp) @ (B - b_zp), exactly, as an integer matmul primitive
+ * (int32 sums; ir/pgraph.h): the zero points are subtracted in int32 (a
+ * constant B's folds into int32 weights), per tensor, per row of A ([M] as
+ * [M, 1]) or per column of B ([N], which broadcasts along the last axis).
+ * oneDNN computes it with int8 kernels where A is 8-bit with one zero point
+ * and B fits int8 (backend/dnnl/dnnl_imatmul.c); otherwise the reference
+ * backend's exact loop runs it. */
 KORCH_FISSION_RULE(MatMulInteger) {
-    return fission_decline(ctx, "MatMulInteger (integer matmul; linear primitives are float32)");
+    const korch_shape *as = fission_in_shape(ctx, 0);
+    if (as->rank < 1 || fission_in_shape(ctx, 1)->rank < 1)
+        return fission_decline(ctx, "MatMulInteger of a scalar operand");
+    bool per_row_a = fission_has_in(ctx, 2) && korch_shape_numel(fission_in_shape(ctx, 2)) > 1;
+    if (per_row_a && as->rank != 2)
+        return fission_decline(ctx, "MatMulInteger with a per-row zero point of a batched A");
+    int a = imatmul_operand(ctx, fission_in(ctx, 0), 2, true);
+    int b = imatmul_operand(ctx, fission_in(ctx, 1), 3, false);
+    fission_set_out(ctx, 0, fission_matmul(ctx, a, b, fission_out_shape(ctx, 0)));
+    return fission_done(ctx);
 }
 
 KORCH_FISSION_RULE(ConvInteger) {

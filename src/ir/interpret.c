@@ -523,6 +523,59 @@ static korch_status run_matmul(const korch_tensor *a, const korch_tensor *b, kor
     return KORCH_OK;
 }
 
+/* An integer matmul (MatMulInteger's fission: 8-bit operands, or int32
+ * after a zero point is subtracted): exact products summed in int64 and
+ * stored as int32, wrapping as the reference kernel does
+ * (ops/matmul_integer.c). Row by row, k outer, so the inner loop runs
+ * along a row of B and the accumulators (one row of int64) vectorise. */
+static korch_status run_matmul_int(const korch_tensor *a, const korch_tensor *b, korch_tensor *y) {
+    int ra = a->shape.rank, rb = b->shape.rank, ry = y->shape.rank;
+    int64_t M = a->shape.dims[ra - 2], K = a->shape.dims[ra - 1], N = b->shape.dims[rb - 1];
+    korch_shape batch = y->shape, ba = a->shape, bb = b->shape;
+    batch.rank = ry - 2;
+    ba.rank = ra - 2;
+    bb.rank = rb - 2;
+    int64_t sa[KORCH_MAX_RANK], sb[KORCH_MAX_RANK];
+    korch_broadcast_strides(&ba, &batch, sa);
+    korch_broadcast_strides(&bb, &batch, sb);
+    int64_t nb = korch_shape_numel(&batch), rows = nb * M;
+    if (rows == 0 || N == 0) return KORCH_OK;
+    /* B as int32 once (it is read M times) */
+    int32_t *bi = malloc((size_t)(korch_tensor_numel(b) > 0 ? korch_tensor_numel(b) : 1) * sizeof *bi);
+    if (!bi) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "interpreter: integer matmul: out of memory");
+    for (int64_t i = 0, n = korch_tensor_numel(b); i < n; i++) bi[i] = (int32_t)korch_tensor_get_i64(b, i);
+    int32_t *py = y->data;
+    int failed = 0;
+#pragma omp parallel if (rows * N * K >= ((int64_t)1 << 16)) reduction(| : failed)
+    {
+        int64_t *acc = malloc((size_t)N * sizeof *acc);
+        failed |= !acc;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            if (!acc) continue;
+            int64_t bi_ = r / M, row = r % M, rem = bi_, oa = 0, ob = 0;
+            for (int d = batch.rank - 1; d >= 0; d--) {
+                int64_t c = rem % batch.dims[d];
+                rem /= batch.dims[d];
+                oa += c * sa[d];
+                ob += c * sb[d];
+            }
+            const int32_t *pb = bi + ob * K * N;
+            for (int64_t j = 0; j < N; j++) acc[j] = 0;
+            for (int64_t k = 0; k < K; k++) {
+                int64_t av = korch_tensor_get_i64(a, (oa * M + row) * K + k);
+                const int32_t *brow = pb + k * N;
+                for (int64_t j = 0; j < N; j++) acc[j] += av * brow[j];
+            }
+            for (int64_t j = 0; j < N; j++) py[r * N + j] = (int32_t)(uint32_t)(uint64_t)acc[j];
+        }
+        free(acc);
+    }
+    free(bi);
+    if (failed) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "interpreter: integer matmul: out of memory");
+    return KORCH_OK;
+}
+
 /* Convolution and its transpose over 1-3 spatial dims, NCHW. */
 static korch_status run_conv(const korch_prim_linear *p, const korch_tensor *x, const korch_tensor *w, korch_tensor *y) {
     int s = p->spatial;
@@ -700,8 +753,9 @@ static korch_status run_node(const korch_pgraph *pg, int node, korch_tensor *con
     case KORCH_PRIM_LINEAR:
         if (n->u.linear.bf16 && (in[0]->dtype == KORCH_DTYPE_BFLOAT16 || in[1]->dtype == KORCH_DTYPE_BFLOAT16))
             return run_linear_bf16(pg, n, in[0], in[1], out[0], mode->jitter_seed);
+        if (korch_pnode_is_integer_matmul(pg, n)) return run_matmul_int(in[0], in[1], out[0]);
         if (in[0]->dtype != KORCH_DTYPE_FLOAT32 || in[1]->dtype != KORCH_DTYPE_FLOAT32)
-            return korch_error(KORCH_ERR_UNSUPPORTED, "interpreter: linear primitives are float32 only");
+            return korch_error(KORCH_ERR_UNSUPPORTED, "interpreter: linear primitives are float32, or an integer matmul");
         if (n->u.linear.bf16 && !mode->float32_only)
             return run_linear_bf16(pg, n, in[0], in[1], out[0], mode->jitter_seed);
         return run_linear(&n->u.linear, in[0], in[1], out[0]);

@@ -322,13 +322,29 @@ int korch_pgraph_linear(korch_pgraph *pg, const korch_prim_linear *params, int x
             out.dims[sp0 + d] = o;
         }
     }
+    korch_dtype tx = pg->values[x].dtype, tw = pg->values[w].dtype;
+    bool integer = korch_dtype_is_imatmul_operand(tx) || korch_dtype_is_imatmul_operand(tw);
+    if (integer && (params->op != KORCH_LINEAR_MATMUL || !korch_dtype_is_imatmul_operand(tx) ||
+                    !korch_dtype_is_imatmul_operand(tw) || params->bf16)) {
+        korch_error(KORCH_ERR_UNSUPPORTED, "linear: integer operands (%s, %s) make only a matmul of two integer "
+                                           "operands", korch_dtype_name(tx), korch_dtype_name(tw));
+        return -1;
+    }
     int ni = push_node(pg, KORCH_PRIM_LINEAR, 2, ins);
     if (ni < 0) return -1;
     pg->nodes[ni].u.linear = *params;
     /* a bf16 primitive's operand may be stored in bfloat16 (a precision
-     * cast's output); its sums, and so its output, are float32 */
-    korch_dtype dtype = pg->values[x].dtype == KORCH_DTYPE_BFLOAT16 ? KORCH_DTYPE_FLOAT32 : pg->values[x].dtype;
+     * cast's output); its sums, and so its output, are float32. An integer
+     * matmul sums exactly into int32. */
+    korch_dtype dtype = integer ? KORCH_DTYPE_INT32 : tx == KORCH_DTYPE_BFLOAT16 ? KORCH_DTYPE_FLOAT32 : tx;
     return attach_output(pg, ni, dtype, &out);
+}
+
+bool korch_pnode_is_integer_matmul(const korch_pgraph *pg, const korch_pnode *n) {
+    return !n->dead && n->kind == KORCH_PRIM_LINEAR && n->u.linear.op == KORCH_LINEAR_MATMUL && n->n_inputs == 2 &&
+           korch_dtype_is_imatmul_operand(pg->values[n->inputs[0]].dtype) &&
+           korch_dtype_is_imatmul_operand(pg->values[n->inputs[1]].dtype) &&
+           pg->values[n->outputs[0]].dtype == KORCH_DTYPE_INT32;
 }
 
 int korch_opaque_input(const korch_pgraph *pg, const korch_pnode *n, int k, const korch_tensor **constant) {

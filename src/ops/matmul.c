@@ -43,9 +43,12 @@ korch_status korch_matmul_geometry_read(const korch_op_ctx *ctx, int ia, int ib,
     return KORCH_OK;
 }
 
+/* float32, or int32 (both operands): ONNX allows integer MatMul, and an
+ * integer matmul primitive exported (fission/pgraph_onnx.c) is one */
 static korch_status matmul_geometry_read(const korch_op_ctx *ctx, matmul_geometry *g, korch_shape *out) {
-    KORCH_TRY(korch_op_require_dtype(ctx, 0, KORCH_DTYPE_FLOAT32));
-    KORCH_TRY(korch_op_require_dtype(ctx, 1, KORCH_DTYPE_FLOAT32));
+    korch_dtype t = ctx->inputs[0]->dtype == KORCH_DTYPE_INT32 ? KORCH_DTYPE_INT32 : KORCH_DTYPE_FLOAT32;
+    KORCH_TRY(korch_op_require_dtype(ctx, 0, t));
+    KORCH_TRY(korch_op_require_dtype(ctx, 1, t));
     return korch_matmul_geometry_read(ctx, 0, 1, g, out);
 }
 
@@ -53,14 +56,42 @@ static korch_status infer_matmul(korch_op_ctx *ctx) {
     matmul_geometry g;
     korch_shape out;
     KORCH_TRY(matmul_geometry_read(ctx, &g, &out));
-    korch_op_set_output(ctx, 0, KORCH_DTYPE_FLOAT32, &out);
+    korch_op_set_output(ctx, 0, ctx->inputs[0]->dtype, &out);
     return KORCH_OK;
+}
+
+/* int32: exact products summed in int64, stored wrapping to int32 (as
+ * MatMulInteger's reference, ops/matmul_integer.c). */
+static void run_matmul_int32(const matmul_geometry *g, const int32_t *a, const int32_t *b, int32_t *y) {
+    int64_t batches = korch_shape_numel(&g->batch), strides_a[KORCH_MAX_RANK], strides_b[KORCH_MAX_RANK];
+    korch_broadcast_strides(&g->batch_a, &g->batch, strides_a);
+    korch_broadcast_strides(&g->batch_b, &g->batch, strides_b);
+#pragma omp parallel for schedule(static) if (batches * g->m * g->n * g->k >= (1 << 16))
+    for (int64_t tm = 0; tm < batches * g->m; tm++) {
+        int64_t t = tm / g->m, row = tm % g->m, oa = 0, ob = 0, rest = t;
+        for (int d = g->batch.rank - 1; d >= 0; d--) {
+            int64_t i = rest % g->batch.dims[d];
+            rest /= g->batch.dims[d];
+            oa += i * strides_a[d];
+            ob += i * strides_b[d];
+        }
+        const int32_t *pa = a + (oa * g->m + row) * g->k, *pb = b + ob * g->k * g->n;
+        for (int64_t col = 0; col < g->n; col++) {
+            int64_t acc = 0;
+            for (int64_t kk = 0; kk < g->k; kk++) acc += (int64_t)pa[kk] * pb[kk * g->n + col];
+            y[tm * g->n + col] = (int32_t)(uint32_t)(uint64_t)acc;
+        }
+    }
 }
 
 static korch_status run_matmul(korch_op_ctx *ctx) {
     matmul_geometry g;
     korch_shape out;
     KORCH_TRY(matmul_geometry_read(ctx, &g, &out));
+    if (ctx->inputs[0]->dtype == KORCH_DTYPE_INT32) {
+        run_matmul_int32(&g, ctx->inputs[0]->data, ctx->inputs[1]->data, ctx->outputs[0]->data);
+        return KORCH_OK;
+    }
     const float *a = ctx->inputs[0]->data, *b = ctx->inputs[1]->data;
     float *y = ctx->outputs[0]->data;
     int64_t batches = korch_shape_numel(&g.batch);

@@ -152,7 +152,9 @@ static bool setup_linear(actx *c, int node) {
     d->wei_bf16 = vw->dtype == KORCH_DTYPE_BFLOAT16 && c->operand_cast[1] < 0;
     bool x_ok = vx->dtype == KORCH_DTYPE_FLOAT32 || (d->params.bf16 && vx->dtype == KORCH_DTYPE_BFLOAT16);
     bool w_ok = vw->dtype == KORCH_DTYPE_FLOAT32 || (d->params.bf16 && vw->dtype == KORCH_DTYPE_BFLOAT16);
-    if (!x_ok || !w_ok || vy->dtype != KORCH_DTYPE_FLOAT32)
+    if (d->imatmul) /* dnnl_imatmul.c: the 8-bit source and integer weights checked there */
+        x_ok = w_ok = vy->dtype == KORCH_DTYPE_INT32;
+    if (!x_ok || !w_ok || (vy->dtype != KORCH_DTYPE_FLOAT32 && !d->imatmul))
         return an_fail(c, "%s: only float32 linear primitives (or bf16 ones on bfloat16 operands)",
                        an_node_name(c, node, nm, sizeof nm));
     for (int i = 0; i < vy->shape.rank; i++)
@@ -160,6 +162,7 @@ static bool setup_linear(actx *c, int node) {
             return an_fail(c, "%s: empty tensor", an_node_name(c, node, nm, sizeof nm));
     d->wei_constant = wsrc->is_constant && wsrc->constant.data;
     d->wei_data = d->wei_constant ? wsrc->constant.data : NULL;
+    d->wei_tensor = d->wei_constant ? &wsrc->constant : NULL;
     int r = vy->shape.rank;
     if (r > DN_MAX_DIMS) return an_fail(c, "%s: rank %d is beyond oneDNN's limit", an_node_name(c, node, nm, sizeof nm), r);
     c->out_rank = r;
@@ -265,6 +268,11 @@ static void finish(actx *c) {
         int32_t q[4] = {(int32_t)d->src_q, d->src_zp != 0, (int32_t)d->dst_q, d->dst_zp != 0};
         hash_bytes(h, q, sizeof q);
     }
+    if (d->imatmul) { /* the same: integer matmuls only */
+        int32_t q[3] = {(int32_t)d->src_q, d->src_zp != 0, d->src_zp_slot >= 0 ? 1 + d->src_zp_u8 : 0};
+        hash_bytes(h, "imatmul", 7);
+        hash_bytes(h, q, sizeof q);
+    }
     if (d->src_bf16 || d->wei_bf16 || d->dst_bf16) { /* the same: bfloat16 storage only */
         int32_t b[3] = {d->src_bf16, d->wei_bf16, d->dst_bf16};
         hash_bytes(h, b, sizeof b);
@@ -304,7 +312,8 @@ static void finish(actx *c) {
     }
     if (p.bf16) APPEND(" bf16");
     if (d->src_bf16 || d->wei_bf16) APPEND(" %s-bf16", d->src_bf16 && d->wei_bf16 ? "operands" : d->src_bf16 ? "src" : "wei");
-    if (d->src_q) APPEND(" %s%s", d->src_q == dnnl_u8 ? "u8" : "s8", d->src_zp ? " zp" : "");
+    if (d->src_q) APPEND(" %s%s", d->src_q == dnnl_u8 ? "u8" : "s8", d->src_zp || d->src_zp_slot >= 0 ? " zp" : "");
+    if (d->imatmul) APPEND(" x s8 ->s32");
     if (c->src_transposed) APPEND(" src-strided");
     if (d->bias_slot >= 0) APPEND(" +bias");
     for (int i = 0; i < d->n_post; i++) {
@@ -397,6 +406,7 @@ static bool feeds(const actx *c, int node, int target, int depth) {
 bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t size) {
     memset(d, 0, sizeof *d);
     d->bias_slot = -1;
+    d->src_zp_slot = -1;
     actx c = {.spec = spec, .pg = spec->pg, .d = d, .reason = reason, .size = size, .src_transpose = -1,
               .dequant_q = -1, .operand_cast = {-1, -1}};
     if (reason && size) reason[0] = '\0';
@@ -413,8 +423,16 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
         }
     }
     if (linear < 0) return an_fail(&c, "no linear primitive (memory-bound kernels are the code generator's)");
-    c.src_transpose = an_src_transpose(&c, linear, c.src_perm);
-    int deq[3], n_deq = c.src_transpose < 0 ? an_src_dequant(&c, linear, deq) : 0;
+    bool imatmul = korch_pnode_is_integer_matmul(spec->pg, &spec->pg->nodes[linear]);
+    int deq[6], n_deq = 0;
+    if (imatmul) {
+        n_deq = an_imatmul_src(&c, linear, deq);
+        if (n_deq < 0)
+            return an_fail(&c, "an integer matmul whose source is not an 8-bit kernel input minus a scalar zero point");
+    } else {
+        c.src_transpose = an_src_transpose(&c, linear, c.src_perm);
+        n_deq = c.src_transpose < 0 ? an_src_dequant(&c, linear, deq) : 0;
+    }
     for (int k = 0; k < 2; k++) c.operand_cast[k] = an_operand_cast(&c, linear, k);
     for (int i = 0; i < spec->n_nodes; i++) {
         const korch_pnode *n = &spec->pg->nodes[spec->nodes[i]];
@@ -441,8 +459,10 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
     for (int k = 0; k < n_deq; k++) c.used[an_spec_index(&c, deq[k])] = true;
     for (int k = 0; k < 2; k++)
         if (c.operand_cast[k] >= 0) c.used[an_spec_index(&c, c.operand_cast[k])] = true;
-    if (!an_int8_check(&c)) return false;
+    if (imatmul ? !an_imatmul_check(&c) : !an_int8_check(&c)) return false;
     int v = spec->pg->nodes[linear].outputs[0];
+    if (imatmul && an_consumers(&c, v, (int[1]){0}, 1) > 0)
+        return an_fail(&c, "an integer matmul's int32 result is read inside the kernel (oneDNN writes it, no post-ops)");
     for (;;) {
         int cons[8];
         int nc = an_consumers(&c, v, cons, 8);

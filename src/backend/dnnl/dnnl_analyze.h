@@ -70,6 +70,15 @@ bool an_int8_check(actx *c);
  * returns the kernel's final value, else -1 (nothing changed). */
 int an_requant_tail(actx *c, int v);
 
+/* dnnl_imatmul.c: the source of an integer matmul: the 8-bit kernel input
+ * A, or SUB(CAST(A), zero point) with the zero point a constant or the CAST
+ * of a scalar 8-bit kernel input; sets d's imatmul, src_q and zero point
+ * and c->dequant_q, lists the absorbed nodes (at most 6) and returns their
+ * number, or -1 when the source is none of these. an_imatmul_check: once
+ * set up, can oneDNN compute it exactly (VNNI, constant int8 weights)? */
+int an_imatmul_src(actx *c, int linear, int *nodes);
+bool an_imatmul_check(actx *c);
+
 /* dnnl_bf16.c: the precision cast (float32 -> bfloat16) inside the kernel
  * producing operand k (0 source, 1 weights) of a bf16 linear primitive from
  * a kernel input, absorbed as the kernel's conversion; else -1.

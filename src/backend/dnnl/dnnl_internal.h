@@ -61,6 +61,14 @@ typedef struct dn_desc {
      * product by 1 / s_y being the chain's last post-op. undef: float32. */
     dnnl_data_type_t dst_q;
     int32_t dst_zp;
+    /* integer matmul (dnnl_imatmul.c): src_q is A's type, the weights are
+     * the integer constant wei_tensor (values in int8), the destination
+     * s32; the source zero point is src_zp, or read at run time from the
+     * scalar 8-bit kernel input src_zp_slot (>= 0; uint8 when src_zp_u8) */
+    bool imatmul;
+    const korch_tensor *wei_tensor;
+    int src_zp_slot;
+    bool src_zp_u8;
     /* bf16 (dnnl_bf16.c): the source / weights are bfloat16 kernel inputs
      * (else float32, converted by the kernel); the destination is written
      * in bfloat16 (else float32) */
@@ -91,6 +99,10 @@ const char *dn_alg_name(dnnl_alg_kind_t alg);
  * or KORCH_ERR_UNSUPPORTED with the reason. */
 bool dn_int8_exact_cpu(void);
 korch_status dn_int8_weights(const dn_desc *d, signed char **q, float **scales);
+
+/* dnnl_imatmul.c: the int8 weights of an integer matmul (malloc'd), or
+ * NULL (an error set) when a value does not fit in int8. */
+signed char *dn_imatmul_weights(const dn_desc *d);
 
 /* dnnl_quirks.c: false with a reason when oneDNN implementation `impl`
  * (dnnl_query_impl_info_str) is known to compute d's post-ops wrongly with

@@ -29,6 +29,8 @@ struct dn_kernel {
     dnnl_memory_t post[DN_MAX_POST];
     dnnl_memory_t zp[2];               /* int8: the source's and destination's zero points (given at run time) */
     int32_t zp_value[2];
+    int zp_slot;                       /* integer matmul: the spec input of the source's zero point (-1: constant) */
+    bool zp_u8;
     dn_weights *wei_copy;              /* reordered constant weights (shared), or NULL */
     void *src_buf, *dst_buf, *wei_buf; /* owned: blocked or bf16 src/dst, bf16 copies of activation weights */
     int threads;
@@ -209,10 +211,13 @@ static korch_status make_attr(const dn_desc *d, const float *scales, dnnl_primit
     dnnl_post_ops_t po = NULL;
     *attr = NULL;
     DN_CHECK(dnnl_primitive_attr_create(attr), "attribute");
-    if (d->src_q) {
+    static const int32_t runtime_zp = DNNL_RUNTIME_S32_VAL;
+    if (d->imatmul) { /* an exact int32 sum: no scales */
+        if (d->src_zp || d->src_zp_slot >= 0)
+            DN_CHECK(dnnl_primitive_attr_set_zero_points(*attr, DNNL_ARG_SRC, 1, 0, &runtime_zp), "zero points");
+    } else if (d->src_q) {
         /* dst = scale[c] * sum((q - zp) * w_q): the scales apply before the post-ops */
         DN_CHECK(dnnl_primitive_attr_set_output_scales(*attr, d->dst.dims[1], 1 << 1, scales), "output scales");
-        static const int32_t runtime_zp = DNNL_RUNTIME_S32_VAL;
         if (d->src_zp)
             DN_CHECK(dnnl_primitive_attr_set_zero_points(*attr, DNNL_ARG_SRC, 1, 0, &runtime_zp), "zero points");
         if (d->dst_zp)
@@ -327,14 +332,20 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
      * source is the caller's u8/s8 tensor, the weights int8 copies */
     dnnl_data_type_t operand_type = d->params.bf16 ? dnnl_bf16 : dnnl_f32;
     dnnl_data_type_t src_type = d->src_q ? d->src_q : operand_type, wei_type = d->src_q ? dnnl_s8 : operand_type;
-    if (d->src_q) {
+    if (d->imatmul) {
+        wei_q = dn_imatmul_weights(d);
+        if (!wei_q) {
+            st = korch_error_prefix(KORCH_ERR_UNSUPPORTED, "oneDNN");
+            goto done;
+        }
+    } else if (d->src_q) {
         st = dn_int8_weights(d, &wei_q, &wei_scales);
         if (st != KORCH_OK) goto done;
         for (int64_t c = 0; c < d->dst.dims[1]; c++) wei_scales[c] *= d->src_scale; /* s_x * s_w[c] */
     }
     /* operands stored in bfloat16 by their producers are read as they are */
     DN_CHECK(md_typed(&src, d->src_q ? d->src_q : d->src_bf16 ? dnnl_bf16 : dnnl_f32, &src_user), "source descriptor");
-    dnnl_data_type_t dst_type = d->dst_q ? d->dst_q : d->dst_bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_data_type_t dst_type = d->imatmul ? dnnl_s32 : d->dst_q ? d->dst_q : d->dst_bf16 ? dnnl_bf16 : dnnl_f32;
     DN_CHECK(md_typed(&dst, dst_type, &dst_user), "destination descriptor");
     DN_CHECK(md_typed(&d->wei, d->src_q ? dnnl_s8 : d->wei_bf16 ? dnnl_bf16 : dnnl_f32, &wei_user_md),
              "weights descriptor");
@@ -443,8 +454,10 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     if (k->bias) k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, k->bias};
     k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_DST, k->dst};
     const int32_t zps[2] = {d->src_q ? d->src_zp : 0, d->dst_q ? d->dst_zp : 0};
+    k->zp_slot = d->src_zp_slot;
+    k->zp_u8 = d->src_zp_u8;
     for (int z = 0; z < 2; z++) {
-        if (!zps[z]) continue;
+        if (!zps[z] && !(z == 0 && k->zp_slot >= 0)) continue;
         dnnl_memory_desc_t zp_md;
         DN_CHECK(dnnl_memory_desc_init_by_tag(&zp_md, 1, (dnnl_dims_t){1}, dnnl_s32, dnnl_x), "zero-point descriptor");
         k->zp_value[z] = zps[z];
@@ -481,6 +494,7 @@ static korch_status kernel_create(const dn_desc *d, const dn_variant *v, int thr
     if (v->threads > 0 && v->threads < k->threads) k->threads = v->threads;
     k->src_slot = d->src_slot;
     k->wei_copied_slot = -1;
+    k->zp_slot = -1;
     korch_status st = KORCH_OK;
     dnnl_status_t s = dnnl_stream_create(&k->stream, engine, dnnl_stream_default_flags);
     if (s != dnnl_success) st = dnnl_fail(s, "stream creation", d);
@@ -560,6 +574,8 @@ korch_status dn_kernel_run(dn_kernel *k, void *const *inputs, void *const *outpu
     for (int i = 0; i < k->n_post; i++)
         if (k->post_slot[i] >= 0)
             DN_CHECK(dnnl_memory_set_data_handle(k->post[i], inputs[k->post_slot[i]]), "binding a post-op operand");
+    if (k->zp_slot >= 0) /* computed per inference (DynamicQuantizeLinear) */
+        k->zp_value[0] = k->zp_u8 ? *(const uint8_t *)inputs[k->zp_slot] : *(const int8_t *)inputs[k->zp_slot];
     if (k->reorder_src) {
         dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, k->src_user}, {DNNL_ARG_TO, k->src}};
         DN_CHECK(dnnl_primitive_execute(k->reorder_src, k->stream, 2, args), "source reorder");
