@@ -217,6 +217,8 @@ static inline void fh_random_tensor(korch_tensor *t, korch_dtype dt, const korch
         case KORCH_DTYPE_FLOAT64: ((double *)t->data)[i] = lo + (hi - lo) * fh_uniform(); break;
         case KORCH_DTYPE_INT64: ((int64_t *)t->data)[i] = fh_int(-5, 5); break;
         case KORCH_DTYPE_INT32: ((int32_t *)t->data)[i] = (int32_t)fh_int(-5, 5); break;
+        case KORCH_DTYPE_UINT8: ((uint8_t *)t->data)[i] = (uint8_t)fh_int(0, 255); break;
+        case KORCH_DTYPE_INT8: ((int8_t *)t->data)[i] = (int8_t)fh_int(-128, 127); break;
         case KORCH_DTYPE_BOOL: ((uint8_t *)t->data)[i] = fh_uniform() < 0.5; break;
         default: break;
         }

@@ -4,9 +4,11 @@
  * The primitive sums (A - a_zp) x B' exactly into int32, A 8-bit and B' the
  * constant weights minus their zero points (folded to int32 by fission).
  * The kernel holding it is one oneDNN matmul of
- *   - the 8-bit A itself (a kernel input), with a_zp as oneDNN's source zero
- *     point: a constant, or a scalar 8-bit kernel input read at every run
- *     (DynamicQuantizeLinear computes it per inference);
+ *   - the 8-bit A itself (a kernel input); its zero point a_zp, a constant
+ *     or a scalar 8-bit kernel input read at every run (DynamicQuantizeLinear
+ *     computes it per inference), is subtracted after the matmul as
+ *     a_zp * colsum(B') (dnnl_primitive.c, zp_correct: oneDNN's own source
+ *     zero point is not exact past 2^24);
  *   - int8 weights: B' when every value fits in int8 (symmetric int8
  *     weights do; uint8 weights with a zero point may not: no candidate);
  *   - an s32 destination, no post-ops (the scale products after it are
@@ -88,6 +90,8 @@ bool an_imatmul_check(actx *c) {
     if (!dn_int8_exact_cpu())
         return an_fail(c, "an integer matmul: oneDNN's int8 matmul sums exactly only with VNNI, which this CPU lacks");
     if (!d->wei_constant) return an_fail(c, "an integer matmul with weights computed at run time");
+    if ((d->src_zp || d->src_zp_slot >= 0) && (!d->wei_tensor || d->wei_tensor->shape.rank != 2))
+        return an_fail(c, "an integer matmul with a zero point and weights that are not one matrix");
     signed char *q = dn_imatmul_weights(d);
     if (!q) {
         korch_error_clear();

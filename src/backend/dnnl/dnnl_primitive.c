@@ -29,7 +29,12 @@ struct dn_kernel {
     dnnl_memory_t post[DN_MAX_POST];
     dnnl_memory_t zp[2];               /* int8: the source's and destination's zero points (given at run time) */
     int32_t zp_value[2];
-    int zp_slot;                       /* integer matmul: the spec input of the source's zero point (-1: constant) */
+    /* integer matmul with a source zero point (zp_correct): the weights'
+     * column sums, the zero point (constant, or read from input zp_slot) */
+    int32_t *colsum;
+    int64_t rows, cols;
+    int32_t zp_const;
+    int zp_slot;
     bool zp_u8;
     dn_weights *wei_copy;              /* reordered constant weights (shared), or NULL */
     void *src_buf, *dst_buf, *wei_buf; /* owned: blocked or bf16 src/dst, bf16 copies of activation weights */
@@ -212,10 +217,9 @@ static korch_status make_attr(const dn_desc *d, const float *scales, dnnl_primit
     *attr = NULL;
     DN_CHECK(dnnl_primitive_attr_create(attr), "attribute");
     static const int32_t runtime_zp = DNNL_RUNTIME_S32_VAL;
-    if (d->imatmul) { /* an exact int32 sum: no scales */
-        if (d->src_zp || d->src_zp_slot >= 0)
-            DN_CHECK(dnnl_primitive_attr_set_zero_points(*attr, DNNL_ARG_SRC, 1, 0, &runtime_zp), "zero points");
-    } else if (d->src_q) {
+    /* an integer matmul: an exact int32 sum, no scales; its zero point is
+     * not oneDNN's (zp_correct) */
+    if (d->src_q && !d->imatmul) {
         /* dst = scale[c] * sum((q - zp) * w_q): the scales apply before the post-ops */
         DN_CHECK(dnnl_primitive_attr_set_output_scales(*attr, d->dst.dims[1], 1 << 1, scales), "output scales");
         if (d->src_zp)
@@ -264,6 +268,7 @@ void dn_kernel_free(dn_kernel *k) {
     free(k->src_buf);
     free(k->dst_buf);
     free(k->wei_buf);
+    free(k->colsum);
     free(k);
 }
 
@@ -309,6 +314,8 @@ static dn_tensor convolution_strides(const dn_tensor *t, bool channels_last) {
     }
     return p;
 }
+
+static korch_status zp_correction_init(const dn_desc *d, const signed char *wei, dn_kernel *k);
 
 /* probe: stop once oneDNN has named the implementation and the quirks have
  * accepted it (dn_variant_buildable): no JIT, no weights reordered */
@@ -453,11 +460,13 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, k->wei};
     if (k->bias) k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, k->bias};
     k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_DST, k->dst};
-    const int32_t zps[2] = {d->src_q ? d->src_zp : 0, d->dst_q ? d->dst_zp : 0};
-    k->zp_slot = d->src_zp_slot;
-    k->zp_u8 = d->src_zp_u8;
+    const int32_t zps[2] = {d->src_q && !d->imatmul ? d->src_zp : 0, d->dst_q ? d->dst_zp : 0};
+    if (d->imatmul && (d->src_zp || d->src_zp_slot >= 0)) {
+        st = zp_correction_init(d, wei_q, k);
+        if (st != KORCH_OK) goto done;
+    }
     for (int z = 0; z < 2; z++) {
-        if (!zps[z] && !(z == 0 && k->zp_slot >= 0)) continue;
+        if (!zps[z]) continue;
         dnnl_memory_desc_t zp_md;
         DN_CHECK(dnnl_memory_desc_init_by_tag(&zp_md, 1, (dnnl_dims_t){1}, dnnl_s32, dnnl_x), "zero-point descriptor");
         k->zp_value[z] = zps[z];
@@ -480,6 +489,41 @@ done:
     free(wei_q);
     free(wei_scales);
     return st;
+}
+
+/* An integer matmul's source zero point. oneDNN 2.6's int8 matmul with a
+ * source zero point (its compensation) is not exact once sums pass 2^24
+ * (off by one at 4.4e7, K = 3072; tests/dnnl/test_dnnl_imatmul.c), while
+ * without one it is. So the kernel computes A x W and subtracts
+ * zp * colsum(W) itself, in int32: (A - zp) x W = A x W - zp * sum_k W[k, n],
+ * exact modulo 2^32 like the reference's wrap. */
+static korch_status zp_correction_init(const dn_desc *d, const signed char *wei, dn_kernel *k) {
+    const korch_tensor *w = d->wei_tensor;
+    if (!w || w->shape.rank != 2)
+        return korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN integer matmul (%s): a zero point with weights of rank %d",
+                           d->text, w ? w->shape.rank : 0);
+    int64_t K = w->shape.dims[0], N = w->shape.dims[1], total = 1;
+    for (int i = 0; i < d->dst.ndims; i++) total *= d->dst.dims[i];
+    k->colsum = calloc((size_t)(N > 0 ? N : 1), sizeof *k->colsum);
+    if (!k->colsum) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory");
+    for (int64_t kk = 0; kk < K; kk++)
+        for (int64_t n = 0; n < N; n++) k->colsum[n] += wei[kk * N + n];
+    k->cols = N;
+    k->rows = N > 0 ? total / N : 0;
+    k->zp_const = d->src_zp;
+    k->zp_slot = d->src_zp_slot;
+    k->zp_u8 = d->src_zp_u8;
+    return KORCH_OK;
+}
+
+static void zp_correct(const dn_kernel *k, void *const *inputs, int32_t *y) {
+    int32_t zp = k->zp_slot < 0 ? k->zp_const
+                 : k->zp_u8    ? *(const uint8_t *)inputs[k->zp_slot]
+                               : *(const int8_t *)inputs[k->zp_slot];
+    if (!zp) return;
+    for (int64_t r = 0; r < k->rows; r++)
+        for (int64_t n = 0; n < k->cols; n++)
+            y[r * k->cols + n] = (int32_t)((uint32_t)y[r * k->cols + n] - (uint32_t)zp * (uint32_t)k->colsum[n]);
 }
 
 static korch_status kernel_create(const dn_desc *d, const dn_variant *v, int threads, dn_kernel **out, char *impl,
@@ -574,8 +618,6 @@ korch_status dn_kernel_run(dn_kernel *k, void *const *inputs, void *const *outpu
     for (int i = 0; i < k->n_post; i++)
         if (k->post_slot[i] >= 0)
             DN_CHECK(dnnl_memory_set_data_handle(k->post[i], inputs[k->post_slot[i]]), "binding a post-op operand");
-    if (k->zp_slot >= 0) /* computed per inference (DynamicQuantizeLinear) */
-        k->zp_value[0] = k->zp_u8 ? *(const uint8_t *)inputs[k->zp_slot] : *(const int8_t *)inputs[k->zp_slot];
     if (k->reorder_src) {
         dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, k->src_user}, {DNNL_ARG_TO, k->src}};
         DN_CHECK(dnnl_primitive_execute(k->reorder_src, k->stream, 2, args), "source reorder");
@@ -590,6 +632,7 @@ korch_status dn_kernel_run(dn_kernel *k, void *const *inputs, void *const *outpu
         DN_CHECK(dnnl_primitive_execute(k->reorder_dst, k->stream, 2, args), "destination reorder");
     }
     DN_CHECK(dnnl_stream_wait(k->stream), "stream wait");
+    if (k->colsum) zp_correct(k, inputs, outputs[0]);
 done:
     if (saved != k->threads) omp_set_num_threads(saved);
     return st;

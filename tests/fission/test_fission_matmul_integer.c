@@ -1,0 +1,120 @@
+/* MatMulInteger becomes an integer matmul primitive (src/fission/
+ * rules_quant.c; docs/quantization.md, "Integer matmuls"): the zero points
+ * subtracted in int32, the products summed exactly into int32. Against the
+ * reference executor through fh_check (raw and cleaned graphs interpreted,
+ * the cleaned graph exported to ONNX and run again), exactly (integers
+ * compare bit for bit):
+ *  - uint8 and int8 A and B, with no zero points, constant ones, run-time
+ *    ones (a DynamicQuantizeLinear's), per row of A and per column of B;
+ *  - constant B (the weights of a dynamically quantized model) and B
+ *    computed at run time; batched A; one-dimensional operands;
+ *  - sums far beyond 2^24 (K = 3072, every product -128 * 255): a float32
+ *    matmul of the same integers rounds them, the integer matmul does not;
+ * and the result's form: no opaque primitive, one integer matmul. A per-row
+ * zero point of a batched A keeps the operator whole (declined). */
+#include <stdio.h>
+
+#include "fission_harness.h"
+
+static int integer_matmuls(korch_graph *g) {
+    korch_pgraph *pg = NULL;
+    CHECK_OK(korch_graph_validate(g));
+    CHECK_OK(korch_graph_infer(g, NULL, 0));
+    CHECK_OK(korch_fission(g, &pg, NULL));
+    int n = 0;
+    for (int i = 0; pg && i < pg->n_nodes; i++) n += korch_pnode_is_integer_matmul(pg, &pg->nodes[i]);
+    korch_pgraph_free(pg);
+    return n;
+}
+
+/* an 8-bit constant uniform over its type, or (fill) uniform over
+ * [value, value + 31]: one sign, odd values, so that the sums are large and
+ * not multiples of a power of two (which float32 would hold exactly) */
+static void const_8bit(korch_graph *g, const char *name, korch_dtype dt, int rank, const int64_t *dims, bool fill,
+                       int value) {
+    korch_tensor t;
+    korch_shape s = korch_shape_make(rank, dims);
+    if (korch_tensor_alloc(&t, dt, &s) != KORCH_OK) abort();
+    for (int64_t i = 0; i < korch_tensor_numel(&t); i++) {
+        int v = fill ? (int)fh_int(value, value + 31)
+                     : dt == KORCH_DTYPE_UINT8 ? (int)fh_int(0, 255) : (int)fh_int(-128, 127);
+        if (dt == KORCH_DTYPE_UINT8) ((uint8_t *)t.data)[i] = (uint8_t)v;
+        else ((int8_t *)t.data)[i] = (int8_t)v;
+    }
+    fh_const(g, name, &t);
+}
+
+typedef enum zp_kind { ZP_NONE, ZP_CONST, ZP_INPUT, ZP_VECTOR_CONST, ZP_VECTOR_INPUT } zp_kind;
+
+typedef struct mm_case {
+    const char *label;
+    korch_dtype ta, tb;
+    int rank_a;
+    int64_t a[4];
+    int64_t k, n;
+    bool b_const;
+    zp_kind za, zb;
+    bool declined;
+} mm_case;
+
+static korch_graph *build(const mm_case *c, bool big) {
+    korch_graph *g = fh_begin(13);
+    fh_input(g, "A", c->ta, c->rank_a, c->a);
+    int64_t bd[2] = {c->k, c->n};
+    if (c->b_const) const_8bit(g, "B", c->tb, 2, bd, big, c->tb == KORCH_DTYPE_INT8 ? -128 : 255);
+    else fh_input(g, "B", c->tb, 2, bd);
+    int64_t one[1] = {1}, rows[1] = {c->rank_a >= 2 ? c->a[c->rank_a - 2] : 1}, cols[1] = {c->n};
+    char ins[64] = "A,B";
+    switch (c->za) {
+    case ZP_NONE: break;
+    case ZP_CONST: const_8bit(g, "za", c->ta, 0, one, false, 0); break;
+    case ZP_INPUT: fh_input(g, "za", c->ta, 0, one); break;
+    case ZP_VECTOR_CONST: const_8bit(g, "za", c->ta, 1, rows, false, 0); break;
+    case ZP_VECTOR_INPUT: fh_input(g, "za", c->ta, 1, rows); break;
+    }
+    switch (c->zb) {
+    case ZP_NONE: break;
+    case ZP_CONST: const_8bit(g, "zb", c->tb, 0, one, false, 0); break;
+    case ZP_INPUT: fh_input(g, "zb", c->tb, 0, one); break;
+    case ZP_VECTOR_CONST: const_8bit(g, "zb", c->tb, 1, cols, false, 0); break;
+    case ZP_VECTOR_INPUT: fh_input(g, "zb", c->tb, 1, cols); break;
+    }
+    if (c->za != ZP_NONE || c->zb != ZP_NONE) strcat(ins, c->za != ZP_NONE ? ",za" : ",");
+    if (c->zb != ZP_NONE) strcat(ins, ",zb");
+    fh_node(g, "MatMulInteger", ins, "Y");
+    fh_output(g, "Y");
+    return g;
+}
+
+static void run_case(const mm_case *c, bool big) {
+    char label[200];
+    snprintf(label, sizeof label, "%s%s", c->label, big ? " (sums beyond 2^24)" : "");
+    korch_graph *g = build(c, big);
+    int found = integer_matmuls(g);
+    CHECK_MSG(found == (c->declined ? 0 : 1), "%s: %d integer matmuls, want %d", label, found, c->declined ? 0 : 1);
+    korch_graph_free(g);
+    fh_check(build(c, big), &(fh_options){.allow_opaque = c->declined, .seed = 7}, label);
+}
+
+int main(void) {
+    const korch_dtype U8 = KORCH_DTYPE_UINT8, S8 = KORCH_DTYPE_INT8;
+    const mm_case cases[] = {
+        {"u8 x s8, no zero points", U8, S8, 2, {5, 12}, 12, 7, true, ZP_NONE, ZP_NONE, false},
+        {"u8 x s8, run-time zp of A, zp 0 of B (quantize_dynamic)", U8, S8, 3, {1, 9, 16}, 16, 11, true, ZP_INPUT,
+         ZP_CONST, false},
+        {"s8 x u8, constant zp of A, per-column zp of B", S8, U8, 2, {6, 10}, 10, 5, true, ZP_CONST, ZP_VECTOR_CONST,
+         false},
+        {"u8 x u8, per-row zp of A (input), zp of B (input), B computed", U8, U8, 2, {4, 8}, 8, 6, false,
+         ZP_VECTOR_INPUT, ZP_INPUT, false},
+        {"s8 x s8, batched A [2,3,4,9], run-time zp", S8, S8, 4, {2, 3, 4, 9}, 9, 3, true, ZP_INPUT, ZP_NONE, false},
+        {"u8 A of rank 1", U8, S8, 1, {13}, 13, 4, true, ZP_INPUT, ZP_NONE, false},
+        {"per-row zp of a batched A: declined", U8, S8, 3, {2, 4, 6}, 6, 3, true, ZP_VECTOR_INPUT, ZP_NONE, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], false);
+    /* K = 3072: A uniform u8, B in [-128, -97]: sums near -4e7, beyond
+     * 2^24 (checked to fail when the interpreter sums in float32) */
+    const mm_case big = {"u8 x s8 K=3072", U8, S8, 2, {3, 3072}, 3072, 4, true, ZP_NONE, ZP_NONE, false};
+    run_case(&big, true);
+    printf("%d graphs checked\n", fh_checked);
+    TEST_MAIN_END();
+}
