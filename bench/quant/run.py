@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Quantized (QDQ) models: korch against ONNX Runtime and OpenVINO, same run.
+"""Quantized models: korch against ONNX Runtime and OpenVINO, same run.
 
-Each model of the zoo named (build/models, `make models`) is quantized here
-by onnxruntime.quantization.quantize_static in QDQ form (uint8 activations,
-per-channel int8 weights, four seeded calibration inputs), as a user's
-quantization pipeline would write it. Then, interleaved over R rounds:
+Each model of the zoo named by --models (build/models, `make models`) is
+quantized here by onnxruntime.quantization.quantize_static in QDQ form
+(uint8 activations, per-channel int8 weights, four seeded calibration
+inputs), and each named by --dynamic-models by quantize_dynamic (int8
+weights; DynamicQuantizeLinear, MatMulInteger, as ONNX Runtime writes a
+dynamically quantized transformer), as a user's quantization pipeline would
+write them. QDQ models run on a seeded random input, dynamic ones on the
+zoo's stored input (BERT's token ids). Then, interleaved over R rounds:
 
   - korch: `korch optimize` once (private database and kernel cache under
     --work; the plan is verified against the reference executor as always),
@@ -17,7 +21,8 @@ itself): ONNX Runtime's and OpenVINO's int8 kernels round differently, so
 their distance is reported, not bounded. Needs the Python of
 scripts/python-env-quant.sh (onnxruntime.quantization wants onnx >= 1.16):
 
-    build/venv-quant/bin/python bench/quant/run.py [--models mobilenetv2,resnet50] [--rounds 5]
+    build/venv-quant/bin/python bench/quant/run.py [--models mobilenetv2,resnet50]
+        [--dynamic-models bert_base] [--rounds 5]
 
 Appends a table to bench/quant/RESULTS.md (--no-record: print only)."""
 import argparse
@@ -60,31 +65,46 @@ def quantize(src, dst, seed=1):
     return x.name, shape, [o.name for o in m.graph.output]
 
 
+def quantize_dyn(src, dst, models_dir, name):
+    import json
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
+    with open(os.path.join(models_dir, name + ".json")) as fh:
+        meta = json.load(fh)
+    feeds = {i["name"]: np.load(os.path.join(models_dir, i["file"])) for i in meta["inputs"]}
+    return feeds, [o["name"] for o in meta["outputs"]]
+
+
 def rel_dist(a, b):
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
 
 
-def bench_model(name, args, work):
+def bench_model(name, args, work, kind="qdq"):
     src = os.path.join(args.models_dir, name + ".onnx")
-    path = os.path.join(work, name + "_qdq.onnx")
-    xname, shape, outputs = quantize(src, path)
-    x = np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)
-    xf = os.path.join(work, name + "_qdq.x.npy")
-    np.save(xf, x)
-    feeds = {xname: x}
+    path = os.path.join(work, f"{name}_{kind}.onnx")
+    if kind == "qdq":
+        xname, shape, outputs = quantize(src, path)
+        feeds = {xname: np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)}
+    else:
+        feeds, outputs = quantize_dyn(src, path, args.models_dir, name)
+    files = {}
+    for k, v in feeds.items():
+        files[k] = os.path.join(work, f"{name}_{kind}.{sanitize(k)}.npy")
+        np.save(files[k], v)
+    inputs = [a for k, f in files.items() for a in ("--input", f"{k}={f}")]
     # the reference executor's outputs (ONNX semantics)
-    ref_dir = os.path.join(work, name + "_qdq.ref")
+    ref_dir = os.path.join(work, f"{name}_{kind}.ref")
     os.makedirs(ref_dir, exist_ok=True)
-    subprocess.run([args.korch, "run", path, "--input", f"{xname}={xf}", "--output-dir", ref_dir],
+    subprocess.run([args.korch, "run", path] + inputs + ["--output-dir", ref_dir, "--threads", str(args.threads)],
                    check=True, capture_output=True)
     ref = [np.load(os.path.join(ref_dir, sanitize(o) + ".npy")) for o in outputs]
-    cons = [KorchLayout(args.korch, "default", path, {xname: xf}, outputs, work, args.threads, args.bench_k,
+    cons = [KorchLayout(args.korch, "default", path, files, outputs, work, args.threads, args.bench_k,
                         os.path.join(work, "profile.db"), os.path.join(work, "kernels"), True),
             Batched(OrtContender(path, feeds, args.threads), args.bench_k)]
     if not args.no_openvino:
         cons.append(Batched(OpenVinoContender(path, feeds, args.threads, "default"), args.bench_k))
-    res = {"name": name, "c": {}}
+    res = {"name": name, "kind": kind, "c": {}}
     def check(c, outs, r):
         r["rel"] = max(rel_dist(o, w) for o, w in zip(outs, ref))
         return f"max |out - reference| / max|reference| = {r['rel']:.3g}"
@@ -97,7 +117,7 @@ def bench_model(name, args, work):
 
 def report(results, args, command):
     names = list(results[0]["c"].keys())
-    lines = [f"## QDQ models ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})", "",
+    lines = [f"## Quantized models ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})", "",
              f"Command: `{command}`  ",
              f"CPU: {cpu_model()}; {args.threads} threads; korch commit {git_commit()}; {args.rounds} interleaved "
              f"rounds, each sample a median of {args.bench_k} runs; ms, median (min-max); in brackets the "
@@ -113,7 +133,8 @@ def report(results, args, command):
         k = c.get("korch default", {}).get("median")
         peers = [c[n]["median"] for n in names if not n.startswith("korch") and "median" in c[n]]
         ratio = f"{k / min(peers):.2f}" if k and peers else "-"
-        lines.append(f"| {res['name']} QDQ | " + " | ".join(cells) + f" | {ratio} |")
+        label = "QDQ" if res["kind"] == "qdq" else "dynamic (quantize_dynamic)"
+        lines.append(f"| {res['name']} {label} | " + " | ".join(cells) + f" | {ratio} |")
     return "\n".join(lines) + "\n"
 
 
@@ -121,6 +142,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--korch", default=os.path.join(ROOT, "build", "korch"))
     ap.add_argument("--models", default="mobilenetv2,resnet50")
+    ap.add_argument("--dynamic-models", default="bert_base",
+                    help="zoo models quantized by quantize_dynamic ('' for none)")
     ap.add_argument("--models-dir", default=os.path.join(ROOT, "build", "models"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
@@ -130,7 +153,8 @@ def main():
     ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    results = [bench_model(m, args, args.work) for m in args.models.split(",")]
+    results = [bench_model(m, args, args.work) for m in args.models.split(",") if m]
+    results += [bench_model(m, args, args.work, "dynamic") for m in args.dynamic_models.split(",") if m]
     text = report(results, args, " ".join(["python", "bench/quant/run.py"] + sys.argv[1:]))
     print(text)
     if not args.no_record:

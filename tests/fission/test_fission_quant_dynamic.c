@@ -1,4 +1,16 @@
-/* MatMulInteger becomes an integer matmul primitive (src/fission/
+/* A dynamically quantized model's operators in primitives (src/fission/
+ * rules_quant.c; docs/quantization.md):
+ *
+ * DynamicQuantizeLinear becomes two whole-tensor reductions, scalar steps
+ * and a quantizer, bit for bit the reference kernel's arithmetic: against
+ * the reference executor exactly (the uint8 output, the float32 scale and
+ * the zero point), on random tensors of several shapes, an all-zero one
+ * (the scale 1 case), an all-positive and an all-negative one, one with NaN
+ * elements (skipped by the range, quantized to the zero point), and the
+ * chain quantize_dynamic writes (DynamicQuantizeLinear -> MatMulInteger ->
+ * Cast -> Mul by the scales); no opaque primitive left.
+ *
+ * MatMulInteger becomes an integer matmul primitive (src/fission/
  * rules_quant.c; docs/quantization.md, "Integer matmuls"): the zero points
  * subtracted in int32, the products summed exactly into int32. Against the
  * reference executor through fh_check (raw and cleaned graphs interpreted,
@@ -96,7 +108,62 @@ static void run_case(const mm_case *c, bool big) {
     fh_check(build(c, big), &(fh_options){.allow_opaque = c->declined, .seed = 7}, label);
 }
 
+/* DynamicQuantizeLinear of pre(x), x of shape dims; the three outputs */
+static void dql_case(const char *pre, int rank, const int64_t *dims, const char *label) {
+    korch_graph *g = fh_begin(13);
+    fh_input(g, "x", KORCH_DTYPE_FLOAT32, rank, dims);
+    const char *src = "x";
+    if (!strcmp(pre, "zero")) {
+        float zero = 0;
+        fh_const_f32(g, "zero", 0, NULL, &zero);
+        fh_node(g, "Mul", "x,zero", "p");
+        src = "p";
+    } else if (!strcmp(pre, "Neg")) {
+        fh_node(g, "Abs", "x", "a");
+        fh_node(g, "Neg", "a", "p");
+        src = "p";
+    } else if (*pre) {
+        fh_node(g, pre, "x", "p");
+        src = "p";
+    }
+    char ins[8];
+    snprintf(ins, sizeof ins, "%s", src);
+    fh_node(g, "DynamicQuantizeLinear", ins, "y,s,z");
+    fh_output(g, "y");
+    fh_output(g, "s");
+    fh_output(g, "z");
+    fh_check(g, &(fh_options){.lo = -3, .hi = 3, .seed = 11}, label);
+}
+
+/* quantize_dynamic's pattern: y = float(MatMulInteger(q(x), W, zx, 0)) * (sx * sw) */
+static void dynamic_chain(void) {
+    korch_graph *g = fh_begin(13);
+    fh_input(g, "x", KORCH_DTYPE_FLOAT32, 3, (int64_t[]){1, 6, 32});
+    const_8bit(g, "W", KORCH_DTYPE_INT8, 2, (int64_t[]){32, 10}, false, 0);
+    int64_t one[1] = {1};
+    const_8bit(g, "zw", KORCH_DTYPE_INT8, 0, one, true, 0); /* fill [0, 31]: a nonzero zero point */
+    float sw = 0.0123f;
+    fh_const_f32(g, "sw", 0, NULL, &sw);
+    fh_node(g, "DynamicQuantizeLinear", "x", "q,sx,zx");
+    fh_node(g, "MatMulInteger", "q,W,zx,zw", "acc");
+    int c = fh_node(g, "Cast", "acc", "accf");
+    fh_attr_int(g, c, "to", KORCH_DTYPE_FLOAT32);
+    fh_node(g, "Mul", "sx,sw", "s");
+    fh_node(g, "Mul", "accf,s", "y");
+    fh_output(g, "y");
+    fh_check(g, &(fh_options){.lo = -4, .hi = 4, .seed = 13}, "DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul");
+}
+
 int main(void) {
+    dql_case("", 2, (int64_t[]){7, 13}, "DynamicQuantizeLinear, random [7, 13]");
+    dql_case("", 3, (int64_t[]){2, 64, 96}, "DynamicQuantizeLinear, random [2, 64, 96]");
+    dql_case("", 1, (int64_t[]){1}, "DynamicQuantizeLinear, one element");
+    dql_case("zero", 2, (int64_t[]){4, 5}, "DynamicQuantizeLinear, all zero (scale 1)");
+    dql_case("Abs", 2, (int64_t[]){4, 9}, "DynamicQuantizeLinear, all positive");
+    dql_case("Neg", 2, (int64_t[]){4, 9}, "DynamicQuantizeLinear, all negative");
+    dql_case("Sqrt", 2, (int64_t[]){6, 11}, "DynamicQuantizeLinear, NaN elements (sqrt of negatives)");
+    dynamic_chain();
+
     const korch_dtype U8 = KORCH_DTYPE_UINT8, S8 = KORCH_DTYPE_INT8;
     const mm_case cases[] = {
         {"u8 x s8, no zero points", U8, S8, 2, {5, 12}, 12, 7, true, ZP_NONE, ZP_NONE, false},
