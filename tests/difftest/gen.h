@@ -47,9 +47,11 @@ enum {
                          * graph outputs: korch's int8 kernels (docs/quantization.md) */
     DT_FEAT_HEAD = 32,  /* a 1x1 convolution of a channel concatenation of upsampled parts (a segmentation
                          * decode head): fission computes it part by part (docs/fission.md) */
+    DT_FEAT_DYNQ = 64,  /* quantize_dynamic's MatMul: DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul
+                         * of exact values: integer matmuls (docs/quantization.md) */
 };
 /* The features the generator draws (LAYOUT is the driver's). */
-#define DT_FEAT_GENERATOR (DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_RESIZE | DT_FEAT_INT8 | DT_FEAT_HEAD)
+#define DT_FEAT_GENERATOR (DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_RESIZE | DT_FEAT_INT8 | DT_FEAT_HEAD | DT_FEAT_DYNQ)
 /* The features' own version: bump it when a feature's models change. */
 #define DT_FEAT_VERSION 1
 

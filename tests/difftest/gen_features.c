@@ -369,6 +369,59 @@ void dt_feature_int8(dt_gen *g) {
     }
 }
 
+/* ---- dynamic quantization ---------------------------------------------------- */
+
+/* DT_FEAT_DYNQ: up to two exact values (so that every correct plan
+ * quantizes them alike) of rank >= 2 go through a MatMul as
+ * onnxruntime.quantization.quantize_dynamic writes it:
+ * DynamicQuantizeLinear -> MatMulInteger with constant weights [K, N]
+ * (int8 with a zero point of 0, given or omitted; sometimes uint8 with a
+ * zero point near 128, which takes them out of int8's range: no oneDNN
+ * candidate) -> Cast to float -> Mul by the product of the two scales. The
+ * result is read by nothing else. Every choice from the features' stream. */
+void dt_feature_dynq(dt_gen *g) {
+    if (!(g->features & DT_FEAT_DYNQ)) return;
+    dt_rng *r = &g->frng;
+    int made = 0, n = g->n_vals;
+    for (int v = 0; v < n && made < 2; v++) {
+        const dt_val *x = &g->vals[v];
+        if (!x->exact || x->dtype || x->hidden || x->shape.rank < 2 || !dt_chance(r, 0.6)) continue;
+        int64_t K = x->shape.dims[x->shape.rank - 1], N = dt_int(r, 2, 24);
+        korch_shape ws = dt_shape(2, (int64_t[]){K, N}), out = x->shape;
+        out.dims[out.rank - 1] = N;
+        if (K < 1 || K > 512 || dt_numel(&out) > DT_MAX_ELEMS) continue;
+        bool u8 = dt_chance(r, 0.25), omit_zp = !u8 && dt_chance(r, 0.5);
+        uint8_t *w = malloc((size_t)(K * N) + 1), zp = u8 ? (uint8_t)dt_int(r, 100, 155) : 0;
+        if (!w) return;
+        for (int64_t i = 0; i < K * N; i++)
+            w[i] = u8 ? (uint8_t)dt_int(r, 0, 255) : (uint8_t)(int8_t)dt_int(r, -127, 127);
+        korch_dtype wt = u8 ? KORCH_DTYPE_UINT8 : KORCH_DTYPE_INT8;
+        korch_shape scalar = dt_shape(0, NULL);
+        const char *wname = init_raw(g, wt, &ws, w), *zname = omit_zp ? NULL : init_raw(g, wt, &scalar, &zp);
+        free(w);
+        const char *q = korch_onnx_unique(&g->w, korch_onnx_str(&g->w, "dq%d", g->w.counter++));
+        const char *sx = korch_onnx_unique(&g->w, korch_onnx_str(&g->w, "dqs%d", g->w.counter++));
+        const char *zx = korch_onnx_unique(&g->w, korch_onnx_str(&g->w, "dqz%d", g->w.counter++));
+        const char *acc = korch_onnx_unique(&g->w, korch_onnx_str(&g->w, "acc%d", g->w.counter++));
+        const char *accf = korch_onnx_unique(&g->w, korch_onnx_str(&g->w, "accf%d", g->w.counter++));
+        const char *scale = korch_onnx_unique(&g->w, korch_onnx_str(&g->w, "dqss%d", g->w.counter++));
+        const char *in[] = {dt_use(g, v)}, *qouts[] = {q, sx, zx};
+        dt_node(g, "DynamicQuantizeLinear", 1, in, 3, qouts);
+        const char *mins[] = {q, wname, zx, zname};
+        dt_node(g, "MatMulInteger", omit_zp ? 3 : 4, mins, 1, &acc);
+        Onnx__NodeProto *c = dt_node(g, "Cast", 1, &acc, 1, &accf);
+        korch_onnx_attr_int(&g->w, c, "to", KORCH_DTYPE_FLOAT32);
+        /* the weights' scale: y about as large as x */
+        const char *sw = dt_const_scalar(g, (float)(1.0 / (127.0 * sqrt((double)K))));
+        const char *sins[] = {sx, sw};
+        dt_node(g, "Mul", 2, sins, 1, &scale);
+        int y = dt_binary_named(g, "Mul", accf, scale, &out, x->mag);
+        if (y < 0) return;
+        made++;
+        dt_cover(g, u8 ? "dynamic quantization, uint8 weights" : "dynamic quantization, int8 weights");
+    }
+}
+
 /* ---- inputs and outputs ---------------------------------------------------- */
 
 void dt_feature_inputs(dt_gen *g) {
@@ -397,7 +450,8 @@ static const struct {
     const char *name;
     unsigned bit;
 } feature_names[] = {{"half", DT_FEAT_HALF}, {"qdq", DT_FEAT_QDQ}, {"layout", DT_FEAT_LAYOUT},
-                     {"resize", DT_FEAT_RESIZE}, {"int8", DT_FEAT_INT8}, {"head", DT_FEAT_HEAD}};
+                     {"resize", DT_FEAT_RESIZE}, {"int8", DT_FEAT_INT8}, {"head", DT_FEAT_HEAD},
+                     {"dynq", DT_FEAT_DYNQ}};
 
 bool dt_features_parse(const char *text, unsigned *mask) {
     *mask = 0;
@@ -405,7 +459,8 @@ bool dt_features_parse(const char *text, unsigned *mask) {
     snprintf(buf, sizeof buf, "%s", text);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (!strcmp(t, "all")) {
-            *mask |= DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_LAYOUT | DT_FEAT_RESIZE | DT_FEAT_INT8 | DT_FEAT_HEAD;
+            *mask |= DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_LAYOUT | DT_FEAT_RESIZE | DT_FEAT_INT8 | DT_FEAT_HEAD |
+                     DT_FEAT_DYNQ;
             continue;
         }
         if (!strcmp(t, "none")) continue;
