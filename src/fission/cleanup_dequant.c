@@ -44,7 +44,7 @@ static int copy_node(korch_pgraph *pg, int node, int k, int in) {
     return v;
 }
 
-/* An integer matmul whose source A - zp = SUB(CAST(q), CAST(z)) is shared
+/* An integer matmul or convolution whose source A - zp = SUB(CAST(q), CAST(z)) is shared
  * (the query, key and value projections of one DynamicQuantizeLinear
  * output) gets its own copy of the three nodes, so that a kernel can hold
  * them with the matmul: oneDNN's int8 matmul reading q with zp as its
@@ -79,7 +79,7 @@ korch_status korch_pgraph_split_dequant(korch_pgraph *pg, int *changed) {
     int n_nodes = pg->n_nodes; /* copies are appended: not revisited */
     for (int i = 0; i < n_nodes && st == KORCH_OK; i++) {
         const korch_pnode *lin = &pg->nodes[i];
-        if (korch_pnode_is_integer_matmul(pg, lin)) {
+        if (korch_pnode_is_integer_linear(pg, lin)) {
             int r = split_imatmul_source(pg, i, uses);
             if (r < 0) st = korch_error_prefix(KORCH_ERR_INTERNAL, "integer matmul source split");
             *changed += r > 0;

@@ -121,8 +121,109 @@ static void emit_reduce(korch_onnx_writer *w, const korch_pnode *n) {
     korch_onnx_attr_int(w, node, "keepdims", r->keepdims);
 }
 
+static void conv_attrs(korch_onnx_writer *w, Onnx__NodeProto *node, const korch_pnode *n, const int64_t *pads) {
+    const korch_prim_linear *p = &n->u.linear;
+    int s = p->spatial;
+    const korch_shape *ws = &w->pg->values[n->inputs[1]].shape;
+    korch_onnx_attr_ints(w, node, "kernel_shape", ws->dims + 2, s);
+    korch_onnx_attr_ints(w, node, "strides", p->strides, s);
+    korch_onnx_attr_ints(w, node, "dilations", p->dilations, s);
+    korch_onnx_attr_ints(w, node, "pads", pads, 2 * s);
+    korch_onnx_attr_int(w, node, "group", p->group);
+}
+
+static bool eight_bit(korch_dtype t) { return t == KORCH_DTYPE_UINT8 || t == KORCH_DTYPE_INT8; }
+
+/* The 8-bit q and zero point z of an integer operand v: v itself (z NULL),
+ * or v = SUB(CAST(q), CAST(z)) as ConvInteger's fission writes it. */
+static bool integer_operand(korch_onnx_writer *w, int v, const char **q, const char **z) {
+    const korch_pgraph *pg = w->pg;
+    *z = NULL;
+    if (eight_bit(pg->values[v].dtype)) {
+        *q = w->names[v];
+        return true;
+    }
+    int sub = pg->values[v].producer;
+    if (sub < 0 || pg->nodes[sub].kind != KORCH_PRIM_ELEMENTWISE || pg->nodes[sub].u.ew.op != KORCH_EW_SUB) return false;
+    int a = pg->values[pg->nodes[sub].inputs[0]].producer, b = pg->values[pg->nodes[sub].inputs[1]].producer;
+    if (a < 0 || b < 0 || pg->nodes[a].kind != KORCH_PRIM_ELEMENTWISE || pg->nodes[a].u.ew.op != KORCH_EW_CAST ||
+        pg->nodes[b].kind != KORCH_PRIM_ELEMENTWISE || pg->nodes[b].u.ew.op != KORCH_EW_CAST)
+        return false;
+    int qa = pg->nodes[a].inputs[0], zb = pg->nodes[b].inputs[0];
+    if (!eight_bit(pg->values[qa].dtype) || pg->values[zb].dtype != pg->values[qa].dtype ||
+        korch_shape_numel(&pg->values[zb].shape) != 1)
+        return false;
+    *q = w->names[qa];
+    *z = w->names[zb];
+    return true;
+}
+
+/* An 8-bit initializer of the int32 constant c where sign * c >= 0 (the
+ * rest 0), as uint8; all of c as int8 when sign is 0. */
+static const char *weights_8bit(korch_onnx_writer *w, const korch_tensor *c, int sign) {
+    /* in the writer's arena: an initializer refers to its data until the model is written */
+    korch_tensor t = {.dtype = sign ? KORCH_DTYPE_UINT8 : KORCH_DTYPE_INT8, .shape = c->shape};
+    t.data = korch_onnx_alloc(w, (size_t)korch_tensor_numel(c) + 1);
+    if (!t.data) return "";
+    for (int64_t i = 0; i < korch_tensor_numel(c); i++) {
+        int64_t v = korch_tensor_get_i64(c, i);
+        if (sign) ((uint8_t *)t.data)[i] = (uint8_t)(sign * v > 0 ? sign * v : 0);
+        else ((int8_t *)t.data)[i] = (int8_t)v;
+    }
+    return korch_onnx_add_initializer(w, &t, korch_onnx_temp(w));
+}
+
+/* An integer convolution as ONNX ConvInteger: the 8-bit source with its
+ * zero point; weights 8-bit as they are, an int32 constant that fits in
+ * int8 as int8, or else (uint8 weights minus a zero point, in [-255, 255])
+ * as the difference of two ConvIntegers of its positive and negative parts
+ * (uint8 each): exact, and standard ONNX. */
+static void emit_integer_conv(korch_onnx_writer *w, const korch_pnode *n) {
+    const korch_prim_linear *p = &n->u.linear;
+    const korch_pvalue *wv = &w->pg->values[n->inputs[1]];
+    const char *xq, *xz;
+    int64_t pads[6];
+    for (int d = 0; d < p->spatial; d++) {
+        pads[d] = p->pads_begin[d];
+        pads[p->spatial + d] = p->pads_end[d];
+    }
+    bool fits = eight_bit(wv->dtype), in_range = wv->is_constant;
+    for (int64_t i = 0; !fits && in_range && i < korch_tensor_numel(&wv->constant); i++) {
+        int64_t v = korch_tensor_get_i64(&wv->constant, i);
+        in_range = v >= -255 && v <= 255;
+    }
+    if (!integer_operand(w, n->inputs[0], &xq, &xz) || (!fits && !in_range)) {
+        if (w->status == KORCH_OK)
+            w->status = korch_error(KORCH_ERR_UNSUPPORTED, "ONNX export: an integer convolution whose operands are not "
+                                                           "8-bit tensors with zero points or constant weights");
+        return;
+    }
+    bool int8_fits = !fits;
+    for (int64_t i = 0; int8_fits && i < korch_tensor_numel(&wv->constant); i++) {
+        int64_t v = korch_tensor_get_i64(&wv->constant, i);
+        int8_fits = v >= -128 && v <= 127;
+    }
+    const char *parts[2] = {fits ? w->names[n->inputs[1]] : int8_fits ? weights_8bit(w, &wv->constant, 0)
+                                                                       : weights_8bit(w, &wv->constant, 1),
+                            fits || int8_fits ? NULL : weights_8bit(w, &wv->constant, -1)};
+    const char *ys[2] = {parts[1] ? korch_onnx_temp(w) : w->names[n->outputs[0]], korch_onnx_temp(w)};
+    for (int k = 0; k < 2 && parts[k]; k++) {
+        const char *ins[3] = {xq, parts[k], xz};
+        Onnx__NodeProto *node = korch_onnx_node(w, "ConvInteger", xz ? 3 : 2, ins, 1, &ys[k]);
+        conv_attrs(w, node, n, pads);
+    }
+    if (parts[1]) {
+        const char *y = w->names[n->outputs[0]];
+        korch_onnx_node(w, "Sub", 2, ys, 1, &y);
+    }
+}
+
 static void emit_linear(korch_onnx_writer *w, const korch_pnode *n) {
     const korch_prim_linear *p = &n->u.linear;
+    if (korch_pnode_is_integer_linear(w->pg, n) && n->u.linear.op == KORCH_LINEAR_CONV) {
+        emit_integer_conv(w, n);
+        return;
+    }
     if (korch_pnode_is_integer_matmul(w->pg, n)) {
         /* two 8-bit operands: MatMulInteger without zero points; else an
          * int32 MatMul of the operands widened to int32 */

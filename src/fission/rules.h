@@ -65,6 +65,10 @@ int fission_cast(korch_fission_ctx *ctx, int x, korch_dtype to);
 /* A MatMul with numpy semantics of a and b (rank-1 operands as matrices),
  * reshaped to out_shape (rules_linear.c). */
 int fission_matmul(korch_fission_ctx *ctx, int a, int b, const korch_shape *out_shape);
+/* The convolution parameters of the node's attributes (Conv, ConvTranspose,
+ * ConvInteger: pads, auto_pad, strides, dilations, group), as the reference
+ * kernels derive them (rules_linear.c). */
+korch_status fission_conv_params(korch_fission_ctx *ctx, bool transpose, korch_prim_linear *p);
 int fission_reduce(korch_fission_ctx *ctx, korch_reduce_op op, int x, uint32_t axes, bool keepdims);
 /* A scalar constant of dtype. */
 int fission_scalar(korch_fission_ctx *ctx, double v, korch_dtype dtype);

@@ -62,7 +62,7 @@ KORCH_FISSION_RULE(Gemm) {
  * the odd unit at the end), and an end padding that reproduces the inferred
  * output size (negative when output_shape asks for more than the full
  * output: those positions receive only the bias). */
-static korch_status conv_params(korch_fission_ctx *ctx, bool transpose, korch_prim_linear *p) {
+korch_status fission_conv_params(korch_fission_ctx *ctx, bool transpose, korch_prim_linear *p) {
     const korch_node *n = ctx->node;
     const korch_shape *x = fission_in_shape(ctx, 0), *w = fission_in_shape(ctx, 1);
     const korch_shape *y = fission_out_shape(ctx, 0);
@@ -213,7 +213,7 @@ static korch_status conv_rule(korch_fission_ctx *ctx, bool transpose) {
     if (fission_in_dtype(ctx, 0) != KORCH_DTYPE_FLOAT32)
         return fission_decline(ctx, "convolution of a non-float32 dtype (linear primitives are float32)");
     korch_prim_linear p;
-    KORCH_TRY(conv_params(ctx, transpose, &p));
+    KORCH_TRY(fission_conv_params(ctx, transpose, &p));
     int x = fission_in(ctx, 0), w = fission_in(ctx, 1);
     int y = transpose ? -2 : pointwise_of_concat(ctx, &p);
     if (y == -2) y = korch_pgraph_linear(ctx->pg, &p, x, w);

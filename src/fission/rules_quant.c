@@ -2,11 +2,13 @@
  * elementwise primitives (exactly, see each rule); a dequantized source of
  * a convolution can then run as oneDNN's int8 convolution
  * (backend/dnnl/dnnl_dequant.c). DynamicQuantizeLinear becomes reductions
- * and elementwise primitives, MatMulInteger an integer matmul primitive.
+ * and elementwise primitives, MatMulInteger and ConvInteger integer linear
+ * primitives.
  * The others stay whole, opaque primitives running their
  * reference kernels (ops/quantize_dynamic.c, ops/matmul_integer.c,
  * ops/conv_integer.c) inside the plan (docs/quantization.md). */
 #include <math.h>
+#include <string.h>
 
 #include "fission/rules.h"
 #include "ops/quant.h"
@@ -159,6 +161,18 @@ KORCH_FISSION_RULE(DynamicQuantizeLinear) {
     return fission_done(ctx);
 }
 
+/* Whether every element of the constant [K, N] b minus its zero point (NULL:
+ * 0; one value or one per column) fits in int8. */
+static bool columns_fit_int8(const korch_tensor *b, const korch_tensor *zp) {
+    int64_t n = korch_tensor_numel(b), cols = b->shape.dims[1];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t z = !zp ? 0 : korch_tensor_numel(zp) == 1 ? korch_tensor_get_i64(zp, 0) : korch_tensor_get_i64(zp, i % cols);
+        int64_t v = korch_tensor_get_i64(b, i) - z;
+        if (v < -128 || v > 127) return false;
+    }
+    return true;
+}
+
 /* A - a_zero_point as an integer matmul operand: the 8-bit tensor itself
  * without a zero point (or a constant zero one), else int32 A - zp, the
  * per-row zero point [M] viewed as [M, 1]. */
@@ -192,13 +206,123 @@ KORCH_FISSION_RULE(MatMulInteger) {
     if (per_row_a && as->rank != 2)
         return fission_decline(ctx, "MatMulInteger with a per-row zero point of a batched A");
     int a = imatmul_operand(ctx, fission_in(ctx, 0), 2, true);
+    const korch_tensor *bc = fission_const_in(ctx, 1), *bz = fission_const_in(ctx, 3);
+    bool has_zp = fission_has_in(ctx, 3) && !(bz && all_zero(bz));
+    if (bc && bc->dtype == KORCH_DTYPE_UINT8 && bc->shape.rank == 2 && (!has_zp || bz) &&
+        !columns_fit_int8(bc, has_zp ? bz : NULL)) {
+        /* A' (B - zb) = A' (B - 128) + rowsum(A') (128 - zb): uint8 weights
+         * whose zero point leaves them outside int8 (asymmetric uint8
+         * quantization), as an int8 matmul plus a row sum, exactly; the
+         * convolution's split (conv_uint8_split) for the same reason */
+        int b = fission_binary(ctx, KORCH_EW_SUB, fission_cast(ctx, fission_in(ctx, 1), KORCH_DTYPE_INT32),
+                               fission_scalar(ctx, 128, KORCH_DTYPE_INT32));
+        int y = fission_matmul(ctx, a, b, fission_out_shape(ctx, 0));
+        int ar = fission_shape(ctx, a)->rank;
+        int rows = fission_reduce(ctx, KORCH_REDUCE_SUM, fission_cast(ctx, a, KORCH_DTYPE_INT32), 1u << (ar - 1), true);
+        int c = fission_binary(ctx, KORCH_EW_SUB, fission_scalar(ctx, 128, KORCH_DTYPE_INT32),
+                               has_zp ? fission_cast(ctx, fission_in(ctx, 3), KORCH_DTYPE_INT32)
+                                      : fission_scalar(ctx, 0, KORCH_DTYPE_INT32));
+        int corr = fission_binary(ctx, KORCH_EW_MUL, rows, c);
+        fission_set_out(ctx, 0, fission_binary(ctx, KORCH_EW_ADD, y, corr));
+        return fission_done(ctx);
+    }
     int b = imatmul_operand(ctx, fission_in(ctx, 1), 3, false);
     fission_set_out(ctx, 0, fission_matmul(ctx, a, b, fission_out_shape(ctx, 0)));
     return fission_done(ctx);
 }
 
+/* y = conv(x - x_zp, w - w_zp), exactly, as an integer convolution primitive
+ * (channels-first; ir/pgraph.h): x's zero point (per tensor) subtracted in
+ * int32, so that padding, which ONNX fills with the zero point, adds zero;
+ * w's (per tensor or per output channel [M], viewed [M, 1, ...]) folds into
+ * int32 weights when w is constant. oneDNN computes it with int8 kernels
+ * (backend/dnnl/dnnl_imatmul.c); otherwise the reference backend's exact
+ * loop. */
+/* w's zero point as an int32 value viewed [M, 1, ...] (per output channel)
+ * or a scalar */
+static int channel_zero_point(korch_fission_ctx *ctx, int z, int rank) {
+    const korch_shape *zs = fission_shape(ctx, z);
+    korch_shape view = {.rank = korch_shape_numel(zs) == 1 ? 0 : rank};
+    if (view.rank) {
+        view.dims[0] = zs->dims[0];
+        for (int k = 1; k < rank; k++) view.dims[k] = 1;
+    }
+    return fission_cast(ctx, korch_pgraph_reshape(ctx->pg, z, &view), KORCH_DTYPE_INT32);
+}
+
+/* Whether every element of the constant w minus the zero point zp (NULL:
+ * 0; one value or one per output channel) fits in int8. */
+static bool fits_int8(const korch_tensor *w, const korch_tensor *zp) {
+    int64_t n = korch_tensor_numel(w), per = w->shape.dims[0] > 0 ? n / w->shape.dims[0] : 1;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t z = !zp ? 0 : korch_tensor_numel(zp) == 1 ? korch_tensor_get_i64(zp, 0) : korch_tensor_get_i64(zp, i / per);
+        int64_t v = korch_tensor_get_i64(w, i) - z;
+        if (v < -128 || v > 127) return false;
+    }
+    return true;
+}
+
+/* conv(x', (w - 128)) + (128 - w_zp) * windowsum(x'): constant uint8 weights
+ * whose zero point leaves (w - w_zp) outside int8 (an asymmetric uint8
+ * quantization, [-255, 255]) as two convolutions with int8 weights, exactly:
+ * w - 128 is int8, and windowsum(x') (the sum of x' over each window and
+ * the group's input channels) is the convolution with weights of ones, one
+ * output channel per group, broadcast over the group's output channels
+ * ([N, G, 1, O...] x [G, M/G, 1...] -> [N, M, O...]). Both run as oneDNN
+ * int8 convolutions; the sum is int32 arithmetic. */
+static int conv_uint8_split(korch_fission_ctx *ctx, const korch_prim_linear *p, int x, int w, int z) {
+    const korch_shape ws = *fission_shape(ctx, w), ys = *fission_out_shape(ctx, 0);
+    int rank = ws.rank;
+    int64_t G = p->group, M = ws.dims[0], Mg = M / G;
+    int w1 = fission_binary(ctx, KORCH_EW_SUB, fission_cast(ctx, w, KORCH_DTYPE_INT32),
+                            fission_scalar(ctx, 128, KORCH_DTYPE_INT32));
+    int y = korch_pgraph_linear(ctx->pg, p, x, w1);
+    korch_tensor ones;
+    korch_shape os = ws;
+    os.dims[0] = G;
+    if (korch_tensor_alloc(&ones, KORCH_DTYPE_INT8, &os) != KORCH_OK) return -1;
+    memset(ones.data, 1, korch_tensor_bytes(&ones));
+    int sum = korch_pgraph_linear(ctx->pg, p, x, fission_constant(ctx, &ones)); /* [N, G, O...] */
+    int c = fission_binary(ctx, KORCH_EW_SUB, fission_scalar(ctx, 128, KORCH_DTYPE_INT32),
+                           z >= 0 ? fission_cast(ctx, z, KORCH_DTYPE_INT32) : fission_scalar(ctx, 0, KORCH_DTYPE_INT32));
+    int64_t nz = z >= 0 ? korch_shape_numel(fission_shape(ctx, z)) : 1;
+    if (G == 1) {
+        if (nz > 1) { /* [M] -> [M, 1, ...] */
+            korch_shape v = {.rank = rank - 1, .dims = {M}};
+            for (int k = 1; k < v.rank; k++) v.dims[k] = 1;
+            c = korch_pgraph_reshape(ctx->pg, c, &v);
+        }
+        return fission_binary(ctx, KORCH_EW_ADD, y, fission_binary(ctx, KORCH_EW_MUL, sum, c));
+    }
+    korch_shape s5 = {.rank = rank + 1, .dims = {ys.dims[0], G, 1}}, c5 = {.rank = rank, .dims = {G, Mg}};
+    for (int k = 2; k < rank; k++) s5.dims[k + 1] = ys.dims[k];
+    for (int k = 2; k < rank; k++) c5.dims[k] = 1;
+    int t = korch_pgraph_reshape(ctx->pg, sum, &s5);
+    if (nz > 1) c = korch_pgraph_reshape(ctx->pg, c, &c5);
+    t = korch_pgraph_reshape(ctx->pg, fission_binary(ctx, KORCH_EW_MUL, t, c), &ys);
+    return fission_binary(ctx, KORCH_EW_ADD, y, t);
+}
+
 KORCH_FISSION_RULE(ConvInteger) {
-    return fission_decline(ctx, "ConvInteger (integer convolution; linear primitives are float32)");
+    int rank = fission_in_shape(ctx, 0)->rank;
+    if (fission_has_in(ctx, 2) && korch_shape_numel(fission_in_shape(ctx, 2)) != 1)
+        return fission_decline(ctx, "ConvInteger with a zero point of x that is not per tensor");
+    korch_prim_linear p;
+    KORCH_TRY(fission_conv_params(ctx, false, &p));
+    int x = imatmul_operand(ctx, fission_in(ctx, 0), 2, false);
+    int w = fission_in(ctx, 1), y;
+    const korch_tensor *wc = fission_const_in(ctx, 1), *wz = fission_const_in(ctx, 3);
+    bool has_zp = fission_has_in(ctx, 3) && !(wz && all_zero(wz));
+    if (wc && wc->dtype == KORCH_DTYPE_UINT8 && (!has_zp || wz) && !fits_int8(wc, has_zp ? wz : NULL)) {
+        y = x < 0 ? -1 : conv_uint8_split(ctx, &p, x, w, has_zp ? fission_in(ctx, 3) : -1);
+    } else {
+        if (has_zp)
+            w = fission_binary(ctx, KORCH_EW_SUB, fission_cast(ctx, w, KORCH_DTYPE_INT32),
+                               channel_zero_point(ctx, fission_in(ctx, 3), rank));
+        y = x < 0 || w < 0 ? -1 : korch_pgraph_linear(ctx->pg, &p, x, w);
+    }
+    fission_set_out(ctx, 0, y);
+    return fission_done(ctx);
 }
 
 KORCH_FISSION_RULE(QLinearMatMul) {

@@ -32,6 +32,11 @@ typedef struct korch_input_value {
 /* Structure: every node's operator is supported at the model's opset, every
  * referenced tensor exists, each tensor has one producer, no cycles. */
 korch_status korch_graph_validate(korch_graph *g);
+/* contrib.c, called by validation: node `node`, when it is an ONNX Runtime
+ * contrib operator korch computes (com.microsoft DynamicQuantizeLSTM, as an
+ * LSTM of its dequantized weights), rewritten in place as standard ONNX;
+ * any other node is left as it is. */
+korch_status korch_graph_lower_contrib(korch_graph *g, int node);
 
 /* Constant folding leaves a node alone when its outputs would take more
  * than KORCH_FOLD_MAX_BYTES, or when the graph has already folded

@@ -154,6 +154,7 @@ korch_status korch_graph_validate(korch_graph *g) {
      * node a user sees is the first one in their file. */
     for (int i = 0; i < g->n_nodes; i++)
         if (!g->nodes[i].dead) {
+            KORCH_TRY(korch_graph_lower_contrib(g, i)); /* contrib.c: ONNX Runtime's, as standard ONNX */
             KORCH_TRY(resolve_node(g, &g->nodes[i]));
             KORCH_TRY(check_attr_types(&g->nodes[i]));
             KORCH_TRY(validate_subgraphs(&g->nodes[i]));

@@ -576,6 +576,80 @@ static korch_status run_matmul_int(const korch_tensor *a, const korch_tensor *b,
     return KORCH_OK;
 }
 
+/* An integer convolution (ConvInteger's fission), NCHW, 1-3 spatial dims:
+ * exact products summed in int64, stored wrapping to int32 like the
+ * reference kernel (ops/conv_integer.c); the operands' zero points were
+ * subtracted before, so padding adds zero. One output row (the innermost
+ * spatial axis) of int64 accumulators at a time, in parallel over (n, oc). */
+static korch_status run_conv_int(const korch_prim_linear *p, const korch_tensor *x, const korch_tensor *w,
+                                 korch_tensor *y) {
+    int s = p->spatial;
+    int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1}, st[3] = {1, 1, 1}, dl[3] = {1, 1, 1},
+            pd[3] = {0, 0, 0};
+    for (int d = 0; d < s; d++) {
+        int j = 3 - s + d;
+        in[j] = x->shape.dims[2 + d];
+        k[j] = w->shape.dims[2 + d];
+        out[j] = y->shape.dims[2 + d];
+        st[j] = p->strides[d];
+        dl[j] = p->dilations[d];
+        pd[j] = p->pads_begin[d];
+    }
+    int64_t N = x->shape.dims[0], C = x->shape.dims[1], M = y->shape.dims[1], G = p->group;
+    int64_t Cg = C / G, Mg = M / G, plane = in[0] * in[1] * in[2], taps = k[0] * k[1] * k[2];
+    int32_t *xi = malloc((size_t)(korch_tensor_numel(x) + 1) * sizeof *xi);
+    int32_t *wi = malloc((size_t)(korch_tensor_numel(w) + 1) * sizeof *wi);
+    if (!xi || !wi) {
+        free(xi);
+        free(wi);
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "interpreter: integer convolution: out of memory");
+    }
+    for (int64_t i = 0, n = korch_tensor_numel(x); i < n; i++) xi[i] = (int32_t)korch_tensor_get_i64(x, i);
+    for (int64_t i = 0, n = korch_tensor_numel(w); i < n; i++) wi[i] = (int32_t)korch_tensor_get_i64(w, i);
+    int32_t *py = y->data;
+    int failed = 0;
+#pragma omp parallel reduction(| : failed)
+    {
+        int64_t *acc = malloc((size_t)(out[2] + 1) * sizeof *acc);
+        failed |= !acc;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t nm = 0; nm < N * M; nm++) {
+            if (!acc) continue;
+            int64_t n = nm / M, m = nm % M, g = m / Mg;
+            for (int64_t od = 0; od < out[0]; od++)
+                for (int64_t oh = 0; oh < out[1]; oh++) {
+                    for (int64_t ow = 0; ow < out[2]; ow++) acc[ow] = 0;
+                    for (int64_t c = 0; c < Cg; c++) {
+                        const int32_t *xp = xi + (n * C + g * Cg + c) * plane, *wp = wi + (m * Cg + c) * taps;
+                        for (int64_t kd = 0; kd < k[0]; kd++) {
+                            int64_t id = od * st[0] - pd[0] + kd * dl[0];
+                            if (id < 0 || id >= in[0]) continue;
+                            for (int64_t kh = 0; kh < k[1]; kh++) {
+                                int64_t ih = oh * st[1] - pd[1] + kh * dl[1];
+                                if (ih < 0 || ih >= in[1]) continue;
+                                const int32_t *row = xp + (id * in[1] + ih) * in[2];
+                                for (int64_t kw = 0; kw < k[2]; kw++) {
+                                    int64_t wv = wp[(kd * k[1] + kh) * k[2] + kw];
+                                    for (int64_t ow = 0; ow < out[2]; ow++) {
+                                        int64_t iw = ow * st[2] - pd[2] + kw * dl[2];
+                                        if (iw >= 0 && iw < in[2]) acc[ow] += wv * row[iw];
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    int32_t *yr = py + ((nm * out[0] + od) * out[1] + oh) * out[2];
+                    for (int64_t ow = 0; ow < out[2]; ow++) yr[ow] = (int32_t)(uint32_t)(uint64_t)acc[ow];
+                }
+        }
+        free(acc);
+    }
+    free(xi);
+    free(wi);
+    if (failed) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "interpreter: integer convolution: out of memory");
+    return KORCH_OK;
+}
+
 /* Convolution and its transpose over 1-3 spatial dims, NCHW. */
 static korch_status run_conv(const korch_prim_linear *p, const korch_tensor *x, const korch_tensor *w, korch_tensor *y) {
     int s = p->spatial;
@@ -753,7 +827,9 @@ static korch_status run_node(const korch_pgraph *pg, int node, korch_tensor *con
     case KORCH_PRIM_LINEAR:
         if (n->u.linear.bf16 && (in[0]->dtype == KORCH_DTYPE_BFLOAT16 || in[1]->dtype == KORCH_DTYPE_BFLOAT16))
             return run_linear_bf16(pg, n, in[0], in[1], out[0], mode->jitter_seed);
-        if (korch_pnode_is_integer_matmul(pg, n)) return run_matmul_int(in[0], in[1], out[0]);
+        if (korch_pnode_is_integer_linear(pg, n))
+            return n->u.linear.op == KORCH_LINEAR_MATMUL ? run_matmul_int(in[0], in[1], out[0])
+                                                         : run_conv_int(&n->u.linear, in[0], in[1], out[0]);
         if (in[0]->dtype != KORCH_DTYPE_FLOAT32 || in[1]->dtype != KORCH_DTYPE_FLOAT32)
             return korch_error(KORCH_ERR_UNSUPPORTED, "interpreter: linear primitives are float32, or an integer matmul");
         if (n->u.linear.bf16 && !mode->float32_only)

@@ -324,10 +324,11 @@ int korch_pgraph_linear(korch_pgraph *pg, const korch_prim_linear *params, int x
     }
     korch_dtype tx = pg->values[x].dtype, tw = pg->values[w].dtype;
     bool integer = korch_dtype_is_imatmul_operand(tx) || korch_dtype_is_imatmul_operand(tw);
-    if (integer && (params->op != KORCH_LINEAR_MATMUL || !korch_dtype_is_imatmul_operand(tx) ||
-                    !korch_dtype_is_imatmul_operand(tw) || params->bf16)) {
-        korch_error(KORCH_ERR_UNSUPPORTED, "linear: integer operands (%s, %s) make only a matmul of two integer "
-                                           "operands", korch_dtype_name(tx), korch_dtype_name(tw));
+    if (integer && (params->op == KORCH_LINEAR_CONV_TRANSPOSE || params->channels_last ||
+                    !korch_dtype_is_imatmul_operand(tx) || !korch_dtype_is_imatmul_operand(tw) || params->bf16)) {
+        korch_error(KORCH_ERR_UNSUPPORTED, "linear: integer operands (%s, %s) make only a matmul or a channels-first "
+                                           "convolution of two integer operands", korch_dtype_name(tx),
+                    korch_dtype_name(tw));
         return -1;
     }
     int ni = push_node(pg, KORCH_PRIM_LINEAR, 2, ins);
@@ -340,11 +341,15 @@ int korch_pgraph_linear(korch_pgraph *pg, const korch_prim_linear *params, int x
     return attach_output(pg, ni, dtype, &out);
 }
 
-bool korch_pnode_is_integer_matmul(const korch_pgraph *pg, const korch_pnode *n) {
-    return !n->dead && n->kind == KORCH_PRIM_LINEAR && n->u.linear.op == KORCH_LINEAR_MATMUL && n->n_inputs == 2 &&
+bool korch_pnode_is_integer_linear(const korch_pgraph *pg, const korch_pnode *n) {
+    return !n->dead && n->kind == KORCH_PRIM_LINEAR && n->n_inputs == 2 &&
            korch_dtype_is_imatmul_operand(pg->values[n->inputs[0]].dtype) &&
            korch_dtype_is_imatmul_operand(pg->values[n->inputs[1]].dtype) &&
            pg->values[n->outputs[0]].dtype == KORCH_DTYPE_INT32;
+}
+
+bool korch_pnode_is_integer_matmul(const korch_pgraph *pg, const korch_pnode *n) {
+    return korch_pnode_is_integer_linear(pg, n) && n->u.linear.op == KORCH_LINEAR_MATMUL;
 }
 
 int korch_opaque_input(const korch_pgraph *pg, const korch_pnode *n, int k, const korch_tensor **constant) {

@@ -350,13 +350,16 @@ int korch_pgraph_live_nodes(const korch_pgraph *pg);
  * inputs are always kept, in order). Indices held outside are invalidated. */
 korch_status korch_pgraph_compact(korch_pgraph *pg);
 
-/* An integer matmul: a MATMUL linear primitive of integer operands (uint8,
- * int8, or int32: an 8-bit tensor minus its zero point) with an int32
- * output, the exact sum MatMulInteger defines (docs/quantization.md,
- * "Integer matmuls"). Every other linear primitive is float32 (or bf16). */
+/* An integer linear primitive: a MATMUL (MatMulInteger's) or a channels-
+ * first CONV (ConvInteger's) of integer operands (uint8, int8, or int32: an
+ * 8-bit tensor minus its zero point) with an int32 output, the exact sum
+ * the operator defines (docs/quantization.md, "Integer matmuls and
+ * convolutions"). Every other linear primitive is float32 (or bf16). */
 static inline bool korch_dtype_is_imatmul_operand(korch_dtype d) {
     return d == KORCH_DTYPE_UINT8 || d == KORCH_DTYPE_INT8 || d == KORCH_DTYPE_INT32;
 }
+bool korch_pnode_is_integer_linear(const korch_pgraph *pg, const korch_pnode *n);
+/* ... and a MATMUL one. */
 bool korch_pnode_is_integer_matmul(const korch_pgraph *pg, const korch_pnode *n);
 
 /* ---- precision (ir/precision.c) ------------------------------------------ */

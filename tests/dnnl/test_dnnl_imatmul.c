@@ -142,6 +142,32 @@ static void check(korch_pgraph *pg, int zp, const char *what) {
     dc_spec_free(&spec);
 }
 
+/* an integer convolution: x [1, C, H, W] 8-bit (input 0), zero point
+ * (input 1, run-time scalar) or none, weights [M, C/g, k, k] int32 in
+ * [lo, hi], pads p, stride st */
+static korch_pgraph *build_conv(korch_dtype tx, int64_t C, int64_t H, int64_t W, int64_t M, int64_t k, int64_t g,
+                                int64_t pad, int64_t st, bool zp, int lo, int hi) {
+    korch_pgraph *pg = dc_graph();
+    korch_shape xs = {.rank = 4, .dims = {1, C, H, W}};
+    int a = korch_pgraph_add_input(pg, tx, &xs), x = a;
+    if (zp) {
+        korch_shape zs = {.rank = 0};
+        int ins[2] = {cast(pg, a, KORCH_DTYPE_INT32), cast(pg, korch_pgraph_add_input(pg, tx, &zs), KORCH_DTYPE_INT32)};
+        x = korch_pgraph_elementwise(pg, KORCH_EW_SUB, 2, ins, 0, 0, KORCH_DTYPE_UNDEFINED);
+    }
+    korch_tensor t;
+    korch_shape ws = {.rank = 4, .dims = {M, C / g, k, k}};
+    if (korch_tensor_alloc(&t, KORCH_DTYPE_INT32, &ws) != KORCH_OK) return NULL;
+    int32_t *p = t.data;
+    for (int64_t i = 0; i < korch_tensor_numel(&t); i++) p[i] = i == 0 ? lo : i == 1 ? hi : dc_int(lo, hi);
+    korch_prim_linear prm = {.op = KORCH_LINEAR_CONV, .spatial = 2, .group = g,
+                             .strides = {st, st, 1}, .dilations = {1, 1, 1}, .pads_begin = {pad, pad, 0},
+                             .pads_end = {pad, pad, 0}};
+    int y = korch_pgraph_linear(pg, &prm, x, korch_pgraph_add_constant(pg, &t));
+    dc_output(pg, y);
+    return pg;
+}
+
 int main(void) {
     if (!dn_int8_exact_cpu()) {
         printf("skipped: no VNNI (oneDNN's int8 matmul would not sum exactly; the kernel is not offered)\n");
@@ -177,6 +203,30 @@ int main(void) {
         korch_pgraph *pg = build(cases[i].ta, cases[i].rank, cases[i].a, cases[i].n, cases[i].zf, cases[i].zp,
                                  -128, extreme ? -97 : 127, false);
         check(pg, cases[i].zp, what);
+        korch_pgraph_free(pg);
+    }
+    struct {
+        korch_dtype tx;
+        int64_t C, H, W, M, k, g, pad, st;
+        bool zp;
+        int zpv, lo, hi;
+    } convs[] = {
+        {KORCH_DTYPE_UINT8, 16, 10, 12, 8, 3, 1, 1, 1, true, 131, -128, 127},
+        {KORCH_DTYPE_UINT8, 8, 9, 9, 16, 3, 1, 0, 2, false, 0, -128, 127},
+        {KORCH_DTYPE_INT8, 12, 7, 11, 12, 3, 12, 1, 1, true, -5, -128, 127},  /* depthwise */
+        {KORCH_DTYPE_UINT8, 32, 6, 8, 16, 5, 2, 2, 1, true, 255, -128, 127},  /* grouped, pad 2 */
+        {KORCH_DTYPE_UINT8, 512, 4, 6, 16, 3, 1, 1, 1, true, 7, -128, -97},  /* K = 4608: sums past 2^24 */
+        {KORCH_DTYPE_UINT8, 512, 4, 6, 16, 3, 1, 1, 1, false, 0, -128, -97},
+    };
+    for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++) {
+        char what[160];
+        snprintf(what, sizeof what, "conv %s C%lld %lldx%lld M%lld k%lld g%lld pad %lld stride %lld, zp %s %d",
+                 convs[i].tx == KORCH_DTYPE_UINT8 ? "u8" : "s8", (long long)convs[i].C, (long long)convs[i].H,
+                 (long long)convs[i].W, (long long)convs[i].M, (long long)convs[i].k, (long long)convs[i].g,
+                 (long long)convs[i].pad, (long long)convs[i].st, convs[i].zp ? "run-time" : "none", convs[i].zpv);
+        korch_pgraph *pg = build_conv(convs[i].tx, convs[i].C, convs[i].H, convs[i].W, convs[i].M, convs[i].k,
+                                      convs[i].g, convs[i].pad, convs[i].st, convs[i].zp, convs[i].lo, convs[i].hi);
+        check(pg, convs[i].zpv, what);
         korch_pgraph_free(pg);
     }
     CHECK_MSG(checked >= 9, "only %d kernels checked", checked);

@@ -28,13 +28,15 @@
 
 #include "fission_harness.h"
 
-static int integer_matmuls(korch_graph *g) {
+static int integer_matmuls(korch_graph *g, bool conv) {
     korch_pgraph *pg = NULL;
     CHECK_OK(korch_graph_validate(g));
     CHECK_OK(korch_graph_infer(g, NULL, 0));
     CHECK_OK(korch_fission(g, &pg, NULL));
     int n = 0;
-    for (int i = 0; pg && i < pg->n_nodes; i++) n += korch_pnode_is_integer_matmul(pg, &pg->nodes[i]);
+    for (int i = 0; pg && i < pg->n_nodes; i++)
+        n += conv ? korch_pnode_is_integer_linear(pg, &pg->nodes[i]) && !korch_pnode_is_integer_matmul(pg, &pg->nodes[i])
+                  : korch_pnode_is_integer_matmul(pg, &pg->nodes[i]);
     korch_pgraph_free(pg);
     return n;
 }
@@ -102,7 +104,7 @@ static void run_case(const mm_case *c, bool big) {
     char label[200];
     snprintf(label, sizeof label, "%s%s", c->label, big ? " (sums beyond 2^24)" : "");
     korch_graph *g = build(c, big);
-    int found = integer_matmuls(g);
+    int found = integer_matmuls(g, false);
     CHECK_MSG(found == (c->declined ? 0 : 1), "%s: %d integer matmuls, want %d", label, found, c->declined ? 0 : 1);
     korch_graph_free(g);
     fh_check(build(c, big), &(fh_options){.allow_opaque = c->declined, .seed = 7}, label);
@@ -154,7 +156,65 @@ static void dynamic_chain(void) {
     fh_check(g, &(fh_options){.lo = -4, .hi = 4, .seed = 13}, "DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul");
 }
 
+/* ConvInteger of x [1, C, 9, 11] (input, zero point an input or none) and
+ * constant weights [M, C/g, k, k] of type tw with a zero point zw (-1: none,
+ * -2: per output channel); want_linear integer convolutions after fission
+ * (2 when uint8 weights are split) */
+static void conv_case(korch_dtype tx, korch_dtype tw, int64_t C, int64_t M, int64_t k, int64_t g, int64_t pad,
+                      int64_t stride, bool zx, int zw, int want_linear, const char *label) {
+    for (int round = 0; round < 2; round++) {
+        korch_graph *g_ = fh_begin(13);
+        fh_input(g_, "x", tx, 4, (int64_t[]){1, C, 9, 11});
+        const_8bit(g_, "W", tw, 4, (int64_t[]){M, C / g, k, k}, false, 0);
+        char ins[32] = "x,W";
+        if (zx) {
+            fh_input(g_, "zx", tx, 0, NULL);
+            strcat(ins, ",zx");
+        }
+        if (zw != -1) {
+            if (!zx) strcat(ins, ",");
+            if (zw == -2) const_8bit(g_, "zw", tw, 1, (int64_t[]){M}, false, 0);
+            else {
+                korch_tensor t;
+                korch_shape s0 = {.rank = 0};
+                if (korch_tensor_alloc(&t, tw, &s0) != KORCH_OK) abort();
+                *(uint8_t *)t.data = (uint8_t)zw;
+                fh_const(g_, "zw", &t);
+            }
+            strcat(ins, ",zw");
+        }
+        int n = fh_node(g_, "ConvInteger", ins, "y");
+        fh_attr_ints(g_, n, "pads", 4, (int64_t[]){pad, pad, pad, pad});
+        fh_attr_ints(g_, n, "strides", 2, (int64_t[]){stride, stride});
+        fh_attr_int(g_, n, "group", g);
+        fh_output(g_, "y");
+        if (round == 0) {
+            int found = integer_matmuls(g_, true);
+            CHECK_MSG(found == want_linear, "%s: %d integer convolutions, want %d", label, found, want_linear);
+            korch_graph_free(g_);
+        } else {
+            fh_check(g_, &(fh_options){.seed = 17}, label);
+        }
+        fh_seed(99); /* the same weights in both rounds */
+    }
+}
+
 int main(void) {
+    fh_seed(99);
+    conv_case(KORCH_DTYPE_UINT8, KORCH_DTYPE_INT8, 6, 5, 3, 1, 1, 1, true, -1, 1, "ConvInteger u8 x s8, zp of x");
+    fh_seed(99);
+    conv_case(KORCH_DTYPE_UINT8, KORCH_DTYPE_UINT8, 6, 8, 3, 1, 1, 2, true, 121, 2,
+              "ConvInteger u8 x u8 with a zero point (split into two int8 convolutions)");
+    fh_seed(99);
+    conv_case(KORCH_DTYPE_UINT8, KORCH_DTYPE_UINT8, 6, 6, 3, 6, 1, 1, true, 178, 2,
+              "ConvInteger u8 x u8, depthwise, split");
+    fh_seed(99);
+    conv_case(KORCH_DTYPE_UINT8, KORCH_DTYPE_UINT8, 8, 6, 1, 2, 0, 1, false, -2, 2,
+              "ConvInteger u8 x u8, 2 groups, per-channel zero point, split");
+    fh_seed(99);
+    conv_case(KORCH_DTYPE_INT8, KORCH_DTYPE_UINT8, 4, 3, 3, 1, 2, 1, true, 128, 1,
+              "ConvInteger s8 x u8 with zero point 128 (fits int8: no split)");
+
     dql_case("", 2, (int64_t[]){7, 13}, "DynamicQuantizeLinear, random [7, 13]");
     dql_case("", 3, (int64_t[]){2, 64, 96}, "DynamicQuantizeLinear, random [2, 64, 96]");
     dql_case("", 1, (int64_t[]){1}, "DynamicQuantizeLinear, one element");
@@ -176,6 +236,11 @@ int main(void) {
         {"s8 x s8, batched A [2,3,4,9], run-time zp", S8, S8, 4, {2, 3, 4, 9}, 9, 3, true, ZP_INPUT, ZP_NONE, false},
         {"u8 A of rank 1", U8, S8, 1, {13}, 13, 4, true, ZP_INPUT, ZP_NONE, false},
         {"per-row zp of a batched A: declined", U8, S8, 3, {2, 4, 6}, 6, 3, true, ZP_VECTOR_INPUT, ZP_NONE, true},
+        {"u8 x u8 weights with a zp outside int8 (split: int8 matmul + row sum)", U8, U8, 2, {5, 24}, 24, 7, true,
+         ZP_INPUT, ZP_CONST, false},
+        {"u8 x u8, per-column zp, batched A (split)", U8, U8, 3, {2, 3, 10}, 10, 6, true, ZP_CONST, ZP_VECTOR_CONST,
+         false},
+        {"u8 A of rank 1 x u8 weights with a zp (split)", U8, U8, 1, {9}, 9, 4, true, ZP_INPUT, ZP_CONST, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], false);
     /* K = 3072: A uniform u8, B in [-128, -97]: sums near -4e7, beyond

@@ -423,7 +423,7 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
         }
     }
     if (linear < 0) return an_fail(&c, "no linear primitive (memory-bound kernels are the code generator's)");
-    bool imatmul = korch_pnode_is_integer_matmul(spec->pg, &spec->pg->nodes[linear]);
+    bool imatmul = korch_pnode_is_integer_linear(spec->pg, &spec->pg->nodes[linear]); /* a matmul or a convolution */
     int deq[6], n_deq = 0;
     if (imatmul) {
         n_deq = an_imatmul_src(&c, linear, deq);

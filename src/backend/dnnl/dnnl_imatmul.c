@@ -1,5 +1,7 @@
-/* An integer matmul (MatMulInteger's fission, docs/quantization.md,
- * "Integer matmuls") as oneDNN's int8 matmul.
+/* An integer matmul or convolution (MatMulInteger's and ConvInteger's
+ * fission, docs/quantization.md, "Integer matmuls and convolutions") as
+ * oneDNN's int8 matmul or convolution (the convolution the same way, its
+ * zero point's correction a map over output positions, zp_correct).
  *
  * The primitive sums (A - a_zp) x B' exactly into int32, A 8-bit and B' the
  * constant weights minus their zero points (folded to int32 by fission).
@@ -90,7 +92,8 @@ bool an_imatmul_check(actx *c) {
     if (!dn_int8_exact_cpu())
         return an_fail(c, "an integer matmul: oneDNN's int8 matmul sums exactly only with VNNI, which this CPU lacks");
     if (!d->wei_constant) return an_fail(c, "an integer matmul with weights computed at run time");
-    if ((d->src_zp || d->src_zp_slot >= 0) && (!d->wei_tensor || d->wei_tensor->shape.rank != 2))
+    if ((d->src_zp || d->src_zp_slot >= 0) && d->op == KORCH_LINEAR_MATMUL &&
+        (!d->wei_tensor || d->wei_tensor->shape.rank != 2))
         return an_fail(c, "an integer matmul with a zero point and weights that are not one matrix");
     signed char *q = dn_imatmul_weights(d);
     if (!q) {

@@ -497,19 +497,74 @@ done:
  * without one it is. So the kernel computes A x W and subtracts
  * zp * colsum(W) itself, in int32: (A - zp) x W = A x W - zp * sum_k W[k, n],
  * exact modulo 2^32 like the reference's wrap. */
+/* A convolution's correction map S[m, position] (NCHW, positions of one
+ * image): the sum of the weights of output channel m over the taps that
+ * land inside the image there (a padded tap reads x_zp, zero after the
+ * subtraction, so it takes no correction). From the per-tap sums over the
+ * input channels: M * positions * taps work, once. */
+static korch_status conv_correction(const dn_desc *d, const signed char *wei, int32_t *map) {
+    const korch_tensor *w = d->wei_tensor;
+    int sp = d->params.spatial;
+    int64_t M = w->shape.dims[0], Cg = w->shape.dims[1], taps = 1;
+    int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1}, st[3] = {1, 1, 1}, dl[3] = {1, 1, 1},
+            pd[3] = {0, 0, 0};
+    for (int i = 0; i < sp; i++) {
+        int j = 3 - sp + i;
+        in[j] = d->src.dims[2 + i];
+        out[j] = d->dst.dims[2 + i];
+        k[j] = w->shape.dims[2 + i];
+        st[j] = d->params.strides[i];
+        dl[j] = d->params.dilations[i];
+        pd[j] = d->params.pads_begin[i];
+        taps *= k[j];
+    }
+    int32_t *tapsum = calloc((size_t)(M * taps + 1), sizeof *tapsum);
+    if (!tapsum) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory");
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t c = 0; c < Cg; c++)
+            for (int64_t t = 0; t < taps; t++) tapsum[m * taps + t] += wei[(m * Cg + c) * taps + t];
+    int64_t P = out[0] * out[1] * out[2];
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t p = 0; p < P; p++) {
+            int64_t o[3] = {p / (out[1] * out[2]), p / out[2] % out[1], p % out[2]};
+            uint32_t sum = 0;
+            for (int64_t t = 0; t < taps; t++) {
+                int64_t kk[3] = {t / (k[1] * k[2]), t / k[2] % k[1], t % k[2]};
+                bool inside = true;
+                for (int j = 0; j < 3 && inside; j++) {
+                    int64_t i = o[j] * st[j] - pd[j] + kk[j] * dl[j];
+                    inside = i >= 0 && i < in[j];
+                }
+                if (inside) sum += (uint32_t)tapsum[m * taps + t];
+            }
+            map[m * P + p] = (int32_t)sum;
+        }
+    free(tapsum);
+    return KORCH_OK;
+}
+
 static korch_status zp_correction_init(const dn_desc *d, const signed char *wei, dn_kernel *k) {
     const korch_tensor *w = d->wei_tensor;
-    if (!w || w->shape.rank != 2)
-        return korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN integer matmul (%s): a zero point with weights of rank %d",
+    bool conv = d->op == KORCH_LINEAR_CONV;
+    if (!w || (!conv && w->shape.rank != 2) || (conv && w->shape.rank != d->params.spatial + 2))
+        return korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN integer kernel (%s): a zero point with weights of rank %d",
                            d->text, w ? w->shape.rank : 0);
-    int64_t K = w->shape.dims[0], N = w->shape.dims[1], total = 1;
+    int64_t total = 1;
     for (int i = 0; i < d->dst.ndims; i++) total *= d->dst.dims[i];
-    k->colsum = calloc((size_t)(N > 0 ? N : 1), sizeof *k->colsum);
+    /* the correction per output element of one row (matmul: per column) or
+     * one image (convolution: per channel and position) */
+    int64_t cols = conv ? total / d->dst.dims[0] : w->shape.dims[1];
+    k->colsum = calloc((size_t)(cols > 0 ? cols : 1), sizeof *k->colsum);
     if (!k->colsum) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory");
-    for (int64_t kk = 0; kk < K; kk++)
-        for (int64_t n = 0; n < N; n++) k->colsum[n] += wei[kk * N + n];
-    k->cols = N;
-    k->rows = N > 0 ? total / N : 0;
+    if (conv) {
+        KORCH_TRY(conv_correction(d, wei, k->colsum));
+    } else {
+        int64_t K = w->shape.dims[0];
+        for (int64_t kk = 0; kk < K; kk++)
+            for (int64_t n = 0; n < cols; n++) k->colsum[n] += wei[kk * cols + n];
+    }
+    k->cols = cols;
+    k->rows = cols > 0 ? total / cols : 0;
     k->zp_const = d->src_zp;
     k->zp_slot = d->src_zp_slot;
     k->zp_u8 = d->src_zp_u8;
