@@ -205,29 +205,47 @@ KORCH_FISSION_RULE(MatMulInteger) {
     bool per_row_a = fission_has_in(ctx, 2) && korch_shape_numel(fission_in_shape(ctx, 2)) > 1;
     if (per_row_a && as->rank != 2)
         return fission_decline(ctx, "MatMulInteger with a per-row zero point of a batched A");
-    int a = imatmul_operand(ctx, fission_in(ctx, 0), 2, true);
     const korch_tensor *bc = fission_const_in(ctx, 1), *bz = fission_const_in(ctx, 3);
-    bool has_zp = fission_has_in(ctx, 3) && !(bz && all_zero(bz));
-    if (bc && bc->dtype == KORCH_DTYPE_UINT8 && bc->shape.rank == 2 && (!has_zp || bz) &&
-        !columns_fit_int8(bc, has_zp ? bz : NULL)) {
-        /* A' (B - zb) = A' (B - 128) + rowsum(A') (128 - zb): uint8 weights
-         * whose zero point leaves them outside int8 (asymmetric uint8
-         * quantization), as an int8 matmul plus a row sum, exactly; the
-         * convolution's split (conv_uint8_split) for the same reason */
-        int b = fission_binary(ctx, KORCH_EW_SUB, fission_cast(ctx, fission_in(ctx, 1), KORCH_DTYPE_INT32),
-                               fission_scalar(ctx, 128, KORCH_DTYPE_INT32));
-        int y = fission_matmul(ctx, a, b, fission_out_shape(ctx, 0));
-        int ar = fission_shape(ctx, a)->rank;
-        int rows = fission_reduce(ctx, KORCH_REDUCE_SUM, fission_cast(ctx, a, KORCH_DTYPE_INT32), 1u << (ar - 1), true);
-        int c = fission_binary(ctx, KORCH_EW_SUB, fission_scalar(ctx, 128, KORCH_DTYPE_INT32),
-                               has_zp ? fission_cast(ctx, fission_in(ctx, 3), KORCH_DTYPE_INT32)
-                                      : fission_scalar(ctx, 0, KORCH_DTYPE_INT32));
-        int corr = fission_binary(ctx, KORCH_EW_MUL, rows, c);
-        fission_set_out(ctx, 0, fission_binary(ctx, KORCH_EW_ADD, y, corr));
+    const korch_tensor *az = fission_const_in(ctx, 2);
+    bool has_zb = fission_has_in(ctx, 3) && !(bz && all_zero(bz));
+    bool has_za = fission_has_in(ctx, 2) && !(az && all_zero(az));
+    if (!bc || bc->shape.rank != 2 || (has_zb && !bz)) { /* B computed at run time: both zero points subtracted */
+        int a = imatmul_operand(ctx, fission_in(ctx, 0), 2, true);
+        int b = imatmul_operand(ctx, fission_in(ctx, 1), 3, false);
+        fission_set_out(ctx, 0, fission_matmul(ctx, a, b, fission_out_shape(ctx, 0)));
         return fission_done(ctx);
     }
-    int b = imatmul_operand(ctx, fission_in(ctx, 1), 3, false);
-    fission_set_out(ctx, 0, fission_matmul(ctx, a, b, fission_out_shape(ctx, 0)));
+    /* constant weights: the matmul reads the 8-bit A itself, so that one
+     * oneDNN int8 kernel computes it with nothing before it:
+     *   (A - za) B' = A B' - za colsum(B'),  B' = B - zb
+     * and uint8 weights whose zero point leaves them outside int8
+     * (asymmetric uint8 quantization) as B' = B - 128 plus a row sum:
+     *   (A - za)(B - zb) = (A - za)(B - 128) + rowsum(A - za) (128 - zb)
+     * colsum(B') folds to a constant; everything is int32 and exact */
+    bool split = bc->dtype == KORCH_DTYPE_UINT8 && !columns_fit_int8(bc, has_zb ? bz : NULL);
+    int b = fission_cast(ctx, fission_in(ctx, 1), KORCH_DTYPE_INT32);
+    if (split) b = fission_binary(ctx, KORCH_EW_SUB, b, fission_scalar(ctx, 128, KORCH_DTYPE_INT32));
+    else if (has_zb) b = fission_binary(ctx, KORCH_EW_SUB, b, fission_cast(ctx, fission_in(ctx, 3), KORCH_DTYPE_INT32));
+    int y = fission_matmul(ctx, fission_in(ctx, 0), b, fission_out_shape(ctx, 0));
+    if (has_za) {
+        int za = fission_in(ctx, 2);
+        const korch_shape *zs = fission_shape(ctx, za);
+        korch_shape view = korch_shape_numel(zs) == 1 ? (korch_shape){.rank = 0}
+                                                       : (korch_shape){.rank = 2, .dims = {zs->dims[0], 1}};
+        za = fission_cast(ctx, korch_pgraph_reshape(ctx->pg, za, &view), KORCH_DTYPE_INT32);
+        int colsum = fission_reduce(ctx, KORCH_REDUCE_SUM, b, 1u, false); /* [N] */
+        y = fission_binary(ctx, KORCH_EW_SUB, y, fission_binary(ctx, KORCH_EW_MUL, za, colsum));
+    }
+    if (split) {
+        int a = fission_cast(ctx, imatmul_operand(ctx, fission_in(ctx, 0), 2, true), KORCH_DTYPE_INT32);
+        int ar = fission_shape(ctx, a)->rank;
+        int rows = fission_reduce(ctx, KORCH_REDUCE_SUM, a, 1u << (ar - 1), true);
+        int c = fission_binary(ctx, KORCH_EW_SUB, fission_scalar(ctx, 128, KORCH_DTYPE_INT32),
+                               has_zb ? fission_cast(ctx, fission_in(ctx, 3), KORCH_DTYPE_INT32)
+                                      : fission_scalar(ctx, 0, KORCH_DTYPE_INT32));
+        y = fission_binary(ctx, KORCH_EW_ADD, y, fission_binary(ctx, KORCH_EW_MUL, rows, c));
+    }
+    fission_set_out(ctx, 0, y);
     return fission_done(ctx);
 }
 
@@ -262,64 +280,99 @@ static bool fits_int8(const korch_tensor *w, const korch_tensor *zp) {
     return true;
 }
 
-/* conv(x', (w - 128)) + (128 - w_zp) * windowsum(x'): constant uint8 weights
- * whose zero point leaves (w - w_zp) outside int8 (an asymmetric uint8
- * quantization, [-255, 255]) as two convolutions with int8 weights, exactly:
- * w - 128 is int8, and windowsum(x') (the sum of x' over each window and
- * the group's input channels) is the convolution with weights of ones, one
- * output channel per group, broadcast over the group's output channels
- * ([N, G, 1, O...] x [G, M/G, 1...] -> [N, M, O...]). Both run as oneDNN
- * int8 convolutions; the sum is int32 arithmetic. */
-static int conv_uint8_split(korch_fission_ctx *ctx, const korch_prim_linear *p, int x, int w, int z) {
-    const korch_shape ws = *fission_shape(ctx, w), ys = *fission_out_shape(ctx, 0);
-    int rank = ws.rank;
-    int64_t G = p->group, M = ws.dims[0], Mg = M / G;
-    int w1 = fission_binary(ctx, KORCH_EW_SUB, fission_cast(ctx, w, KORCH_DTYPE_INT32),
-                            fission_scalar(ctx, 128, KORCH_DTYPE_INT32));
-    int y = korch_pgraph_linear(ctx->pg, p, x, w1);
-    korch_tensor ones;
-    korch_shape os = ws;
-    os.dims[0] = G;
-    if (korch_tensor_alloc(&ones, KORCH_DTYPE_INT8, &os) != KORCH_OK) return -1;
-    memset(ones.data, 1, korch_tensor_bytes(&ones));
-    int sum = korch_pgraph_linear(ctx->pg, p, x, fission_constant(ctx, &ones)); /* [N, G, O...] */
-    int c = fission_binary(ctx, KORCH_EW_SUB, fission_scalar(ctx, 128, KORCH_DTYPE_INT32),
-                           z >= 0 ? fission_cast(ctx, z, KORCH_DTYPE_INT32) : fission_scalar(ctx, 0, KORCH_DTYPE_INT32));
-    int64_t nz = z >= 0 ? korch_shape_numel(fission_shape(ctx, z)) : 1;
-    if (G == 1) {
-        if (nz > 1) { /* [M] -> [M, 1, ...] */
-            korch_shape v = {.rank = rank - 1, .dims = {M}};
-            for (int k = 1; k < v.rank; k++) v.dims[k] = 1;
-            c = korch_pgraph_reshape(ctx->pg, c, &v);
-        }
-        return fission_binary(ctx, KORCH_EW_ADD, y, fission_binary(ctx, KORCH_EW_MUL, sum, c));
-    }
-    korch_shape s5 = {.rank = rank + 1, .dims = {ys.dims[0], G, 1}}, c5 = {.rank = rank, .dims = {G, Mg}};
-    for (int k = 2; k < rank; k++) s5.dims[k + 1] = ys.dims[k];
-    for (int k = 2; k < rank; k++) c5.dims[k] = 1;
-    int t = korch_pgraph_reshape(ctx->pg, sum, &s5);
-    if (nz > 1) c = korch_pgraph_reshape(ctx->pg, c, &c5);
-    t = korch_pgraph_reshape(ctx->pg, fission_binary(ctx, KORCH_EW_MUL, t, c), &ys);
-    return fission_binary(ctx, KORCH_EW_ADD, y, t);
+/* A constant of ones of x's shape with batch 1, 8-bit: convolved with
+ * weights it gives, per output channel and position, the sum of the
+ * weights over the taps that land inside the image (padding reads the zero
+ * point, zero after the subtraction). */
+static int ones_like_image(korch_fission_ctx *ctx, int x) {
+    korch_shape s = *fission_shape(ctx, x);
+    s.dims[0] = 1;
+    korch_tensor t;
+    if (korch_tensor_alloc(&t, KORCH_DTYPE_UINT8, &s) != KORCH_OK) return -1;
+    memset(t.data, 1, korch_tensor_bytes(&t));
+    return fission_constant(ctx, &t);
 }
 
+/* conv(x - zx, w') for the 8-bit x: conv(x, w') - zx * conv(ones, w'), the
+ * second term a constant map [1, M, O...] (folded); zx < 0: none */
+static int conv_minus_zp(korch_fission_ctx *ctx, const korch_prim_linear *p, int x, int w, int zx) {
+    int y = korch_pgraph_linear(ctx->pg, p, x, w);
+    if (zx < 0 || y < 0) return y;
+    int map = korch_pgraph_linear(ctx->pg, p, ones_like_image(ctx, x), w);
+    korch_shape scalar = {.rank = 0};
+    int z = fission_cast(ctx, korch_pgraph_reshape(ctx->pg, zx, &scalar), KORCH_DTYPE_INT32);
+    return fission_binary(ctx, KORCH_EW_SUB, y, fission_binary(ctx, KORCH_EW_MUL, z, map));
+}
+
+/* y = conv(x - x_zp, w - w_zp), exactly, as integer convolution primitives
+ * (channels-first; ir/pgraph.h). With constant weights the convolution
+ * reads the 8-bit x itself, so that one oneDNN int8 kernel computes it
+ * with nothing before it (backend/dnnl/dnnl_imatmul.c):
+ *   conv(x - zx, W') = conv(x, W') - zx * conv(ones, W'),  W' = w - zw
+ * (ONNX pads x with zx, zero after the subtraction; conv(ones, W') sums the
+ * weights over the taps inside the image: a constant map). uint8 weights
+ * whose zero point leaves int8's range (asymmetric uint8 quantization) are
+ * W' = w - 128 plus a window sum, each term an int8 convolution:
+ *   conv(x', w - zw) = conv(x', w - 128) + (128 - zw) * conv(x', ones)
+ * the window sum with one output channel per group, broadcast over the
+ * group's output channels ([N, G, 1, O...] x [G, M/G, 1...]). All int32,
+ * exact. Weights computed at run time: both zero points subtracted before
+ * one integer convolution (the reference backend's exact loop). */
 KORCH_FISSION_RULE(ConvInteger) {
     int rank = fission_in_shape(ctx, 0)->rank;
     if (fission_has_in(ctx, 2) && korch_shape_numel(fission_in_shape(ctx, 2)) != 1)
         return fission_decline(ctx, "ConvInteger with a zero point of x that is not per tensor");
     korch_prim_linear p;
     KORCH_TRY(fission_conv_params(ctx, false, &p));
-    int x = imatmul_operand(ctx, fission_in(ctx, 0), 2, false);
-    int w = fission_in(ctx, 1), y;
-    const korch_tensor *wc = fission_const_in(ctx, 1), *wz = fission_const_in(ctx, 3);
-    bool has_zp = fission_has_in(ctx, 3) && !(wz && all_zero(wz));
-    if (wc && wc->dtype == KORCH_DTYPE_UINT8 && (!has_zp || wz) && !fits_int8(wc, has_zp ? wz : NULL)) {
-        y = x < 0 ? -1 : conv_uint8_split(ctx, &p, x, w, has_zp ? fission_in(ctx, 3) : -1);
-    } else {
-        if (has_zp)
+    const korch_tensor *wc = fission_const_in(ctx, 1), *wz = fission_const_in(ctx, 3), *xz = fission_const_in(ctx, 2);
+    bool has_zw = fission_has_in(ctx, 3) && !(wz && all_zero(wz));
+    bool has_zx = fission_has_in(ctx, 2) && !(xz && all_zero(xz));
+    int y;
+    if (!wc || (has_zw && !wz)) {
+        int x = imatmul_operand(ctx, fission_in(ctx, 0), 2, false), w = fission_in(ctx, 1);
+        if (has_zw)
             w = fission_binary(ctx, KORCH_EW_SUB, fission_cast(ctx, w, KORCH_DTYPE_INT32),
                                channel_zero_point(ctx, fission_in(ctx, 3), rank));
         y = x < 0 || w < 0 ? -1 : korch_pgraph_linear(ctx->pg, &p, x, w);
+        fission_set_out(ctx, 0, y);
+        return fission_done(ctx);
+    }
+    int x = fission_in(ctx, 0), zx = has_zx ? fission_in(ctx, 2) : -1;
+    bool split = wc->dtype == KORCH_DTYPE_UINT8 && !fits_int8(wc, has_zw ? wz : NULL);
+    int w = fission_cast(ctx, fission_in(ctx, 1), KORCH_DTYPE_INT32);
+    if (split) w = fission_binary(ctx, KORCH_EW_SUB, w, fission_scalar(ctx, 128, KORCH_DTYPE_INT32));
+    else if (has_zw) w = fission_binary(ctx, KORCH_EW_SUB, w, channel_zero_point(ctx, fission_in(ctx, 3), rank));
+    y = conv_minus_zp(ctx, &p, x, w, zx);
+    if (split && y >= 0) {
+        const korch_shape ws = *fission_shape(ctx, fission_in(ctx, 1)), ys = *fission_out_shape(ctx, 0);
+        int64_t G = p.group, M = ws.dims[0], Mg = M / G;
+        korch_tensor ones;
+        korch_shape os = ws;
+        os.dims[0] = G;
+        if (korch_tensor_alloc(&ones, KORCH_DTYPE_INT8, &os) != KORCH_OK) return KORCH_ERR_OUT_OF_MEMORY;
+        memset(ones.data, 1, korch_tensor_bytes(&ones));
+        int sum = conv_minus_zp(ctx, &p, x, fission_constant(ctx, &ones), zx); /* [N, G, O...] */
+        int c = fission_binary(ctx, KORCH_EW_SUB, fission_scalar(ctx, 128, KORCH_DTYPE_INT32),
+                               has_zw ? fission_cast(ctx, fission_in(ctx, 3), KORCH_DTYPE_INT32)
+                                      : fission_scalar(ctx, 0, KORCH_DTYPE_INT32));
+        int64_t nz = has_zw ? korch_shape_numel(fission_shape(ctx, fission_in(ctx, 3))) : 1;
+        int t;
+        if (G == 1) {
+            if (nz > 1) { /* [M] -> [M, 1, ...] */
+                korch_shape v = {.rank = rank - 1, .dims = {M}};
+                for (int k = 1; k < v.rank; k++) v.dims[k] = 1;
+                c = korch_pgraph_reshape(ctx->pg, c, &v);
+            }
+            t = fission_binary(ctx, KORCH_EW_MUL, sum, c);
+        } else {
+            korch_shape s5 = {.rank = rank + 1, .dims = {ys.dims[0], G, 1}}, c5 = {.rank = rank, .dims = {G, Mg}};
+            for (int k = 2; k < rank; k++) s5.dims[k + 1] = ys.dims[k];
+            for (int k = 2; k < rank; k++) c5.dims[k] = 1;
+            t = korch_pgraph_reshape(ctx->pg, sum, &s5);
+            if (nz > 1) c = korch_pgraph_reshape(ctx->pg, c, &c5);
+            t = korch_pgraph_reshape(ctx->pg, fission_binary(ctx, KORCH_EW_MUL, t, c), &ys);
+        }
+        y = fission_binary(ctx, KORCH_EW_ADD, y, t);
     }
     fission_set_out(ctx, 0, y);
     return fission_done(ctx);
