@@ -45,6 +45,10 @@ MODELS = [
          member="ddddocr/common_old.onnx",
          sha256="b8f2ad9cbc1f2e3922a6cb9459e30824e7e2467f3fb4fd61420640e34ea0bf68",
          kind="captcha recognition, dynamically quantized (ONNX Runtime contrib ops)",
+         # korch computes com.microsoft.DynamicQuantizeLSTM as the LSTM of its
+         # dequantized weights; ONNX Runtime also quantizes its activations
+         # per step (docs/quantization.md): 0.86 % of max|ORT| measured
+         rtol=2e-2,
          inputs={"input1": ((1, 1, 64, 256), "float32", "image")}),
     dict(name="ddddocr_det", package="ddddocr",
          member="ddddocr/common_det.onnx",

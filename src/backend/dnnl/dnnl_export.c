@@ -23,9 +23,11 @@ korch_status korch_dnnl_export_params(const korch_kernel_spec *spec, const char 
     dn_desc d;
     char reason[256];
     if (!dn_analyze(spec, &d, reason, sizeof reason)) return korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN: %s", reason);
-    if (d.imatmul) /* its run-time zero point and s32 destination are not in kx_dn (yet) */
+    if (d.imatmul) /* its s32 destination and zero-point correction are not in kx_dn (yet) */
         return korch_error(KORCH_ERR_UNSUPPORTED,
-                           "oneDNN kernel (%s): korch export has no standalone C for an integer matmul", d.text);
+                           "oneDNN kernel (%s): korch export has no standalone C for an integer matmul or "
+                           "convolution (MatMulInteger, ConvInteger) yet",
+                           d.text);
     dn_variant v = {.fmt = DN_FMT_PLAIN};
     if (schedule && *schedule) {
         if (!dn_variant_parse(schedule, &v))
