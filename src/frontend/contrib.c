@@ -114,7 +114,7 @@ static korch_status lower_dynamic_quantize_lstm(korch_graph *g, int ni) {
     korch_tensor_free(&w);
     korch_tensor_free(&r);
     if (wv < 0 || rv < 0) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory lowering node \"%s\"", nbuf);
-    n = &g->nodes[ni]; /* interning may have moved nothing of the nodes, but be plain about it */
+    n = &g->nodes[ni]; /* interning adds values, never nodes: n is unchanged, re-read for plainness */
     n->inputs[1] = wv;
     n->inputs[2] = rv;
     if (n->n_inputs > 8) n->n_inputs = 8; /* X, W, R, B, sequence_lens, initial_h, initial_c, P */
