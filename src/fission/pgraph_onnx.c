@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "fission/pgraph_onnx_internal.h"
+#include "ir/indexmap.h"
 #include "ops/op.h"
+#include "ops/quant.h"
 
 /* ---- primitives ----------------------------------------------------------- */
 
@@ -134,8 +136,46 @@ static void conv_attrs(korch_onnx_writer *w, Onnx__NodeProto *node, const korch_
 
 static bool eight_bit(korch_dtype t) { return t == KORCH_DTYPE_UINT8 || t == KORCH_DTYPE_INT8; }
 
+static bool elementwise(const korch_pgraph *pg, int node, korch_ew_op op) {
+    return node >= 0 && pg->nodes[node].kind == KORCH_PRIM_ELEMENTWISE && pg->nodes[node].u.ew.op == op;
+}
+
+/* The name of an 8-bit zero point of type dt (a scalar, or one value per
+ * leading index: [M]) behind the int32 subtrahend z of an integer operand:
+ * CAST of an 8-bit value (through a reshape: fission views a per-channel
+ * zero point [M] as [M, 1, ...]), or an int32 constant of dt's values
+ * (the clean-up folds a constant zero point's cast) written as an
+ * initializer; NULL if it is neither. */
+static const char *zero_point_8bit(korch_onnx_writer *w, int z, korch_dtype dt) {
+    const korch_pgraph *pg = w->pg;
+    const korch_pvalue *zv = &pg->values[z];
+    int cast = zv->producer;
+    if (elementwise(pg, cast, KORCH_EW_CAST)) {
+        int q = pg->nodes[cast].inputs[0], r = pg->values[q].producer;
+        if (r >= 0 && pg->nodes[r].kind == KORCH_PRIM_LAYOUT && pg->nodes[r].n_inputs == 1 &&
+            korch_layout_as_reshape(pg, r) && pg->values[pg->nodes[r].inputs[0]].shape.rank <= 1)
+            q = pg->nodes[r].inputs[0];
+        bool shaped = pg->values[q].shape.rank == 0 || pg->values[q].shape.rank == 1;
+        return pg->values[q].dtype == dt && shaped ? w->names[q] : NULL;
+    }
+    if (!zv->is_constant || zv->dtype != KORCH_DTYPE_INT32) return NULL;
+    int64_t n = korch_tensor_numel(&zv->constant);
+    korch_shape s = {.rank = n == 1 ? 0 : 1, .dims = {n}};
+    korch_tensor t = {.dtype = dt, .shape = s};
+    t.data = korch_onnx_alloc(w, (size_t)n + 1);
+    if (!t.data) return NULL;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = korch_tensor_get_i64(&zv->constant, i);
+        if (v < korch_quant_min(dt) || v > korch_quant_max(dt)) return NULL;
+        if (dt == KORCH_DTYPE_UINT8) ((uint8_t *)t.data)[i] = (uint8_t)v;
+        else ((int8_t *)t.data)[i] = (int8_t)v;
+    }
+    return korch_onnx_add_initializer(w, &t, korch_onnx_temp(w));
+}
+
 /* The 8-bit q and zero point z of an integer operand v: v itself (z NULL),
- * or v = SUB(CAST(q), CAST(z)) as ConvInteger's fission writes it. */
+ * or v = SUB(CAST(q), zero point) as the integer fission rules write it
+ * for a source, or for weights computed at run time. */
 static bool integer_operand(korch_onnx_writer *w, int v, const char **q, const char **z) {
     const korch_pgraph *pg = w->pg;
     *z = NULL;
@@ -144,18 +184,14 @@ static bool integer_operand(korch_onnx_writer *w, int v, const char **q, const c
         return true;
     }
     int sub = pg->values[v].producer;
-    if (sub < 0 || pg->nodes[sub].kind != KORCH_PRIM_ELEMENTWISE || pg->nodes[sub].u.ew.op != KORCH_EW_SUB) return false;
-    int a = pg->values[pg->nodes[sub].inputs[0]].producer, b = pg->values[pg->nodes[sub].inputs[1]].producer;
-    if (a < 0 || b < 0 || pg->nodes[a].kind != KORCH_PRIM_ELEMENTWISE || pg->nodes[a].u.ew.op != KORCH_EW_CAST ||
-        pg->nodes[b].kind != KORCH_PRIM_ELEMENTWISE || pg->nodes[b].u.ew.op != KORCH_EW_CAST)
-        return false;
-    int qa = pg->nodes[a].inputs[0], zb = pg->nodes[b].inputs[0];
-    if (!eight_bit(pg->values[qa].dtype) || pg->values[zb].dtype != pg->values[qa].dtype ||
-        korch_shape_numel(&pg->values[zb].shape) != 1)
-        return false;
+    if (!elementwise(pg, sub, KORCH_EW_SUB)) return false;
+    int a = pg->values[pg->nodes[sub].inputs[0]].producer;
+    if (!elementwise(pg, a, KORCH_EW_CAST)) return false;
+    int qa = pg->nodes[a].inputs[0];
+    if (!eight_bit(pg->values[qa].dtype)) return false;
     *q = w->names[qa];
-    *z = w->names[zb];
-    return true;
+    *z = zero_point_8bit(w, pg->nodes[sub].inputs[1], pg->values[qa].dtype);
+    return *z != NULL;
 }
 
 /* An 8-bit initializer of the int32 constant c where sign * c >= 0 (the
@@ -181,7 +217,7 @@ static const char *weights_8bit(korch_onnx_writer *w, const korch_tensor *c, int
 static void emit_integer_conv(korch_onnx_writer *w, const korch_pnode *n) {
     const korch_prim_linear *p = &n->u.linear;
     const korch_pvalue *wv = &w->pg->values[n->inputs[1]];
-    const char *xq, *xz;
+    const char *xq, *xz, *wq = NULL, *wz = NULL;
     int64_t pads[6];
     for (int d = 0; d < p->spatial; d++) {
         pads[d] = p->pads_begin[d];
@@ -192,6 +228,8 @@ static void emit_integer_conv(korch_onnx_writer *w, const korch_pnode *n) {
         int64_t v = korch_tensor_get_i64(&wv->constant, i);
         in_range = v >= -255 && v <= 255;
     }
+    /* weights computed at run time: 8-bit, or 8-bit minus a zero point */
+    if (!fits && !wv->is_constant && integer_operand(w, n->inputs[1], &wq, &wz)) fits = true;
     if (!integer_operand(w, n->inputs[0], &xq, &xz) || (!fits && !in_range)) {
         if (w->status == KORCH_OK)
             w->status = korch_error(KORCH_ERR_UNSUPPORTED, "ONNX export: an integer convolution whose operands are not "
@@ -203,18 +241,41 @@ static void emit_integer_conv(korch_onnx_writer *w, const korch_pnode *n) {
         int64_t v = korch_tensor_get_i64(&wv->constant, i);
         int8_fits = v >= -128 && v <= 127;
     }
-    const char *parts[2] = {fits ? w->names[n->inputs[1]] : int8_fits ? weights_8bit(w, &wv->constant, 0)
+    const char *parts[2] = {wq ? wq : fits ? w->names[n->inputs[1]] : int8_fits ? weights_8bit(w, &wv->constant, 0)
                                                                        : weights_8bit(w, &wv->constant, 1),
                             fits || int8_fits ? NULL : weights_8bit(w, &wv->constant, -1)};
-    const char *ys[2] = {parts[1] ? korch_onnx_temp(w) : w->names[n->outputs[0]], korch_onnx_temp(w)};
+    /* channels-last (the layout pass's, an 8-bit source): ONNX's
+     * ConvInteger is channels-first, so transpose around it */
+    int s = p->spatial;
+    int64_t to_first[KORCH_MAX_RANK], to_last[KORCH_MAX_RANK];
+    for (int k = 0; k < s + 2; k++) {
+        to_first[k] = k == 0 ? 0 : k == 1 ? s + 1 : k - 1;
+        to_last[k] = k == 0 ? 0 : k == s + 1 ? 1 : k + 1;
+    }
+    if (p->channels_last) {
+        const char *xt = korch_onnx_temp(w);
+        Onnx__NodeProto *t = korch_onnx_node(w, "Transpose", 1, &xq, 1, &xt);
+        korch_onnx_attr_ints(w, t, "perm", to_first, s + 2);
+        xq = xt;
+    }
+    const char *y_out = p->channels_last ? korch_onnx_temp(w) : w->names[n->outputs[0]];
+    const char *ys[2] = {parts[1] ? korch_onnx_temp(w) : y_out, korch_onnx_temp(w)};
     for (int k = 0; k < 2 && parts[k]; k++) {
-        const char *ins[3] = {xq, parts[k], xz};
-        Onnx__NodeProto *node = korch_onnx_node(w, "ConvInteger", xz ? 3 : 2, ins, 1, &ys[k]);
+        if (wz && !xz) { /* ConvInteger's x_zero_point comes before w's: a zero one */
+            korch_tensor zero = {.dtype = w->pg->values[n->inputs[0]].dtype, .shape = {.rank = 0}}; /* x is 8-bit */
+            zero.data = korch_onnx_alloc(w, 1);
+            if (!zero.data) return;
+            xz = korch_onnx_add_initializer(w, &zero, korch_onnx_temp(w));
+        }
+        const char *ins[4] = {xq, parts[k], xz, wz};
+        Onnx__NodeProto *node = korch_onnx_node(w, "ConvInteger", wz ? 4 : xz ? 3 : 2, ins, 1, &ys[k]);
         conv_attrs(w, node, n, pads);
     }
-    if (parts[1]) {
+    if (parts[1]) korch_onnx_node(w, "Sub", 2, ys, 1, &y_out);
+    if (p->channels_last) {
         const char *y = w->names[n->outputs[0]];
-        korch_onnx_node(w, "Sub", 2, ys, 1, &y);
+        Onnx__NodeProto *t = korch_onnx_node(w, "Transpose", 1, &y_out, 1, &y);
+        korch_onnx_attr_ints(w, t, "perm", to_last, s + 2);
     }
 }
 

@@ -69,6 +69,8 @@ int fission_matmul(korch_fission_ctx *ctx, int a, int b, const korch_shape *out_
  * ConvInteger: pads, auto_pad, strides, dilations, group), as the reference
  * kernels derive them (rules_linear.c). */
 korch_status fission_conv_params(korch_fission_ctx *ctx, bool transpose, korch_prim_linear *p);
+/* The same with the weights at input w_input (QLinearConv's are input 3). */
+korch_status fission_conv_params_w(korch_fission_ctx *ctx, bool transpose, int w_input, korch_prim_linear *p);
 int fission_reduce(korch_fission_ctx *ctx, korch_reduce_op op, int x, uint32_t axes, bool keepdims);
 /* A scalar constant of dtype. */
 int fission_scalar(korch_fission_ctx *ctx, double v, korch_dtype dtype);

@@ -63,8 +63,12 @@ KORCH_FISSION_RULE(Gemm) {
  * output size (negative when output_shape asks for more than the full
  * output: those positions receive only the bias). */
 korch_status fission_conv_params(korch_fission_ctx *ctx, bool transpose, korch_prim_linear *p) {
+    return fission_conv_params_w(ctx, transpose, 1, p);
+}
+
+korch_status fission_conv_params_w(korch_fission_ctx *ctx, bool transpose, int w_input, korch_prim_linear *p) {
     const korch_node *n = ctx->node;
-    const korch_shape *x = fission_in_shape(ctx, 0), *w = fission_in_shape(ctx, 1);
+    const korch_shape *x = fission_in_shape(ctx, 0), *w = fission_in_shape(ctx, w_input);
     const korch_shape *y = fission_out_shape(ctx, 0);
     int s = x->rank - 2;
     if (s < 1 || s > 3 || w->rank != x->rank)

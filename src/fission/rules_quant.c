@@ -3,10 +3,11 @@
  * a convolution can then run as oneDNN's int8 convolution
  * (backend/dnnl/dnnl_dequant.c). DynamicQuantizeLinear becomes reductions
  * and elementwise primitives, MatMulInteger and ConvInteger integer linear
- * primitives.
- * The others stay whole, opaque primitives running their
- * reference kernels (ops/quantize_dynamic.c, ops/matmul_integer.c,
- * ops/conv_integer.c) inside the plan (docs/quantization.md). */
+ * primitives, QLinearMatMul and QLinearConv integer linear primitives and
+ * the elementwise steps of their requantization. Each rule reproduces its
+ * reference kernel bit for bit; what a rule declines stays whole, an
+ * opaque primitive running the reference kernel inside the plan
+ * (docs/quantization.md). */
 #include <math.h>
 #include <string.h>
 
@@ -191,6 +192,15 @@ static int imatmul_operand(korch_fission_ctx *ctx, int x, int zp_input, bool per
     return fission_binary(ctx, KORCH_EW_SUB, fission_cast(ctx, x, KORCH_DTYPE_INT32), fission_cast(ctx, z, KORCH_DTYPE_INT32));
 }
 
+/* Which node inputs hold the operands and their zero points: MatMulInteger
+ * and ConvInteger are (x, w, x_zp, w_zp); QLinearMatMul and QLinearConv
+ * (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp[, B]). */
+typedef struct integer_io {
+    int x, w, zx, zw;
+} integer_io;
+
+static const integer_io INTEGER_IO = {0, 1, 2, 3}, QLINEAR_IO = {0, 3, 2, 5};
+
 /* Y = (A - a_zp) @ (B - b_zp), exactly, as an integer matmul primitive
  * (int32 sums; ir/pgraph.h): the zero points are subtracted in int32 (a
  * constant B's folds into int32 weights), per tensor, per row of A ([M] as
@@ -198,22 +208,22 @@ static int imatmul_operand(korch_fission_ctx *ctx, int x, int zp_input, bool per
  * oneDNN computes it with int8 kernels where A is 8-bit with one zero point
  * and B fits int8 (backend/dnnl/dnnl_imatmul.c); otherwise the reference
  * backend's exact loop runs it. */
-KORCH_FISSION_RULE(MatMulInteger) {
-    const korch_shape *as = fission_in_shape(ctx, 0);
-    if (as->rank < 1 || fission_in_shape(ctx, 1)->rank < 1)
-        return fission_decline(ctx, "MatMulInteger of a scalar operand");
-    bool per_row_a = fission_has_in(ctx, 2) && korch_shape_numel(fission_in_shape(ctx, 2)) > 1;
+static korch_status integer_matmul(korch_fission_ctx *ctx, const integer_io *io, int *out) {
+    const korch_shape *as = fission_in_shape(ctx, io->x);
+    if (as->rank < 1 || fission_in_shape(ctx, io->w)->rank < 1)
+        return fission_decline(ctx, "an integer matmul of a scalar operand");
+    bool per_row_a = fission_has_in(ctx, io->zx) && korch_shape_numel(fission_in_shape(ctx, io->zx)) > 1;
     if (per_row_a && as->rank != 2)
-        return fission_decline(ctx, "MatMulInteger with a per-row zero point of a batched A");
-    const korch_tensor *bc = fission_const_in(ctx, 1), *bz = fission_const_in(ctx, 3);
-    const korch_tensor *az = fission_const_in(ctx, 2);
-    bool has_zb = fission_has_in(ctx, 3) && !(bz && all_zero(bz));
-    bool has_za = fission_has_in(ctx, 2) && !(az && all_zero(az));
+        return fission_decline(ctx, "an integer matmul with a per-row zero point of a batched A");
+    const korch_tensor *bc = fission_const_in(ctx, io->w), *bz = fission_const_in(ctx, io->zw);
+    const korch_tensor *az = fission_const_in(ctx, io->zx);
+    bool has_zb = fission_has_in(ctx, io->zw) && !(bz && all_zero(bz));
+    bool has_za = fission_has_in(ctx, io->zx) && !(az && all_zero(az));
     if (!bc || bc->shape.rank != 2 || (has_zb && !bz)) { /* B computed at run time: both zero points subtracted */
-        int a = imatmul_operand(ctx, fission_in(ctx, 0), 2, true);
-        int b = imatmul_operand(ctx, fission_in(ctx, 1), 3, false);
-        fission_set_out(ctx, 0, fission_matmul(ctx, a, b, fission_out_shape(ctx, 0)));
-        return fission_done(ctx);
+        int a = imatmul_operand(ctx, fission_in(ctx, io->x), io->zx, true);
+        int b = imatmul_operand(ctx, fission_in(ctx, io->w), io->zw, false);
+        *out = fission_matmul(ctx, a, b, fission_out_shape(ctx, 0));
+        return KORCH_OK;
     }
     /* constant weights: the matmul reads the 8-bit A itself, so that one
      * oneDNN int8 kernel computes it with nothing before it:
@@ -223,12 +233,12 @@ KORCH_FISSION_RULE(MatMulInteger) {
      *   (A - za)(B - zb) = (A - za)(B - 128) + rowsum(A - za) (128 - zb)
      * colsum(B') folds to a constant; everything is int32 and exact */
     bool split = bc->dtype == KORCH_DTYPE_UINT8 && !columns_fit_int8(bc, has_zb ? bz : NULL);
-    int b = fission_cast(ctx, fission_in(ctx, 1), KORCH_DTYPE_INT32);
+    int b = fission_cast(ctx, fission_in(ctx, io->w), KORCH_DTYPE_INT32);
     if (split) b = fission_binary(ctx, KORCH_EW_SUB, b, fission_scalar(ctx, 128, KORCH_DTYPE_INT32));
-    else if (has_zb) b = fission_binary(ctx, KORCH_EW_SUB, b, fission_cast(ctx, fission_in(ctx, 3), KORCH_DTYPE_INT32));
-    int y = fission_matmul(ctx, fission_in(ctx, 0), b, fission_out_shape(ctx, 0));
+    else if (has_zb) b = fission_binary(ctx, KORCH_EW_SUB, b, fission_cast(ctx, fission_in(ctx, io->zw), KORCH_DTYPE_INT32));
+    int y = fission_matmul(ctx, fission_in(ctx, io->x), b, fission_out_shape(ctx, 0));
     if (has_za) {
-        int za = fission_in(ctx, 2);
+        int za = fission_in(ctx, io->zx);
         const korch_shape *zs = fission_shape(ctx, za);
         korch_shape view = korch_shape_numel(zs) == 1 ? (korch_shape){.rank = 0}
                                                        : (korch_shape){.rank = 2, .dims = {zs->dims[0], 1}};
@@ -237,25 +247,25 @@ KORCH_FISSION_RULE(MatMulInteger) {
         y = fission_binary(ctx, KORCH_EW_SUB, y, fission_binary(ctx, KORCH_EW_MUL, za, colsum));
     }
     if (split) {
-        int a = fission_cast(ctx, imatmul_operand(ctx, fission_in(ctx, 0), 2, true), KORCH_DTYPE_INT32);
+        int a = fission_cast(ctx, imatmul_operand(ctx, fission_in(ctx, io->x), io->zx, true), KORCH_DTYPE_INT32);
         int ar = fission_shape(ctx, a)->rank;
         int rows = fission_reduce(ctx, KORCH_REDUCE_SUM, a, 1u << (ar - 1), true);
         int c = fission_binary(ctx, KORCH_EW_SUB, fission_scalar(ctx, 128, KORCH_DTYPE_INT32),
-                               has_zb ? fission_cast(ctx, fission_in(ctx, 3), KORCH_DTYPE_INT32)
+                               has_zb ? fission_cast(ctx, fission_in(ctx, io->zw), KORCH_DTYPE_INT32)
                                       : fission_scalar(ctx, 0, KORCH_DTYPE_INT32));
         y = fission_binary(ctx, KORCH_EW_ADD, y, fission_binary(ctx, KORCH_EW_MUL, rows, c));
     }
+    *out = y;
+    return KORCH_OK;
+}
+
+KORCH_FISSION_RULE(MatMulInteger) {
+    int y;
+    KORCH_TRY(integer_matmul(ctx, &INTEGER_IO, &y));
     fission_set_out(ctx, 0, y);
     return fission_done(ctx);
 }
 
-/* y = conv(x - x_zp, w - w_zp), exactly, as an integer convolution primitive
- * (channels-first; ir/pgraph.h): x's zero point (per tensor) subtracted in
- * int32, so that padding, which ONNX fills with the zero point, adds zero;
- * w's (per tensor or per output channel [M], viewed [M, 1, ...]) folds into
- * int32 weights when w is constant. oneDNN computes it with int8 kernels
- * (backend/dnnl/dnnl_imatmul.c); otherwise the reference backend's exact
- * loop. */
 /* w's zero point as an int32 value viewed [M, 1, ...] (per output channel)
  * or a scalar */
 static int channel_zero_point(korch_fission_ctx *ctx, int z, int rank) {
@@ -293,15 +303,49 @@ static int ones_like_image(korch_fission_ctx *ctx, int x) {
     return fission_constant(ctx, &t);
 }
 
-/* conv(x - zx, w') for the 8-bit x: conv(x, w') - zx * conv(ones, w'), the
- * second term a constant map [1, M, O...] (folded); zx < 0: none */
-static int conv_minus_zp(korch_fission_ctx *ctx, const korch_prim_linear *p, int x, int w, int zx) {
-    int y = korch_pgraph_linear(ctx->pg, p, x, w);
-    if (zx < 0 || y < 0) return y;
-    int map = korch_pgraph_linear(ctx->pg, p, ones_like_image(ctx, x), w);
+/* conv(x - zx, w') for the 8-bit x, the convolution reading x itself (zx
+ * < 0: no zero point):
+ *   - no padding: conv(x, w') - zx * S, S[m] the sum of w' over its input
+ *     channels and taps, a constant [M, 1, ...];
+ *   - padding and a constant zx: x padded with zx explicitly (a layout
+ *     primitive: a padded tap then adds (zx - zx) w' = 0, as ONNX's padding
+ *     with the zero point does), the convolution unpadded, minus zx * S;
+ *   - padding and a zx computed at run time (DynamicQuantizeLinear's):
+ *     conv(x, w') - zx * conv(ones, w'), the second term a constant map
+ *     [1, M, O...] of the weight sums over the taps inside the image.
+ * The first two keep the correction per channel, where the map is the
+ * size of the output (and, past the folding limit, a second convolution
+ * at every run). */
+static int conv_minus_zp(korch_fission_ctx *ctx, const korch_prim_linear *p, int x, int w, int zx,
+                         const korch_tensor *zx_const) {
+    if (zx < 0) return korch_pgraph_linear(ctx->pg, p, x, w);
     korch_shape scalar = {.rank = 0};
     int z = fission_cast(ctx, korch_pgraph_reshape(ctx->pg, zx, &scalar), KORCH_DTYPE_INT32);
-    return fission_binary(ctx, KORCH_EW_SUB, y, fission_binary(ctx, KORCH_EW_MUL, z, map));
+    bool padded = false;
+    for (int d = 0; d < p->spatial; d++) padded |= p->pads_begin[d] != 0 || p->pads_end[d] != 0;
+    if (padded && !zx_const) {
+        int y = korch_pgraph_linear(ctx->pg, p, x, w);
+        int map = korch_pgraph_linear(ctx->pg, p, ones_like_image(ctx, x), w);
+        return fission_binary(ctx, KORCH_EW_SUB, y, fission_binary(ctx, KORCH_EW_MUL, z, map));
+    }
+    korch_prim_linear q = *p;
+    if (padded) {
+        int64_t begins[KORCH_MAX_RANK] = {0}, ends[KORCH_MAX_RANK] = {0};
+        for (int d = 0; d < p->spatial; d++) {
+            begins[2 + d] = p->pads_begin[d];
+            ends[2 + d] = p->pads_end[d];
+            q.pads_begin[d] = q.pads_end[d] = 0;
+        }
+        x = korch_pgraph_pad(ctx->pg, x, begins, ends, KORCH_PAD_CONSTANT, (double)korch_tensor_get_i64(zx_const, 0));
+    }
+    int y = korch_pgraph_linear(ctx->pg, &q, x, w);
+    const korch_shape *ws = fission_shape(ctx, w);
+    korch_shape per_channel = {.rank = ws->rank - 1, .dims = {ws->dims[0]}};
+    for (int k = 1; k < per_channel.rank; k++) per_channel.dims[k] = 1;
+    int sums = fission_reduce(ctx, KORCH_REDUCE_SUM, fission_cast(ctx, w, KORCH_DTYPE_INT32),
+                              ((1u << ws->rank) - 1u) & ~1u, false);
+    sums = korch_pgraph_reshape(ctx->pg, sums, &per_channel);
+    return fission_binary(ctx, KORCH_EW_SUB, y, fission_binary(ctx, KORCH_EW_MUL, z, sums));
 }
 
 /* y = conv(x - x_zp, w - w_zp), exactly, as integer convolution primitives
@@ -318,44 +362,43 @@ static int conv_minus_zp(korch_fission_ctx *ctx, const korch_prim_linear *p, int
  * group's output channels ([N, G, 1, O...] x [G, M/G, 1...]). All int32,
  * exact. Weights computed at run time: both zero points subtracted before
  * one integer convolution (the reference backend's exact loop). */
-KORCH_FISSION_RULE(ConvInteger) {
+static korch_status integer_conv(korch_fission_ctx *ctx, const integer_io *io, int *out) {
     int rank = fission_in_shape(ctx, 0)->rank;
-    if (fission_has_in(ctx, 2) && korch_shape_numel(fission_in_shape(ctx, 2)) != 1)
-        return fission_decline(ctx, "ConvInteger with a zero point of x that is not per tensor");
+    if (fission_has_in(ctx, io->zx) && korch_shape_numel(fission_in_shape(ctx, io->zx)) != 1)
+        return fission_decline(ctx, "an integer convolution with a zero point of x that is not per tensor");
     korch_prim_linear p;
-    KORCH_TRY(fission_conv_params(ctx, false, &p));
-    const korch_tensor *wc = fission_const_in(ctx, 1), *wz = fission_const_in(ctx, 3), *xz = fission_const_in(ctx, 2);
-    bool has_zw = fission_has_in(ctx, 3) && !(wz && all_zero(wz));
-    bool has_zx = fission_has_in(ctx, 2) && !(xz && all_zero(xz));
+    KORCH_TRY(fission_conv_params_w(ctx, false, io->w, &p));
+    const korch_tensor *wc = fission_const_in(ctx, io->w), *wz = fission_const_in(ctx, io->zw), *xz = fission_const_in(ctx, io->zx);
+    bool has_zw = fission_has_in(ctx, io->zw) && !(wz && all_zero(wz));
+    bool has_zx = fission_has_in(ctx, io->zx) && !(xz && all_zero(xz));
     int y;
     if (!wc || (has_zw && !wz)) {
-        int x = imatmul_operand(ctx, fission_in(ctx, 0), 2, false), w = fission_in(ctx, 1);
+        int x = imatmul_operand(ctx, fission_in(ctx, io->x), io->zx, false), w = fission_in(ctx, io->w);
         if (has_zw)
             w = fission_binary(ctx, KORCH_EW_SUB, fission_cast(ctx, w, KORCH_DTYPE_INT32),
-                               channel_zero_point(ctx, fission_in(ctx, 3), rank));
-        y = x < 0 || w < 0 ? -1 : korch_pgraph_linear(ctx->pg, &p, x, w);
-        fission_set_out(ctx, 0, y);
-        return fission_done(ctx);
+                               channel_zero_point(ctx, fission_in(ctx, io->zw), rank));
+        *out = x < 0 || w < 0 ? -1 : korch_pgraph_linear(ctx->pg, &p, x, w);
+        return KORCH_OK;
     }
-    int x = fission_in(ctx, 0), zx = has_zx ? fission_in(ctx, 2) : -1;
+    int x = fission_in(ctx, io->x), zx = has_zx ? fission_in(ctx, io->zx) : -1;
     bool split = wc->dtype == KORCH_DTYPE_UINT8 && !fits_int8(wc, has_zw ? wz : NULL);
-    int w = fission_cast(ctx, fission_in(ctx, 1), KORCH_DTYPE_INT32);
+    int w = fission_cast(ctx, fission_in(ctx, io->w), KORCH_DTYPE_INT32);
     if (split) w = fission_binary(ctx, KORCH_EW_SUB, w, fission_scalar(ctx, 128, KORCH_DTYPE_INT32));
-    else if (has_zw) w = fission_binary(ctx, KORCH_EW_SUB, w, channel_zero_point(ctx, fission_in(ctx, 3), rank));
-    y = conv_minus_zp(ctx, &p, x, w, zx);
+    else if (has_zw) w = fission_binary(ctx, KORCH_EW_SUB, w, channel_zero_point(ctx, fission_in(ctx, io->zw), rank));
+    y = conv_minus_zp(ctx, &p, x, w, zx, has_zx ? xz : NULL);
     if (split && y >= 0) {
-        const korch_shape ws = *fission_shape(ctx, fission_in(ctx, 1)), ys = *fission_out_shape(ctx, 0);
+        const korch_shape ws = *fission_shape(ctx, fission_in(ctx, io->w)), ys = *fission_out_shape(ctx, 0);
         int64_t G = p.group, M = ws.dims[0], Mg = M / G;
         korch_tensor ones;
         korch_shape os = ws;
         os.dims[0] = G;
         if (korch_tensor_alloc(&ones, KORCH_DTYPE_INT8, &os) != KORCH_OK) return KORCH_ERR_OUT_OF_MEMORY;
         memset(ones.data, 1, korch_tensor_bytes(&ones));
-        int sum = conv_minus_zp(ctx, &p, x, fission_constant(ctx, &ones), zx); /* [N, G, O...] */
+        int sum = conv_minus_zp(ctx, &p, x, fission_constant(ctx, &ones), zx, has_zx ? xz : NULL); /* [N, G, O...] */
         int c = fission_binary(ctx, KORCH_EW_SUB, fission_scalar(ctx, 128, KORCH_DTYPE_INT32),
-                               has_zw ? fission_cast(ctx, fission_in(ctx, 3), KORCH_DTYPE_INT32)
+                               has_zw ? fission_cast(ctx, fission_in(ctx, io->zw), KORCH_DTYPE_INT32)
                                       : fission_scalar(ctx, 0, KORCH_DTYPE_INT32));
-        int64_t nz = has_zw ? korch_shape_numel(fission_shape(ctx, fission_in(ctx, 3))) : 1;
+        int64_t nz = has_zw ? korch_shape_numel(fission_shape(ctx, fission_in(ctx, io->zw))) : 1;
         int t;
         if (G == 1) {
             if (nz > 1) { /* [M] -> [M, 1, ...] */
@@ -374,14 +417,72 @@ KORCH_FISSION_RULE(ConvInteger) {
         }
         y = fission_binary(ctx, KORCH_EW_ADD, y, t);
     }
+    *out = y;
+    return KORCH_OK;
+}
+
+KORCH_FISSION_RULE(ConvInteger) {
+    int y;
+    KORCH_TRY(integer_conv(ctx, &INTEGER_IO, &y));
     fission_set_out(ctx, 0, y);
     return fission_done(ctx);
 }
 
-KORCH_FISSION_RULE(QLinearMatMul) {
-    return fission_decline(ctx, "QLinearMatMul (integer matmul; linear primitives are float32)");
+/* The requantization of QLinearMatMul and QLinearConv, the reference
+ * kernels' float32 arithmetic step for step (ops/matmul_integer.c,
+ * ops/conv_integer.c):
+ *   m = x_scale * w_scale / y_scale     (float32, in that order; constants
+ *                                        fold)
+ *   y = saturate(rint(float(acc) * m) + y_zp)
+ * the division exact (DIV alpha 1), NaN to the zero point, ROUND (halves to
+ * even), the zero point added in float32 (exact below 2^24; beyond, the
+ * clip saturates either way), CLIP and CAST to y's type. xs and ws are
+ * already viewed to broadcast against acc. */
+static int requantize(korch_fission_ctx *ctx, int acc, int xs, int ws) {
+    const korch_shape *ys = fission_in_shape(ctx, 6);
+    korch_shape scalar = {.rank = 0};
+    int y_scale = fission_in(ctx, 6);
+    if (ys->rank) y_scale = korch_pgraph_reshape(ctx->pg, y_scale, &scalar);
+    int m = fission_binary_ab(ctx, KORCH_EW_DIV, fission_binary(ctx, KORCH_EW_MUL, xs, ws), y_scale, 1, 0);
+    int v = fission_binary(ctx, KORCH_EW_MUL, fission_cast(ctx, acc, KORCH_DTYPE_FLOAT32), m);
+    v = fission_where(ctx, fission_binary(ctx, KORCH_EW_EQUAL, v, v), v, fission_scalar(ctx, 0, KORCH_DTYPE_FLOAT32));
+    v = fission_unary(ctx, KORCH_EW_ROUND, v);
+    const korch_tensor *zc = fission_const_in(ctx, 7);
+    if (fission_has_in(ctx, 7) && !(zc && all_zero(zc))) {
+        int z = fission_in(ctx, 7);
+        if (fission_shape(ctx, z)->rank) z = korch_pgraph_reshape(ctx->pg, z, &scalar);
+        v = fission_binary(ctx, KORCH_EW_ADD, v, fission_cast(ctx, z, KORCH_DTYPE_FLOAT32));
+    }
+    korch_dtype out = fission_out_dtype(ctx, 0);
+    v = fission_unary_ab(ctx, KORCH_EW_CLIP, v, (float)korch_quant_min(out), (float)korch_quant_max(out));
+    return fission_cast(ctx, v, out);
 }
 
+/* y = requantize((a - a_zp) @ (b - b_zp)): the integer matmul of
+ * MatMulInteger's rule, then the reference's float32 requantization; a's
+ * scale per tensor or per row ([M] viewed [M, 1]), b's per tensor or per
+ * column ([N], broadcast along the last axis). Bit for bit the reference
+ * kernel; oneDNN runs the matmul as an int8 matmul and the requantization
+ * fuses into the generated kernel after it. */
+KORCH_FISSION_RULE(QLinearMatMul) {
+    int acc, rank = fission_out_shape(ctx, 0)->rank;
+    KORCH_TRY(integer_matmul(ctx, &QLINEAR_IO, &acc));
+    int xs = axis_view(ctx, fission_in(ctx, 1), rank >= 2 ? rank - 2 : 0, rank);
+    int ws = axis_view(ctx, fission_in(ctx, 4), rank - 1, rank);
+    fission_set_out(ctx, 0, requantize(ctx, acc, xs, ws));
+    return fission_done(ctx);
+}
+
+/* y = requantize(conv(x - x_zp, w - w_zp) + B): the integer convolution of
+ * ConvInteger's rule, the int32 bias per output channel ([M] viewed [M, 1,
+ * ...]) added in int32, then the reference's float32 requantization, w's
+ * scale per tensor or per output channel. Bit for bit the reference
+ * kernel. */
 KORCH_FISSION_RULE(QLinearConv) {
-    return fission_decline(ctx, "QLinearConv (integer convolution; linear primitives are float32)");
+    int acc, rank = fission_in_shape(ctx, 0)->rank;
+    KORCH_TRY(integer_conv(ctx, &QLINEAR_IO, &acc));
+    if (fission_has_in(ctx, 8)) acc = fission_binary(ctx, KORCH_EW_ADD, acc, axis_view(ctx, fission_in(ctx, 8), 1, rank));
+    int xs = axis_view(ctx, fission_in(ctx, 1), 1, rank), ws = axis_view(ctx, fission_in(ctx, 4), 1, rank);
+    fission_set_out(ctx, 0, requantize(ctx, acc, xs, ws));
+    return fission_done(ctx);
 }

@@ -1,6 +1,6 @@
 /* ONNX Runtime's contrib operators that quantization tools write, lowered
  * to standard ONNX at validation (docs/quantization.md, "ONNX Runtime's
- * DynamicQuantizeLSTM").
+ * DynamicQuantizeLSTM"; the QOperator format's in contrib_qlinear.c).
  *
  * com.microsoft DynamicQuantizeLSTM is what
  * onnxruntime.quantization.quantize_dynamic makes of an LSTM: the ONNX LSTM
@@ -138,5 +138,7 @@ korch_status korch_graph_lower_contrib(korch_graph *g, int node) {
     const korch_node *n = &g->nodes[node];
     if (n->dead || strcmp(n->domain, "com.microsoft") != 0) return KORCH_OK;
     if (strcmp(n->op_type, "DynamicQuantizeLSTM") == 0) return lower_dynamic_quantize_lstm(g, node);
-    return KORCH_OK; /* refused by name in validation */
+    bool lowered;
+    KORCH_TRY(korch_graph_lower_qlinear_contrib(g, node, &lowered)); /* contrib_qlinear.c */
+    return KORCH_OK; /* what is not lowered is refused by name in validation */
 }

@@ -37,6 +37,10 @@ korch_status korch_graph_validate(korch_graph *g);
  * LSTM of its dequantized weights), rewritten in place as standard ONNX;
  * any other node is left as it is. */
 korch_status korch_graph_lower_contrib(korch_graph *g, int node);
+/* ONNX Runtime's QOperator-format contrib operators (QLinearAdd, QGemm, ...)
+ * as DequantizeLinear -> the standard operator -> QuantizeLinear;
+ * *lowered says whether node was one (contrib_qlinear.c). */
+korch_status korch_graph_lower_qlinear_contrib(korch_graph *g, int node, bool *lowered);
 
 /* Constant folding leaves a node alone when its outputs would take more
  * than KORCH_FOLD_MAX_BYTES, or when the graph has already folded

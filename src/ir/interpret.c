@@ -684,8 +684,9 @@ static void move_channels(const korch_tensor *src, korch_tensor *dst, bool to_la
     const korch_shape *cf = to_last ? &src->shape : &dst->shape; /* channels-first shape */
     int64_t N = cf->dims[0], C = cf->dims[1], S = 1;
     for (int k = 2; k < cf->rank; k++) S *= cf->dims[k];
-    const float *a = src->data;
-    float *b = dst->data;
+    size_t es = korch_dtype_size(src->dtype); /* float32, int32 or 8-bit: a copy of bytes */
+    const char *a = src->data;
+    char *b = dst->data;
     /* a copy, so any order gives the same tensor: in TILE x TILE blocks
      * (element by element, one side strided by a whole row: 6% of the
      * interpreter's time on yolov4, serial), the blocks shared out over
@@ -699,28 +700,30 @@ static void move_channels(const korch_tensor *src, korch_tensor *dst, bool to_la
         for (int64_t c = c0; c < c1; c++)
             for (int64_t i = i0; i < i1; i++) {
                 int64_t first = (n * C + c) * S + i, last = (n * S + i) * C + c;
-                if (to_last) b[last] = a[first];
-                else b[first] = a[last];
+                int64_t from = to_last ? first : last, to = to_last ? last : first;
+                if (es == 4) ((uint32_t *)(void *)b)[to] = ((const uint32_t *)(const void *)a)[from];
+                else memcpy(b + to * es, a + from * es, es);
             }
     }
 }
 
-/* channels_last: the same convolution between two transposes. */
+/* channels_last: the same convolution between two transposes (the
+ * integer one too: 8-bit source, int32 result). */
 static korch_status run_conv_channels_last(const korch_prim_linear *p, const korch_tensor *x, const korch_tensor *w,
-                                           korch_tensor *y) {
+                                           korch_tensor *y, bool integer) {
     korch_shape xs = x->shape, ys = y->shape;
     for (int k = 1; k < x->shape.rank; k++) {
         xs.dims[k] = x->shape.dims[k == 1 ? x->shape.rank - 1 : k - 1];
         ys.dims[k] = y->shape.dims[k == 1 ? y->shape.rank - 1 : k - 1];
     }
     korch_tensor xt = {0}, yt = {0};
-    korch_status st = korch_tensor_alloc(&xt, KORCH_DTYPE_FLOAT32, &xs);
-    if (st == KORCH_OK) st = korch_tensor_alloc(&yt, KORCH_DTYPE_FLOAT32, &ys);
+    korch_status st = korch_tensor_alloc(&xt, x->dtype, &xs);
+    if (st == KORCH_OK) st = korch_tensor_alloc(&yt, y->dtype, &ys);
     if (st == KORCH_OK) {
         move_channels(x, &xt, false);
         korch_prim_linear q = *p;
         q.channels_last = false;
-        st = run_conv(&q, &xt, w, &yt);
+        st = integer ? run_conv_int(&q, &xt, w, &yt) : run_conv(&q, &xt, w, &yt);
     }
     if (st == KORCH_OK) move_channels(&yt, y, true);
     korch_tensor_free(&xt);
@@ -731,7 +734,7 @@ static korch_status run_conv_channels_last(const korch_prim_linear *p, const kor
 static korch_status run_linear(const korch_prim_linear *p, const korch_tensor *x, const korch_tensor *w,
                                korch_tensor *y) {
     if (p->op == KORCH_LINEAR_MATMUL) return run_matmul(x, w, y);
-    if (p->channels_last) return run_conv_channels_last(p, x, w, y);
+    if (p->channels_last) return run_conv_channels_last(p, x, w, y, false);
     return run_conv(p, x, w, y);
 }
 
@@ -829,7 +832,8 @@ static korch_status run_node(const korch_pgraph *pg, int node, korch_tensor *con
             return run_linear_bf16(pg, n, in[0], in[1], out[0], mode->jitter_seed);
         if (korch_pnode_is_integer_linear(pg, n))
             return n->u.linear.op == KORCH_LINEAR_MATMUL ? run_matmul_int(in[0], in[1], out[0])
-                                                         : run_conv_int(&n->u.linear, in[0], in[1], out[0]);
+                   : n->u.linear.channels_last ? run_conv_channels_last(&n->u.linear, in[0], in[1], out[0], true)
+                                               : run_conv_int(&n->u.linear, in[0], in[1], out[0]);
         if (in[0]->dtype != KORCH_DTYPE_FLOAT32 || in[1]->dtype != KORCH_DTYPE_FLOAT32)
             return korch_error(KORCH_ERR_UNSUPPORTED, "interpreter: linear primitives are float32, or an integer matmul");
         if (n->u.linear.bf16 && !mode->float32_only)

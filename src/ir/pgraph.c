@@ -324,9 +324,9 @@ int korch_pgraph_linear(korch_pgraph *pg, const korch_prim_linear *params, int x
     }
     korch_dtype tx = pg->values[x].dtype, tw = pg->values[w].dtype;
     bool integer = korch_dtype_is_imatmul_operand(tx) || korch_dtype_is_imatmul_operand(tw);
-    if (integer && (params->op == KORCH_LINEAR_CONV_TRANSPOSE || params->channels_last ||
-                    !korch_dtype_is_imatmul_operand(tx) || !korch_dtype_is_imatmul_operand(tw) || params->bf16)) {
-        korch_error(KORCH_ERR_UNSUPPORTED, "linear: integer operands (%s, %s) make only a matmul or a channels-first "
+    if (integer && (params->op == KORCH_LINEAR_CONV_TRANSPOSE || !korch_dtype_is_imatmul_operand(tx) ||
+                    !korch_dtype_is_imatmul_operand(tw) || params->bf16)) {
+        korch_error(KORCH_ERR_UNSUPPORTED, "linear: integer operands (%s, %s) make only a matmul or a "
                                            "convolution of two integer operands", korch_dtype_name(tx),
                     korch_dtype_name(tw));
         return -1;

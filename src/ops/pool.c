@@ -8,6 +8,7 @@
  * padding has no defined result, so such attributes are rejected in infer. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ops/flop_count.h"
 #include "ops/op.h"
@@ -39,7 +40,11 @@ static void valid_taps(const korch_window *w, int j, int64_t o, int64_t *lo, int
 
 static korch_status pool_geometry_read(const korch_op_ctx *ctx, pool_geometry *g) {
     const korch_shape *x = &ctx->inputs[0]->shape;
-    KORCH_TRY(korch_op_require_dtype(ctx, 0, KORCH_DTYPE_FLOAT32));
+    korch_dtype dt = ctx->inputs[0]->dtype;
+    bool max = strcmp(ctx->node->op_type, "MaxPool") == 0;
+    /* MaxPool-12 takes 8-bit tensors too (QOperator models pool uint8) */
+    if (!(max && ctx->node->opset >= 12 && (dt == KORCH_DTYPE_UINT8 || dt == KORCH_DTYPE_INT8)))
+        KORCH_TRY(korch_op_require_dtype(ctx, 0, KORCH_DTYPE_FLOAT32));
     bool ceil_mode = false;
     KORCH_TRY(read_flag(ctx, "ceil_mode", &ceil_mode));
     KORCH_TRY(read_flag(ctx, "count_include_pad", &g->count_include_pad));
@@ -81,7 +86,7 @@ static korch_status infer_pool(korch_op_ctx *ctx) {
         return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "the Indices output needs opset 8 or later");
     korch_shape out = ctx->inputs[0]->shape;
     for (int i = 0; i < g.w.spatial; i++) out.dims[2 + i] = g.w.out[3 - g.w.spatial + i];
-    korch_op_set_output(ctx, 0, KORCH_DTYPE_FLOAT32, &out);
+    korch_op_set_output(ctx, 0, ctx->inputs[0]->dtype, &out); /* AveragePool's is float32 (checked) */
     korch_op_set_output(ctx, 1, KORCH_DTYPE_INT64, &out);
     return KORCH_OK;
 }
@@ -127,14 +132,37 @@ static int64_t input_index(const pool_geometry *g, int64_t plane, int64_t d, int
     }
 }
 
+/* An 8-bit tensor widened to float32 (exactly), or NULL (out of memory). */
+static float *widened(const korch_tensor *t) {
+    int64_t n = korch_tensor_numel(t);
+    float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof *f);
+    for (int64_t i = 0; f && i < n; i++) f[i] = (float)korch_tensor_get_f64(t, i);
+    return f;
+}
+
 static korch_status run_max_pool(korch_op_ctx *ctx) {
     pool_geometry g;
     KORCH_TRY(pool_geometry_read(ctx, &g));
+    /* 8-bit tensors run the float32 loop on their exact widening (the
+     * maximum and its index do not change), and narrow back */
+    bool narrow = ctx->inputs[0]->dtype != KORCH_DTYPE_FLOAT32;
+    float *x_wide = narrow ? widened(ctx->inputs[0]) : NULL;
+    float *y_wide = narrow ? malloc((size_t)(korch_tensor_numel(ctx->outputs[0]) + 1) * sizeof *y_wide) : NULL;
+    if (narrow && (!x_wide || !y_wide)) {
+        free(x_wide);
+        free(y_wide);
+        return korch_op_error(ctx, KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     pool_ranges r;
-    KORCH_TRY(pool_ranges_make(ctx, &g.w, &r));
+    korch_status st = pool_ranges_make(ctx, &g.w, &r);
+    if (st != KORCH_OK) {
+        free(x_wide);
+        free(y_wide);
+        return st;
+    }
     const korch_window *w = &g.w;
-    const float *x = ctx->inputs[0]->data;
-    float *y = ctx->outputs[0]->data;
+    const float *x = narrow ? x_wide : ctx->inputs[0]->data;
+    float *y = narrow ? y_wide : ctx->outputs[0]->data;
     int64_t *indices = ctx->n_outputs > 1 && ctx->outputs[1] ? ctx->outputs[1]->data : NULL;
     int64_t in_size = korch_window_in_size(w), out_size = korch_window_out_size(w);
 #pragma omp parallel for schedule(static)
@@ -168,6 +196,15 @@ static korch_status run_max_pool(korch_op_ctx *ctx) {
                 }
     }
     free(r.storage);
+    if (narrow) {
+        korch_tensor *out = ctx->outputs[0];
+        for (int64_t i = 0, n = korch_tensor_numel(out); i < n; i++) {
+            if (out->dtype == KORCH_DTYPE_UINT8) ((uint8_t *)out->data)[i] = (uint8_t)y_wide[i];
+            else ((int8_t *)out->data)[i] = (int8_t)y_wide[i];
+        }
+        free(x_wide);
+        free(y_wide);
+    }
     return KORCH_OK;
 }
 

@@ -54,8 +54,15 @@ static bool is_supported(korch_dtype d) {
     return korch_ew_is_float(d) || d == KORCH_DTYPE_INT32 || d == KORCH_DTYPE_INT64;
 }
 
+static bool is_8bit(korch_dtype d) { return d == KORCH_DTYPE_UINT8 || d == KORCH_DTYPE_INT8; }
+
 static korch_status infer_reduce(korch_op_ctx *ctx) {
-    KORCH_TRY(korch_ew_require(ctx, 0, is_supported, "float32, float64, int32 and int64"));
+    /* ReduceMax and ReduceMin take 8-bit tensors from opset 12 (fission
+     * writes them for MaxPool of a quantized tensor) */
+    const char *op = ctx->node->op_type;
+    bool extreme = strcmp(op, "ReduceMax") == 0 || strcmp(op, "ReduceMin") == 0;
+    if (!(extreme && ctx->node->opset >= 12 && is_8bit(ctx->inputs[0]->dtype)))
+        KORCH_TRY(korch_ew_require(ctx, 0, is_supported, "float32, float64, int32 and int64"));
     bool mask[KORCH_MAX_RANK];
     KORCH_TRY(reduce_mask(ctx, mask));
     bool keepdims = korch_node_attr_int(ctx->node, "keepdims", 1) != 0;
@@ -132,6 +139,18 @@ REDUCE_FLOAT(double)
 REDUCE_INT(int32_t, INT32_MIN, INT32_MAX)
 REDUCE_INT(int64_t, INT64_MIN, INT64_MAX)
 
+/* ReduceMax / ReduceMin of an 8-bit tensor (the only kinds inference lets
+ * through); an empty one yields the type's lowest/highest value. */
+#define REDUCE_8BIT(T, LOWEST, HIGHEST)                                                                        \
+    static T reduce_##T(reduce_kind kind, const T *x, const korch_reduce_layout *L, int64_t base) {            \
+        int ext = kind == R_MAX ? LOWEST : HIGHEST;                                                            \
+        if (kind == R_MAX) KORCH_REDUCE_VISIT(T, x, L, base, if (v > ext) ext = v);                           \
+        else KORCH_REDUCE_VISIT(T, x, L, base, if (v < ext) ext = v);                                          \
+        return (T)ext;                                                                                         \
+    }
+REDUCE_8BIT(uint8_t, 0, UINT8_MAX)
+REDUCE_8BIT(int8_t, INT8_MIN, INT8_MAX)
+
 static korch_status run_reduce(korch_op_ctx *ctx, reduce_kind kind) {
     const korch_tensor *x = ctx->inputs[0];
     korch_tensor *y = ctx->outputs[0];
@@ -148,6 +167,8 @@ static korch_status run_reduce(korch_op_ctx *ctx, reduce_kind kind) {
         case KORCH_DTYPE_FLOAT64: ((double *)y->data)[o] = reduce_double(kind, x->data, &L, base); break;
         case KORCH_DTYPE_INT32: ((int32_t *)y->data)[o] = reduce_int32_t(kind, x->data, &L, base); break;
         case KORCH_DTYPE_INT64: ((int64_t *)y->data)[o] = reduce_int64_t(kind, x->data, &L, base); break;
+        case KORCH_DTYPE_UINT8: ((uint8_t *)y->data)[o] = reduce_uint8_t(kind, x->data, &L, base); break;
+        case KORCH_DTYPE_INT8: ((int8_t *)y->data)[o] = reduce_int8_t(kind, x->data, &L, base); break;
         default: break; /* refused by inference */
         }
     }

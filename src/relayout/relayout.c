@@ -96,7 +96,12 @@ static korch_status rewrite_convs(lp_state *s) {
         korch_prim_linear p = n->u.linear;
         int x = n->inputs[0], w = n->inputs[1], y = n->outputs[0], src = n->source_node;
         int r = pg->values[x].shape.rank;
-        if (r != p.spatial + 2 || pg->values[x].dtype != KORCH_DTYPE_FLOAT32) continue;
+        /* float32, or an integer convolution reading an 8-bit source
+         * directly (QLinearConv's and ConvInteger's with constant weights;
+         * a source minus a run-time zero point stays channels-first) */
+        korch_dtype dx = pg->values[x].dtype;
+        bool integer = dx == KORCH_DTYPE_UINT8 || dx == KORCH_DTYPE_INT8;
+        if (r != p.spatial + 2 || (dx != KORCH_DTYPE_FLOAT32 && !(integer && p.op == KORCH_LINEAR_CONV))) continue;
         int64_t to_last[KORCH_MAX_RANK], to_first[KORCH_MAX_RANK];
         to_last[0] = to_first[0] = 0;
         for (int k = 1; k < r - 1; k++) to_last[k] = k + 1;

@@ -1,0 +1,263 @@
+/* ONNX Runtime's quantized elementwise, pooling and Gemm operators
+ * (com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
+ * QLinearGlobalAveragePool, QLinearConcat, QGemm), lowered at validation
+ * to the standard ONNX they are defined as (docs/quantization.md,
+ * "QOperator models"):
+ *
+ *   y = QuantizeLinear(op(DequantizeLinear(a), DequantizeLinear(b), ...),
+ *                      y_scale, y_zero_point)
+ *
+ * onnxruntime.quantization.quantize_static writes them in its QOperator
+ * format around the standard QLinearConv and QLinearMatMul. ONNX Runtime's
+ * kernels compute the same formula with the scales folded into ratios
+ * (a_scale / y_scale ...), so an element can round to the neighbouring
+ * integer where the two float32 results straddle a half: a one-quantum
+ * difference, measured in docs/quantization.md. The lowering needs what the
+ * quantizer always writes: every zero point of a quantized output present
+ * (its type is the output's type); otherwise the node stays and is refused
+ * by name. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+#include "ops/op.h"
+
+/* Input k of n, or -1 when omitted. */
+static int input(const korch_node *n, int k) { return k < n->n_inputs ? n->inputs[k] : -1; }
+
+/* A new value "<node name>::<tag>" (made unique). */
+static int fresh_value(korch_graph *g, int origin, const char *tag) {
+    size_t len = strlen(g->nodes[origin].name) + strlen(tag) + 32;
+    char *name = malloc(len);
+    if (!name) return -1;
+    snprintf(name, len, "%s::%s", g->nodes[origin].name, tag);
+    for (int k = 1; korch_graph_find_value(g, name) >= 0; k++)
+        snprintf(name, len, "%s::%s.%d", g->nodes[origin].name, tag, k);
+    int v = korch_graph_intern_value(g, name);
+    free(name);
+    return v;
+}
+
+static int default_opset(const korch_graph *g, int at_least) {
+    int64_t opset = korch_graph_opset(g, "");
+    return opset < at_least ? at_least : opset > 1000000 ? 1000000 : (int)opset;
+}
+
+/* Sets n's op to the default-domain `op` reading ins (the outputs stay). */
+static korch_status become(korch_graph *g, korch_node *n, const char *op, const int *ins, int n_in, int min_opset) {
+    char *op_type = strdup(op), *domain = strdup("");
+    int *inputs = malloc((size_t)(n_in > 0 ? n_in : 1) * sizeof *inputs);
+    if (!op_type || !domain || !inputs) {
+        free(op_type);
+        free(domain);
+        free(inputs);
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    free(n->op_type);
+    free(n->domain);
+    free(n->inputs);
+    n->op_type = op_type;
+    n->domain = domain;
+    n->inputs = inputs;
+    memcpy(inputs, ins, (size_t)n_in * sizeof *ins);
+    n->n_inputs = n_in;
+    while (n->n_inputs > 1 && n->inputs[n->n_inputs - 1] < 0) n->n_inputs--;
+    n->opset = default_opset(g, min_opset);
+    return KORCH_OK;
+}
+
+/* Drops n's attributes except those named in keep (NULL-terminated). */
+static void keep_attrs(korch_node *n, const char *const *keep) {
+    int w = 0;
+    for (int a = 0; a < n->n_attrs; a++) {
+        bool k = false;
+        for (int j = 0; keep && keep[j]; j++) k |= strcmp(n->attrs[a].name, keep[j]) == 0;
+        if (k) n->attrs[w++] = n->attrs[a];
+        else korch_attr_free(&n->attrs[a]);
+    }
+    n->n_attrs = w;
+}
+
+/* Appends `op` named "<origin>/<tag>" reading ins and writing a new value,
+ * with a copy of origin's INT and FLOAT attributes named in copy
+ * (NULL-terminated) and, when int_name is set, int_name = int_value.
+ * Returns the new value, or -1 (out of memory). */
+static int append(korch_graph *g, int origin, const char *op, const char *tag, const int *ins, int n_in,
+                  const char *const *copy, const char *int_name, int64_t int_value, int min_opset) {
+    int out = fresh_value(g, origin, tag);
+    if (out < 0) return -1;
+    int ni = korch_graph_add_node(g);
+    if (ni < 0) return -1;
+    korch_node *n = &g->nodes[ni], *o = &g->nodes[origin];
+    size_t len = strlen(o->name) + strlen(tag) + 2;
+    n->name = malloc(len);
+    n->op_type = strdup(op);
+    n->domain = strdup("");
+    n->inputs = malloc((size_t)(n_in > 0 ? n_in : 1) * sizeof *n->inputs);
+    n->outputs = malloc(sizeof *n->outputs);
+    n->attrs = calloc((size_t)o->n_attrs + 1, sizeof *n->attrs);
+    if (!n->name || !n->op_type || !n->domain || !n->inputs || !n->outputs || !n->attrs) return -1;
+    snprintf(n->name, len, "%s/%s", o->name, tag);
+    for (int a = 0; a < o->n_attrs; a++) {
+        const korch_attr *s = &o->attrs[a];
+        bool k = false;
+        for (int j = 0; copy && copy[j]; j++) k |= strcmp(s->name, copy[j]) == 0;
+        if (!k || (s->type != KORCH_ATTR_INT && s->type != KORCH_ATTR_FLOAT)) continue;
+        korch_attr *d = &n->attrs[n->n_attrs];
+        if (!(d->name = strdup(s->name))) return -1;
+        d->type = s->type;
+        d->i = s->i;
+        d->f = s->f;
+        n->n_attrs++;
+    }
+    if (int_name) {
+        korch_attr *d = &n->attrs[n->n_attrs];
+        if (!(d->name = strdup(int_name))) return -1;
+        d->type = KORCH_ATTR_INT;
+        d->i = int_value;
+        n->n_attrs++;
+    }
+    n->opset = default_opset(g, min_opset);
+    n->def = korch_op_find(op);
+    memcpy(n->inputs, ins, (size_t)n_in * sizeof *ins);
+    n->n_inputs = n_in;
+    while (n->n_inputs > 1 && n->inputs[n->n_inputs - 1] < 0) n->n_inputs--;
+    n->n_outputs = 1;
+    n->outputs[0] = out;
+    g->values[out].producer = ni;
+    return out;
+}
+
+/* DequantizeLinear(q, scale, zero point) of origin's inputs q, s, z (z < 0:
+ * none); axis >= 0 for a per-axis scale. */
+static int dequantize(korch_graph *g, int origin, const char *tag, int q, int s, int z, int axis) {
+    int ins[3] = {q, s, z};
+    return append(g, origin, "DequantizeLinear", tag, ins, z >= 0 ? 3 : 2, NULL, axis >= 0 ? "axis" : NULL, axis,
+                  13);
+}
+
+/* The node's output becomes QuantizeLinear(v, scale, zp): origin turned
+ * into that QuantizeLinear. */
+static korch_status quantize_into(korch_graph *g, int origin, int v, int scale, int zp) {
+    korch_node *n = &g->nodes[origin];
+    keep_attrs(n, NULL);
+    int ins[3] = {v, scale, zp};
+    return become(g, n, "QuantizeLinear", ins, 3, 13);
+}
+
+static korch_status refuse(const korch_node *n, const char *why) {
+    char nbuf[160];
+    korch_printable(n->name, nbuf, sizeof nbuf);
+    return korch_error(KORCH_ERR_UNSUPPORTED, "node \"%s\" (com.microsoft %s): %s", nbuf, n->op_type, why);
+}
+
+#define OOM(n) korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory lowering node \"%s\"", (n)->name)
+
+/* QLinearAdd / QLinearMul (A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp) */
+static korch_status lower_binary(korch_graph *g, int ni, const char *op) {
+    const korch_node *n = &g->nodes[ni];
+    if (n->n_inputs < 8 || input(n, 7) < 0) return refuse(n, "needs all eight inputs, C_zero_point included");
+    int a = dequantize(g, ni, "dequantize_a", input(n, 0), input(n, 1), input(n, 2), -1);
+    int b = a < 0 ? -1 : dequantize(g, ni, "dequantize_b", input(&g->nodes[ni], 3), input(&g->nodes[ni], 4),
+                                    input(&g->nodes[ni], 5), -1);
+    int ab[2] = {a, b};
+    int c = b < 0 ? -1 : append(g, ni, op, op, ab, 2, NULL, NULL, 0, 7);
+    if (c < 0) return OOM(&g->nodes[ni]);
+    n = &g->nodes[ni];
+    return quantize_into(g, ni, c, input(n, 6), input(n, 7));
+}
+
+/* QLinearSigmoid / QLinearLeakyRelu / QLinearGlobalAveragePool (X, X_scale,
+ * X_zp, Y_scale, Y_zp), the attributes named in copy kept on op */
+static korch_status lower_unary(korch_graph *g, int ni, const char *op, const char *const *copy) {
+    const korch_node *n = &g->nodes[ni];
+    if (n->n_inputs < 5 || input(n, 4) < 0) return refuse(n, "needs all five inputs, Y_zero_point included");
+    if (strcmp(op, "GlobalAveragePool") == 0 && korch_node_attr_int(n, "channels_last", 0) != 0)
+        return refuse(n, "channels_last=1 is not supported (korch reads it channels-first, as ONNX's "
+                         "GlobalAveragePool)");
+    int x = dequantize(g, ni, "dequantize_x", input(n, 0), input(n, 1), input(n, 2), -1);
+    int y = x < 0 ? -1 : append(g, ni, op, op, &x, 1, copy, NULL, 0, 6);
+    if (y < 0) return OOM(&g->nodes[ni]);
+    n = &g->nodes[ni];
+    return quantize_into(g, ni, y, input(n, 3), input(n, 4));
+}
+
+/* QLinearConcat (Y_scale, Y_zp, X0, X0_scale, X0_zp, X1, ...), axis */
+static korch_status lower_concat(korch_graph *g, int ni) {
+    const korch_node *n = &g->nodes[ni];
+    int parts = (n->n_inputs - 2) / 3;
+    if (n->n_inputs < 5 || (n->n_inputs - 2) % 3 != 0 || input(n, 1) < 0)
+        return refuse(n, "needs Y_scale, Y_zero_point and a (tensor, scale, zero point) triple per input");
+    int *xs = malloc((size_t)parts * sizeof *xs);
+    if (!xs) return OOM(n);
+    for (int k = 0; k < parts; k++) {
+        char tag[32];
+        snprintf(tag, sizeof tag, "dequantize_%d", k);
+        const korch_node *m = &g->nodes[ni];
+        xs[k] = dequantize(g, ni, tag, input(m, 2 + 3 * k), input(m, 3 + 3 * k), input(m, 4 + 3 * k), -1);
+        if (xs[k] < 0) {
+            free(xs);
+            return OOM(&g->nodes[ni]);
+        }
+    }
+    static const char *const axis[] = {"axis", NULL};
+    int y = append(g, ni, "Concat", "Concat", xs, parts, axis, NULL, 0, 13);
+    free(xs);
+    if (y < 0) return OOM(&g->nodes[ni]);
+    n = &g->nodes[ni];
+    return quantize_into(g, ni, y, input(n, 0), input(n, 1));
+}
+
+/* QGemm (A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp), alpha,
+ * transA, transB: Gemm of the dequantized A and B (b_scale per tensor or
+ * per output column), plus C (int32, scale a_scale * b_scale, zero point 0)
+ * as float(C) * (a_scale * b_scale); quantized when y_scale is given, else
+ * the float32 result. */
+static korch_status lower_qgemm(korch_graph *g, int ni) {
+    const korch_node *n = &g->nodes[ni];
+    if (n->n_inputs < 6) return refuse(n, "needs A, its scale and zero point, B, its scale and zero point");
+    bool quantized = input(n, 7) >= 0;
+    if (quantized && input(n, 8) < 0) return refuse(n, "a quantized output (y_scale) needs y_zero_point");
+    int64_t trans_b = korch_node_attr_int(n, "transB", 0);
+    int a = dequantize(g, ni, "dequantize_a", input(n, 0), input(n, 1), input(n, 2), -1);
+    n = &g->nodes[ni];
+    int b = a < 0 ? -1 : dequantize(g, ni, "dequantize_b", input(n, 3), input(n, 4), input(n, 5), trans_b ? 0 : 1);
+    if (b < 0) return OOM(&g->nodes[ni]);
+    n = &g->nodes[ni];
+    int c = -1;
+    if (input(n, 6) >= 0) {
+        int c_in = input(n, 6), scales[2] = {input(n, 1), input(n, 4)};
+        int cf = append(g, ni, "Cast", "bias_float", &c_in, 1, NULL, "to", KORCH_DTYPE_FLOAT32, 6);
+        int s = cf < 0 ? -1 : append(g, ni, "Mul", "bias_scale", scales, 2, NULL, NULL, 0, 7);
+        int cs[2] = {cf, s};
+        c = s < 0 ? -1 : append(g, ni, "Mul", "bias", cs, 2, NULL, NULL, 0, 7);
+        if (c < 0) return OOM(&g->nodes[ni]);
+    }
+    int ins[3] = {a, b, c};
+    static const char *const gemm_attrs[] = {"alpha", "transA", "transB", NULL};
+    if (!quantized) {
+        korch_node *m = &g->nodes[ni];
+        keep_attrs(m, gemm_attrs);
+        return become(g, m, "Gemm", ins, c >= 0 ? 3 : 2, 13);
+    }
+    int y = append(g, ni, "Gemm", "Gemm", ins, c >= 0 ? 3 : 2, gemm_attrs, NULL, 0, 13);
+    if (y < 0) return OOM(&g->nodes[ni]);
+    n = &g->nodes[ni];
+    return quantize_into(g, ni, y, input(n, 7), input(n, 8));
+}
+
+korch_status korch_graph_lower_qlinear_contrib(korch_graph *g, int ni, bool *lowered) {
+    const char *op = g->nodes[ni].op_type;
+    static const char *const leaky[] = {"alpha", NULL};
+    *lowered = true;
+    if (strcmp(op, "QLinearAdd") == 0) return lower_binary(g, ni, "Add");
+    if (strcmp(op, "QLinearMul") == 0) return lower_binary(g, ni, "Mul");
+    if (strcmp(op, "QLinearSigmoid") == 0) return lower_unary(g, ni, "Sigmoid", NULL);
+    if (strcmp(op, "QLinearLeakyRelu") == 0) return lower_unary(g, ni, "LeakyRelu", leaky);
+    if (strcmp(op, "QLinearGlobalAveragePool") == 0) return lower_unary(g, ni, "GlobalAveragePool", NULL);
+    if (strcmp(op, "QLinearConcat") == 0) return lower_concat(g, ni);
+    if (strcmp(op, "QGemm") == 0) return lower_qgemm(g, ni);
+    *lowered = false;
+    return KORCH_OK;
+}
