@@ -2,7 +2,7 @@
  * (com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
  * QLinearGlobalAveragePool, QLinearConcat, QGemm), lowered at validation
  * to the standard ONNX they are defined as (docs/quantization.md,
- * "QOperator models"):
+ * "QOperator models"; QGemm below):
  *
  *   y = QuantizeLinear(op(DequantizeLinear(a), DequantizeLinear(b), ...),
  *                      y_scale, y_zero_point)
@@ -209,39 +209,68 @@ static korch_status lower_concat(korch_graph *g, int ni) {
     return quantize_into(g, ni, y, input(n, 0), input(n, 1));
 }
 
+/* A float32 scalar constant "<node>::<tag>" holding v; -1 when out of memory. */
+static int scalar_constant(korch_graph *g, int origin, const char *tag, float v) {
+    int c = fresh_value(g, origin, tag);
+    if (c < 0) return -1;
+    korch_value *val = &g->values[c];
+    korch_shape s = {.rank = 0};
+    if (korch_tensor_alloc(&val->constant, KORCH_DTYPE_FLOAT32, &s) != KORCH_OK) return -1;
+    *(float *)val->constant.data = v;
+    val->is_constant = true;
+    val->dtype = KORCH_DTYPE_FLOAT32;
+    val->shape = s;
+    val->has_shape = true;
+    return c;
+}
+
 /* QGemm (A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp), alpha,
- * transA, transB: Gemm of the dequantized A and B (b_scale per tensor or
- * per output column), plus C (int32, scale a_scale * b_scale, zero point 0)
- * as float(C) * (a_scale * b_scale); quantized when y_scale is given, else
- * the float32 result. */
+ * transA, transB, as ONNX Runtime's kernel computes it: an exact integer
+ * matmul, C (int32, in the accumulator's units) added, then the float32
+ * scale:
+ *   acc = MatMulInteger(A', B', a_zp, b_zp) + C     (A', B' transposed as asked)
+ *   y   = float(acc) * (a_scale * b_scale) [* alpha]
+ * quantized with y_scale and y_zero_point when given, else the float32
+ * result. So the integer matmul runs as oneDNN's int8 matmul (fission,
+ * rules_quant.c) with int8 weights, where a dequantized float32 Gemm would
+ * read four times the bytes. b's zero point and scale: per tensor or per
+ * output column. */
 static korch_status lower_qgemm(korch_graph *g, int ni) {
     const korch_node *n = &g->nodes[ni];
     if (n->n_inputs < 6) return refuse(n, "needs A, its scale and zero point, B, its scale and zero point");
     bool quantized = input(n, 7) >= 0;
     if (quantized && input(n, 8) < 0) return refuse(n, "a quantized output (y_scale) needs y_zero_point");
-    int64_t trans_b = korch_node_attr_int(n, "transB", 0);
-    int a = dequantize(g, ni, "dequantize_a", input(n, 0), input(n, 1), input(n, 2), -1);
+    float alpha = korch_node_attr_float(n, "alpha", 1.0f);
+    bool trans_a = korch_node_attr_int(n, "transA", 0) != 0, trans_b = korch_node_attr_int(n, "transB", 0) != 0;
+    int a = input(n, 0), b = input(n, 3);
+    if (trans_a && (a = append(g, ni, "Transpose", "transpose_a", &a, 1, NULL, NULL, 0, 1)) < 0) return OOM(n);
+    if (trans_b && (b = append(g, ni, "Transpose", "transpose_b", &b, 1, NULL, NULL, 0, 1)) < 0)
+        return OOM(&g->nodes[ni]);
     n = &g->nodes[ni];
-    int b = a < 0 ? -1 : dequantize(g, ni, "dequantize_b", input(n, 3), input(n, 4), input(n, 5), trans_b ? 0 : 1);
-    if (b < 0) return OOM(&g->nodes[ni]);
+    int mm_in[4] = {a, b, input(n, 2), input(n, 5)};
+    int acc = append(g, ni, "MatMulInteger", "MatMulInteger", mm_in, 4, NULL, NULL, 0, 10);
+    if (acc < 0) return OOM(&g->nodes[ni]);
     n = &g->nodes[ni];
-    int c = -1;
     if (input(n, 6) >= 0) {
-        int c_in = input(n, 6), scales[2] = {input(n, 1), input(n, 4)};
-        int cf = append(g, ni, "Cast", "bias_float", &c_in, 1, NULL, "to", KORCH_DTYPE_FLOAT32, 6);
-        int s = cf < 0 ? -1 : append(g, ni, "Mul", "bias_scale", scales, 2, NULL, NULL, 0, 7);
-        int cs[2] = {cf, s};
-        c = s < 0 ? -1 : append(g, ni, "Mul", "bias", cs, 2, NULL, NULL, 0, 7);
-        if (c < 0) return OOM(&g->nodes[ni]);
+        int ac[2] = {acc, input(n, 6)};
+        if ((acc = append(g, ni, "Add", "bias", ac, 2, NULL, NULL, 0, 7)) < 0) return OOM(&g->nodes[ni]);
     }
-    int ins[3] = {a, b, c};
-    static const char *const gemm_attrs[] = {"alpha", "transA", "transB", NULL};
+    int f = append(g, ni, "Cast", "float", &acc, 1, NULL, "to", KORCH_DTYPE_FLOAT32, 6);
+    n = &g->nodes[ni];
+    int scales[2] = {input(n, 1), input(n, 4)};
+    int s = f < 0 ? -1 : append(g, ni, "Mul", "scale", scales, 2, NULL, NULL, 0, 7);
+    if (s >= 0 && alpha != 1.0f) {
+        int sa[2] = {s, scalar_constant(g, ni, "alpha", alpha)};
+        s = sa[1] < 0 ? -1 : append(g, ni, "Mul", "scale_alpha", sa, 2, NULL, NULL, 0, 7);
+    }
+    if (s < 0) return OOM(&g->nodes[ni]);
+    int fs[2] = {f, s};
     if (!quantized) {
         korch_node *m = &g->nodes[ni];
-        keep_attrs(m, gemm_attrs);
-        return become(g, m, "Gemm", ins, c >= 0 ? 3 : 2, 13);
+        keep_attrs(m, NULL);
+        return become(g, m, "Mul", fs, 2, 7);
     }
-    int y = append(g, ni, "Gemm", "Gemm", ins, c >= 0 ? 3 : 2, gemm_attrs, NULL, 0, 13);
+    int y = append(g, ni, "Mul", "scaled", fs, 2, NULL, NULL, 0, 7);
     if (y < 0) return OOM(&g->nodes[ni]);
     n = &g->nodes[ni];
     return quantize_into(g, ni, y, input(n, 7), input(n, 8));

@@ -32,6 +32,7 @@
 #include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
 #include "ops/reference.h"
+#include "relayout/relayout.h"
 #include "test.h"
 
 /* ---- deterministic random numbers --------------------------------------- */
@@ -203,6 +204,8 @@ typedef struct fh_options {
     bool allow_opaque;    /* an opaque primitive is expected */
     int min_primitives;   /* the op must fission into at least this many primitives */
     int seed;
+    int channels_last;    /* > 0: after the checks, the layout pass (channels-last) must rewrite this many
+                             convolutions, and the rewritten graph is checked the same way */
 } fh_options;
 
 static int fh_checked = 0; /* graphs checked in this test binary */
@@ -335,6 +338,26 @@ static inline void fh_check(korch_graph *g, const fh_options *o, const char *lab
         if (st == KORCH_OK) {
             fh_compare("exported ONNX", label, g->n_outputs, got, want, o->rtol);
             for (int k = 0; k < g->n_outputs; k++) korch_tensor_free(&got[k]);
+        }
+    }
+    if (clean && o->channels_last > 0) {
+        korch_layout_stats ls = {0};
+        st = korch_layout_pass(clean, KORCH_LAYOUT_CHANNELS_LAST, &ls);
+        CHECK_MSG(st == KORCH_OK, "%s: layout pass failed: %s", label, korch_last_error());
+        CHECK_MSG(st != KORCH_OK || ls.convs_rewritten == o->channels_last,
+                  "%s: the layout pass made %d convolutions channels-last, want %d", label, ls.convs_rewritten,
+                  o->channels_last);
+        if (st == KORCH_OK) st = korch_pgraph_interpret(clean, in, got);
+        if (st == KORCH_OK) {
+            fh_compare("channels-last", label, g->n_outputs, got, want, o->rtol);
+            for (int k = 0; k < g->n_outputs; k++) korch_tensor_free(&got[k]);
+            st = fh_run_export(clean, in, got);
+            CHECK_MSG(st == KORCH_OK, "%s: running the exported channels-last ONNX failed: %s", label,
+                      korch_last_error());
+            if (st == KORCH_OK) {
+                fh_compare("exported channels-last ONNX", label, g->n_outputs, got, want, o->rtol);
+                for (int k = 0; k < g->n_outputs; k++) korch_tensor_free(&got[k]);
+            }
         }
     }
     if (have_want)

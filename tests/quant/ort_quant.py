@@ -99,13 +99,20 @@ CASES = [
     ("qdq_conv_u8_perchannel", "conv", dict(kind="static", fmt=QuantFormat.QDQ, act=QuantType.QUInt8,
                                             per_channel=True)),
     ("qdq_mlp_u8", "mlp", dict(kind="static", fmt=QuantFormat.QDQ, act=QuantType.QUInt8, per_channel=False)),
-    # QLinearConv with a bias has 9 inputs, one more than a primitive holds:
-    # it runs opaque with its constants read from the op graph
-    # (korch_opaque_input; optimize refused it by name before)
+    # QLinearConv (with its bias) and QLinearMatMul: integer linear
+    # primitives and the requantization's elementwise steps
     ("qop_conv_u8", "conv", dict(kind="static", fmt=QuantFormat.QOperator, act=QuantType.QUInt8, per_channel=True,
                                  ops=["Conv"])),
     ("qop_mlp_u8", "mlp", dict(kind="static", fmt=QuantFormat.QOperator, act=QuantType.QUInt8, per_channel=False,
                                ops=["MatMul"])),
+    # every operator the quantizer takes: ONNX Runtime's contrib QLinearAdd
+    # (the residual) and QGemm (the classifier), lowered at validation
+    ("qop_conv_u8_full", "conv", dict(kind="static", fmt=QuantFormat.QOperator, act=QuantType.QUInt8,
+                                      per_channel=True)),
+    ("qop_conv_s8_full", "conv", dict(kind="static", fmt=QuantFormat.QOperator, act=QuantType.QInt8,
+                                      per_channel=False)),
+    ("qop_mlp_s8_full", "mlp", dict(kind="static", fmt=QuantFormat.QOperator, act=QuantType.QInt8,
+                                    per_channel=True)),
     ("dyn_mlp_u8", "mlp", dict(kind="dynamic", weight=QuantType.QUInt8, per_channel=False)),
     ("dyn_mlp_s8_perchannel", "mlp", dict(kind="dynamic", weight=QuantType.QInt8, per_channel=True)),
     ("dyn_conv_u8", "conv", dict(kind="dynamic", weight=QuantType.QUInt8, per_channel=False,
@@ -135,6 +142,21 @@ def output_step(model_path):
         n = producer[v]
         if n.op_type == "DequantizeLinear":
             return float(np.max(inits[n.input[1]]))
+        if n.op_type == "QGemm" and len(n.input) < 8:
+            # a float32 output: the step is what one quantum of every
+            # element of A moves it by at most, a_scale * max_n sum_k
+            # |dequantized B[k, n]|
+            b = inits[n.input[3]].astype(np.float64)
+            bz = inits[n.input[5]].astype(np.float64) if len(n.input) > 5 and n.input[5] else 0
+            bs = inits[n.input[4]].astype(np.float64)
+            trans_b = any(at.name == "transB" and at.i for at in n.attribute)
+            if trans_b:
+                deq = (b - np.reshape(bz, (-1, 1))) * np.reshape(bs, (-1, 1))
+                col = np.abs(deq).sum(axis=1)
+            else:
+                deq = (b - bz) * bs
+                col = np.abs(deq).sum(axis=0)
+            return float(np.max(inits[n.input[1]])) * float(np.max(col))
         v = next(i for i in n.input if i not in inits)
     raise RuntimeError("graph output is not computed from a DequantizeLinear")
 
