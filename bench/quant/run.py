@@ -4,7 +4,9 @@
 Each model of the zoo named by --models (build/models, `make models`) is
 quantized here by onnxruntime.quantization.quantize_static in QDQ form
 (uint8 activations, per-channel int8 weights, four seeded calibration
-inputs), and each named by --dynamic-models by quantize_dynamic (int8
+inputs), each named by --qoperator-models the same way in QOperator form
+(QLinearConv, and ONNX Runtime's QLinearAdd, QLinearGlobalAveragePool,
+QGemm), and each named by --dynamic-models by quantize_dynamic (int8
 weights; DynamicQuantizeLinear, MatMulInteger, as ONNX Runtime writes a
 dynamically quantized transformer), as a user's quantization pipeline would
 write them. QDQ models run on a seeded random input, dynamic ones on the
@@ -22,7 +24,7 @@ their distance is reported, not bounded. Needs the Python of
 scripts/python-env-quant.sh (onnxruntime.quantization wants onnx >= 1.16):
 
     build/venv-quant/bin/python bench/quant/run.py [--models mobilenetv2,resnet50]
-        [--dynamic-models bert_base] [--rounds 5]
+        [--qoperator-models mobilenetv2,resnet50] [--dynamic-models bert_base] [--rounds 5]
 
 Appends a table to bench/quant/RESULTS.md (--no-record: print only)."""
 import argparse
@@ -43,7 +45,7 @@ def log(msg):
     print("[quant]", msg, flush=True)
 
 
-def quantize(src, dst, seed=1):
+def quantize(src, dst, seed=1, fmt="qdq"):
     import onnx
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     m = onnx.load(src)
@@ -60,8 +62,8 @@ def quantize(src, dst, seed=1):
             self.n += 1
             return {x.name: np.random.default_rng(seed + self.n).standard_normal(shape).astype(np.float32)}
 
-    quantize_static(src, dst, Seeded(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
-                    weight_type=QuantType.QInt8, per_channel=True)
+    quantize_static(src, dst, Seeded(), quant_format=QuantFormat.QDQ if fmt == "qdq" else QuantFormat.QOperator,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=True)
     return x.name, shape, [o.name for o in m.graph.output]
 
 
@@ -83,8 +85,8 @@ def rel_dist(a, b):
 def bench_model(name, args, work, kind="qdq"):
     src = os.path.join(args.models_dir, name + ".onnx")
     path = os.path.join(work, f"{name}_{kind}.onnx")
-    if kind == "qdq":
-        xname, shape, outputs = quantize(src, path)
+    if kind in ("qdq", "qop"):
+        xname, shape, outputs = quantize(src, path, fmt=kind)
         feeds = {xname: np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32)}
     else:
         feeds, outputs = quantize_dyn(src, path, args.models_dir, name)
@@ -133,7 +135,7 @@ def report(results, args, command):
         k = c.get("korch default", {}).get("median")
         peers = [c[n]["median"] for n in names if not n.startswith("korch") and "median" in c[n]]
         ratio = f"{k / min(peers):.2f}" if k and peers else "-"
-        label = "QDQ" if res["kind"] == "qdq" else "dynamic (quantize_dynamic)"
+        label = {"qdq": "QDQ", "qop": "QOperator"}.get(res["kind"], "dynamic (quantize_dynamic)")
         lines.append(f"| {res['name']} {label} | " + " | ".join(cells) + f" | {ratio} |")
     return "\n".join(lines) + "\n"
 
@@ -144,6 +146,8 @@ def main():
     ap.add_argument("--models", default="mobilenetv2,resnet50")
     ap.add_argument("--dynamic-models", default="bert_base",
                     help="zoo models quantized by quantize_dynamic ('' for none)")
+    ap.add_argument("--qoperator-models", default="mobilenetv2,resnet50",
+                    help="zoo models quantized by quantize_static in QOperator form ('' for none)")
     ap.add_argument("--models-dir", default=os.path.join(ROOT, "build", "models"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
@@ -154,6 +158,7 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     results = [bench_model(m, args, args.work) for m in args.models.split(",") if m]
+    results += [bench_model(m, args, args.work, "qop") for m in args.qoperator_models.split(",") if m]
     results += [bench_model(m, args, args.work, "dynamic") for m in args.dynamic_models.split(",") if m]
     text = report(results, args, " ".join(["python", "bench/quant/run.py"] + sys.argv[1:]))
     print(text)
