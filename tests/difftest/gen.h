@@ -49,9 +49,12 @@ enum {
                          * decode head): fission computes it part by part (docs/fission.md) */
     DT_FEAT_DYNQ = 64,  /* quantize_dynamic's MatMul: DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul
                          * of exact values: integer matmuls (docs/quantization.md) */
+    DT_FEAT_QOP = 128,  /* quantize_static's QOperator form: QuantizeLinear -> QLinearConv / QLinearMatMul ->
+                         * DequantizeLinear of exact values (docs/quantization.md, "QOperator models") */
 };
 /* The features the generator draws (LAYOUT is the driver's). */
-#define DT_FEAT_GENERATOR (DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_RESIZE | DT_FEAT_INT8 | DT_FEAT_HEAD | DT_FEAT_DYNQ)
+#define DT_FEAT_GENERATOR \
+    (DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_RESIZE | DT_FEAT_INT8 | DT_FEAT_HEAD | DT_FEAT_DYNQ | DT_FEAT_QOP)
 /* The features' own version: bump it when a feature's models change. */
 #define DT_FEAT_VERSION 1
 

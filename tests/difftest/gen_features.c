@@ -422,6 +422,116 @@ void dt_feature_dynq(dt_gen *g) {
     }
 }
 
+/* ---- QOperator form ---------------------------------------------------------- */
+
+/* An 8-bit scalar initializer (uint8 or int8). */
+static const char *init_8bit(dt_gen *g, bool u8, int v) {
+    uint8_t b = u8 ? (uint8_t)v : (uint8_t)(int8_t)v;
+    korch_shape scalar = dt_shape(0, NULL);
+    return init_raw(g, u8 ? KORCH_DTYPE_UINT8 : KORCH_DTYPE_INT8, &scalar, &b);
+}
+
+/* n float32 scales around base (one value: a scalar). */
+static const char *init_scales(dt_gen *g, dt_rng *r, int64_t n, double base) {
+    float *v = malloc(sizeof *v * (size_t)(n + 1));
+    if (!v) return "";
+    for (int64_t i = 0; i < n; i++) v[i] = (float)(base * dt_unif(r, 0.6, 1.4));
+    korch_shape s = n == 1 ? dt_shape(0, NULL) : dt_shape(1, (int64_t[]){n});
+    const char *name = init_raw(g, KORCH_DTYPE_FLOAT32, &s, v);
+    free(v);
+    return name;
+}
+
+static const char *fresh(dt_gen *g, const char *stem) {
+    return korch_onnx_unique(&g->w, korch_onnx_str(&g->w, "%s%d", stem, g->w.counter++));
+}
+
+/* DT_FEAT_QOP: up to two exact values (so that every correct plan quantizes
+ * them alike) go through quantize_static's QOperator form: QuantizeLinear
+ * -> QLinearConv (rank 4: 1x1 or 3x3, padded or not, stride 1 or 2, dense
+ * or depthwise, per-channel or per-tensor weight scales, an int32 bias or
+ * none) or QLinearMatMul (per-tensor or per-column weight scales) with
+ * int8 weights -> DequantizeLinear. uint8 or int8 activations; the output
+ * scale lets some values saturate. Bit for bit in every correct plan
+ * (integer sums, the reference's float32 requantization), so the result is
+ * exact. Every choice from the features' stream. */
+void dt_feature_qop(dt_gen *g) {
+    if (!(g->features & DT_FEAT_QOP)) return;
+    dt_rng *r = &g->frng;
+    int made = 0, n = g->n_vals;
+    for (int v = 0; v < n && made < 2; v++) {
+        const dt_val *x = &g->vals[v];
+        if (!x->exact || x->dtype || x->hidden || x->shape.rank < 2 || !dt_chance(r, 0.6)) continue;
+        bool conv = x->shape.rank == 4 && dt_chance(r, 0.7);
+        korch_shape out = x->shape, ws;
+        int64_t K, M, k = 1, pad = 0, stride = 1, group = 1;
+        if (conv) {
+            int64_t C = x->shape.dims[1];
+            k = dt_chance(r, 0.5) ? 3 : 1;
+            pad = k == 3 ? dt_int(r, 0, 1) : 0;
+            stride = dt_chance(r, 0.3) ? 2 : 1;
+            group = k == 3 && C > 1 && dt_chance(r, 0.3) ? C : 1;
+            M = group == C ? C : dt_int(r, 2, 16);
+            for (int d = 2; d < 4; d++) out.dims[d] = (x->shape.dims[d] + 2 * pad - k) / stride + 1;
+            if (out.dims[2] < 1 || out.dims[3] < 1 || C > 256) continue;
+            out.dims[1] = M;
+            K = C / group * k * k;
+            ws = dt_shape(4, (int64_t[]){M, C / group, k, k});
+        } else {
+            K = x->shape.dims[x->shape.rank - 1];
+            M = dt_int(r, 2, 24);
+            out.dims[out.rank - 1] = M;
+            ws = dt_shape(2, (int64_t[]){K, M});
+        }
+        if (K < 1 || K > 2304 || dt_numel(&out) > DT_MAX_ELEMS || dt_numel(&ws) > 65536) continue;
+        bool u8 = dt_chance(r, 0.7), per_channel = dt_chance(r, 0.6), bias = conv && dt_chance(r, 0.5);
+        double sx = (x->mag > 0 ? x->mag : 1) / 100.0;
+        int zx = u8 ? dt_int(r, 118, 137) : dt_int(r, -8, 8), zy = u8 ? dt_int(r, 118, 137) : dt_int(r, -8, 8);
+        int8_t *w = malloc((size_t)dt_numel(&ws) + 1);
+        int32_t *b = malloc(sizeof *b * (size_t)(M + 1));
+        if (!w || !b) {
+            free(w), free(b);
+            return;
+        }
+        for (int64_t i = 0; i < dt_numel(&ws); i++) w[i] = (int8_t)dt_int(r, -127, 127);
+        for (int64_t i = 0; i < M; i++) b[i] = (int32_t)dt_int(r, -3000, 3000);
+        /* y about as large as x, so that a few values saturate */
+        const char *x_scale = init_scales(g, r, 1, sx), *x_zp = init_8bit(g, u8, zx);
+        const char *w_name = init_raw(g, KORCH_DTYPE_INT8, &ws, w);
+        int64_t nw = per_channel ? M : 1;
+        const char *w_scale = init_scales(g, r, nw, 1.0 / (127.0 * sqrt((double)K)));
+        korch_shape zs = nw == 1 ? dt_shape(0, NULL) : dt_shape(1, (int64_t[]){nw});
+        int8_t *zeros = calloc((size_t)nw + 1, 1);
+        const char *w_zp = zeros ? init_raw(g, KORCH_DTYPE_INT8, &zs, zeros) : "";
+        free(zeros);
+        const char *y_scale = init_scales(g, r, 1, sx * 0.8), *y_zp = init_8bit(g, u8, zy);
+        korch_shape bs = dt_shape(1, (int64_t[]){M});
+        const char *b_name = bias ? init_raw(g, KORCH_DTYPE_INT32, &bs, b) : NULL;
+        free(w), free(b);
+        const char *q = fresh(g, "qx"), *qy = fresh(g, "qy");
+        const char *qins[] = {dt_use(g, v), x_scale, x_zp};
+        dt_node(g, "QuantizeLinear", 3, qins, 1, &q);
+        const char *lins[] = {q, x_scale, x_zp, w_name, w_scale, w_zp, y_scale, y_zp, b_name};
+        Onnx__NodeProto *ln = dt_node(g, conv ? "QLinearConv" : "QLinearMatMul", bias ? 9 : 8, lins, 1, &qy);
+        if (conv) {
+            korch_onnx_attr_ints(&g->w, ln, "kernel_shape", (int64_t[]){k, k}, 2);
+            korch_onnx_attr_ints(&g->w, ln, "pads", (int64_t[]){pad, pad, pad, pad}, 4);
+            korch_onnx_attr_ints(&g->w, ln, "strides", (int64_t[]){stride, stride}, 2);
+            korch_onnx_attr_int(&g->w, ln, "group", group);
+        }
+        int y = dt_new_val(g, &out, x->mag);
+        if (y < 0) return;
+        const char *dins[] = {qy, y_scale, y_zp}, *douts[] = {g->vals[y].name};
+        dt_node(g, "DequantizeLinear", 3, dins, 1, douts);
+        g->vals[y].exact = true;
+        g->vals[y].dequantized = true;
+        made++;
+        dt_cover(g, conv ? (group > 1 ? "QLinearConv depthwise" : pad ? "QLinearConv padded" : "QLinearConv unpadded")
+                         : "QLinearMatMul");
+        dt_cover(g, u8 ? "QOperator uint8 activations" : "QOperator int8 activations");
+    }
+}
+
 /* ---- inputs and outputs ---------------------------------------------------- */
 
 void dt_feature_inputs(dt_gen *g) {
@@ -451,7 +561,7 @@ static const struct {
     unsigned bit;
 } feature_names[] = {{"half", DT_FEAT_HALF}, {"qdq", DT_FEAT_QDQ}, {"layout", DT_FEAT_LAYOUT},
                      {"resize", DT_FEAT_RESIZE}, {"int8", DT_FEAT_INT8}, {"head", DT_FEAT_HEAD},
-                     {"dynq", DT_FEAT_DYNQ}};
+                     {"dynq", DT_FEAT_DYNQ}, {"qop", DT_FEAT_QOP}};
 
 bool dt_features_parse(const char *text, unsigned *mask) {
     *mask = 0;
@@ -460,7 +570,7 @@ bool dt_features_parse(const char *text, unsigned *mask) {
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (!strcmp(t, "all")) {
             *mask |= DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_LAYOUT | DT_FEAT_RESIZE | DT_FEAT_INT8 | DT_FEAT_HEAD |
-                     DT_FEAT_DYNQ;
+                     DT_FEAT_DYNQ | DT_FEAT_QOP;
             continue;
         }
         if (!strcmp(t, "none")) continue;

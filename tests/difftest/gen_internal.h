@@ -121,6 +121,9 @@ void dt_feature_int8(dt_gen *g);
 /* DT_FEAT_DYNQ, after the random walk: quantize_dynamic's MatMul of exact
  * values, read by nothing else (gen_features.c). */
 void dt_feature_dynq(dt_gen *g);
+/* DT_FEAT_QOP, after dynq: QuantizeLinear -> QLinearConv / QLinearMatMul ->
+ * DequantizeLinear of exact values (gen_features.c). */
+void dt_feature_qop(dt_gen *g);
 /* Dequantized int8/uint8 weights (DT_FEAT_QDQ, sometimes): the name of a
  * DequantizeLinear output with elements within +-a, per tensor or per axis
  * `axis`; NULL: use float weights. */
