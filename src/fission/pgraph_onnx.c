@@ -209,6 +209,25 @@ static const char *weights_8bit(korch_onnx_writer *w, const korch_tensor *c, int
     return korch_onnx_add_initializer(w, &t, korch_onnx_temp(w));
 }
 
+/* A channels-last convolution as ONNX's channels-first one: the source
+ * transposed to N, C, spatial... (the name returned), and the convolution's
+ * channels-first result y_first transposed back into y. */
+static const char *channels_first_source(korch_onnx_writer *w, int spatial, const char *x) {
+    int64_t to_first[KORCH_MAX_RANK];
+    for (int k = 0; k < spatial + 2; k++) to_first[k] = k == 0 ? 0 : k == 1 ? spatial + 1 : k - 1;
+    const char *xt = korch_onnx_temp(w);
+    Onnx__NodeProto *t = korch_onnx_node(w, "Transpose", 1, &x, 1, &xt);
+    korch_onnx_attr_ints(w, t, "perm", to_first, spatial + 2);
+    return xt;
+}
+
+static void channels_last_output(korch_onnx_writer *w, int spatial, const char *y_first, const char *y) {
+    int64_t to_last[KORCH_MAX_RANK];
+    for (int k = 0; k < spatial + 2; k++) to_last[k] = k == 0 ? 0 : k == spatial + 1 ? 1 : k + 1;
+    Onnx__NodeProto *t = korch_onnx_node(w, "Transpose", 1, &y_first, 1, &y);
+    korch_onnx_attr_ints(w, t, "perm", to_last, spatial + 2);
+}
+
 /* An integer convolution as ONNX ConvInteger: the 8-bit source with its
  * zero point; weights 8-bit as they are, an int32 constant that fits in
  * int8 as int8, or else (uint8 weights minus a zero point, in [-255, 255])
@@ -246,18 +265,7 @@ static void emit_integer_conv(korch_onnx_writer *w, const korch_pnode *n) {
                             fits || int8_fits ? NULL : weights_8bit(w, &wv->constant, -1)};
     /* channels-last (the layout pass's, an 8-bit source): ONNX's
      * ConvInteger is channels-first, so transpose around it */
-    int s = p->spatial;
-    int64_t to_first[KORCH_MAX_RANK], to_last[KORCH_MAX_RANK];
-    for (int k = 0; k < s + 2; k++) {
-        to_first[k] = k == 0 ? 0 : k == 1 ? s + 1 : k - 1;
-        to_last[k] = k == 0 ? 0 : k == s + 1 ? 1 : k + 1;
-    }
-    if (p->channels_last) {
-        const char *xt = korch_onnx_temp(w);
-        Onnx__NodeProto *t = korch_onnx_node(w, "Transpose", 1, &xq, 1, &xt);
-        korch_onnx_attr_ints(w, t, "perm", to_first, s + 2);
-        xq = xt;
-    }
+    if (p->channels_last) xq = channels_first_source(w, p->spatial, xq);
     const char *y_out = p->channels_last ? korch_onnx_temp(w) : w->names[n->outputs[0]];
     const char *ys[2] = {parts[1] ? korch_onnx_temp(w) : y_out, korch_onnx_temp(w)};
     for (int k = 0; k < 2 && parts[k]; k++) {
@@ -272,11 +280,7 @@ static void emit_integer_conv(korch_onnx_writer *w, const korch_pnode *n) {
         conv_attrs(w, node, n, pads);
     }
     if (parts[1]) korch_onnx_node(w, "Sub", 2, ys, 1, &y_out);
-    if (p->channels_last) {
-        const char *y = w->names[n->outputs[0]];
-        Onnx__NodeProto *t = korch_onnx_node(w, "Transpose", 1, &y_out, 1, &y);
-        korch_onnx_attr_ints(w, t, "perm", to_last, s + 2);
-    }
+    if (p->channels_last) channels_last_output(w, p->spatial, y_out, w->names[n->outputs[0]]);
 }
 
 static void emit_linear(korch_onnx_writer *w, const korch_pnode *n) {
@@ -325,17 +329,7 @@ static void emit_linear(korch_onnx_writer *w, const korch_pnode *n) {
     const char *ins[2] = {in_name(w, n, 0), in_name(w, n, 1)};
     /* channels_last: ONNX convolutions are channels-first, so transpose the
      * input to N,C,spatial and the result back */
-    int64_t to_first[KORCH_MAX_RANK], to_last[KORCH_MAX_RANK];
-    for (int k = 0; k < s + 2; k++) {
-        to_first[k] = k == 0 ? 0 : k == 1 ? s + 1 : k - 1;
-        to_last[k] = k == 0 ? 0 : k == s + 1 ? 1 : k + 1;
-    }
-    if (p->channels_last) {
-        const char *xt = korch_onnx_temp(w);
-        Onnx__NodeProto *t = korch_onnx_node(w, "Transpose", 1, ins, 1, &xt);
-        korch_onnx_attr_ints(w, t, "perm", to_first, s + 2);
-        ins[0] = xt;
-    }
+    if (p->channels_last) ins[0] = channels_first_source(w, s, ins[0]);
     const char *y = negative || p->channels_last ? korch_onnx_temp(w) : out_name(w, n);
     Onnx__NodeProto *node = korch_onnx_node(w, p->op == KORCH_LINEAR_CONV ? "Conv" : "ConvTranspose", 2, ins, 1, &y);
     if (negative) {
@@ -344,11 +338,7 @@ static void emit_linear(korch_onnx_writer *w, const korch_pnode *n) {
         korch_onnx_node(w, "Pad", 2, pad_ins, 1, &z);
         y = z;
     }
-    if (p->channels_last) {
-        const char *z = out_name(w, n);
-        Onnx__NodeProto *t = korch_onnx_node(w, "Transpose", 1, &y, 1, &z);
-        korch_onnx_attr_ints(w, t, "perm", to_last, s + 2);
-    }
+    if (p->channels_last) channels_last_output(w, s, y, out_name(w, n));
     const korch_shape *ws = &w->pg->values[n->inputs[1]].shape;
     korch_onnx_attr_ints(w, node, "kernel_shape", ws->dims + 2, s);
     korch_onnx_attr_ints(w, node, "strides", p->strides, s);
