@@ -317,7 +317,8 @@ static int ones_like_image(korch_fission_ctx *ctx, int x) {
  * size of the output (and, past the folding limit, a second convolution
  * at every run). */
 static int conv_minus_zp(korch_fission_ctx *ctx, const korch_prim_linear *p, int x, int w, int zx,
-                         const korch_tensor *zx_const) {
+                         const korch_tensor *zx_const, int bias, bool *bias_used) {
+    *bias_used = false;
     if (zx < 0) return korch_pgraph_linear(ctx->pg, p, x, w);
     korch_shape scalar = {.rank = 0};
     int z = fission_cast(ctx, korch_pgraph_reshape(ctx->pg, zx, &scalar), KORCH_DTYPE_INT32);
@@ -345,7 +346,11 @@ static int conv_minus_zp(korch_fission_ctx *ctx, const korch_prim_linear *p, int
     int sums = fission_reduce(ctx, KORCH_REDUCE_SUM, fission_cast(ctx, w, KORCH_DTYPE_INT32),
                               ((1u << ws->rank) - 1u) & ~1u, false);
     sums = korch_pgraph_reshape(ctx->pg, sums, &per_channel);
-    return fission_binary(ctx, KORCH_EW_SUB, y, fission_binary(ctx, KORCH_EW_MUL, z, sums));
+    int correction = fission_binary(ctx, KORCH_EW_MUL, z, sums);
+    if (bias < 0) return fission_binary(ctx, KORCH_EW_SUB, y, correction);
+    /* QLinearConv's bias and the correction: one per-channel constant */
+    *bias_used = true;
+    return fission_binary(ctx, KORCH_EW_ADD, y, fission_binary(ctx, KORCH_EW_SUB, bias, correction));
 }
 
 /* y = conv(x - x_zp, w - w_zp), exactly, as integer convolution primitives
@@ -362,7 +367,10 @@ static int conv_minus_zp(korch_fission_ctx *ctx, const korch_prim_linear *p, int
  * group's output channels ([N, G, 1, O...] x [G, M/G, 1...]). All int32,
  * exact. Weights computed at run time: both zero points subtracted before
  * one integer convolution (the reference backend's exact loop). */
-static korch_status integer_conv(korch_fission_ctx *ctx, const integer_io *io, int *out) {
+/* The integer convolution of io's operands, plus the int32 value bias
+ * ([M, 1, ...]; -1: none), folded into the zero point's correction where
+ * both are per-channel constants. */
+static korch_status integer_conv(korch_fission_ctx *ctx, const integer_io *io, int bias, int *out) {
     int rank = fission_in_shape(ctx, 0)->rank;
     if (fission_has_in(ctx, io->zx) && korch_shape_numel(fission_in_shape(ctx, io->zx)) != 1)
         return fission_decline(ctx, "an integer convolution with a zero point of x that is not per tensor");
@@ -378,6 +386,7 @@ static korch_status integer_conv(korch_fission_ctx *ctx, const integer_io *io, i
             w = fission_binary(ctx, KORCH_EW_SUB, fission_cast(ctx, w, KORCH_DTYPE_INT32),
                                channel_zero_point(ctx, fission_in(ctx, io->zw), rank));
         *out = x < 0 || w < 0 ? -1 : korch_pgraph_linear(ctx->pg, &p, x, w);
+        if (bias >= 0 && *out >= 0) *out = fission_binary(ctx, KORCH_EW_ADD, *out, bias);
         return KORCH_OK;
     }
     int x = fission_in(ctx, io->x), zx = has_zx ? fission_in(ctx, io->zx) : -1;
@@ -385,7 +394,8 @@ static korch_status integer_conv(korch_fission_ctx *ctx, const integer_io *io, i
     int w = fission_cast(ctx, fission_in(ctx, io->w), KORCH_DTYPE_INT32);
     if (split) w = fission_binary(ctx, KORCH_EW_SUB, w, fission_scalar(ctx, 128, KORCH_DTYPE_INT32));
     else if (has_zw) w = fission_binary(ctx, KORCH_EW_SUB, w, channel_zero_point(ctx, fission_in(ctx, io->zw), rank));
-    y = conv_minus_zp(ctx, &p, x, w, zx, has_zx ? xz : NULL);
+    bool bias_used;
+    y = conv_minus_zp(ctx, &p, x, w, zx, has_zx ? xz : NULL, split ? -1 : bias, &bias_used);
     if (split && y >= 0) {
         const korch_shape ws = *fission_shape(ctx, fission_in(ctx, io->w)), ys = *fission_out_shape(ctx, 0);
         int64_t G = p.group, M = ws.dims[0], Mg = M / G;
@@ -394,7 +404,9 @@ static korch_status integer_conv(korch_fission_ctx *ctx, const integer_io *io, i
         os.dims[0] = G;
         if (korch_tensor_alloc(&ones, KORCH_DTYPE_INT8, &os) != KORCH_OK) return KORCH_ERR_OUT_OF_MEMORY;
         memset(ones.data, 1, korch_tensor_bytes(&ones));
-        int sum = conv_minus_zp(ctx, &p, x, fission_constant(ctx, &ones), zx, has_zx ? xz : NULL); /* [N, G, O...] */
+        bool unused;
+        int sum = conv_minus_zp(ctx, &p, x, fission_constant(ctx, &ones), zx, has_zx ? xz : NULL, -1,
+                                &unused); /* [N, G, O...] */
         int c = fission_binary(ctx, KORCH_EW_SUB, fission_scalar(ctx, 128, KORCH_DTYPE_INT32),
                                has_zw ? fission_cast(ctx, fission_in(ctx, io->zw), KORCH_DTYPE_INT32)
                                       : fission_scalar(ctx, 0, KORCH_DTYPE_INT32));
@@ -417,13 +429,14 @@ static korch_status integer_conv(korch_fission_ctx *ctx, const integer_io *io, i
         }
         y = fission_binary(ctx, KORCH_EW_ADD, y, t);
     }
+    if (bias >= 0 && !bias_used && y >= 0) y = fission_binary(ctx, KORCH_EW_ADD, y, bias);
     *out = y;
     return KORCH_OK;
 }
 
 KORCH_FISSION_RULE(ConvInteger) {
     int y;
-    KORCH_TRY(integer_conv(ctx, &INTEGER_IO, &y));
+    KORCH_TRY(integer_conv(ctx, &INTEGER_IO, -1, &y));
     fission_set_out(ctx, 0, y);
     return fission_done(ctx);
 }
@@ -434,10 +447,34 @@ KORCH_FISSION_RULE(ConvInteger) {
  *   m = x_scale * w_scale / y_scale     (float32, in that order; constants
  *                                        fold)
  *   y = saturate(rint(float(acc) * m) + y_zp)
- * the division exact (DIV alpha 1), NaN to the zero point, ROUND (halves to
+ * the division exact (DIV alpha 1), NaN to the zero point (a step left out
+ * when every multiplier is a finite constant: float(acc) * m is then never
+ * NaN), ROUND (halves to
  * even), the zero point added in float32 (exact below 2^24; beyond, the
  * clip saturates either way), CLIP and CAST to y's type. xs and ws are
  * already viewed to broadcast against acc. */
+static float max_abs(const korch_tensor *t) {
+    float m = 0;
+    for (int64_t i = 0, n = korch_tensor_numel(t); i < n; i++) {
+        float v = fabsf(((const float *)t->data)[i]);
+        m = v > m || isnan(v) ? v : m;
+    }
+    return m;
+}
+
+/* Whether every multiplier x_scale * w_scale / y_scale is a finite float32
+ * (constant scales): then float(acc) * m is never NaN, and the NaN step is
+ * the identity. float32 products and quotients are monotonic in the
+ * operands' magnitudes, so the largest is the one to check. */
+static bool finite_multipliers(korch_fission_ctx *ctx) {
+    const korch_tensor *xs = fission_const_in(ctx, 1), *ws = fission_const_in(ctx, 4), *ys = fission_const_in(ctx, 6);
+    if (!xs || !ws || !ys || korch_tensor_numel(ys) != 1) return false;
+    float y = fabsf(((const float *)ys->data)[0]);
+    float m = max_abs(xs) * max_abs(ws); /* float32, as the folded constant */
+    m /= y;
+    return isfinite(m) && y > 0;
+}
+
 static int requantize(korch_fission_ctx *ctx, int acc, int xs, int ws) {
     const korch_shape *ys = fission_in_shape(ctx, 6);
     korch_shape scalar = {.rank = 0};
@@ -445,7 +482,9 @@ static int requantize(korch_fission_ctx *ctx, int acc, int xs, int ws) {
     if (ys->rank) y_scale = korch_pgraph_reshape(ctx->pg, y_scale, &scalar);
     int m = fission_binary_ab(ctx, KORCH_EW_DIV, fission_binary(ctx, KORCH_EW_MUL, xs, ws), y_scale, 1, 0);
     int v = fission_binary(ctx, KORCH_EW_MUL, fission_cast(ctx, acc, KORCH_DTYPE_FLOAT32), m);
-    v = fission_where(ctx, fission_binary(ctx, KORCH_EW_EQUAL, v, v), v, fission_scalar(ctx, 0, KORCH_DTYPE_FLOAT32));
+    if (!finite_multipliers(ctx))
+        v = fission_where(ctx, fission_binary(ctx, KORCH_EW_EQUAL, v, v), v,
+                          fission_scalar(ctx, 0, KORCH_DTYPE_FLOAT32));
     v = fission_unary(ctx, KORCH_EW_ROUND, v);
     const korch_tensor *zc = fission_const_in(ctx, 7);
     if (fission_has_in(ctx, 7) && !(zc && all_zero(zc))) {
@@ -480,8 +519,8 @@ KORCH_FISSION_RULE(QLinearMatMul) {
  * kernel. */
 KORCH_FISSION_RULE(QLinearConv) {
     int acc, rank = fission_in_shape(ctx, 0)->rank;
-    KORCH_TRY(integer_conv(ctx, &QLINEAR_IO, &acc));
-    if (fission_has_in(ctx, 8)) acc = fission_binary(ctx, KORCH_EW_ADD, acc, axis_view(ctx, fission_in(ctx, 8), 1, rank));
+    int bias = fission_has_in(ctx, 8) ? axis_view(ctx, fission_in(ctx, 8), 1, rank) : -1;
+    KORCH_TRY(integer_conv(ctx, &QLINEAR_IO, bias, &acc));
     int xs = axis_view(ctx, fission_in(ctx, 1), 1, rank), ws = axis_view(ctx, fission_in(ctx, 4), 1, rank);
     fission_set_out(ctx, 0, requantize(ctx, acc, xs, ws));
     return fission_done(ctx);

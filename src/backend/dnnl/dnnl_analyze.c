@@ -272,6 +272,11 @@ static void finish(actx *c) {
         int32_t q[3] = {(int32_t)d->src_q, d->src_zp != 0, d->src_zp_slot >= 0 ? 1 + d->src_zp_u8 : 0};
         hash_bytes(h, "imatmul", 7);
         hash_bytes(h, q, sizeof q);
+        if (d->dst_q) { /* the fused requantization: the 8-bit destination */
+            int32_t r[2] = {(int32_t)d->dst_q, d->n_iq_terms > 0};
+            hash_bytes(h, "requant", 7);
+            hash_bytes(h, r, sizeof r);
+        }
     }
     if (d->src_bf16 || d->wei_bf16 || d->dst_bf16) { /* the same: bfloat16 storage only */
         int32_t b[3] = {d->src_bf16, d->wei_bf16, d->dst_bf16};
@@ -313,7 +318,7 @@ static void finish(actx *c) {
     if (p.bf16) APPEND(" bf16");
     if (d->src_bf16 || d->wei_bf16) APPEND(" %s-bf16", d->src_bf16 && d->wei_bf16 ? "operands" : d->src_bf16 ? "src" : "wei");
     if (d->src_q) APPEND(" %s%s", d->src_q == dnnl_u8 ? "u8" : "s8", d->src_zp || d->src_zp_slot >= 0 ? " zp" : "");
-    if (d->imatmul) APPEND(" x s8 ->s32");
+    if (d->imatmul) APPEND(d->dst_q ? " x s8 ->%s requantized" : " x s8 ->s32", d->dst_q == dnnl_u8 ? "u8" : "s8");
     if (c->src_transposed) APPEND(" src-strided");
     if (d->bias_slot >= 0) APPEND(" +bias");
     for (int i = 0; i < d->n_post; i++) {
@@ -461,8 +466,15 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
         if (c.operand_cast[k] >= 0) c.used[an_spec_index(&c, c.operand_cast[k])] = true;
     if (imatmul ? !an_imatmul_check(&c) : !an_int8_check(&c)) return false;
     int v = spec->pg->nodes[linear].outputs[0];
-    if (imatmul && an_consumers(&c, v, (int[1]){0}, 1) > 0)
-        return an_fail(&c, "an integer matmul's int32 result is read inside the kernel (oneDNN writes it, no post-ops)");
+    if (imatmul && an_consumers(&c, v, (int[1]){0}, 1) > 0) {
+        /* oneDNN writes the int32 result, or a QLinearConv's whole
+         * requantization where that is exact (dnnl_imatmul.c) */
+        int y = an_imatmul_requant(&c, v);
+        if (y < 0)
+            return an_fail(&c, "an integer matmul's int32 result is read inside the kernel (oneDNN writes it; a "
+                               "convolution's requantization only where provably exact)");
+        v = y;
+    }
     for (;;) {
         int cons[8];
         int nc = an_consumers(&c, v, cons, 8);

@@ -78,6 +78,10 @@ int an_requant_tail(actx *c, int v);
  * set up, can oneDNN compute it exactly (VNNI, constant int8 weights)? */
 int an_imatmul_src(actx *c, int linear, int *nodes);
 bool an_imatmul_check(actx *c);
+/* The requantization after an integer convolution (QLinearConv's fission):
+ * the kernel's output value, its nodes marked used, or -1 (not the pattern,
+ * or not provably exact). */
+int an_imatmul_requant(actx *c, int v);
 
 /* dnnl_bf16.c: the precision cast (float32 -> bfloat16) inside the kernel
  * producing operand k (0 source, 1 weights) of a bf16 linear primitive from

@@ -18,6 +18,7 @@
  * oneDNN sums u8 x s8 (and s8 x s8) products exactly in int32 with VNNI
  * (dn_int8_exact_cpu), so the result is the exact one, bit for bit: it is
  * still checked against the interpreter like every kernel. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "backend/dnnl/dnnl_analyze.h"
@@ -126,4 +127,159 @@ signed char *dn_imatmul_weights(const dn_desc *d) {
         q[i] = (signed char)v;
     }
     return q;
+}
+
+/* ---- the fused requantization (QLinearConv) ---------------------------------- */
+
+static int sole_consumer(const actx *c, int value) {
+    int cons[2];
+    if (an_is_output(c, value) || an_consumers(c, value, cons, 2) != 1) return -1;
+    return cons[0];
+}
+
+static bool is_ew(const actx *c, int node, korch_ew_op op) {
+    return node >= 0 && c->pg->nodes[node].kind == KORCH_PRIM_ELEMENTWISE && c->pg->nodes[node].u.ew.op == op;
+}
+
+/* A constant of `dtype` holding one value, or one per output channel laid
+ * along the output's channel axis (right-aligned broadcasting). */
+static const korch_tensor *channel_constant(const actx *c, int value, korch_dtype dtype) {
+    const korch_pvalue *v = &c->pg->values[value];
+    if (!v->is_constant || v->dtype != dtype || v->shape.rank > c->out_rank) return NULL;
+    int64_t n = korch_shape_numel(&v->shape);
+    if (n != 1 && n != c->d->dst.dims[1]) return NULL;
+    for (int j = 0; j < v->shape.rank; j++)
+        if (v->shape.dims[j] != 1 && c->out_rank - v->shape.rank + j != c->channel_axis) return NULL;
+    return &v->constant;
+}
+
+static double channel_value(const korch_tensor *t, int64_t m) {
+    return korch_tensor_get_f64(t, korch_tensor_numel(t) == 1 ? 0 : m);
+}
+
+/* After the integer convolution (QLinearConv's fission, rules_quant.c):
+ *   [SUB/ADD int32 constant]...  -> CAST float32 -> MUL by a float32
+ *   constant -> WHERE(x == x, x, 0) -> ROUND -> [ADD zp] -> CLIP to the
+ *   8-bit type's range -> CAST to it (the kernel's output)
+ * is oneDNN's int8 convolution with an s32 bias (the constants' sum), the
+ * multiplier as output scales, a round post-op, a linear one adding zp and
+ * the saturating 8-bit destination. oneDNN converts the sum and the bias to
+ * float32, adds them and multiplies by the scale (brgemm's post-op order:
+ * vcvtdq2ps, + bias, * scales, then the post-ops); with an unsigned-shifted
+ * int8 source it also adds a compensation. All of it is exact when every
+ * intermediate is an integer below 2^24 in magnitude, which the weights
+ * bound: (255 + 128) * sum |w| + |bias| < 2^24 per channel. Then the kernel
+ * computes float(sum + bias) * scale with one rounding, as the reference
+ * does, and rounds, adds and saturates as the elementwise steps do. Not
+ * offered past the bound, with a non-finite multiplier, or for a source
+ * minus a run-time zero point. */
+int an_imatmul_requant(actx *c, int v) {
+    const korch_pgraph *pg = c->pg;
+    dn_desc *d = c->d;
+    if (d->op != KORCH_LINEAR_CONV || d->src_zp || d->src_zp_slot >= 0 || c->reshaped || !d->wei_tensor) return -1;
+    int nodes[16], n = 0, node = sole_consumer(c, v);
+    d->n_iq_terms = 0;
+    while ((is_ew(c, node, KORCH_EW_SUB) || is_ew(c, node, KORCH_EW_ADD)) && d->n_iq_terms < 4) {
+        const korch_pnode *e = &pg->nodes[node];
+        bool sub = e->u.ew.op == KORCH_EW_SUB;
+        if (sub && e->inputs[0] != v) return -1;
+        const korch_tensor *t = channel_constant(c, e->inputs[0] == v ? e->inputs[1] : e->inputs[0], KORCH_DTYPE_INT32);
+        if (!t || e->inputs[0] == e->inputs[1]) return -1;
+        d->iq_term[d->n_iq_terms] = t;
+        d->iq_sign[d->n_iq_terms++] = sub ? -1 : 1;
+        nodes[n++] = node;
+        v = e->outputs[0];
+        node = sole_consumer(c, v);
+    }
+    if (!is_ew(c, node, KORCH_EW_CAST) || pg->values[pg->nodes[node].outputs[0]].dtype != KORCH_DTYPE_FLOAT32) return -1;
+    nodes[n++] = node;
+    v = pg->nodes[node].outputs[0];
+    node = sole_consumer(c, v);
+    if (!is_ew(c, node, KORCH_EW_MUL)) return -1;
+    const korch_pnode *mul = &pg->nodes[node];
+    d->iq_scale = channel_constant(c, mul->inputs[0] == v ? mul->inputs[1] : mul->inputs[0], KORCH_DTYPE_FLOAT32);
+    if (!d->iq_scale || mul->inputs[0] == mul->inputs[1]) return -1;
+    nodes[n++] = node;
+    v = mul->outputs[0];
+    /* WHERE(v == v, v, 0): NaN to 0, the identity for a finite multiplier
+     * (fission leaves it out when it knows the multipliers are finite) */
+    int cons[3], nc = an_is_output(c, v) ? -1 : an_consumers(c, v, cons, 3);
+    if (nc == 2) {
+        int eq = is_ew(c, cons[0], KORCH_EW_EQUAL) ? cons[0] : cons[1], where = eq == cons[0] ? cons[1] : cons[0];
+        double zero;
+        if (!is_ew(c, eq, KORCH_EW_EQUAL) || !is_ew(c, where, KORCH_EW_WHERE) || pg->nodes[eq].inputs[0] != v ||
+            pg->nodes[eq].inputs[1] != v || sole_consumer(c, pg->nodes[eq].outputs[0]) != where ||
+            pg->nodes[where].inputs[0] != pg->nodes[eq].outputs[0] || pg->nodes[where].inputs[1] != v ||
+            !an_scalar_constant(&pg->values[pg->nodes[where].inputs[2]], &zero) || zero != 0)
+            return -1;
+        nodes[n++] = eq;
+        nodes[n++] = where;
+        v = pg->nodes[where].outputs[0];
+    } else if (nc != 1) {
+        return -1;
+    }
+    node = sole_consumer(c, v);
+    if (!is_ew(c, node, KORCH_EW_ROUND)) return -1;
+    int round = node;
+    nodes[n++] = node;
+    v = pg->nodes[node].outputs[0];
+    node = sole_consumer(c, v);
+    double zp = 0;
+    if (is_ew(c, node, KORCH_EW_ADD)) {
+        const korch_pnode *a = &pg->nodes[node];
+        if (!an_scalar_constant(&pg->values[a->inputs[0] == v ? a->inputs[1] : a->inputs[0]], &zp) || zp != rint(zp))
+            return -1;
+        nodes[n++] = node;
+        v = a->outputs[0];
+        node = sole_consumer(c, v);
+    }
+    if (!is_ew(c, node, KORCH_EW_CLIP)) return -1;
+    int clip = node, cc[1];
+    nodes[n++] = clip;
+    v = pg->nodes[clip].outputs[0];
+    if (an_is_output(c, v) || an_consumers(c, v, cc, 1) != 1 || !is_ew(c, cc[0], KORCH_EW_CAST)) return -1;
+    nodes[n++] = cc[0];
+    int y = pg->nodes[cc[0]].outputs[0];
+    korch_dtype t = pg->values[y].dtype;
+    double lo = t == KORCH_DTYPE_UINT8 ? 0 : -128, hi = t == KORCH_DTYPE_UINT8 ? 255 : 127;
+    if ((t != KORCH_DTYPE_UINT8 && t != KORCH_DTYPE_INT8) || pg->nodes[clip].u.ew.alpha != lo ||
+        pg->nodes[clip].u.ew.beta != hi || !an_is_output(c, y) || an_consumers(c, y, cc, 1) != 0 || zp < lo || zp > hi ||
+        d->n_post + 2 > DN_MAX_POST)
+        return -1;
+    /* exactness: every intermediate below 2^24 */
+    int64_t M = d->dst.dims[1], per = korch_tensor_numel(d->wei_tensor) / (M > 0 ? M : 1);
+    for (int64_t m = 0; m < M; m++) {
+        double sum = 0, bias = 0, s = channel_value(d->iq_scale, m);
+        for (int64_t i = 0; i < per; i++) sum += fabs((double)korch_tensor_get_i64(d->wei_tensor, m * per + i));
+        for (int k = 0; k < d->n_iq_terms; k++) bias += d->iq_sign[k] * channel_value(d->iq_term[k], m);
+        if ((255.0 + 128.0) * sum + fabs(bias) >= 16777216.0 || !isfinite(s)) return -1;
+    }
+    d->post[d->n_post++] = (dn_post){.kind = DN_POST_ELTWISE, .alg = dnnl_eltwise_round, .slot = -1, .node = round};
+    if (zp != 0)
+        d->post[d->n_post++] = (dn_post){.kind = DN_POST_ELTWISE, .alg = dnnl_eltwise_linear, .alpha = 1.0f,
+                                         .beta = (float)zp, .slot = -1, .node = clip};
+    d->dst_q = t == KORCH_DTYPE_UINT8 ? dnnl_u8 : dnnl_s8;
+    for (int i = 0; i < n; i++) c->used[an_spec_index(c, nodes[i])] = true;
+    return y;
+}
+
+korch_status dn_imatmul_requant_params(const dn_desc *d, int32_t **bias, float **scale) {
+    int64_t M = d->dst.dims[1];
+    *bias = calloc((size_t)M + 1, sizeof **bias);
+    *scale = malloc(((size_t)M + 1) * sizeof **scale);
+    if (!*bias || !*scale) {
+        free(*bias);
+        free(*scale);
+        *bias = NULL;
+        *scale = NULL;
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN integer kernel: out of memory");
+    }
+    for (int64_t m = 0; m < M; m++) {
+        int64_t b = 0;
+        for (int k = 0; k < d->n_iq_terms; k++)
+            b += d->iq_sign[k] * korch_tensor_get_i64(d->iq_term[k], korch_tensor_numel(d->iq_term[k]) == 1 ? 0 : m);
+        (*bias)[m] = (int32_t)b;
+        (*scale)[m] = (float)channel_value(d->iq_scale, m);
+    }
+    return KORCH_OK;
 }

@@ -69,6 +69,16 @@ typedef struct dn_desc {
     const korch_tensor *wei_tensor;
     int src_zp_slot;
     bool src_zp_u8;
+    /* an integer convolution with its requantization fused
+     * (an_imatmul_requant; dst_q set): the int32 constants iq_term[k]
+     * (sign iq_sign[k], each one value or one per output channel) are
+     * oneDNN's s32 bias, iq_scale (one float32 value or one per channel)
+     * its output scale, then round, + dst_zp (a post-op) and dst_q's
+     * saturation: saturate(rint(float(sum + bias) * scale) + dst_zp). */
+    int n_iq_terms;
+    const korch_tensor *iq_term[4];
+    int iq_sign[4];
+    const korch_tensor *iq_scale;
     /* bf16 (dnnl_bf16.c): the source / weights are bfloat16 kernel inputs
      * (else float32, converted by the kernel); the destination is written
      * in bfloat16 (else float32) */
@@ -103,6 +113,9 @@ korch_status dn_int8_weights(const dn_desc *d, signed char **q, float **scales);
 /* dnnl_imatmul.c: the int8 weights of an integer matmul (malloc'd), or
  * NULL (an error set) when a value does not fit in int8. */
 signed char *dn_imatmul_weights(const dn_desc *d);
+/* The fused requantization's bias and scale per output channel (malloc'd,
+ * dst.dims[1] values each), or an error. */
+korch_status dn_imatmul_requant_params(const dn_desc *d, int32_t **bias, float **scale);
 
 /* dnnl_quirks.c: false with a reason when oneDNN implementation `impl`
  * (dnnl_query_impl_info_str) is known to compute d's post-ops wrongly with

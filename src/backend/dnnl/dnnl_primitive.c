@@ -32,6 +32,7 @@ struct dn_kernel {
     /* integer matmul with a source zero point (zp_correct): the weights'
      * column sums, the zero point (constant, or read from input zp_slot) */
     int32_t *colsum;
+    int32_t *iq_bias;                  /* the fused requantization's s32 bias (owned), or NULL */
     int64_t rows, cols;
     int32_t zp_const;
     int zp_slot;
@@ -219,6 +220,8 @@ static korch_status make_attr(const dn_desc *d, const float *scales, dnnl_primit
     static const int32_t runtime_zp = DNNL_RUNTIME_S32_VAL;
     /* an integer matmul: an exact int32 sum, no scales; its zero point is
      * not oneDNN's (zp_correct) */
+    if (d->imatmul && d->dst_q) /* the fused requantization: float(sum + bias) * scale[c] */
+        DN_CHECK(dnnl_primitive_attr_set_output_scales(*attr, d->dst.dims[1], 1 << 1, scales), "output scales");
     if (d->src_q && !d->imatmul) {
         /* dst = scale[c] * sum((q - zp) * w_q): the scales apply before the post-ops */
         DN_CHECK(dnnl_primitive_attr_set_output_scales(*attr, d->dst.dims[1], 1 << 1, scales), "output scales");
@@ -269,6 +272,7 @@ void dn_kernel_free(dn_kernel *k) {
     free(k->dst_buf);
     free(k->wei_buf);
     free(k->colsum);
+    free(k->iq_bias);
     free(k);
 }
 
@@ -327,6 +331,7 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     dnnl_memory_desc_t src_user, dst_user, src_md, dst_md, wei_user_md, wei_md, bias_md;
     signed char *wei_q = NULL; /* int8: the recovered weights and their scales (dnnl_dequant.c) */
     float *wei_scales = NULL;
+    int32_t *iq_bias = NULL;   /* integer kernel with its requantization fused (dnnl_imatmul.c) */
     bool blocked = v->fmt == DN_FMT_BLOCKED;
     if (blocked && d->op == KORCH_LINEAR_MATMUL)
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "oneDNN: the blocked variant is for convolutions");
@@ -345,6 +350,12 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
             st = korch_error_prefix(KORCH_ERR_UNSUPPORTED, "oneDNN");
             goto done;
         }
+        if (d->dst_q) {
+            st = dn_imatmul_requant_params(d, &iq_bias, &wei_scales);
+            if (st != KORCH_OK) goto done;
+            DN_CHECK(dnnl_memory_desc_init_by_tag(&bias_md, 1, (dnnl_dims_t){d->dst.dims[1]}, dnnl_s32, dnnl_x),
+                     "bias descriptor");
+        }
     } else if (d->src_q) {
         st = dn_int8_weights(d, &wei_q, &wei_scales);
         if (st != KORCH_OK) goto done;
@@ -352,7 +363,7 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     }
     /* operands stored in bfloat16 by their producers are read as they are */
     DN_CHECK(md_typed(&src, d->src_q ? d->src_q : d->src_bf16 ? dnnl_bf16 : dnnl_f32, &src_user), "source descriptor");
-    dnnl_data_type_t dst_type = d->imatmul ? dnnl_s32 : d->dst_q ? d->dst_q : d->dst_bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_data_type_t dst_type = d->dst_q ? d->dst_q : d->imatmul ? dnnl_s32 : d->dst_bf16 ? dnnl_bf16 : dnnl_f32;
     DN_CHECK(md_typed(&dst, dst_type, &dst_user), "destination descriptor");
     DN_CHECK(md_typed(&d->wei, d->src_q ? dnnl_s8 : d->wei_bf16 ? dnnl_bf16 : dnnl_f32, &wei_user_md),
              "weights descriptor");
@@ -371,7 +382,8 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
         dnnl_deconvolution_desc_t deconv;
         dnnl_matmul_desc_t matmul;
     } desc;
-    st = op_desc(d, &src_md, &wei_md, d->bias_slot >= 0 ? &bias_md : NULL, &dst_md, &desc);
+    bool has_bias = d->bias_slot >= 0 || iq_bias;
+    st = op_desc(d, &src_md, &wei_md, has_bias ? &bias_md : NULL, &dst_md, &desc);
     if (st != KORCH_OK) goto done;
     st = make_attr(d, wei_scales, &attr);
     if (st != KORCH_OK) goto done;
@@ -382,7 +394,7 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
         /* the same primitive with the weights' rows padded (dnnl_weights_pad.inc) */
         dnnl_primitive_desc_destroy(pd);
         pd = NULL;
-        st = op_desc(d, &src_md, &wei_md, d->bias_slot >= 0 ? &bias_md : NULL, &dst_md, &desc);
+        st = op_desc(d, &src_md, &wei_md, has_bias ? &bias_md : NULL, &dst_md, &desc);
         if (st != KORCH_OK) goto done;
         DN_CHECK(dnnl_primitive_desc_create(&pd, &desc, attr, engine, NULL), "primitive descriptor (padded weights)");
     }
@@ -454,6 +466,11 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     }
     k->bias_slot = d->bias_slot;
     if (d->bias_slot >= 0) DN_CHECK(dnnl_memory_create(&k->bias, &bias_md, engine, DNNL_MEMORY_NONE), "bias memory");
+    if (iq_bias) {
+        DN_CHECK(dnnl_memory_create(&k->bias, &bias_md, engine, iq_bias), "bias memory");
+        k->iq_bias = iq_bias;
+        iq_bias = NULL;
+    }
 
     k->n_args = 0;
     k->args[k->n_args++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, k->src};
@@ -488,6 +505,7 @@ done:
     if (attr) dnnl_primitive_attr_destroy(attr);
     free(wei_q);
     free(wei_scales);
+    free(iq_bias);
     return st;
 }
 
