@@ -41,9 +41,13 @@ static korch_status pool_params_read(korch_fission_ctx *ctx, pool_params *p) {
     return KORCH_OK;
 }
 
+static int window_of(korch_fission_ctx *ctx, int x, const pool_params *p, double pad_value) {
+    return korch_pgraph_window(ctx->pg, x, p->spatial, p->kernel, p->strides, p->dilations, p->pads_begin, p->out,
+                               pad_value);
+}
+
 static int window(korch_fission_ctx *ctx, const pool_params *p, double pad_value) {
-    return korch_pgraph_window(ctx->pg, fission_in(ctx, 0), p->spatial, p->kernel, p->strides, p->dilations,
-                               p->pads_begin, p->out, pad_value);
+    return window_of(ctx, fission_in(ctx, 0), p, pad_value);
 }
 
 static uint32_t kernel_axes(int rank, int spatial) {
@@ -135,17 +139,24 @@ KORCH_FISSION_RULE(MaxPool) {
     pool_params p;
     KORCH_TRY(pool_params_read(ctx, &p));
     int rank = fission_in_shape(ctx, 0)->rank;
-    int w = window(ctx, &p, lowest(fission_in_dtype(ctx, 0)));
+    /* an 8-bit tensor (a QOperator model's) pools its exact float32
+     * widening and narrows back: the maximum is the same, and the code
+     * generator's pooling kernels are float32 ones (the casts fuse) */
+    korch_dtype dt = fission_in_dtype(ctx, 0);
+    bool narrow = dt == KORCH_DTYPE_UINT8 || dt == KORCH_DTYPE_INT8;
+    int x = narrow ? fission_cast(ctx, fission_in(ctx, 0), KORCH_DTYPE_FLOAT32) : fission_in(ctx, 0);
+    int w = window_of(ctx, x, &p, lowest(narrow ? KORCH_DTYPE_FLOAT32 : dt));
     uint32_t kaxes = kernel_axes(rank, p.spatial);
     if (!fission_has_out(ctx, 1)) {
-        fission_set_out(ctx, 0, fission_reduce(ctx, KORCH_REDUCE_MAX, w, kaxes, false));
+        int y = fission_reduce(ctx, KORCH_REDUCE_MAX, w, kaxes, false);
+        fission_set_out(ctx, 0, narrow ? fission_cast(ctx, y, dt) : y);
         return fission_done(ctx);
     }
     int64_t taps = 1;
     for (int d = 0; d < p.spatial; d++) taps *= p.kernel[d];
     if (taps > (1 << 24)) return fission_decline(ctx, "MaxPool Indices over a window of more than 2^24 taps");
-    int m = fission_reduce(ctx, KORCH_REDUCE_MAX, w, kaxes, true);
-    fission_set_out(ctx, 0, fission_squeeze_axes(ctx, m, kaxes));
+    int m = fission_reduce(ctx, KORCH_REDUCE_MAX, w, kaxes, true), y = fission_squeeze_axes(ctx, m, kaxes);
+    fission_set_out(ctx, 0, narrow ? fission_cast(ctx, y, dt) : y);
     fission_set_out(ctx, 1, max_pool_indices(ctx, &p, w, m));
     return fission_done(ctx);
 }

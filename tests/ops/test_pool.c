@@ -253,10 +253,18 @@ static void test_errors(void) {
     CHECK_INFER_FAILS(&h, KORCH_ERR_INVALID_MODEL, "Indices output needs opset 8");
     h_free(&h);
 
-    h_init(&h, "MaxPool", 12, 1, 1);
+    /* 8-bit tensors: MaxPool from opset 12 (QOperator models; computed in
+     * test_maxpool_2d_uint8 of the conformance suite), not before, and never
+     * AveragePool */
+    h_init(&h, "MaxPool", 11, 1, 1);
     h_input(&h, 0, KORCH_DTYPE_UINT8, 4, xd);
     h_attr_ints(&h, "kernel_shape", 2, k);
     CHECK_INFER_FAILS(&h, KORCH_ERR_UNSUPPORTED, "uint8");
+    h_free(&h);
+    h_init(&h, "AveragePool", 12, 1, 1);
+    h_input(&h, 0, KORCH_DTYPE_INT8, 4, xd);
+    h_attr_ints(&h, "kernel_shape", 2, k);
+    CHECK_INFER_FAILS(&h, KORCH_ERR_UNSUPPORTED, "int8");
     h_free(&h);
 
     int64_t big[2] = {9, 9};
