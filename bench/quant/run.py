@@ -130,8 +130,12 @@ def report(results, args, command):
         cells = []
         for n in names:
             r = c[n]
+            na = r.get("na", "")
+            if "Summary:" in na:  # OpenVINO's conversion errors end with the operators it could not convert
+                na = na[na.index("Summary:") + len("Summary:"):]
+            na = " ".join(na.split())  # one line: a table cell
             cells.append(f"{r['median']:.3f} ({r['lo']:.3f}-{r['hi']:.3f}) [{r.get('rel', float('nan')):.2g}]"
-                         if "median" in r else f"n/a ({r.get('na', '')[:80]})")
+                         if "median" in r else f"n/a ({na[:120]})")
         k = c.get("korch default", {}).get("median")
         peers = [c[n]["median"] for n in names if not n.startswith("korch") and "median" in c[n]]
         ratio = f"{k / min(peers):.2f}" if k and peers else "-"

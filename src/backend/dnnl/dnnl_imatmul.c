@@ -167,8 +167,8 @@ static double channel_value(const korch_tensor *t, int64_t m) {
  * float32, adds them and multiplies by the scale (brgemm's post-op order:
  * vcvtdq2ps, + bias, * scales, then the post-ops); with an unsigned-shifted
  * int8 source it also adds a compensation. All of it is exact when every
- * intermediate is an integer below 2^24 in magnitude, which the weights
- * bound: (255 + 128) * sum |w| + |bias| < 2^24 per channel. Then the kernel
+ * intermediate is an integer below 2^24 in magnitude, which the constant
+ * weights bound (below). Then the kernel
  * computes float(sum + bias) * scale with one rounding, as the reference
  * does, and rounds, adds and saturates as the elementwise steps do. Not
  * offered past the bound, with a non-finite multiplier, or for a source
@@ -246,13 +246,25 @@ int an_imatmul_requant(actx *c, int v) {
         pg->nodes[clip].u.ew.beta != hi || !an_is_output(c, y) || an_consumers(c, y, cc, 1) != 0 || zp < lo || zp > hi ||
         d->n_post + 2 > DN_MAX_POST)
         return -1;
-    /* exactness: every intermediate below 2^24 */
+    /* exactness: every intermediate an integer below 2^24. The sum of a
+     * source in [0, 255] (uint8, or int8 shifted by 128) stays within
+     * 255 * max(positive weights, negative weights) of zero. A uint8 source
+     * then needs the sum and the bias representable (one rounding when they
+     * are added); an int8 one also the shift's compensation 128 * sum(w), in
+     * whatever order oneDNN adds the three: their magnitudes together. */
     int64_t M = d->dst.dims[1], per = korch_tensor_numel(d->wei_tensor) / (M > 0 ? M : 1);
     for (int64_t m = 0; m < M; m++) {
-        double sum = 0, bias = 0, s = channel_value(d->iq_scale, m);
-        for (int64_t i = 0; i < per; i++) sum += fabs((double)korch_tensor_get_i64(d->wei_tensor, m * per + i));
+        double pos = 0, neg = 0, bias = 0, s = channel_value(d->iq_scale, m);
+        for (int64_t i = 0; i < per; i++) {
+            double w = (double)korch_tensor_get_i64(d->wei_tensor, m * per + i);
+            if (w > 0) pos += w;
+            else neg -= w;
+        }
         for (int k = 0; k < d->n_iq_terms; k++) bias += d->iq_sign[k] * channel_value(d->iq_term[k], m);
-        if ((255.0 + 128.0) * sum + fabs(bias) >= 16777216.0 || !isfinite(s)) return -1;
+        double reach = 255.0 * fmax(pos, neg), limit = 16777216.0;
+        bool exact = d->src_q == dnnl_u8 ? reach < limit && fabs(bias) < limit
+                                         : reach + 128.0 * fmax(pos, neg) + fabs(bias) < limit;
+        if (!exact || !isfinite(s)) return -1;
     }
     d->post[d->n_post++] = (dn_post){.kind = DN_POST_ELTWISE, .alg = dnnl_eltwise_round, .slot = -1, .node = round};
     if (zp != 0)
