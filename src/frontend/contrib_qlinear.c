@@ -1,6 +1,6 @@
 /* ONNX Runtime's quantized elementwise, pooling and Gemm operators
  * (com.microsoft QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
- * QLinearGlobalAveragePool, QLinearConcat, QGemm), lowered at validation
+ * QLinearSoftmax, QLinearGlobalAveragePool, QLinearConcat, QGemm), lowered at validation
  * to the standard ONNX they are defined as (docs/quantization.md,
  * "QOperator models"; QGemm below):
  *
@@ -168,16 +168,21 @@ static korch_status lower_binary(korch_graph *g, int ni, const char *op) {
     return quantize_into(g, ni, c, input(n, 6), input(n, 7));
 }
 
-/* QLinearSigmoid / QLinearLeakyRelu / QLinearGlobalAveragePool (X, X_scale,
- * X_zp, Y_scale, Y_zp), the attributes named in copy kept on op */
+/* QLinearSigmoid / QLinearLeakyRelu / QLinearSoftmax / QLinearGlobalAveragePool
+ * (X, X_scale, X_zp, Y_scale, Y_zp), the attributes named in copy kept on op */
 static korch_status lower_unary(korch_graph *g, int ni, const char *op, const char *const *copy) {
     const korch_node *n = &g->nodes[ni];
     if (n->n_inputs < 5 || input(n, 4) < 0) return refuse(n, "needs all five inputs, Y_zero_point included");
     if (strcmp(op, "GlobalAveragePool") == 0 && korch_node_attr_int(n, "channels_last", 0) != 0)
         return refuse(n, "channels_last=1 is not supported (korch reads it channels-first, as ONNX's "
                          "GlobalAveragePool)");
+    /* QLinearSoftmax's `opset` names the Softmax semantics it follows
+     * (before 13: the input coerced to 2-D at axis) */
+    int64_t softmax_opset = korch_node_attr_int(n, "opset", 13);
+    int min_opset = strcmp(op, "Softmax") == 0 ? (softmax_opset < 13 ? 11 : 13) : 6;
     int x = dequantize(g, ni, "dequantize_x", input(n, 0), input(n, 1), input(n, 2), -1);
-    int y = x < 0 ? -1 : append(g, ni, op, op, &x, 1, copy, NULL, 0, 6);
+    int y = x < 0 ? -1 : append(g, ni, op, op, &x, 1, copy, NULL, 0, min_opset);
+    if (y >= 0 && strcmp(op, "Softmax") == 0 && softmax_opset < 13) g->nodes[g->values[y].producer].opset = 11;
     if (y < 0) return OOM(&g->nodes[ni]);
     n = &g->nodes[ni];
     return quantize_into(g, ni, y, input(n, 3), input(n, 4));
@@ -278,13 +283,14 @@ static korch_status lower_qgemm(korch_graph *g, int ni) {
 
 korch_status korch_graph_lower_qlinear_contrib(korch_graph *g, int ni, bool *lowered) {
     const char *op = g->nodes[ni].op_type;
-    static const char *const leaky[] = {"alpha", NULL};
+    static const char *const leaky[] = {"alpha", NULL}, *const axis_attr[] = {"axis", NULL};
     *lowered = true;
     if (strcmp(op, "QLinearAdd") == 0) return lower_binary(g, ni, "Add");
     if (strcmp(op, "QLinearMul") == 0) return lower_binary(g, ni, "Mul");
     if (strcmp(op, "QLinearSigmoid") == 0) return lower_unary(g, ni, "Sigmoid", NULL);
     if (strcmp(op, "QLinearLeakyRelu") == 0) return lower_unary(g, ni, "LeakyRelu", leaky);
     if (strcmp(op, "QLinearGlobalAveragePool") == 0) return lower_unary(g, ni, "GlobalAveragePool", NULL);
+    if (strcmp(op, "QLinearSoftmax") == 0) return lower_unary(g, ni, "Softmax", axis_attr);
     if (strcmp(op, "QLinearConcat") == 0) return lower_concat(g, ni);
     if (strcmp(op, "QGemm") == 0) return lower_qgemm(g, ni);
     *lowered = false;

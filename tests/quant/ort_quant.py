@@ -73,12 +73,25 @@ class MLP(torch.nn.Module):
         return self.l3(torch.relu(self.l2(torch.relu(self.l1(x)))))
 
 
-SHAPES = {"conv": (1, 3, 16, 16), "mlp": (2, 4, 32)}
+class SoftmaxNet(torch.nn.Module):
+    """A projection, a scaled softmax and another projection: QOperator
+    writes QLinearMatMul, QLinearAdd, QLinearMul and QLinearSoftmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(32, 64)
+        self.b = torch.nn.Linear(64, 16)
+
+    def forward(self, x):
+        return self.b(torch.softmax(self.a(x) * 3, -1))
+
+
+SHAPES = {"conv": (1, 3, 16, 16), "mlp": (2, 4, 32), "softmax": (2, 4, 32)}
 
 
 def export(name, path):
     torch.manual_seed(19)
-    m = ConvNet() if name == "conv" else MLP()
+    m = ConvNet() if name == "conv" else SoftmaxNet() if name == "softmax" else MLP()
     m.eval()
     x = torch.randn(*SHAPES[name])
     torch.onnx.export(m, x, path, input_names=["x"], output_names=["y"], opset_version=13)
@@ -113,6 +126,8 @@ CASES = [
                                       per_channel=False)),
     ("qop_mlp_s8_full", "mlp", dict(kind="static", fmt=QuantFormat.QOperator, act=QuantType.QInt8,
                                     per_channel=True)),
+    ("qop_softmax_u8_full", "softmax", dict(kind="static", fmt=QuantFormat.QOperator, act=QuantType.QUInt8,
+                                            per_channel=False)),
     ("dyn_mlp_u8", "mlp", dict(kind="dynamic", weight=QuantType.QUInt8, per_channel=False)),
     ("dyn_mlp_s8_perchannel", "mlp", dict(kind="dynamic", weight=QuantType.QInt8, per_channel=True)),
     ("dyn_conv_u8", "conv", dict(kind="dynamic", weight=QuantType.QUInt8, per_channel=False,
