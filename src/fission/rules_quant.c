@@ -222,6 +222,20 @@ static korch_status integer_matmul(korch_fission_ctx *ctx, const integer_io *io,
     if (!bc || bc->shape.rank != 2 || (has_zb && !bz)) { /* B computed at run time: both zero points subtracted */
         int a = imatmul_operand(ctx, fission_in(ctx, io->x), io->zx, true);
         int b = imatmul_operand(ctx, fission_in(ctx, io->w), io->zw, false);
+        /* Each operand minus its zero point lies in [-255, 255]: with
+         * K * 255^2 < 2^24 every product and every partial sum, in any
+         * order, is an integer float32 holds exactly, so a float32 matmul
+         * of the same integers is the exact result (an attention's
+         * Q K^T and P V in a QOperator transformer: K = 64 or 128), and
+         * runs as oneDNN's or the code generator's float32 kernels where an
+         * integer matmul of run-time weights has only the reference loop. */
+        int64_t K = as->dims[as->rank - 1];
+        if (K * 255 * 255 < ((int64_t)1 << 24)) {
+            int y = fission_matmul(ctx, fission_cast(ctx, a, KORCH_DTYPE_FLOAT32), fission_cast(ctx, b, KORCH_DTYPE_FLOAT32),
+                                   fission_out_shape(ctx, 0));
+            *out = fission_cast(ctx, y, KORCH_DTYPE_INT32);
+            return KORCH_OK;
+        }
         *out = fission_matmul(ctx, a, b, fission_out_shape(ctx, 0));
         return KORCH_OK;
     }
