@@ -12,6 +12,7 @@
  *    element a rounding tie, so oneDNN must round half to even and add the
  *    zero point after rounding, as the reference does;
  *  - multipliers that saturate both ends of the destination;
+ *  - QLinearMatMul's form: 2-D and batched A, the correction per column;
  * the kernel is described as requantized ("->u8 requantized"); refused,
  * with the reason, where exactness is not provable: weights whose
  * (255 + 128) * sum |w| reaches 2^24. Skipped (77) without VNNI. */
@@ -36,7 +37,33 @@ static int const_i32(korch_pgraph *pg, int rank, const int64_t *dims, int lo, in
     return korch_pgraph_add_constant(pg, &t);
 }
 
+/* QLinearMatMul's form: A [rows..., K] 8-bit (input), B [K, N] constant,
+ * the zero point's correction [N], the multiplier per column */
+static korch_pgraph *build_matmul(const qcase *c) {
+    korch_pgraph *pg = dc_graph();
+    korch_shape as = c->channels_last ? (korch_shape){.rank = 3, .dims = {2, c->H, c->C}}
+                                      : (korch_shape){.rank = 2, .dims = {c->H, c->C}};
+    int a = korch_pgraph_add_input(pg, c->tx, &as);
+    korch_prim_linear p = {.op = KORCH_LINEAR_MATMUL};
+    int y = korch_pgraph_linear(pg, &p, a, const_i32(pg, 2, (int64_t[]){c->C, c->M}, c->wlo, c->whi));
+    y = dc_ew2(pg, KORCH_EW_SUB, y, const_i32(pg, 1, (int64_t[]){c->M}, -3000, 3000));
+    y = korch_pgraph_elementwise(pg, KORCH_EW_CAST, 1, &y, 0, 0, KORCH_DTYPE_FLOAT32);
+    y = dc_ew2(pg, KORCH_EW_MUL, y, dc_constant(pg, 1, (int64_t[]){c->M}, c->mlo, c->mhi));
+    y = dc_ew1(pg, KORCH_EW_ROUND, y, 0, 0);
+    korch_tensor z;
+    korch_shape s0 = {.rank = 0};
+    if (korch_tensor_alloc(&z, KORCH_DTYPE_FLOAT32, &s0) != KORCH_OK) return NULL;
+    *(float *)z.data = (float)c->zp;
+    y = dc_ew2(pg, KORCH_EW_ADD, y, korch_pgraph_add_constant(pg, &z));
+    bool u8 = c->ty == KORCH_DTYPE_UINT8;
+    y = dc_ew1(pg, KORCH_EW_CLIP, y, u8 ? 0.0f : -128.0f, u8 ? 255.0f : 127.0f);
+    y = korch_pgraph_elementwise(pg, KORCH_EW_CAST, 1, &y, 0, 0, c->ty);
+    dc_output(pg, y);
+    return pg;
+}
+
 static korch_pgraph *build(const qcase *c) {
+    if (c->k == 0) return build_matmul(c); /* k 0: a matmul, C = K, M = N, H = rows */
     korch_pgraph *pg = dc_graph();
     korch_shape xs = c->channels_last ? (korch_shape){.rank = 4, .dims = {1, c->H, c->W, c->C}}
                                       : (korch_shape){.rank = 4, .dims = {1, c->C, c->H, c->W}};
@@ -173,9 +200,13 @@ int main(void) {
          0.001f, 0.02f},
         {"u8 -> u8, multiplier 0.5 on odd sums (every element a tie), zp 3", U8, U8, 4, 5, 6, 8, 1, 1, 1, true, true,
          false, false, 3, 0, 1, 0.5f, 0.5f},
+        {"matmul u8 [24, 96] x [96, 40] -> u8, zp 117", U8, U8, 96, 24, 0, 40, 0, 1, 1, false, false, false, false, 117,
+         -128, 127, 0.0005f, 0.003f},
+        {"matmul s8 [2, 16, 64] x [64, 33] -> s8 (batched), zp -4", S8, S8, 64, 16, 0, 33, 0, 1, 1, true, false, false,
+         false, -4, -128, 127, 0.001f, 0.006f},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
-    CHECK_MSG(checked >= 5, "only %d kernels checked", checked);
+    CHECK_MSG(checked >= 7, "only %d kernels checked", checked);
     /* past the exactness bound: K = 4608, every weight -128..-97 */
     qcase big = {"K 4608", U8, U8, 512, 4, 6, 16, 3, 1, 1, true, false, false, false, 0, -128, -97, 0.0001f, 0.0002f};
     korch_pgraph *pg = build(&big);

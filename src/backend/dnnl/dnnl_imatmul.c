@@ -141,13 +141,26 @@ static bool is_ew(const actx *c, int node, korch_ew_op op) {
     return node >= 0 && c->pg->nodes[node].kind == KORCH_PRIM_ELEMENTWISE && c->pg->nodes[node].u.ew.op == op;
 }
 
+/* Output channels: a convolution's (logical dim 1), a matmul's columns. */
+static int64_t out_channels(const dn_desc *d) {
+    return d->op == KORCH_LINEAR_MATMUL ? d->dst.dims[d->dst.ndims - 1] : d->dst.dims[1];
+}
+
+/* Weight i of output channel m: a convolution's [M, C/g, k...] rows, a
+ * matmul's [K, N] columns. */
+static double channel_weight(const dn_desc *d, int64_t m, int64_t i, int64_t per) {
+    const korch_tensor *w = d->wei_tensor;
+    if (d->op == KORCH_LINEAR_MATMUL) return (double)korch_tensor_get_i64(w, i * out_channels(d) + m);
+    return (double)korch_tensor_get_i64(w, m * per + i);
+}
+
 /* A constant of `dtype` holding one value, or one per output channel laid
  * along the output's channel axis (right-aligned broadcasting). */
 static const korch_tensor *channel_constant(const actx *c, int value, korch_dtype dtype) {
     const korch_pvalue *v = &c->pg->values[value];
     if (!v->is_constant || v->dtype != dtype || v->shape.rank > c->out_rank) return NULL;
     int64_t n = korch_shape_numel(&v->shape);
-    if (n != 1 && n != c->d->dst.dims[1]) return NULL;
+    if (n != 1 && n != out_channels(c->d)) return NULL;
     for (int j = 0; j < v->shape.rank; j++)
         if (v->shape.dims[j] != 1 && c->out_rank - v->shape.rank + j != c->channel_axis) return NULL;
     return &v->constant;
@@ -157,7 +170,9 @@ static double channel_value(const korch_tensor *t, int64_t m) {
     return korch_tensor_get_f64(t, korch_tensor_numel(t) == 1 ? 0 : m);
 }
 
-/* After the integer convolution (QLinearConv's fission, rules_quant.c):
+/* After the integer convolution or matmul with constant weights
+ * (QLinearConv's and QLinearMatMul's fission, rules_quant.c; a matmul's
+ * channels are its columns):
  *   [SUB/ADD int32 constant]...  -> CAST float32 -> MUL by a float32
  *   constant -> WHERE(x == x, x, 0) -> ROUND -> [ADD zp] -> CLIP to the
  *   8-bit type's range -> CAST to it (the kernel's output)
@@ -176,7 +191,9 @@ static double channel_value(const korch_tensor *t, int64_t m) {
 int an_imatmul_requant(actx *c, int v) {
     const korch_pgraph *pg = c->pg;
     dn_desc *d = c->d;
-    if (d->op != KORCH_LINEAR_CONV || d->src_zp || d->src_zp_slot >= 0 || c->reshaped || !d->wei_tensor) return -1;
+    if (d->op == KORCH_LINEAR_CONV_TRANSPOSE || d->src_zp || d->src_zp_slot >= 0 || c->reshaped || !d->wei_tensor)
+        return -1;
+    if (d->op == KORCH_LINEAR_MATMUL && d->wei_tensor->shape.rank != 2) return -1;
     int nodes[16], n = 0, node = sole_consumer(c, v);
     d->n_iq_terms = 0;
     while ((is_ew(c, node, KORCH_EW_SUB) || is_ew(c, node, KORCH_EW_ADD)) && d->n_iq_terms < 4) {
@@ -252,11 +269,11 @@ int an_imatmul_requant(actx *c, int v) {
      * then needs the sum and the bias representable (one rounding when they
      * are added); an int8 one also the shift's compensation 128 * sum(w), in
      * whatever order oneDNN adds the three: their magnitudes together. */
-    int64_t M = d->dst.dims[1], per = korch_tensor_numel(d->wei_tensor) / (M > 0 ? M : 1);
+    int64_t M = out_channels(d), per = korch_tensor_numel(d->wei_tensor) / (M > 0 ? M : 1);
     for (int64_t m = 0; m < M; m++) {
         double pos = 0, neg = 0, bias = 0, s = channel_value(d->iq_scale, m);
         for (int64_t i = 0; i < per; i++) {
-            double w = (double)korch_tensor_get_i64(d->wei_tensor, m * per + i);
+            double w = channel_weight(d, m, i, per);
             if (w > 0) pos += w;
             else neg -= w;
         }
@@ -276,7 +293,7 @@ int an_imatmul_requant(actx *c, int v) {
 }
 
 korch_status dn_imatmul_requant_params(const dn_desc *d, int32_t **bias, float **scale) {
-    int64_t M = d->dst.dims[1];
+    int64_t M = out_channels(d);
     *bias = calloc((size_t)M + 1, sizeof **bias);
     *scale = malloc(((size_t)M + 1) * sizeof **scale);
     if (!*bias || !*scale) {

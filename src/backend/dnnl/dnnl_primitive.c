@@ -220,8 +220,12 @@ static korch_status make_attr(const dn_desc *d, const float *scales, dnnl_primit
     static const int32_t runtime_zp = DNNL_RUNTIME_S32_VAL;
     /* an integer matmul: an exact int32 sum, no scales; its zero point is
      * not oneDNN's (zp_correct) */
-    if (d->imatmul && d->dst_q) /* the fused requantization: float(sum + bias) * scale[c] */
-        DN_CHECK(dnnl_primitive_attr_set_output_scales(*attr, d->dst.dims[1], 1 << 1, scales), "output scales");
+    if (d->imatmul && d->dst_q) { /* the fused requantization: float(sum + bias) * scale[c] */
+        bool mm = d->op == KORCH_LINEAR_MATMUL;
+        int64_t channels = mm ? d->dst.dims[d->dst.ndims - 1] : d->dst.dims[1];
+        DN_CHECK(dnnl_primitive_attr_set_output_scales(*attr, channels, mm ? 1 << (d->dst.ndims - 1) : 1 << 1, scales),
+                 "output scales");
+    }
     if (d->src_q && !d->imatmul) {
         /* dst = scale[c] * sum((q - zp) * w_q): the scales apply before the post-ops */
         DN_CHECK(dnnl_primitive_attr_set_output_scales(*attr, d->dst.dims[1], 1 << 1, scales), "output scales");
@@ -353,8 +357,15 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
         if (d->dst_q) {
             st = dn_imatmul_requant_params(d, &iq_bias, &wei_scales);
             if (st != KORCH_OK) goto done;
-            DN_CHECK(dnnl_memory_desc_init_by_tag(&bias_md, 1, (dnnl_dims_t){d->dst.dims[1]}, dnnl_s32, dnnl_x),
-                     "bias descriptor");
+            if (d->op == KORCH_LINEAR_MATMUL) { /* [1, ..., 1, N], the destination's rank */
+                dnnl_dims_t bd, bs;
+                for (int i = 0; i < d->dst.ndims; i++) bd[i] = i == d->dst.ndims - 1 ? d->dst.dims[i] : 1;
+                for (int i = d->dst.ndims - 1, st = 1; i >= 0; st *= (int)bd[i], i--) bs[i] = st;
+                DN_CHECK(dnnl_memory_desc_init_by_strides(&bias_md, d->dst.ndims, bd, dnnl_s32, bs), "bias descriptor");
+            } else {
+                DN_CHECK(dnnl_memory_desc_init_by_tag(&bias_md, 1, (dnnl_dims_t){d->dst.dims[1]}, dnnl_s32, dnnl_x),
+                         "bias descriptor");
+            }
         }
     } else if (d->src_q) {
         st = dn_int8_weights(d, &wei_q, &wei_scales);
