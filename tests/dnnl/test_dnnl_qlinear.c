@@ -37,6 +37,22 @@ static int const_i32(korch_pgraph *pg, int rank, const int64_t *dims, int lo, in
     return korch_pgraph_add_constant(pg, &t);
 }
 
+/* ROUND -> [ADD zp] -> CLIP to ty's range -> CAST to ty: the tail of the
+ * requantization */
+static int requant_tail(korch_pgraph *pg, int y, korch_dtype ty, int zp) {
+    y = dc_ew1(pg, KORCH_EW_ROUND, y, 0, 0);
+    if (zp) {
+        korch_tensor z;
+        korch_shape s0 = {.rank = 0};
+        if (korch_tensor_alloc(&z, KORCH_DTYPE_FLOAT32, &s0) != KORCH_OK) return -1;
+        *(float *)z.data = (float)zp;
+        y = dc_ew2(pg, KORCH_EW_ADD, y, korch_pgraph_add_constant(pg, &z));
+    }
+    bool u8 = ty == KORCH_DTYPE_UINT8;
+    y = dc_ew1(pg, KORCH_EW_CLIP, y, u8 ? 0.0f : -128.0f, u8 ? 255.0f : 127.0f);
+    return korch_pgraph_elementwise(pg, KORCH_EW_CAST, 1, &y, 0, 0, ty);
+}
+
 /* QLinearMatMul's form: A [rows..., K] 8-bit (input), B [K, N] constant,
  * the zero point's correction [N], the multiplier per column */
 static korch_pgraph *build_matmul(const qcase *c) {
@@ -49,16 +65,7 @@ static korch_pgraph *build_matmul(const qcase *c) {
     y = dc_ew2(pg, KORCH_EW_SUB, y, const_i32(pg, 1, (int64_t[]){c->M}, -3000, 3000));
     y = korch_pgraph_elementwise(pg, KORCH_EW_CAST, 1, &y, 0, 0, KORCH_DTYPE_FLOAT32);
     y = dc_ew2(pg, KORCH_EW_MUL, y, dc_constant(pg, 1, (int64_t[]){c->M}, c->mlo, c->mhi));
-    y = dc_ew1(pg, KORCH_EW_ROUND, y, 0, 0);
-    korch_tensor z;
-    korch_shape s0 = {.rank = 0};
-    if (korch_tensor_alloc(&z, KORCH_DTYPE_FLOAT32, &s0) != KORCH_OK) return NULL;
-    *(float *)z.data = (float)c->zp;
-    y = dc_ew2(pg, KORCH_EW_ADD, y, korch_pgraph_add_constant(pg, &z));
-    bool u8 = c->ty == KORCH_DTYPE_UINT8;
-    y = dc_ew1(pg, KORCH_EW_CLIP, y, u8 ? 0.0f : -128.0f, u8 ? 255.0f : 127.0f);
-    y = korch_pgraph_elementwise(pg, KORCH_EW_CAST, 1, &y, 0, 0, c->ty);
-    dc_output(pg, y);
+    dc_output(pg, requant_tail(pg, y, c->ty, c->zp));
     return pg;
 }
 
@@ -92,18 +99,7 @@ static korch_pgraph *build(const qcase *c) {
         int ins[3] = {dc_ew2(pg, KORCH_EW_EQUAL, y, y), y, korch_pgraph_add_constant(pg, &z)};
         y = korch_pgraph_elementwise(pg, KORCH_EW_WHERE, 3, ins, 0, 0, KORCH_DTYPE_UNDEFINED);
     }
-    y = dc_ew1(pg, KORCH_EW_ROUND, y, 0, 0);
-    if (c->zp) {
-        korch_tensor z;
-        korch_shape s0 = {.rank = 0};
-        if (korch_tensor_alloc(&z, KORCH_DTYPE_FLOAT32, &s0) != KORCH_OK) return NULL;
-        *(float *)z.data = (float)c->zp;
-        y = dc_ew2(pg, KORCH_EW_ADD, y, korch_pgraph_add_constant(pg, &z));
-    }
-    bool u8 = c->ty == KORCH_DTYPE_UINT8;
-    y = dc_ew1(pg, KORCH_EW_CLIP, y, u8 ? 0.0f : -128.0f, u8 ? 255.0f : 127.0f);
-    y = korch_pgraph_elementwise(pg, KORCH_EW_CAST, 1, &y, 0, 0, c->ty);
-    dc_output(pg, y);
+    dc_output(pg, requant_tail(pg, y, c->ty, c->zp));
     return pg;
 }
 

@@ -76,6 +76,16 @@ int an_consumers(const actx *c, int value, int *out, int cap) {
     return n;
 }
 
+int an_sole_consumer(const actx *c, int value) {
+    int cons[2];
+    if (an_is_output(c, value) || an_consumers(c, value, cons, 2) != 1) return -1;
+    return cons[0];
+}
+
+bool an_is_ew(const actx *c, int node, korch_ew_op op) {
+    return node >= 0 && c->pg->nodes[node].kind == KORCH_PRIM_ELEMENTWISE && c->pg->nodes[node].u.ew.op == op;
+}
+
 /* A reshape inside the kernel is free: the bytes stay where they are. */
 bool an_is_reshape(const actx *c, int node) {
     const korch_pnode *n = &c->pg->nodes[node];

@@ -31,6 +31,11 @@ int an_input_slot(const actx *c, int value);     /* spec input index, or -1 */
 bool an_is_output(const actx *c, int value);
 int an_consumers(const actx *c, int value, int *out, int cap); /* spec nodes reading value */
 bool an_is_reshape(const actx *c, int node);
+/* The one spec node reading value, or -1 (none, several, or value leaves
+ * the kernel). */
+int an_sole_consumer(const actx *c, int value);
+/* node >= 0 is the elementwise op */
+bool an_is_ew(const actx *c, int node, korch_ew_op op);
 int an_through_reshapes(actx *c, int value);
 bool an_scalar_constant(const korch_pvalue *v, double *x);
 /* the row-major (dense) dims and strides of shape s */

@@ -144,52 +144,40 @@ bool an_int8_check(actx *c) {
 
 /* ---- the requantization tail -------------------------------------------------- */
 
-/* The one spec node reading `value`, or -1 (none, several, or value leaves
- * the kernel). */
-static int sole_consumer(const actx *c, int value) {
-    int cons[2];
-    if (an_is_output(c, value) || an_consumers(c, value, cons, 2) != 1) return -1;
-    return cons[0];
-}
-
-static bool is_ew(const actx *c, int node, korch_ew_op op) {
-    return node >= 0 && c->pg->nodes[node].kind == KORCH_PRIM_ELEMENTWISE && c->pg->nodes[node].u.ew.op == op;
-}
-
 int an_requant_tail(actx *c, int v) {
     const korch_pgraph *pg = c->pg;
     if (!c->d->src_q || c->reshaped) return -1;
     /* DIV(v, s) exact, then WHERE(q == q, q, 0): NaN to the zero point */
-    int div = sole_consumer(c, v);
+    int div = an_sole_consumer(c, v);
     double s, zero, zp = 0;
-    if (!is_ew(c, div, KORCH_EW_DIV) || pg->nodes[div].u.ew.alpha == 0 || pg->nodes[div].inputs[0] != v ||
+    if (!an_is_ew(c, div, KORCH_EW_DIV) || pg->nodes[div].u.ew.alpha == 0 || pg->nodes[div].inputs[0] != v ||
         !an_scalar_constant(&pg->values[pg->nodes[div].inputs[1]], &s) || !(s > 0 && s <= 3.4e38))
         return -1;
     int q0 = pg->nodes[div].outputs[0], cons[3];
     if (an_is_output(c, q0) || an_consumers(c, q0, cons, 3) != 2) return -1;
-    int eq = is_ew(c, cons[0], KORCH_EW_EQUAL) ? cons[0] : cons[1], where = eq == cons[0] ? cons[1] : cons[0];
-    if (!is_ew(c, eq, KORCH_EW_EQUAL) || !is_ew(c, where, KORCH_EW_WHERE) || pg->nodes[eq].inputs[0] != q0 ||
-        pg->nodes[eq].inputs[1] != q0 || sole_consumer(c, pg->nodes[eq].outputs[0]) != where)
+    int eq = an_is_ew(c, cons[0], KORCH_EW_EQUAL) ? cons[0] : cons[1], where = eq == cons[0] ? cons[1] : cons[0];
+    if (!an_is_ew(c, eq, KORCH_EW_EQUAL) || !an_is_ew(c, where, KORCH_EW_WHERE) || pg->nodes[eq].inputs[0] != q0 ||
+        pg->nodes[eq].inputs[1] != q0 || an_sole_consumer(c, pg->nodes[eq].outputs[0]) != where)
         return -1;
     const korch_pnode *w = &pg->nodes[where];
     if (w->inputs[0] != pg->nodes[eq].outputs[0] || w->inputs[1] != q0 ||
         !an_scalar_constant(&pg->values[w->inputs[2]], &zero) || zero != 0)
         return -1;
     /* ROUND, [ADD zp], CLIP to the type's range, CAST */
-    int round = sole_consumer(c, w->outputs[0]);
-    if (!is_ew(c, round, KORCH_EW_ROUND)) return -1;
-    int next = sole_consumer(c, pg->nodes[round].outputs[0]), add = -1;
-    if (is_ew(c, next, KORCH_EW_ADD)) {
+    int round = an_sole_consumer(c, w->outputs[0]);
+    if (!an_is_ew(c, round, KORCH_EW_ROUND)) return -1;
+    int next = an_sole_consumer(c, pg->nodes[round].outputs[0]), add = -1;
+    if (an_is_ew(c, next, KORCH_EW_ADD)) {
         const korch_pnode *a = &pg->nodes[next];
         int other = a->inputs[0] == pg->nodes[round].outputs[0] ? a->inputs[1] : a->inputs[0];
         if (!an_scalar_constant(&pg->values[other], &zp) || zp != rint(zp)) return -1;
         add = next;
-        next = sole_consumer(c, a->outputs[0]);
+        next = an_sole_consumer(c, a->outputs[0]);
     }
-    if (!is_ew(c, next, KORCH_EW_CLIP)) return -1;
+    if (!an_is_ew(c, next, KORCH_EW_CLIP)) return -1;
     int clip = next, cast = -1, cc[1];
     int z = pg->nodes[clip].outputs[0];
-    if (an_is_output(c, z) || an_consumers(c, z, cc, 1) != 1 || !is_ew(c, cast = cc[0], KORCH_EW_CAST)) return -1;
+    if (an_is_output(c, z) || an_consumers(c, z, cc, 1) != 1 || !an_is_ew(c, cast = cc[0], KORCH_EW_CAST)) return -1;
     int y = pg->nodes[cast].outputs[0];
     korch_dtype t = pg->values[y].dtype;
     double lo = t == KORCH_DTYPE_UINT8 ? 0 : -128, hi = t == KORCH_DTYPE_UINT8 ? 255 : 127;

@@ -131,16 +131,6 @@ signed char *dn_imatmul_weights(const dn_desc *d) {
 
 /* ---- the fused requantization (QLinearConv) ---------------------------------- */
 
-static int sole_consumer(const actx *c, int value) {
-    int cons[2];
-    if (an_is_output(c, value) || an_consumers(c, value, cons, 2) != 1) return -1;
-    return cons[0];
-}
-
-static bool is_ew(const actx *c, int node, korch_ew_op op) {
-    return node >= 0 && c->pg->nodes[node].kind == KORCH_PRIM_ELEMENTWISE && c->pg->nodes[node].u.ew.op == op;
-}
-
 /* Output channels: a convolution's (logical dim 1), a matmul's columns. */
 static int64_t out_channels(const dn_desc *d) {
     return d->op == KORCH_LINEAR_MATMUL ? d->dst.dims[d->dst.ndims - 1] : d->dst.dims[1];
@@ -194,9 +184,9 @@ int an_imatmul_requant(actx *c, int v) {
     if (d->op == KORCH_LINEAR_CONV_TRANSPOSE || d->src_zp || d->src_zp_slot >= 0 || c->reshaped || !d->wei_tensor)
         return -1;
     if (d->op == KORCH_LINEAR_MATMUL && d->wei_tensor->shape.rank != 2) return -1;
-    int nodes[16], n = 0, node = sole_consumer(c, v);
+    int nodes[16], n = 0, node = an_sole_consumer(c, v);
     d->n_iq_terms = 0;
-    while ((is_ew(c, node, KORCH_EW_SUB) || is_ew(c, node, KORCH_EW_ADD)) && d->n_iq_terms < 4) {
+    while ((an_is_ew(c, node, KORCH_EW_SUB) || an_is_ew(c, node, KORCH_EW_ADD)) && d->n_iq_terms < 4) {
         const korch_pnode *e = &pg->nodes[node];
         bool sub = e->u.ew.op == KORCH_EW_SUB;
         if (sub && e->inputs[0] != v) return -1;
@@ -206,13 +196,13 @@ int an_imatmul_requant(actx *c, int v) {
         d->iq_sign[d->n_iq_terms++] = sub ? -1 : 1;
         nodes[n++] = node;
         v = e->outputs[0];
-        node = sole_consumer(c, v);
+        node = an_sole_consumer(c, v);
     }
-    if (!is_ew(c, node, KORCH_EW_CAST) || pg->values[pg->nodes[node].outputs[0]].dtype != KORCH_DTYPE_FLOAT32) return -1;
+    if (!an_is_ew(c, node, KORCH_EW_CAST) || pg->values[pg->nodes[node].outputs[0]].dtype != KORCH_DTYPE_FLOAT32) return -1;
     nodes[n++] = node;
     v = pg->nodes[node].outputs[0];
-    node = sole_consumer(c, v);
-    if (!is_ew(c, node, KORCH_EW_MUL)) return -1;
+    node = an_sole_consumer(c, v);
+    if (!an_is_ew(c, node, KORCH_EW_MUL)) return -1;
     const korch_pnode *mul = &pg->nodes[node];
     d->iq_scale = channel_constant(c, mul->inputs[0] == v ? mul->inputs[1] : mul->inputs[0], KORCH_DTYPE_FLOAT32);
     if (!d->iq_scale || mul->inputs[0] == mul->inputs[1]) return -1;
@@ -222,10 +212,10 @@ int an_imatmul_requant(actx *c, int v) {
      * (fission leaves it out when it knows the multipliers are finite) */
     int cons[3], nc = an_is_output(c, v) ? -1 : an_consumers(c, v, cons, 3);
     if (nc == 2) {
-        int eq = is_ew(c, cons[0], KORCH_EW_EQUAL) ? cons[0] : cons[1], where = eq == cons[0] ? cons[1] : cons[0];
+        int eq = an_is_ew(c, cons[0], KORCH_EW_EQUAL) ? cons[0] : cons[1], where = eq == cons[0] ? cons[1] : cons[0];
         double zero;
-        if (!is_ew(c, eq, KORCH_EW_EQUAL) || !is_ew(c, where, KORCH_EW_WHERE) || pg->nodes[eq].inputs[0] != v ||
-            pg->nodes[eq].inputs[1] != v || sole_consumer(c, pg->nodes[eq].outputs[0]) != where ||
+        if (!an_is_ew(c, eq, KORCH_EW_EQUAL) || !an_is_ew(c, where, KORCH_EW_WHERE) || pg->nodes[eq].inputs[0] != v ||
+            pg->nodes[eq].inputs[1] != v || an_sole_consumer(c, pg->nodes[eq].outputs[0]) != where ||
             pg->nodes[where].inputs[0] != pg->nodes[eq].outputs[0] || pg->nodes[where].inputs[1] != v ||
             !an_scalar_constant(&pg->values[pg->nodes[where].inputs[2]], &zero) || zero != 0)
             return -1;
@@ -235,26 +225,26 @@ int an_imatmul_requant(actx *c, int v) {
     } else if (nc != 1) {
         return -1;
     }
-    node = sole_consumer(c, v);
-    if (!is_ew(c, node, KORCH_EW_ROUND)) return -1;
+    node = an_sole_consumer(c, v);
+    if (!an_is_ew(c, node, KORCH_EW_ROUND)) return -1;
     int round = node;
     nodes[n++] = node;
     v = pg->nodes[node].outputs[0];
-    node = sole_consumer(c, v);
+    node = an_sole_consumer(c, v);
     double zp = 0;
-    if (is_ew(c, node, KORCH_EW_ADD)) {
+    if (an_is_ew(c, node, KORCH_EW_ADD)) {
         const korch_pnode *a = &pg->nodes[node];
         if (!an_scalar_constant(&pg->values[a->inputs[0] == v ? a->inputs[1] : a->inputs[0]], &zp) || zp != rint(zp))
             return -1;
         nodes[n++] = node;
         v = a->outputs[0];
-        node = sole_consumer(c, v);
+        node = an_sole_consumer(c, v);
     }
-    if (!is_ew(c, node, KORCH_EW_CLIP)) return -1;
+    if (!an_is_ew(c, node, KORCH_EW_CLIP)) return -1;
     int clip = node, cc[1];
     nodes[n++] = clip;
     v = pg->nodes[clip].outputs[0];
-    if (an_is_output(c, v) || an_consumers(c, v, cc, 1) != 1 || !is_ew(c, cc[0], KORCH_EW_CAST)) return -1;
+    if (an_is_output(c, v) || an_consumers(c, v, cc, 1) != 1 || !an_is_ew(c, cc[0], KORCH_EW_CAST)) return -1;
     nodes[n++] = cc[0];
     int y = pg->nodes[cc[0]].outputs[0];
     korch_dtype t = pg->values[y].dtype;
