@@ -384,6 +384,26 @@ def gen_opsets_and_ops():
         model([helper.make_node("Relu", ["x"], ["y"], name="n", domain="com.example")], [vi("x", [2])],
               [vi("y", [2])], extra_opsets=[helper.make_opsetid("com.example", 1)]))
     bad("opset_99.onnx", "opset 99", "the model imports ONNX opset 99", relu_model(opset=99))
+    # ONNX Runtime's QOperator contrib operators with inputs left out
+    # (lowered at validation, src/frontend/contrib_qlinear.c): named refusals
+    ms = [helper.make_opsetid("com.microsoft", 1)]
+    U = TensorProto.UINT8
+    bad("qlinearadd_no_scales.onnx", "needs A, B, their scales", "QLinearAdd with its scales left out",
+        model([helper.make_node("QLinearAdd", ["a", "", "", "b", "", "", "", "z"], ["y"], name="qadd",
+                                domain="com.microsoft")],
+              [vi("a", [2, 3], U), vi("b", [2, 3], U), vi("z", [], U)], [vi("y", [2, 3], U)], extra_opsets=ms))
+    bad("qgemm_no_scales.onnx", "needs A, B and their scales", "QGemm with its scales left out",
+        model([helper.make_node("QGemm", ["a", "", "", "b", "", ""], ["y"], name="qgemm", domain="com.microsoft")],
+              [vi("a", [2, 3], U), vi("b", [3, 4], U)], [vi("y", [2, 4])], extra_opsets=ms))
+    bad("qlinearconcat_short.onnx", "triple per input", "QLinearConcat with a triple cut short",
+        model([helper.make_node("QLinearConcat", ["s", "z", "a", "s"], ["y"], name="qcat", axis=0,
+                                domain="com.microsoft")],
+              [vi("s", []), vi("z", [], U), vi("a", [2], U)], [vi("y", [2], U)], extra_opsets=ms))
+    bad("qlinearpool_channels_last.onnx", "channels_last=1", "QLinearGlobalAveragePool with channels_last=1",
+        model([helper.make_node("QLinearGlobalAveragePool", ["x", "s", "z", "s", "z"], ["y"], name="qgap",
+                                channels_last=1, domain="com.microsoft")],
+              [vi("x", [1, 4, 4, 3], U), vi("s", []), vi("z", [], U)], [vi("y", [1, 1, 1, 3], U)],
+              extra_opsets=ms))
     n = helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")
     n.attribute.append(helper.make_attribute("allowzero", "yes"))
     shape = numpy_helper.from_array(np.array([3, 2], dtype=np.int64), "shape")

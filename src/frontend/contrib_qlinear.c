@@ -146,6 +146,13 @@ static korch_status quantize_into(korch_graph *g, int origin, int v, int scale, 
     return become(g, n, "QuantizeLinear", ins, 3, 13);
 }
 
+/* Whether inputs[k] is present for every k of the -1-terminated list. */
+static bool present(const korch_node *n, const int *ks) {
+    for (; *ks >= 0; ks++)
+        if (input(n, *ks) < 0) return false;
+    return true;
+}
+
 static korch_status refuse(const korch_node *n, const char *why) {
     char nbuf[160];
     korch_printable(n->name, nbuf, sizeof nbuf);
@@ -157,7 +164,8 @@ static korch_status refuse(const korch_node *n, const char *why) {
 /* QLinearAdd / QLinearMul (A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp) */
 static korch_status lower_binary(korch_graph *g, int ni, const char *op) {
     const korch_node *n = &g->nodes[ni];
-    if (n->n_inputs < 8 || input(n, 7) < 0) return refuse(n, "needs all eight inputs, C_zero_point included");
+    if (!present(n, (const int[]){0, 1, 3, 4, 6, 7, -1}))
+        return refuse(n, "needs A, B, their scales, C_scale and C_zero_point");
     int a = dequantize(g, ni, "dequantize_a", input(n, 0), input(n, 1), input(n, 2), -1);
     int b = a < 0 ? -1 : dequantize(g, ni, "dequantize_b", input(&g->nodes[ni], 3), input(&g->nodes[ni], 4),
                                     input(&g->nodes[ni], 5), -1);
@@ -172,7 +180,7 @@ static korch_status lower_binary(korch_graph *g, int ni, const char *op) {
  * (X, X_scale, X_zp, Y_scale, Y_zp), the attributes named in copy kept on op */
 static korch_status lower_unary(korch_graph *g, int ni, const char *op, const char *const *copy) {
     const korch_node *n = &g->nodes[ni];
-    if (n->n_inputs < 5 || input(n, 4) < 0) return refuse(n, "needs all five inputs, Y_zero_point included");
+    if (!present(n, (const int[]){0, 1, 3, 4, -1})) return refuse(n, "needs X, X_scale, Y_scale and Y_zero_point");
     if (strcmp(op, "GlobalAveragePool") == 0 && korch_node_attr_int(n, "channels_last", 0) != 0)
         return refuse(n, "channels_last=1 is not supported (korch reads it channels-first, as ONNX's "
                          "GlobalAveragePool)");
@@ -192,10 +200,13 @@ static korch_status lower_unary(korch_graph *g, int ni, const char *op, const ch
 static korch_status lower_concat(korch_graph *g, int ni) {
     const korch_node *n = &g->nodes[ni];
     int parts = (n->n_inputs - 2) / 3;
-    if (n->n_inputs < 5 || (n->n_inputs - 2) % 3 != 0 || input(n, 1) < 0)
+    if (n->n_inputs < 5 || (n->n_inputs - 2) % 3 != 0 || input(n, 0) < 0 || input(n, 1) < 0)
         return refuse(n, "needs Y_scale, Y_zero_point and a (tensor, scale, zero point) triple per input");
     int *xs = malloc((size_t)parts * sizeof *xs);
     if (!xs) return OOM(n);
+    for (int k = 0; k < parts; k++)
+        if (input(n, 2 + 3 * k) < 0 || input(n, 3 + 3 * k) < 0)
+            return refuse(n, "needs a tensor and its scale in every (tensor, scale, zero point) triple");
     for (int k = 0; k < parts; k++) {
         char tag[32];
         snprintf(tag, sizeof tag, "dequantize_%d", k);
@@ -242,7 +253,7 @@ static int scalar_constant(korch_graph *g, int origin, const char *tag, float v)
  * output column. */
 static korch_status lower_qgemm(korch_graph *g, int ni) {
     const korch_node *n = &g->nodes[ni];
-    if (n->n_inputs < 6) return refuse(n, "needs A, its scale and zero point, B, its scale and zero point");
+    if (!present(n, (const int[]){0, 1, 3, 4, -1})) return refuse(n, "needs A, B and their scales");
     bool quantized = input(n, 7) >= 0;
     if (quantized && input(n, 8) < 0) return refuse(n, "a quantized output (y_scale) needs y_zero_point");
     float alpha = korch_node_attr_float(n, "alpha", 1.0f);
