@@ -472,8 +472,12 @@ void dt_feature_qop(dt_gen *g) {
             stride = dt_chance(r, 0.3) ? 2 : 1;
             group = k == 3 && C > 1 && dt_chance(r, 0.3) ? C : 1;
             M = group == C ? C : dt_int(r, 2, 16);
-            for (int d = 2; d < 4; d++) out.dims[d] = (x->shape.dims[d] + 2 * pad - k) / stride + 1;
-            if (out.dims[2] < 1 || out.dims[3] < 1 || C > 256) continue;
+            bool fits = true; /* the window inside the padded input (C's division truncates toward 0) */
+            for (int d = 2; d < 4; d++) {
+                fits &= x->shape.dims[d] + 2 * pad >= k;
+                out.dims[d] = (x->shape.dims[d] + 2 * pad - k) / stride + 1;
+            }
+            if (!fits || C > 256) continue;
             out.dims[1] = M;
             K = C / group * k * k;
             ws = dt_shape(4, (int64_t[]){M, C / group, k, k});
