@@ -463,10 +463,9 @@ KORCH_FISSION_RULE(ConvInteger) {
  *   y = saturate(rint(float(acc) * m) + y_zp)
  * the division exact (DIV alpha 1), NaN to the zero point (a step left out
  * when every multiplier is a finite constant: float(acc) * m is then never
- * NaN), ROUND (halves to
- * even), the zero point added in float32 (exact below 2^24; beyond, the
- * clip saturates either way), CLIP and CAST to y's type. xs and ws are
- * already viewed to broadcast against acc. */
+ * NaN), ROUND (halves to even), the zero point added in float32 (exact
+ * below 2^24; beyond, the clip saturates either way), CLIP and CAST to y's
+ * type. xs and ws are already viewed to broadcast against acc. */
 static float max_abs(const korch_tensor *t) {
     float m = 0;
     for (int64_t i = 0, n = korch_tensor_numel(t); i < n; i++) {
@@ -515,8 +514,9 @@ static int requantize(korch_fission_ctx *ctx, int acc, int xs, int ws) {
  * MatMulInteger's rule, then the reference's float32 requantization; a's
  * scale per tensor or per row ([M] viewed [M, 1]), b's per tensor or per
  * column ([N], broadcast along the last axis). Bit for bit the reference
- * kernel; oneDNN runs the matmul as an int8 matmul and the requantization
- * fuses into the generated kernel after it. */
+ * kernel; oneDNN runs the matmul as an int8 matmul with the requantization
+ * inside where that is provably exact (backend/dnnl/dnnl_imatmul.c), else
+ * it fuses into the generated kernel after it. */
 KORCH_FISSION_RULE(QLinearMatMul) {
     int acc, rank = fission_out_shape(ctx, 0)->rank;
     KORCH_TRY(integer_matmul(ctx, &QLINEAR_IO, &acc));
@@ -528,9 +528,9 @@ KORCH_FISSION_RULE(QLinearMatMul) {
 
 /* y = requantize(conv(x - x_zp, w - w_zp) + B): the integer convolution of
  * ConvInteger's rule, the int32 bias per output channel ([M] viewed [M, 1,
- * ...]) added in int32, then the reference's float32 requantization, w's
- * scale per tensor or per output channel. Bit for bit the reference
- * kernel. */
+ * ...]) added in int32 (folded into the zero point's correction), then the
+ * reference's float32 requantization, w's scale per tensor or per output
+ * channel. Bit for bit the reference kernel. */
 KORCH_FISSION_RULE(QLinearConv) {
     int acc, rank = fission_in_shape(ctx, 0)->rank;
     int bias = fission_has_in(ctx, 8) ? axis_view(ctx, fission_in(ctx, 8), 1, rank) : -1;

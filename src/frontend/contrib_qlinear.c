@@ -186,12 +186,11 @@ static korch_status lower_unary(korch_graph *g, int ni, const char *op, const ch
                          "GlobalAveragePool)");
     /* QLinearSoftmax's `opset` names the Softmax semantics it follows
      * (before 13: the input coerced to 2-D at axis) */
-    int64_t softmax_opset = korch_node_attr_int(n, "opset", 13);
-    int min_opset = strcmp(op, "Softmax") == 0 ? (softmax_opset < 13 ? 11 : 13) : 6;
+    bool softmax_11 = strcmp(op, "Softmax") == 0 && korch_node_attr_int(n, "opset", 13) < 13;
     int x = dequantize(g, ni, "dequantize_x", input(n, 0), input(n, 1), input(n, 2), -1);
-    int y = x < 0 ? -1 : append(g, ni, op, op, &x, 1, copy, NULL, 0, min_opset);
-    if (y >= 0 && strcmp(op, "Softmax") == 0 && softmax_opset < 13) g->nodes[g->values[y].producer].opset = 11;
+    int y = x < 0 ? -1 : append(g, ni, op, op, &x, 1, copy, NULL, 0, strcmp(op, "Softmax") == 0 ? 13 : 6);
     if (y < 0) return OOM(&g->nodes[ni]);
+    if (softmax_11) g->nodes[g->values[y].producer].opset = 11;
     n = &g->nodes[ni];
     return quantize_into(g, ni, y, input(n, 3), input(n, 4));
 }

@@ -477,12 +477,13 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
     if (imatmul ? !an_imatmul_check(&c) : !an_int8_check(&c)) return false;
     int v = spec->pg->nodes[linear].outputs[0];
     if (imatmul && an_consumers(&c, v, (int[1]){0}, 1) > 0) {
-        /* oneDNN writes the int32 result, or a QLinearConv's whole
-         * requantization where that is exact (dnnl_imatmul.c) */
+        /* oneDNN writes the int32 result, or a QLinearConv's or
+         * QLinearMatMul's whole requantization where that is exact
+         * (dnnl_imatmul.c) */
         int y = an_imatmul_requant(&c, v);
         if (y < 0)
             return an_fail(&c, "an integer matmul's int32 result is read inside the kernel (oneDNN writes it; a "
-                               "convolution's requantization only where provably exact)");
+                               "requantization only where provably exact)");
         v = y;
     }
     for (;;) {

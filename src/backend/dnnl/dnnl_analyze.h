@@ -83,7 +83,8 @@ int an_requant_tail(actx *c, int v);
  * set up, can oneDNN compute it exactly (VNNI, constant int8 weights)? */
 int an_imatmul_src(actx *c, int linear, int *nodes);
 bool an_imatmul_check(actx *c);
-/* The requantization after an integer convolution (QLinearConv's fission):
+/* The requantization after an integer convolution or matmul with constant
+ * weights (QLinearConv's and QLinearMatMul's fission):
  * the kernel's output value, its nodes marked used, or -1 (not the pattern,
  * or not provably exact). */
 int an_imatmul_requant(actx *c, int v);

@@ -69,7 +69,7 @@ typedef struct dn_desc {
     const korch_tensor *wei_tensor;
     int src_zp_slot;
     bool src_zp_u8;
-    /* an integer convolution with its requantization fused
+    /* an integer convolution or matmul with its requantization fused
      * (an_imatmul_requant; dst_q set): the int32 constants iq_term[k]
      * (sign iq_sign[k], each one value or one per output channel) are
      * oneDNN's s32 bias, iq_scale (one float32 value or one per channel)
@@ -113,8 +113,11 @@ korch_status dn_int8_weights(const dn_desc *d, signed char **q, float **scales);
 /* dnnl_imatmul.c: the int8 weights of an integer matmul (malloc'd), or
  * NULL (an error set) when a value does not fit in int8. */
 signed char *dn_imatmul_weights(const dn_desc *d);
+/* Output channels of an integer kernel: a convolution's (logical dim 1), a
+ * matmul's columns. */
+int64_t dn_imatmul_channels(const dn_desc *d);
 /* The fused requantization's bias and scale per output channel (malloc'd,
- * dst.dims[1] values each), or an error. */
+ * dn_imatmul_channels values each), or an error. */
 korch_status dn_imatmul_requant_params(const dn_desc *d, int32_t **bias, float **scale);
 
 /* dnnl_quirks.c: false with a reason when oneDNN implementation `impl`

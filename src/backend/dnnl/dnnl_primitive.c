@@ -221,10 +221,8 @@ static korch_status make_attr(const dn_desc *d, const float *scales, dnnl_primit
     /* an integer matmul: an exact int32 sum, no scales; its zero point is
      * not oneDNN's (zp_correct) */
     if (d->imatmul && d->dst_q) { /* the fused requantization: float(sum + bias) * scale[c] */
-        bool mm = d->op == KORCH_LINEAR_MATMUL;
-        int64_t channels = mm ? d->dst.dims[d->dst.ndims - 1] : d->dst.dims[1];
-        DN_CHECK(dnnl_primitive_attr_set_output_scales(*attr, channels, mm ? 1 << (d->dst.ndims - 1) : 1 << 1, scales),
-                 "output scales");
+        int mask = d->op == KORCH_LINEAR_MATMUL ? 1 << (d->dst.ndims - 1) : 1 << 1;
+        DN_CHECK(dnnl_primitive_attr_set_output_scales(*attr, dn_imatmul_channels(d), mask, scales), "output scales");
     }
     if (d->src_q && !d->imatmul) {
         /* dst = scale[c] * sum((q - zp) * w_q): the scales apply before the post-ops */
@@ -360,7 +358,7 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
             if (d->op == KORCH_LINEAR_MATMUL) { /* [1, ..., 1, N], the destination's rank */
                 dnnl_dims_t bd, bs;
                 for (int i = 0; i < d->dst.ndims; i++) bd[i] = i == d->dst.ndims - 1 ? d->dst.dims[i] : 1;
-                for (int i = d->dst.ndims - 1, st = 1; i >= 0; st *= (int)bd[i], i--) bs[i] = st;
+                for (int i = d->dst.ndims - 1, stride = 1; i >= 0; stride *= (int)bd[i], i--) bs[i] = stride;
                 DN_CHECK(dnnl_memory_desc_init_by_strides(&bias_md, d->dst.ndims, bd, dnnl_s32, bs), "bias descriptor");
             } else {
                 DN_CHECK(dnnl_memory_desc_init_by_tag(&bias_md, 1, (dnnl_dims_t){d->dst.dims[1]}, dnnl_s32, dnnl_x),
