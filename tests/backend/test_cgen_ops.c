@@ -89,19 +89,26 @@ static void check_layout(korch_layout_tag tag, int n, const int *ins, korch_pgra
 
 /* Whether the kernel of pg (one kernel of the whole graph) is emitted, under
  * schedule sched, with text `needle` in its source. */
-static bool source_has(const korch_pgraph *pg, const char *sched, const char *needle) {
+/* Whether the generated source has `needle`: anywhere, or (in_kernel) in the
+ * kernel function itself, not the prelude's helpers. */
+static bool generated_has(const korch_pgraph *pg, const char *sched, const char *needle, bool in_kernel) {
     korch_kernel_spec spec;
     cc_spec_all(pg, &spec);
     char *src = NULL;
     korch_status st = korch_cgen_source(&spec, sched, NULL, &src);
     CHECK_MSG(st == KORCH_OK, "source [%s]: %s", sched, korch_last_error());
-    bool has = src && strstr(src, needle) != NULL;
+    const char *from = src && in_kernel ? strstr(src, "\nint korch_") : src;
+    CHECK_MSG(!in_kernel || from, "source [%s]: no kernel function", sched);
+    bool has = from && strstr(from, needle) != NULL;
     if (getenv("KORCH_TEST_DUMP") && src) fputs(src, stderr);
     free(src);
     cc_spec_free(&spec);
     return has;
 }
-static bool tiled_by_16(const korch_pgraph *pg, const char *sched) { return source_has(pg, sched, " += 16)"); }
+static bool source_has(const korch_pgraph *pg, const char *sched, const char *needle) {
+    return generated_has(pg, sched, needle, false);
+}
+static bool tiled_by_16(const korch_pgraph *pg, const char *sched) { return generated_has(pg, sched, " += 16)", true); }
 
 static void test_layouts(void) {
     { /* transpose [4,6,5] -> [5,4,6] */

@@ -181,6 +181,29 @@ int64_t cg_stream_min_bytes(const cg_kernel *k);
 bool cg_stream_applies(const cg_emit *e, int value, int P);
 void cg_emit_stream_pass(cg_emit *e, int value, int slot);
 bool cg_kept_inner(const cg_schedule *s, const cg_value *x, uint32_t axes);
+/* Fetch knob 2's statement (into pf): prefetch `lines` cache lines from
+ * element b of the next outer iteration's slab of every input laid out along
+ * the fused loops with a last dimension of ext; returns the elements per 256
+ * bytes of those inputs, 0 when none qualifies. */
+int64_t cg_next_slab_prefetch(cg_emit *e, int64_t ext, const char *b, int lines, char *pf, size_t size);
+/* A row reduction pass (one reduced suffix dimension, xc the row's
+ * coordinates with row_dim still to fill) whose value contains an
+ * exponential of the row's shape: opens its loops over blocks whose
+ * exponentials cg_expf_row computes first, sets suf's symbol, and returns
+ * true; false, having emitted nothing, otherwise (emit_exprow.c). */
+bool cg_exp_rows_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int in_value, cg_aff *xc, int row_dim);
+/* A row sum (or mean) of an exponential, over the last dimension at fused
+ * depth rank - 1: the whole pass as blocks whose arguments one vector loop
+ * writes (into the row cache rc<v> when `cache`, else a block buffer) and
+ * cg_expf_row_sum exponentiates and sums into `acc`. False, having emitted
+ * nothing, when it does not apply (emit_exprow.c). */
+bool cg_exp_sum_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, cg_aff *xc, bool cache,
+                     const char *acc);
+/* A row maximum / minimum of a kernel input at fused depth rank - 1: one
+ * call of cg_max_row / cg_min_row into `acc` (NaN when the row has one).
+ * False, having emitted nothing, when it does not apply. */
+bool cg_minmax_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, cg_aff *xc,
+                    const char *acc);
 
 /* values (emit_value.c): the C name of value v at coordinates c, emitted as
  * needed; *level gets the level where it is defined. */

@@ -47,7 +47,82 @@ static void cg_emit_prelude_expf(cg_buf *out) {
                   "__attribute__((visibility(\"hidden\"))) __m256 _ZGVdN8v_cg_expf(__m256 x) { CG_EXP_BODY(_mm256, __m256) }\n"
                   "__attribute__((visibility(\"hidden\"))) __m256 _ZGVcN8v_cg_expf(__m256 x) { CG_EXP_BODY(_mm256, __m256) }\n"
                   "__attribute__((visibility(\"hidden\"))) __m128 _ZGVbN4v_cg_expf(__m128 x) { CG_EXP_BODY(_mm, __m128) }\n"
+                  "#define CG_EXPF_AVX512 1\n"
                   "#else\n#define cg_expf expf\n#endif\n\n");
+}
+
+/* cg_expf_row (emit_exprow.c): d[i] = cg_expf(d[i]) for a block of a row,
+ * the vector variant called directly so gcc inlines it, and the tail under a
+ * mask (the same values as the vector loops; no scalar libm calls).
+ * cg_expf_row_sum also returns the block's sum: two vector accumulators
+ * (elements i mod 32 < 16 and >= 16) and a tree, so no add chain of 16
+ * scalar additions per row (gcc's reduction epilogue). */
+static void cg_emit_prelude_expf_row(cg_buf *out) {
+    cg_buf_printf(out,
+                  "#ifdef CG_EXPF_AVX512\n"
+                  "static inline CG_UNUSED void cg_expf_row(float *d, int64_t n) {\n"
+                  "    int64_t i = 0;\n"
+                  "    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(d + i, _ZGVeN16v_cg_expf(_mm512_loadu_ps(d + i)));\n"
+                  "    if (i < n) {\n"
+                  "        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);\n"
+                  "        _mm512_mask_storeu_ps(d + i, m, _ZGVeN16v_cg_expf(_mm512_maskz_loadu_ps(m, d + i)));\n"
+                  "    }\n}\n"
+                  "static inline CG_UNUSED float cg_expf_row_sum(float *d, int64_t n) {\n"
+                  "    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();\n"
+                  "    int64_t i = 0;\n"
+                  "    for (; i + 32 <= n; i += 32) {\n"
+                  "        __m512 e0 = _ZGVeN16v_cg_expf(_mm512_loadu_ps(d + i));\n"
+                  "        __m512 e1 = _ZGVeN16v_cg_expf(_mm512_loadu_ps(d + i + 16));\n"
+                  "        _mm512_storeu_ps(d + i, e0);\n"
+                  "        _mm512_storeu_ps(d + i + 16, e1);\n"
+                  "        a0 = _mm512_add_ps(a0, e0);\n"
+                  "        a1 = _mm512_add_ps(a1, e1);\n"
+                  "    }\n"
+                  "    for (; i < n; i += 16) {\n"
+                  "        __mmask16 m = n - i >= 16 ? (__mmask16)0xffffu : (__mmask16)((1u << (n - i)) - 1u);\n"
+                  "        __m512 e0 = _ZGVeN16v_cg_expf(_mm512_maskz_loadu_ps(m, d + i));\n"
+                  "        _mm512_mask_storeu_ps(d + i, m, e0);\n"
+                  "        a0 = _mm512_add_ps(a0, _mm512_maskz_mov_ps(m, e0));\n"
+                  "    }\n"
+                  "    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));\n}\n"
+                  "#define CG_MINMAX_ROW(NAME, OP, INIT) \\\n"
+                  "    static inline CG_UNUSED float NAME(const float *d, int64_t n) { \\\n"
+                  "        const __m512 init = _mm512_set1_ps(INIT); \\\n"
+                  "        __m512 a0 = init, a1 = init; \\\n"
+                  "        __mmask16 nan = 0; \\\n"
+                  "        int64_t i = 0; \\\n"
+                  "        for (; i + 32 <= n; i += 32) { \\\n"
+                  "            __m512 v0 = _mm512_loadu_ps(d + i), v1 = _mm512_loadu_ps(d + i + 16); \\\n"
+                  "            a0 = _mm512_##OP##_ps(a0, v0); \\\n"
+                  "            a1 = _mm512_##OP##_ps(a1, v1); \\\n"
+                  "            nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q); \\\n"
+                  "        } \\\n"
+                  "        for (; i < n; i += 16) { \\\n"
+                  "            __mmask16 m = n - i >= 16 ? (__mmask16)0xffffu : (__mmask16)((1u << (n - i)) - 1u); \\\n"
+                  "            __m512 v0 = _mm512_mask_loadu_ps(init, m, d + i); \\\n"
+                  "            a0 = _mm512_##OP##_ps(a0, v0); \\\n"
+                  "            nan |= _mm512_cmp_ps_mask(v0, v0, _CMP_UNORD_Q); \\\n"
+                  "        } \\\n"
+                  "        return nan ? NAN : _mm512_reduce_##OP##_ps(_mm512_##OP##_ps(a0, a1)); \\\n"
+                  "    }\n"
+                  "CG_MINMAX_ROW(cg_max_row, max, -INFINITY)\n"
+                  "CG_MINMAX_ROW(cg_min_row, min, INFINITY)\n"
+                  "#else\n"
+                  "static inline CG_UNUSED void cg_expf_row(float *d, int64_t n) {\n"
+                  "    for (int64_t i = 0; i < n; i++) d[i] = cg_expf(d[i]);\n}\n"
+                  "static inline CG_UNUSED float cg_expf_row_sum(float *d, int64_t n) {\n"
+                  "    float s = 0.0f;\n"
+                  "    for (int64_t i = 0; i < n; i++) s += d[i] = cg_expf(d[i]);\n"
+                  "    return s;\n}\n"
+                  "static inline CG_UNUSED float cg_max_row(const float *d, int64_t n) {\n"
+                  "    float a = -INFINITY;\n"
+                  "    for (int64_t i = 0; i < n; i++) { if (d[i] != d[i]) return NAN; a = d[i] > a ? d[i] : a; }\n"
+                  "    return a;\n}\n"
+                  "static inline CG_UNUSED float cg_min_row(const float *d, int64_t n) {\n"
+                  "    float a = INFINITY;\n"
+                  "    for (int64_t i = 0; i < n; i++) { if (d[i] != d[i]) return NAN; a = d[i] < a ? d[i] : a; }\n"
+                  "    return a;\n}\n"
+                  "#endif\n");
 }
 
 /* libmvec: declaring the maths functions `simd` lets gcc call glibc's vector
@@ -75,6 +150,7 @@ void cg_emit_prelude(cg_buf *out) {
      * (a crash found by korch-difftest, seed 1502; docs/difftest.md). With an
      * explicit alignment the frame is realigned and the assumption holds. */
     cg_buf_printf(out, "#if defined(__GNUC__)\n#define CG_ALIGN __attribute__((aligned(64)))\n#else\n#define CG_ALIGN\n#endif\n");
+    cg_emit_prelude_expf_row(out);
     cg_buf_printf(out, "static inline CG_UNUSED int64_t cg_fdiv(int64_t a, int64_t d) { return a / d - (a %% d < 0); }\n"
                        "static inline CG_UNUSED int64_t cg_fmod(int64_t a, int64_t m) { int64_t r = a %% m; return r < 0 ? r + m : r; }\n"
                        "static inline CG_UNUSED int64_t cg_clamp(int64_t a, int64_t lo, int64_t hi) "

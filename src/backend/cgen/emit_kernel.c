@@ -362,13 +362,11 @@ static void emit_kept_inner(cg_emit *e, const cg_node *n, const bool *red, int P
  * [2048, 4096] 3.40 -> 2.66 ms, hand-written (bench/kernels/RESULTS.md).
  * Opens the two loops of `suf` (one reduced dimension) and returns true,
  * or returns false having emitted nothing. */
-static bool chunked_fetch_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int pass_index, int kept_loops) {
+int64_t cg_next_slab_prefetch(cg_emit *e, int64_t ext, const char *b, int lines, char *pf, size_t size) {
     int P = e->P;
-    if (e->s->fetch != 2 || P == 0 || pass_index != 1 || suf->n != 1 || kept_loops != 0) return false;
-    int64_t ext = suf->ext[0], chunk = 0;
-    char pf[2048] = "", b[16];
+    int64_t chunk = 0;
     size_t used = 0;
-    snprintf(b, sizeof b, "b%d", e->n_tmp);
+    pf[0] = '\0';
     for (int v = 0; v < e->k->n_values; v++) {
         const cg_value *val = &e->k->values[v];
         if (e->loc[v] != CG_LOC_INPUT || val->shape.rank != P + 1 || val->shape.dims[P] != ext) continue;
@@ -390,13 +388,23 @@ static bool chunked_fetch_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so,
         /* the next outer iteration this thread runs: chunks of one (grain 1)
          * deal them round-robin, the others in consecutive blocks */
         const char *step = e->s->grain == 1 ? "nthreads" : "1";
-        int w = snprintf(pf + used, sizeof pf - used,
-                         "if (%s + %s < %lld) for (int pl = 0; pl < 4; pl++) "
+        int w = snprintf(pf + used, size - used,
+                         "if (%s + %s < %lld) for (int pl = 0; pl < %d; pl++) "
                          "__builtin_prefetch((const char *)&in%d[(%s + %s) * %lld + %s] + 64 * pl, 0, 3); ",
-                         s, step, (long long)korch_shape_numel(&os), val->input_slot, s, step, (long long)ext, b);
-        if (w < 0 || (size_t)w >= sizeof pf - used) return false;
+                         s, step, (long long)korch_shape_numel(&os), lines, val->input_slot, s, step, (long long)ext, b);
+        if (w < 0 || (size_t)w >= size - used) return 0;
         used += (size_t)w;
     }
+    return chunk;
+}
+
+static bool chunked_fetch_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int pass_index, int kept_loops) {
+    int P = e->P;
+    if (e->s->fetch != 2 || P == 0 || pass_index != 1 || suf->n != 1 || kept_loops != 0) return false;
+    int64_t ext = suf->ext[0];
+    char pf[2048], b[16];
+    snprintf(b, sizeof b, "b%d", e->n_tmp);
+    int64_t chunk = cg_next_slab_prefetch(e, ext, b, 4, pf, sizeof pf);
     if (!chunk || ext % chunk != 0 || ext <= chunk) return false;
     char header[160];
     e->n_tmp++;
@@ -505,6 +513,7 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
     cg_nest suf = {.n = R - K};
     for (int d = K; d < R; d++) suf.ext[d - K] = x->shape.dims[d];
     char acc[24] = "", nan_seen[24] = "";
+    bool direct = false;
     if (K < R) {
         snprintf(acc, sizeof acc, "a%d", e->n_tmp++);
         cg_stmt(e, e->depth - 1, "%s %s = %s;", at, acc, init);
@@ -522,14 +531,24 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
         }
         bool full = P == 0 && K == 0 && e->s->par > 0;
         cg_loop_opts so = {.par = full ? 1 : 0, .clause = clause, .simd = true, .simd_clause = clause};
-        if (!chunked_fetch_open(e, &suf, &so, pass_index, main_ns.n)) cg_nest_open(e, &suf, &so);
+        cg_aff rc_[KORCH_MAX_RANK];
+        for (int d = 0; d < P; d++) rc_[d] = cg_aff_sym(e->outer[d]);
+        for (int d = P; d < R; d++) rc_[d] = cg_aff_const(0);
+        /* rows of exponentials: the whole sum as blocks, or blocks whose
+         * exponentials are computed first (emit_exprow.c) */
+        if (main_ns.n == 0 && !mixed &&
+            (cg_exp_sum_rows(e, n, &suf, &so, rc_, cache, acc) || (!cache && cg_minmax_rows(e, n, &suf, &so, rc_, acc))))
+            direct = true;
+        else if (!chunked_fetch_open(e, &suf, &so, pass_index, main_ns.n) &&
+                 !(main_ns.n == 0 && !mixed && cg_exp_rows_open(e, &suf, &so, n->in[0], rc_, R - 1)))
+            cg_nest_open(e, &suf, &so);
     }
     cg_aff xc[KORCH_MAX_RANK];
     for (int d = 0; d < R; d++)
         xc[d] = d < P ? cg_aff_sym(e->outer[d]) : d < K ? cg_aff_sym(main_ns.sym[d - P]) : cg_aff_sym(suf.sym[d - K]);
     int lvl;
-    const char *v = cg_value_at(e, n->in[0], xc, &lvl);
-    if (cache) {
+    const char *v = direct ? "" : cg_value_at(e, n->in[0], xc, &lvl);
+    if (cache && !direct) {
         korch_shape ish = {.rank = R - P};
         for (int d = P; d < R; d++) ish.dims[d - P] = x->shape.dims[d];
         cg_aff lin = cg_linear(e, &ish, xc + P);
@@ -540,10 +559,14 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
     cg_aff ylin = cg_linear(e, &y->shape, yc);
     cg_aff_str(&ylin, s, sizeof s);
     if (K < R) {
-        if (additive) cg_stmt(e, e->depth - 1, "%s += %s;", acc, v);
-        else
+        if (direct) {
+            /* the sum is complete */
+        } else if (additive) {
+            cg_stmt(e, e->depth - 1, "%s += %s;", acc, v);
+        } else {
             cg_stmt(e, e->depth - 1, "%s = %s %s %s ? %s : %s; %s |= %s != %s;", acc, v,
                     r->op == KORCH_REDUCE_MAX ? ">" : "<", acc, v, acc, nan_seen, v, v);
+        }
         cg_nest_close(e, &suf);
         if (nan_seen[0]) cg_stmt(e, e->depth - 1, "if (%s) %s = NAN;", nan_seen, acc);
         if (mixed) {
