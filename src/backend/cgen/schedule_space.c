@@ -71,7 +71,7 @@ int *cg_schedule_knob(cg_schedule *s, int knob) {
 
 /* Whether reading value v, with coef[t] the change of its coordinate t per
  * unit of a pass's innermost loop coordinate, reaches a buffer (a kernel
- * input or a reduction's result) with a stride of a page or more. Values
+ * input or a reduction's result) with a stride of `min` elements or more. Values
  * are expressions (docs/codegen.md), so the walk goes through elementwise
  * operands (broadcast dimensions do not move) and layout maps (composed)
  * down to the loads; a map term that is not affine along the loop stops
@@ -79,7 +79,7 @@ int *cg_schedule_knob(cg_schedule *s, int knob) {
  * path, so the walk has a budget of visits (an answer of "no" when it runs
  * out only costs the default schedule its tiling). */
 #define PAGE_STRIDE_VISITS 4096
-static bool reads_page_strided(const cg_kernel *k, int v, const int64_t *coef, int depth, int *budget) {
+static bool reads_strided(const cg_kernel *k, int v, const int64_t *coef, int depth, int *budget, int64_t min) {
     if (--*budget < 0) return false;
     const cg_value *val = &k->values[v];
     int rank = val->shape.rank;
@@ -91,7 +91,7 @@ static bool reads_page_strided(const cg_kernel *k, int v, const int64_t *coef, i
             step += coef[t] * stride;
             stride *= val->shape.dims[t] > 0 ? val->shape.dims[t] : 1;
         }
-        return step >= PAGE_STRIDE_ELEMENTS || step <= -PAGE_STRIDE_ELEMENTS;
+        return step >= min || step <= -min;
     }
     for (int p = 0; p < n->n_in; p++) {
         const cg_value *u = &k->values[n->in[p]];
@@ -120,12 +120,14 @@ static bool reads_page_strided(const cg_kernel *k, int v, const int64_t *coef, i
                 moves |= next[t] != 0;
             }
         }
-        if (affine && moves && reads_page_strided(k, n->in[p], next, depth + 1, budget)) return true;
+        if (affine && moves && reads_strided(k, n->in[p], next, depth + 1, budget, min)) return true;
     }
     return false;
 }
 
-bool cg_kernel_strides_pages(const cg_kernel *k) {
+/* Whether a pass's innermost loop reads a buffer with a stride of at least
+ * `min` elements (reads_strided). */
+static bool kernel_strides(const cg_kernel *k, int64_t min) {
     /* the passes: one per output, one per reduction (its loops run over its
      * input); each one's innermost loop is its value's last dimension */
     for (int i = 0; i < k->n_values + k->n_nodes; i++) {
@@ -145,10 +147,12 @@ bool cg_kernel_strides_pages(const cg_kernel *k) {
         int64_t coef[KORCH_MAX_RANK] = {0};
         coef[s->rank - 1] = 1;
         int budget = PAGE_STRIDE_VISITS;
-        if (reads_page_strided(k, v, coef, 0, &budget)) return true;
+        if (reads_strided(k, v, coef, 0, &budget, min)) return true;
     }
     return false;
 }
+
+bool cg_kernel_strides_pages(const cg_kernel *k) { return kernel_strides(k, PAGE_STRIDE_ELEMENTS); }
 
 /* Work (elements produced, intermediates included) from which a kernel
  * without a timed schedule runs in parallel. Spinning threads (libgomp's
@@ -180,12 +184,22 @@ static int64_t kernel_work(const cg_kernel *k) {
  * stores on (they only apply to outputs larger than the last-level cache,
  * and the tuner turns them off where they lose: kernels that compute slowly
  * per element, such as erf-GELU). */
+#define LINE_STRIDE_ELEMENTS 64
+#define STRIDED_DEFAULT_WORK (1 << 20)
+
 cg_schedule cg_schedule_default(const cg_kernel *k) {
     cg_schedule s = {.par = kernel_work(k) >= parallel_work() ? 2 : 0, .grain = 0, .vec = 1, .unroll = 1, .tile = 0,
                       .order = 0, .red = 3, .stream = 1, .fetch = 1};
     /* tiled, and the point loops run along the input's rows, the output
      * staged through the tile (emit_stage.c) */
     if (cg_kernel_strides_pages(k)) s.tile = CG_PAGE_STRIDE_TILE, s.order = 1;
+    /* A large transpose whose reads stride by whole lines but less than a
+     * page (64x512x512, (0,2,1): 2 KiB) starts tiled and staged too, with
+     * tiles of 32 (whole-line copy-out rows, streamed past the LLC): the
+     * tuner's descent from the untiled default ended at 10.8 ms one run
+     * and at t32.o1.s1's 7.5 another (bench/kernels/RESULTS.md,
+     * 2026-11-28), since o1 only pays once a tile is set. */
+    else if (kernel_work(k) >= STRIDED_DEFAULT_WORK && kernel_strides(k, LINE_STRIDE_ELEMENTS)) s.tile = 32, s.order = 1;
     return s;
 }
 
