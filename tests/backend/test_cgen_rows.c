@@ -17,7 +17,8 @@ static bool source_has(const korch_pgraph *pg, const char *sched, const char *ne
     korch_kernel_spec spec;
     cc_spec_all(pg, &spec);
     char *src = NULL;
-    korch_status st = korch_cgen_source(&spec, sched, NULL, &src);
+    korch_profile_options opt = {.cg_stream_min_bytes = cc_stream_min_bytes};
+    korch_status st = korch_cgen_source(&spec, sched, &opt, &src);
     CHECK_MSG(st == KORCH_OK, "source [%s]: %s", sched, korch_last_error());
     const char *body = src ? strstr(src, "\nint korch_") : NULL;
     bool yes = body && strstr(body, needle) != NULL;
@@ -88,6 +89,18 @@ int main(void) {
     CHECK(source_has(f2, "p2.g1.v1.u1.t0.o0.r3.f2", "x0 + nthreads"));
     CHECK(!source_has(f2, "p2.g0.v1.u1.t0.o0.r3.f0", "__builtin_prefetch"));
     korch_pgraph_free(f2);
+
+    /* rows longer than fetch knob 1's burst (64 KiB): the streaming output
+     * pass prefetches the next row a line per 16 elements; f0 does not */
+    cc_stream_min_bytes = 4096;
+    korch_pgraph *lr = row_graph(SOFTMAX, 3, 20000);
+    CHECK(source_has(lr, "p2.g0.v1.u1.t0.o0.r3.s1", "cg_stream16("));
+    CHECK(source_has(lr, "p2.g0.v1.u1.t0.o0.r3.s1", "__builtin_prefetch((const char *)&in0[(x0 + 1) * 20000 + 16 * x"));
+    CHECK(!source_has(lr, "p2.g0.v1.u1.t0.o0.r3.s1.f0", "__builtin_prefetch"));
+    static const char *const lr_scheds[] = {"p2.g0.v1.u1.t0.o0.r3.s1", "p2.g1.v1.u1.t0.o0.r3.s1", "p0.g0.v1.u1.t0.o0.r3.s1"};
+    CHECK(cc_check(lr, lr_scheds, 3, -30, 30, "softmax of rows of 20000, next row prefetched while streaming") == 0);
+    korch_pgraph_free(lr);
+    cc_stream_min_bytes = 0;
 
     /* values against the interpreter: lengths around 16, 32 and the 256 block */
     static const int64_t cols[] = {1, 5, 16, 17, 33, 197, 257, 1024};

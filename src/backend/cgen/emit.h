@@ -186,6 +186,10 @@ bool cg_kept_inner(const cg_schedule *s, const cg_value *x, uint32_t axes);
  * the fused loops with a last dimension of ext; returns the elements per 256
  * bytes of those inputs, 0 when none qualifies. */
 int64_t cg_next_slab_prefetch(cg_emit *e, int64_t ext, const char *b, int lines, char *pf, size_t size);
+/* The largest slab fetch knob 1 prefetches in one burst at an outer
+ * iteration's start; longer rows are prefetched during their output pass
+ * (emit_stream.c). */
+#define CG_BURST_MAX_BYTES 65536
 /* A row reduction pass (one reduced suffix dimension, xc the row's
  * coordinates with row_dim still to fill) whose value contains an
  * exponential of the row's shape: opens its loops over blocks whose

@@ -232,7 +232,10 @@ static void reset(cg_emit *e) {
  * kernel and machine. Only kernels with a reduction pass: a single
  * streaming pass is covered by the hardware prefetcher, and the prefetch
  * loop cost erf-GELU 15%. Inputs qualify when their leading P dims are the
- * fused dims, so the next slab follows the current one in memory. */
+ * fused dims, so the next slab follows the current one in memory. Slabs
+ * past CG_BURST_MAX_BYTES overflow the miss queues in one burst; for them
+ * the knob's 1 prefetches during the row's streaming output pass instead
+ * (emit_stream.c). */
 static void prefetch_next_slab(cg_emit *e, const cg_nest *common) {
     int P = e->P;
     int64_t outer_n = 1;
@@ -244,7 +247,7 @@ static void prefetch_next_slab(cg_emit *e, const cg_nest *common) {
         for (int d = 0; d < P; d++) lead &= val->shape.dims[d] == common->ext[d];
         int64_t slab = 1, esize = korch_dtype_size(val->dtype);
         for (int d = P; d < val->shape.rank; d++) slab *= val->shape.dims[d];
-        if (!lead || slab * esize < 1024 || slab * esize > 65536 || esize <= 0) continue;
+        if (!lead || slab * esize < 1024 || slab * esize > CG_BURST_MAX_BYTES || esize <= 0) continue;
         korch_shape os = {.rank = P};
         cg_aff oc[KORCH_MAX_RANK];
         for (int d = 0; d < P; d++) os.dims[d] = common->ext[d], oc[d] = cg_aff_sym(e->outer[d]);

@@ -141,6 +141,15 @@ void cg_emit_stream_pass(cg_emit *e, int value, int slot) {
     cg_stmt(e, e->depth - 1, "%s[x%d] = %s;", stage, lane, v);
     cg_loop_close(e);
     ns.opened--;
+    /* fetch knob 1 on rows too long for its burst (emit_function.c): the
+     * fused row's output pass, which only streams out, prefetches the next
+     * row a line per 16 elements (softmax [256, 32768] from DRAM: 0.90x,
+     * bench/kernels/RESULTS.md, 2026-11-28) */
+    if (P > 0 && e->s->fetch == 1 && e->reduce_passes > 0 && rank - P == 1 && last * 4 > CG_BURST_MAX_BYTES) {
+        char b[32], pf[2048];
+        snprintf(b, sizeof b, "%d * x%d", LANES, chunk);
+        if (cg_next_slab_prefetch(e, last, b, 1, pf, sizeof pf)) cg_stmt(e, e->depth - 1, "%s", pf);
+    }
     cg_aff lin = cg_linear(e, &w->shape, c0);
     char s[400];
     cg_aff_str(&lin, s, sizeof s);
