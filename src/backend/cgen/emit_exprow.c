@@ -93,6 +93,19 @@ static void open_blocks(cg_emit *e, int id, int64_t ext, int64_t block, char *b,
     }
 }
 
+/* A vector loop over the block [b, b + nb) (options o: its simd clause);
+ * returns its loop variable's symbol. */
+static int open_block_loop(cg_emit *e, const cg_loop_opts *o, int64_t ext, const char *b, const char *nb) {
+    char header[200], simd[96] = "", pragma[200] = "";
+    cg_simd_pragma(e, o, simd, sizeof simd);
+    if (simd[0]) snprintf(pragma, sizeof pragma, "%*s#pragma omp%s\n", 4 * (e->depth + 1), "", simd);
+    int sym = cg_new_sym(e, 0, ext - 1, e->depth);
+    snprintf(header, sizeof header, "%*sfor (int64_t x%d = %s; x%d < %s + %s; x%d++)", 4 * (e->depth + 1), "", sym,
+             b, sym, b, nb, sym);
+    cg_loop_open_raw(e, pragma, header);
+    return sym;
+}
+
 bool cg_exp_rows_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int in_value, cg_aff *xc, int row_dim) {
     const cg_value *x = &e->k->values[in_value];
     if (!(e->s->red & 1) || e->P == 0 || suf->n != 1 || row_dim != x->shape.rank - 1 || so->par) return false;
@@ -101,17 +114,12 @@ bool cg_exp_rows_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int in_v
     const cg_node *en = &e->k->nodes[e->k->values[ev].producer];
     int64_t ext = suf->ext[0], block = ext < CG_EXP_BLOCK ? ext : CG_EXP_BLOCK;
     int id = e->n_tmp++;
-    char b[16], nb[24], header[200], simd[96] = "", pragma[200] = "";
+    char b[16], nb[24];
     cg_stmt(e, e->depth - 1, "float eb%d[%lld] CG_ALIGN;", id, (long long)block);
     open_blocks(e, id, ext, block, b, sizeof b, nb, sizeof nb);
     /* the argument, one vector loop into the block */
-    cg_loop_opts ao = {.simd = true};
-    cg_simd_pragma(e, &ao, simd, sizeof simd);
-    if (simd[0]) snprintf(pragma, sizeof pragma, "%*s#pragma omp%s\n", 4 * (e->depth + 1), "", simd);
-    int sa = cg_new_sym(e, 0, ext - 1, e->depth);
-    snprintf(header, sizeof header, "%*sfor (int64_t x%d = %s; x%d < %s + %s; x%d++)", 4 * (e->depth + 1), "", sa, b,
-             sa, b, nb, sa);
-    cg_loop_open_raw(e, pragma, header);
+    const cg_loop_opts ao = {.simd = true};
+    int sa = open_block_loop(e, &ao, ext, b, nb);
     cg_aff c[KORCH_MAX_RANK], ce[KORCH_MAX_RANK], ca[KORCH_MAX_RANK];
     memcpy(c, xc, sizeof c);
     c[row_dim] = cg_aff_sym(sa);
@@ -124,13 +132,7 @@ bool cg_exp_rows_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int in_v
     cg_loop_close(e);
     cg_stmt(e, e->depth - 1, "cg_expf_row(eb%d, %s);", id, nb);
     /* the reduction loop, reading the block where the exponential is used */
-    pragma[0] = simd[0] = '\0';
-    cg_simd_pragma(e, so, simd, sizeof simd);
-    if (simd[0]) snprintf(pragma, sizeof pragma, "%*s#pragma omp%s\n", 4 * (e->depth + 1), "", simd);
-    int sr = cg_new_sym(e, 0, ext - 1, e->depth);
-    snprintf(header, sizeof header, "%*sfor (int64_t x%d = %s; x%d < %s + %s; x%d++)", 4 * (e->depth + 1), "", sr, b,
-             sr, b, nb, sr);
-    cg_loop_open_raw(e, pragma, header);
+    int sr = open_block_loop(e, so, ext, b, nb);
     c[row_dim] = cg_aff_sym(sr);
     if (depth > 0) operand_coords(&x->shape, c, ce);
     else memcpy(ce, c, sizeof ce);
@@ -148,30 +150,30 @@ bool cg_exp_rows_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int in_v
     return true;
 }
 
+/* A float32 reduction over the last dimension at fused depth rank - 1 (a
+ * row), serial inside the outer loop, under a schedule with the row-cache
+ * bit: where the helpers apply. */
+static bool helper_row(const cg_emit *e, const cg_nest *suf, const cg_loop_opts *so, const cg_value *x) {
+    return (e->s->red & 1) && e->P == x->shape.rank - 1 && suf->n == 1 && !so->par && x->dtype == KORCH_DTYPE_FLOAT32;
+}
+
 bool cg_exp_sum_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, cg_aff *xc, bool cache,
                      const char *acc) {
     const korch_prim_reduce *r = &n->pn->u.reduce;
     int v = n->in[0];
     const cg_value *x = &e->k->values[v];
     int R = x->shape.rank;
-    if (!(e->s->red & 1) || e->P != R - 1 || suf->n != 1 || so->par || x->dtype != KORCH_DTYPE_FLOAT32 ||
-        (r->op != KORCH_REDUCE_SUM && r->op != KORCH_REDUCE_MEAN))
-        return false;
+    if (!helper_row(e, suf, so, x) || (r->op != KORCH_REDUCE_SUM && r->op != KORCH_REDUCE_MEAN)) return false;
     int depth = 0;
     if (find_exp(e, v, &x->shape, 0, &depth) != v) return false;
     const cg_node *en = &e->k->nodes[x->producer];
     int64_t ext = suf->ext[0], block = ext < CG_EXP_BLOCK ? ext : CG_EXP_BLOCK;
     int id = e->n_tmp++;
-    char b[16], nb[24], buf[32], header[200], simd[96] = "", pragma[200] = "";
+    char b[16], nb[24], buf[32];
     if (!cache) cg_stmt(e, e->depth - 1, "float eb%d[%lld] CG_ALIGN;", id, (long long)block);
     open_blocks(e, id, ext, block, b, sizeof b, nb, sizeof nb);
-    cg_loop_opts ao = {.simd = true};
-    cg_simd_pragma(e, &ao, simd, sizeof simd);
-    if (simd[0]) snprintf(pragma, sizeof pragma, "%*s#pragma omp%s\n", 4 * (e->depth + 1), "", simd);
-    int sa = cg_new_sym(e, 0, ext - 1, e->depth);
-    snprintf(header, sizeof header, "%*sfor (int64_t x%d = %s; x%d < %s + %s; x%d++)", 4 * (e->depth + 1), "", sa, b,
-             sa, b, nb, sa);
-    cg_loop_open_raw(e, pragma, header);
+    const cg_loop_opts ao = {.simd = true};
+    int sa = open_block_loop(e, &ao, ext, b, nb);
     cg_aff c[KORCH_MAX_RANK], ca[KORCH_MAX_RANK];
     memcpy(c, xc, sizeof c);
     c[R - 1] = cg_aff_sym(sa);
@@ -200,8 +202,7 @@ bool cg_minmax_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_l
     int v = n->in[0];
     const cg_value *x = &e->k->values[v];
     int R = x->shape.rank;
-    if (!(e->s->red & 1) || e->P != R - 1 || suf->n != 1 || so->par || x->dtype != KORCH_DTYPE_FLOAT32 ||
-        e->loc[v] != CG_LOC_INPUT || x->shape.dims[R - 1] < 2 ||
+    if (!helper_row(e, suf, so, x) || e->loc[v] != CG_LOC_INPUT || x->shape.dims[R - 1] < 2 ||
         (r->op != KORCH_REDUCE_MAX && r->op != KORCH_REDUCE_MIN))
         return false;
     cg_aff c[KORCH_MAX_RANK];
