@@ -27,14 +27,16 @@ static bool source_has(const korch_pgraph *pg, const char *sched, const char *ne
     return yes;
 }
 
-enum { SOFTMAX, LOG_SOFTMAX, MAX_ONLY, MIN_ONLY, WEIGHTED };
+enum { SOFTMAX, LOG_SOFTMAX, MAX_ONLY, MIN_ONLY, WEIGHTED, MASKED };
 
 /* over the last axis of [rows, cols]:
  *   SOFTMAX      exp(x - max) / sum(exp(x - max))
  *   LOG_SOFTMAX  x - max - log(sum(exp(x - max)))   (the exponential is summed only)
  *   MAX_ONLY     max(x);  MIN_ONLY  min(x)
  *   WEIGHTED     sum(exp(x - max) * w) with w an input row: the exponential
- *                inside the reduced value (blocks of cg_expf_row) */
+ *                inside the reduced value (blocks of cg_expf_row)
+ *   MASKED       softmax(x + m), m an input: the maximum of a computed row,
+ *                through the row cache */
 static korch_pgraph *row_graph(int kind, int64_t rows, int64_t cols) {
     korch_pgraph *pg = cc_graph();
     int64_t d[2] = {rows, cols};
@@ -43,6 +45,7 @@ static korch_pgraph *row_graph(int kind, int64_t rows, int64_t cols) {
         cc_output(pg, korch_pgraph_reduce(pg, kind == MAX_ONLY ? KORCH_REDUCE_MAX : KORCH_REDUCE_MIN, x, 2u, true));
         return pg;
     }
+    if (kind == MASKED) x = cc_ew2(pg, KORCH_EW_ADD, x, cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d));
     int m = korch_pgraph_reduce(pg, KORCH_REDUCE_MAX, x, 2u, true);
     int c = cc_ew2(pg, KORCH_EW_SUB, x, m);
     int e = cc_ew1(pg, KORCH_EW_EXP, c);
@@ -52,18 +55,19 @@ static korch_pgraph *row_graph(int kind, int64_t rows, int64_t cols) {
         return pg;
     }
     int s = korch_pgraph_reduce(pg, KORCH_REDUCE_SUM, e, 2u, true);
-    if (kind == SOFTMAX) cc_output(pg, cc_ew2(pg, KORCH_EW_DIV, e, s));
+    if (kind == SOFTMAX || kind == MASKED) cc_output(pg, cc_ew2(pg, KORCH_EW_DIV, e, s));
     else cc_output(pg, cc_ew2(pg, KORCH_EW_SUB, c, cc_ew1(pg, KORCH_EW_LOG, s)));
     return pg;
 }
 
-static const char *const kind_name[] = {"softmax", "log-softmax", "max", "min", "weighted exp sum"};
+static const char *const kind_name[] = {"softmax", "log-softmax", "max", "min", "weighted exp sum",
+                                        "masked softmax"};
 static const char *const helper[] = {"cg_expf_row_sum(", "cg_expf_row_sum(", "cg_max_row(", "cg_min_row(",
-                                     "cg_expf_row("};
+                                     "cg_expf_row(",     "cg_max_row(rc"};
 
 int main(void) {
     /* the paths are taken with the row-cache bit (r1, r3) and not without (r0, r2) */
-    for (int kind = SOFTMAX; kind <= WEIGHTED; kind++) {
+    for (int kind = SOFTMAX; kind <= MASKED; kind++) {
         korch_pgraph *pg = row_graph(kind, 8, 300);
         CHECK_MSG(source_has(pg, "p2.g0.v1.u1.t0.o0.r3", helper[kind]), "%s: r3 does not call %s", kind_name[kind],
                   helper[kind]);
@@ -107,7 +111,7 @@ int main(void) {
     static const char *const scheds[] = {"p2.g0.v1.u1.t0.o0.r3", "p1.g4.v3.u4.t8.o1.r1", "p2.g1.v1.u1.t0.o0.r3.s1.f2",
                                          "p0.g0.v0.u1.t0.o0.r1.f0"};
     const int n_sched = (int)(sizeof scheds / sizeof scheds[0]);
-    for (int kind = SOFTMAX; kind <= WEIGHTED; kind++) {
+    for (int kind = SOFTMAX; kind <= MASKED; kind++) {
         for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
             korch_pgraph *pg = row_graph(kind, 7, cols[i]);
             char what[96];

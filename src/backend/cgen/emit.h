@@ -203,10 +203,12 @@ bool cg_exp_rows_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int in_v
  * nothing, when it does not apply (emit_exprow.c). */
 bool cg_exp_sum_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, cg_aff *xc, bool cache,
                      const char *acc);
-/* A row maximum / minimum of a kernel input at fused depth rank - 1: one
- * call of cg_max_row / cg_min_row into `acc` (NaN when the row has one).
- * False, having emitted nothing, when it does not apply. */
-bool cg_minmax_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, cg_aff *xc,
+/* A row maximum / minimum at fused depth rank - 1 of a kernel input, or of
+ * a computed value kept in the row cache rc<v> (`cache`: its vector loop
+ * fills the cache first): one call of cg_max_row / cg_min_row into `acc`
+ * (NaN when the row has one). False, having emitted nothing, when it does
+ * not apply. */
+bool cg_minmax_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, cg_aff *xc, bool cache,
                     const char *acc);
 
 /* values (emit_value.c): the C name of value v at coordinates c, emitted as

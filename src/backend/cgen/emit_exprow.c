@@ -192,26 +192,45 @@ bool cg_exp_sum_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_
 }
 
 /* The maximum and minimum of a row read straight from a kernel input (the
- * first pass of a softmax): cg_max_row / cg_min_row keep two vector
+ * first pass of a softmax), or of a computed row kept in the row cache:
+ * cg_max_row / cg_min_row keep two vector
  * accumulators and a NaN mask, load the tail under a mask and reduce by a
  * tree, where gcc's loop reduced its 16 lanes by a chain of scalar
  * operations and ran the row's last (extent mod 16) elements scalar. */
-bool cg_minmax_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, cg_aff *xc,
+bool cg_minmax_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, cg_aff *xc, bool cache,
                     const char *acc) {
     const korch_prim_reduce *r = &n->pn->u.reduce;
     int v = n->in[0];
     const cg_value *x = &e->k->values[v];
     int R = x->shape.rank;
-    if (!helper_row(e, suf, so, x) || e->loc[v] != CG_LOC_INPUT || x->shape.dims[R - 1] < 2 ||
+    int64_t ext = suf->ext[0];
+    bool input = e->loc[v] == CG_LOC_INPUT;
+    if (!helper_row(e, suf, so, x) || !(input || (cache && e->loc[v] == CG_LOC_COMPUTE)) || x->shape.dims[R - 1] < 2 ||
         (r->op != KORCH_REDUCE_MAX && r->op != KORCH_REDUCE_MIN))
         return false;
+    const char *fn = r->op == KORCH_REDUCE_MAX ? "max" : "min";
     cg_aff c[KORCH_MAX_RANK];
     memcpy(c, xc, sizeof c);
-    c[R - 1] = cg_aff_const(0);
-    cg_aff lin = cg_linear(e, &x->shape, c);
-    char s[400];
-    cg_aff_str(&lin, s, sizeof s);
-    cg_stmt(e, e->depth - 1, "%s = cg_%s_row(in%d + %s, %lld);", acc, r->op == KORCH_REDUCE_MAX ? "max" : "min",
-            x->input_slot, s, (long long)suf->ext[0]);
+    if (input) {
+        c[R - 1] = cg_aff_const(0);
+        cg_aff lin = cg_linear(e, &x->shape, c);
+        char s[400];
+        cg_aff_str(&lin, s, sizeof s);
+        cg_stmt(e, e->depth - 1, "%s = cg_%s_row(in%d + %s, %lld);", acc, fn, x->input_slot, s, (long long)ext);
+        return true;
+    }
+    /* a computed row the later passes read again (a masked attention's
+     * scores): one vector loop into the row cache, then the helper over it
+     * (a maximum does not depend on the order it is taken in) */
+    char nb[24];
+    snprintf(nb, sizeof nb, "%lld", (long long)ext);
+    const cg_loop_opts ao = {.simd = true};
+    int sa = open_block_loop(e, &ao, ext, "0", nb);
+    c[R - 1] = cg_aff_sym(sa);
+    int lvl;
+    const char *val = cg_value_at(e, v, c, &lvl);
+    cg_stmt(e, e->depth - 1, "rc%d[x%d] = %s;", v, sa, val);
+    cg_loop_close(e);
+    cg_stmt(e, e->depth - 1, "%s = cg_%s_row(rc%d, %lld);", acc, fn, v, (long long)ext);
     return true;
 }

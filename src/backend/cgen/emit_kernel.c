@@ -537,7 +537,7 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
         /* rows of exponentials: the whole sum as blocks, or blocks whose
          * exponentials are computed first (emit_exprow.c) */
         if (main_ns.n == 0 && !mixed &&
-            (cg_exp_sum_rows(e, n, &suf, &so, rc_, cache, acc) || (!cache && cg_minmax_rows(e, n, &suf, &so, rc_, acc))))
+            (cg_exp_sum_rows(e, n, &suf, &so, rc_, cache, acc) || cg_minmax_rows(e, n, &suf, &so, rc_, cache, acc)))
             direct = true;
         else if (!chunked_fetch_open(e, &suf, &so, pass_index, main_ns.n) &&
                  !(main_ns.n == 0 && !mixed && cg_exp_rows_open(e, &suf, &so, n->in[0], rc_, R - 1)))
