@@ -176,7 +176,7 @@ def run_model(m, args, korch_bin, ort):
         res["stops"] = "plan vs ORT: " + why
         return res
 
-    res["export"] = export_check(korch_bin, plan, work, in_args, out_names, refs, args.run_timeout)
+    res["export"] = export_check(korch_bin, plan, work, in_args, out_names, refs, m.get("rtol", RTOL), args.run_timeout)
 
     ort_rounds, plan_rounds = [], []
     for _ in range(3):
@@ -209,7 +209,7 @@ def run_model(m, args, korch_bin, ort):
     return res
 
 
-def export_check(korch_bin, plan, work, in_args, out_names, refs, timeout):
+def export_check(korch_bin, plan, work, in_args, out_names, refs, rtol, timeout):
     """The plan as standalone C: exported, built with -Werror, its runner's
     outputs against ONNX Runtime. Returns the table cell."""
     exp = os.path.join(work, "export")
@@ -229,7 +229,7 @@ def export_check(korch_bin, plan, work, in_args, out_names, refs, timeout):
     r, err, _ = korch([os.path.join(exp, "model_run")] + in_args + ["--output-dir", out], timeout)
     if err or r.returncode != 0:
         return "fail: model_run: " + (err or last_line(r.stderr))
-    ok, worst, why = compare(out, out_names, refs, m.get("rtol", RTOL))
+    ok, worst, why = compare(out, out_names, refs, rtol)
     return f"ok ({worst:.1e})" if ok else "wrong: " + why
 
 
