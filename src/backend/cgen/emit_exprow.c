@@ -136,6 +136,10 @@ bool cg_exp_rows_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int in_v
     c[row_dim] = cg_aff_sym(sr);
     if (depth > 0) operand_coords(&x->shape, c, ce);
     else memcpy(ce, c, sizeof ce);
+    /* the two loops are open whatever follows: the caller closes them */
+    suf->sym[0] = sr;
+    suf->opened = 2;
+    suf->tiled = suf->swapped = false;
     char key[1200], name[24];
     if (!value_key(e, ev, ce, key, sizeof key)) {
         cg_fail(e, KORCH_ERR_UNSUPPORTED, "index expressions too long");
@@ -144,9 +148,6 @@ bool cg_exp_rows_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int in_v
     snprintf(name, sizeof name, "t%d", e->n_tmp++);
     cg_stmt(e, e->depth - 1, "const float %s = eb%d[x%d - %s];", name, id, sr, b);
     cg_memo_add(e, key, name, e->depth - 1);
-    suf->sym[0] = sr;
-    suf->opened = 2;
-    suf->tiled = suf->swapped = false;
     return true;
 }
 
