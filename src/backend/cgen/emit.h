@@ -190,30 +190,36 @@ int64_t cg_next_slab_prefetch(cg_emit *e, int64_t ext, const char *b, int lines,
  * iteration's start; longer rows are prefetched during their output pass
  * (emit_stream.c). */
 #define CG_BURST_MAX_BYTES 65536
-/* A row reduction pass (one reduced suffix dimension, xc the row's
- * coordinates with row_dim still to fill) whose value contains an
+/* A row reduction pass (one reduced suffix dimension, the last; xc the
+ * row's coordinates, the last still to fill) whose value contains an
  * exponential of the row's shape: opens its loops over blocks whose
  * exponentials cg_expf_row computes first, sets suf's symbol, and returns
  * true; false, having emitted nothing, otherwise (emit_exprow.c). */
-bool cg_exp_rows_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int in_value, cg_aff *xc, int row_dim);
+bool cg_exp_rows_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int in_value, const cg_aff *xc);
 /* A row sum (or mean) of an exponential, over the last dimension at fused
  * depth rank - 1: the whole pass as blocks whose arguments one vector loop
  * writes (into the row cache rc<v> when `cache`, else a block buffer) and
  * cg_expf_row_sum exponentiates and sums into `acc`. False, having emitted
  * nothing, when it does not apply (emit_exprow.c). */
-bool cg_exp_sum_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, cg_aff *xc, bool cache,
+bool cg_exp_sum_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, const cg_aff *xc, bool cache,
                      const char *acc);
 /* A row maximum / minimum at fused depth rank - 1 of a kernel input, or of
  * a computed value kept in the row cache rc<v> (`cache`: its vector loop
  * fills the cache first): one call of cg_max_row / cg_min_row into `acc`
  * (NaN when the row has one). False, having emitted nothing, when it does
  * not apply. */
-bool cg_minmax_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, cg_aff *xc, bool cache,
+bool cg_minmax_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, const cg_aff *xc, bool cache,
                     const char *acc);
 
 /* values (emit_value.c): the C name of value v at coordinates c, emitted as
  * needed; *level gets the level where it is defined. */
 const char *cg_value_at(cg_emit *e, int v, const cg_aff *c, int *level);
+/* The memo key cg_value_at files value v at coordinates c under (a
+ * statement that computes it another way may file its name there); false
+ * when it does not fit in `size` (CG_VALUE_KEY_SIZE always does for
+ * cg_value_at's own keys). */
+#define CG_VALUE_KEY_SIZE 1200
+bool cg_value_key(const cg_emit *e, int v, const cg_aff *c, char *key, size_t size);
 /* row-major linear offset of coordinates c in shape */
 cg_aff cg_linear(cg_emit *e, const korch_shape *shape, const cg_aff *c);
 void cg_literal(double v, korch_dtype dt, char *buf, size_t size);

@@ -24,20 +24,13 @@
 
 enum { CG_EXP_BLOCK = 256 };
 
-static bool same_shape(const korch_shape *a, const korch_shape *b) {
-    if (a->rank != b->rank) return false;
-    for (int d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d]) return false;
-    return true;
-}
-
 /* The first float32 exponential reachable from value v through elementwise
  * values computed in this pass, all of v's shape (so every operand on the
  * way is read at the same coordinates), or -1. *depth: edges from v. */
 static int find_exp(const cg_emit *e, int v, const korch_shape *shape, int depth, int *at_depth) {
     const cg_value *val = &e->k->values[v];
     if (depth > 8 || e->loc[v] != CG_LOC_COMPUTE || e->rc_has[v] || val->producer < 0) return -1;
-    if (val->dtype != KORCH_DTYPE_FLOAT32 || !same_shape(&val->shape, shape)) return -1;
+    if (val->dtype != KORCH_DTYPE_FLOAT32 || !korch_shape_equal(&val->shape, shape)) return -1;
     const cg_node *n = &e->k->nodes[val->producer];
     if (n->pn->kind != KORCH_PRIM_ELEMENTWISE) return -1;
     if (n->pn->u.ew.op == KORCH_EW_EXP) {
@@ -55,18 +48,6 @@ static int find_exp(const cg_emit *e, int v, const korch_shape *shape, int depth
  * operands of the consumer's shape: extent-1 dimensions read index 0). */
 static void operand_coords(const korch_shape *shape, const cg_aff *c, cg_aff *out) {
     for (int d = 0; d < shape->rank; d++) out[d] = shape->dims[d] == 1 ? cg_aff_const(0) : c[d];
-}
-
-/* The memo key cg_value_at uses for value v at coordinates c. */
-static bool value_key(const cg_emit *e, int v, const cg_aff *c, char *key, size_t size) {
-    const cg_value *val = &e->k->values[v];
-    int used = snprintf(key, size, "v%d@", v);
-    for (int d = 0; d < val->shape.rank && used < (int)size; d++) {
-        char s[400];
-        cg_aff_str(&c[d], s, sizeof s);
-        used += snprintf(key + used, size - (size_t)used, "%s;", s);
-    }
-    return used < (int)size;
 }
 
 /* The block loop "for (b = 0; b < ext; b += block)" with its length n (a
@@ -106,10 +87,24 @@ static int open_block_loop(cg_emit *e, const cg_loop_opts *o, int64_t ext, const
     return sym;
 }
 
-bool cg_exp_rows_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int in_value, cg_aff *xc, int row_dim) {
+/* A float32 reduction over the last dimension at fused depth rank - 1 (a
+ * row), serial inside the outer loop, under a schedule with the row-cache
+ * bit: where the helpers apply. */
+static bool helper_row(const cg_emit *e, const cg_nest *suf, const cg_loop_opts *so, const cg_value *x) {
+    return (e->s->red & 1) && e->P == x->shape.rank - 1 && suf->n == 1 && !so->par && x->dtype == KORCH_DTYPE_FLOAT32;
+}
+
+/* The coordinates of the exponential found `depth` edges below the row
+ * value read at c (find_exp's path: operands of the row's shape). */
+static void exp_coords(const korch_shape *shape, const cg_aff *c, int depth, cg_aff *out) {
+    if (depth > 0) operand_coords(shape, c, out);
+    else memcpy(out, c, sizeof(cg_aff) * (size_t)shape->rank);
+}
+
+bool cg_exp_rows_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int in_value, const cg_aff *xc) {
     const cg_value *x = &e->k->values[in_value];
-    if (!(e->s->red & 1) || e->P == 0 || suf->n != 1 || row_dim != x->shape.rank - 1 || so->par) return false;
-    int depth = 0, ev = find_exp(e, in_value, &x->shape, 0, &depth);
+    if (!helper_row(e, suf, so, x)) return false;
+    int R = x->shape.rank, depth = 0, ev = find_exp(e, in_value, &x->shape, 0, &depth);
     if (ev < 0) return false;
     const cg_node *en = &e->k->nodes[e->k->values[ev].producer];
     int64_t ext = suf->ext[0], block = ext < CG_EXP_BLOCK ? ext : CG_EXP_BLOCK;
@@ -122,9 +117,8 @@ bool cg_exp_rows_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int in_v
     int sa = open_block_loop(e, &ao, ext, b, nb);
     cg_aff c[KORCH_MAX_RANK], ce[KORCH_MAX_RANK], ca[KORCH_MAX_RANK];
     memcpy(c, xc, sizeof c);
-    c[row_dim] = cg_aff_sym(sa);
-    if (depth > 0) operand_coords(&x->shape, c, ce);
-    else memcpy(ce, c, sizeof ce);
+    c[R - 1] = cg_aff_sym(sa);
+    exp_coords(&x->shape, c, depth, ce);
     operand_coords(&x->shape, ce, ca);
     int lvl;
     const char *arg = cg_value_at(e, en->in[0], ca, &lvl);
@@ -133,15 +127,14 @@ bool cg_exp_rows_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int in_v
     cg_stmt(e, e->depth - 1, "cg_expf_row(eb%d, %s);", id, nb);
     /* the reduction loop, reading the block where the exponential is used */
     int sr = open_block_loop(e, so, ext, b, nb);
-    c[row_dim] = cg_aff_sym(sr);
-    if (depth > 0) operand_coords(&x->shape, c, ce);
-    else memcpy(ce, c, sizeof ce);
+    c[R - 1] = cg_aff_sym(sr);
+    exp_coords(&x->shape, c, depth, ce);
     /* the two loops are open whatever follows: the caller closes them */
     suf->sym[0] = sr;
     suf->opened = 2;
     suf->tiled = suf->swapped = false;
-    char key[1200], name[24];
-    if (!value_key(e, ev, ce, key, sizeof key)) {
+    char key[CG_VALUE_KEY_SIZE], name[24];
+    if (!cg_value_key(e, ev, ce, key, sizeof key)) {
         cg_fail(e, KORCH_ERR_UNSUPPORTED, "index expressions too long");
         return true;
     }
@@ -151,14 +144,7 @@ bool cg_exp_rows_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int in_v
     return true;
 }
 
-/* A float32 reduction over the last dimension at fused depth rank - 1 (a
- * row), serial inside the outer loop, under a schedule with the row-cache
- * bit: where the helpers apply. */
-static bool helper_row(const cg_emit *e, const cg_nest *suf, const cg_loop_opts *so, const cg_value *x) {
-    return (e->s->red & 1) && e->P == x->shape.rank - 1 && suf->n == 1 && !so->par && x->dtype == KORCH_DTYPE_FLOAT32;
-}
-
-bool cg_exp_sum_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, cg_aff *xc, bool cache,
+bool cg_exp_sum_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, const cg_aff *xc, bool cache,
                      const char *acc) {
     const korch_prim_reduce *r = &n->pn->u.reduce;
     int v = n->in[0];
@@ -194,11 +180,11 @@ bool cg_exp_sum_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_
 
 /* The maximum and minimum of a row read straight from a kernel input (the
  * first pass of a softmax), or of a computed row kept in the row cache:
- * cg_max_row / cg_min_row keep two vector
- * accumulators and a NaN mask, load the tail under a mask and reduce by a
- * tree, where gcc's loop reduced its 16 lanes by a chain of scalar
- * operations and ran the row's last (extent mod 16) elements scalar. */
-bool cg_minmax_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, cg_aff *xc, bool cache,
+ * cg_max_row / cg_min_row keep two vector accumulators and a NaN mask, load
+ * the tail under a mask and reduce by a tree, where gcc's loop reduced its
+ * 16 lanes by a chain of scalar operations and ran the row's last (extent
+ * mod 16) elements scalar. */
+bool cg_minmax_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, const cg_aff *xc, bool cache,
                     const char *acc) {
     const korch_prim_reduce *r = &n->pn->u.reduce;
     int v = n->in[0];

@@ -352,16 +352,6 @@ static void emit_kept_inner(cg_emit *e, const cg_node *n, const bool *red, int P
     cg_nest_close(e, &in);
 }
 
-/* Fetch knob 2: the row's second reduction pass (softmax's exp-and-sum,
- * layer norm's variance), which reads the row from cache and computes,
- * runs in chunks of 256 bytes, each of which first prefetches the same
- * chunk of the next outer iteration's slab of every input laid out along
- * the fused loops. The DRAM traffic of the next row then overlaps this
- * row's arithmetic, where the burst of fetch knob 1 (all of the next slab
- * at the start) overflows the miss queues for long rows: softmax
- * [2048, 4096] 3.40 -> 2.66 ms, hand-written (bench/kernels/RESULTS.md).
- * Opens the two loops of `suf` (one reduced dimension) and returns true,
- * or returns false having emitted nothing. */
 int64_t cg_next_slab_prefetch(cg_emit *e, int64_t ext, const char *b, int lines, char *pf, size_t size) {
     int P = e->P;
     int64_t chunk = 0;
@@ -398,6 +388,16 @@ int64_t cg_next_slab_prefetch(cg_emit *e, int64_t ext, const char *b, int lines,
     return chunk;
 }
 
+/* Fetch knob 2: the row's second reduction pass (softmax's exp-and-sum,
+ * layer norm's variance), which reads the row from cache and computes,
+ * runs in chunks of 256 bytes, each of which first prefetches the same
+ * chunk of the next outer iteration's slab of every input laid out along
+ * the fused loops. The DRAM traffic of the next row then overlaps this
+ * row's arithmetic, where the burst of fetch knob 1 (all of the next slab
+ * at the start) overflows the miss queues for long rows: softmax
+ * [2048, 4096] 3.40 -> 2.66 ms, hand-written (bench/kernels/RESULTS.md).
+ * Opens the two loops of `suf` (one reduced dimension) and returns true,
+ * or returns false having emitted nothing. */
 static bool chunked_fetch_open(cg_emit *e, cg_nest *suf, const cg_loop_opts *so, int pass_index, int kept_loops) {
     int P = e->P;
     if (e->s->fetch != 2 || P == 0 || pass_index != 1 || suf->n != 1 || kept_loops != 0) return false;
@@ -531,16 +531,19 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
         }
         bool full = P == 0 && K == 0 && e->s->par > 0;
         cg_loop_opts so = {.par = full ? 1 : 0, .clause = clause, .simd = true, .simd_clause = clause};
-        cg_aff rc_[KORCH_MAX_RANK];
-        for (int d = 0; d < P; d++) rc_[d] = cg_aff_sym(e->outer[d]);
-        for (int d = P; d < R; d++) rc_[d] = cg_aff_const(0);
-        /* rows of exponentials: the whole sum as blocks, or blocks whose
-         * exponentials are computed first (emit_exprow.c) */
-        if (main_ns.n == 0 && !mixed &&
-            (cg_exp_sum_rows(e, n, &suf, &so, rc_, cache, acc) || cg_minmax_rows(e, n, &suf, &so, rc_, cache, acc)))
+        /* a row (the fused outer loops, then the reduced one): its
+         * coordinates, the last one for the helpers' own loops to fill */
+        bool row = main_ns.n == 0 && !mixed;
+        cg_aff row_c[KORCH_MAX_RANK];
+        for (int d = 0; d < R; d++) row_c[d] = d < P ? cg_aff_sym(e->outer[d]) : cg_aff_const(0);
+        /* the whole pass through a helper (a sum of exponentials, a max or
+         * min), or blocks whose exponentials are computed first
+         * (emit_exprow.c) */
+        if (row && (cg_exp_sum_rows(e, n, &suf, &so, row_c, cache, acc) ||
+                    cg_minmax_rows(e, n, &suf, &so, row_c, cache, acc)))
             direct = true;
         else if (!chunked_fetch_open(e, &suf, &so, pass_index, main_ns.n) &&
-                 !(main_ns.n == 0 && !mixed && cg_exp_rows_open(e, &suf, &so, n->in[0], rc_, R - 1)))
+                 !(row && cg_exp_rows_open(e, &suf, &so, n->in[0], row_c)))
             cg_nest_open(e, &suf, &so);
     }
     cg_aff xc[KORCH_MAX_RANK];
@@ -568,7 +571,7 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
                     r->op == KORCH_REDUCE_MAX ? ">" : "<", acc, v, acc, nan_seen, v, v);
         }
         cg_nest_close(e, &suf);
-        if (nan_seen[0]) cg_stmt(e, e->depth - 1, "if (%s) %s = NAN;", nan_seen, acc);
+        if (nan_seen[0] && !direct) cg_stmt(e, e->depth - 1, "if (%s) %s = NAN;", nan_seen, acc);
         if (mixed) {
             if (additive) cg_stmt(e, e->depth - 1, "%s[%s] += %s;", dst, s, acc);
             else

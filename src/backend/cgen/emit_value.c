@@ -530,18 +530,23 @@ static const char *rowcache_at(cg_emit *e, int v, const char *key, const cg_aff 
     return cg_memo_add(e, key, name, lvl);
 }
 
+bool cg_value_key(const cg_emit *e, int v, const cg_aff *c, char *key, size_t size) {
+    const cg_value *val = &e->k->values[v];
+    int used = snprintf(key, size, "v%d@", v);
+    for (int d = 0; d < val->shape.rank && used < (int)size; d++) {
+        char s[400];
+        cg_aff_str(&c[d], s, sizeof s);
+        used += snprintf(key + used, size - (size_t)used, "%s;", s);
+    }
+    return used < (int)size;
+}
+
 const char *cg_value_at(cg_emit *e, int v, const cg_aff *c, int *level) {
     *level = -1;
     if (e->st != KORCH_OK) return "0";
     const cg_value *val = &e->k->values[v];
-    char key[1200];
-    int used = snprintf(key, sizeof key, "v%d@", v);
-    for (int d = 0; d < val->shape.rank && used < (int)sizeof key; d++) {
-        char s[400];
-        cg_aff_str(&c[d], s, sizeof s);
-        used += snprintf(key + used, sizeof key - (size_t)used, "%s;", s);
-    }
-    if (used >= (int)sizeof key) {
+    char key[CG_VALUE_KEY_SIZE];
+    if (!cg_value_key(e, v, c, key, sizeof key)) {
         cg_fail(e, KORCH_ERR_UNSUPPORTED, "index expressions too long");
         return "0";
     }

@@ -179,14 +179,15 @@ static int64_t kernel_work(const cg_kernel *k) {
     return work;
 }
 
+/* the strided default below: reads a line or more apart, in kernels this large */
+#define LINE_STRIDE_ELEMENTS 64
+#define STRIDED_DEFAULT_WORK (1 << 20)
+
 /* Parallel only when there is enough work to amortise waking the threads
  * (a few microseconds); everything else vectorised, no tiling; streaming
  * stores on (they only apply to outputs larger than the last-level cache,
  * and the tuner turns them off where they lose: kernels that compute slowly
  * per element, such as erf-GELU). */
-#define LINE_STRIDE_ELEMENTS 64
-#define STRIDED_DEFAULT_WORK (1 << 20)
-
 cg_schedule cg_schedule_default(const cg_kernel *k) {
     cg_schedule s = {.par = kernel_work(k) >= parallel_work() ? 2 : 0, .grain = 0, .vec = 1, .unroll = 1, .tile = 0,
                       .order = 0, .red = 3, .stream = 1, .fetch = 1};
