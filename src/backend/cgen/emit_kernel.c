@@ -571,7 +571,9 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
                     r->op == KORCH_REDUCE_MAX ? ">" : "<", acc, v, acc, nan_seen, v, v);
         }
         cg_nest_close(e, &suf);
-        if (nan_seen[0] && !direct) cg_stmt(e, e->depth - 1, "if (%s) %s = NAN;", nan_seen, acc);
+        /* (also after a helper: the flag is declared before it is known
+         * whether one applies, and exported C builds with -Werror) */
+        if (nan_seen[0]) cg_stmt(e, e->depth - 1, "if (%s) %s = NAN;", nan_seen, acc);
         if (mixed) {
             if (additive) cg_stmt(e, e->depth - 1, "%s[%s] += %s;", dst, s, acc);
             else
