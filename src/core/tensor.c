@@ -1,6 +1,7 @@
 #include "core/tensor.h"
 
 #include "core/half.h"
+#include "core/memory.h"
 
 #include <stdio.h>
 #include <stdint.h>
@@ -175,9 +176,10 @@ korch_status korch_tensor_alloc(korch_tensor *t, korch_dtype dtype, const korch_
      * 64-byte aligned, so vector loads and non-temporal stores of generated
      * kernels do not split cache lines: with calloc's 16-byte alignment a
      * row softmax plan on graph inputs and outputs ran 2.6 ms instead of 1.9
-     * (bench/kernels/RESULTS.md, 2026-11-27). Zeroed, as calloc would. */
+     * (bench/kernels/RESULTS.md, 2026-11-27); large ones on huge pages
+ * (core/memory.h). Zeroed, as calloc would. */
     size_t want = bytes ? bytes : esize;
-    t->data = want <= SIZE_MAX - 63 ? aligned_alloc(64, (want + 63) & ~(size_t)63) : NULL;
+    t->data = korch_buffer_alloc(want);
     if (t->data) memset(t->data, 0, want);
     if (!t->data) {
         char buf[128];

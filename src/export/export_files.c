@@ -161,9 +161,10 @@ korch_status ex_write_model_c(const ex_ctx *x, const char *path) {
                   "oneDNN.\n * Model sha256 %.64s. Do not edit: re-run korch export. Build: make. */\n",
                   korch_version(), x->plan->n_kernels, x->stats.cgen, x->stats.ref, x->stats.dnnl,
                   x->plan->model_sha256);
-    cg_buf_printf(&b, "#define _POSIX_C_SOURCE 200809L\n#include <errno.h>\n#include <math.h>\n#include <stdarg.h>\n"
-                      "#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
+    cg_buf_printf(&b, "#define _DEFAULT_SOURCE\n#define _POSIX_C_SOURCE 200809L\n#include <errno.h>\n#include <math.h>\n"
+                      "#include <stdarg.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
                       "#include <omp.h>\n\n");
+    cg_buf_printf(&b, "%s\n", korch_export_support("buffer.inc"));
     if (x->n_dnnl) cg_buf_printf(&b, "#include <dnnl.h>\n#include <dnnl_debug.h>\n\n");
     cg_buf_printf(&b, "#include \"model.h\"\n\n");
     if (x->cg_prelude) {
@@ -242,29 +243,36 @@ korch_status ex_write_model_c(const ex_ctx *x, const char *path) {
     return st;
 }
 
-korch_status ex_write_runner(const ex_ctx *x, const char *dir) {
-    char path[4200];
-    const char *runner = korch_export_support("model_run.inc");
-    snprintf(path, sizeof path, "%s/model_run.c", dir);
-    KORCH_TRY(ex_write_text(path, runner, strlen(runner)));
-    /* the Makefile: @LIBS@ and @DNNL_NOTE@ filled in */
-    const char *tmpl = korch_export_support("Makefile.inc");
-    cg_buf b = {0};
+/* A support text with its @KEY@ placeholders replaced. */
+static void fill_template(cg_buf *b, const char *tmpl, const char *const *keys, const char *const *values, int n) {
     for (const char *p = tmpl; *p;) {
-        if (strncmp(p, "@LIBS@", 6) == 0) {
-            cg_buf_printf(&b, "%s", x->stats.dnnl ? "-ldnnl -lm" : "-lm");
-            p += 6;
-        } else if (strncmp(p, "@DNNL_NOTE@", 11) == 0) {
-            cg_buf_printf(&b, "%s", x->stats.dnnl ? ", plus libdnnl (oneDNN kernels)" : "");
-            p += 11;
+        int k = 0;
+        while (k < n && strncmp(p, keys[k], strlen(keys[k])) != 0) k++;
+        if (k < n) {
+            cg_buf_printf(b, "%s", values[k]);
+            p += strlen(keys[k]);
         } else {
-            cg_buf_append(&b, p, 1);
-            p++;
+            cg_buf_append(b, p++, 1);
         }
     }
-    snprintf(path, sizeof path, "%s/Makefile", dir);
+}
+
+korch_status ex_write_runner(const ex_ctx *x, const char *dir) {
+    char path[4200];
+    cg_buf b = {0};
+    const char *rkeys[] = {"@BUFFER_ALLOC@"}, *rvalues[] = {korch_export_support("buffer.inc")};
+    fill_template(&b, korch_export_support("model_run.inc"), rkeys, rvalues, 1);
+    snprintf(path, sizeof path, "%s/model_run.c", dir);
     korch_status st = b.oom ? korch_error(KORCH_ERR_OUT_OF_MEMORY, "export: out of memory")
                             : ex_write_text(path, b.data, b.len);
+    cg_buf_free(&b);
+    if (st != KORCH_OK) return st;
+    /* the Makefile: @LIBS@ and @DNNL_NOTE@ filled in */
+    const char *mkeys[] = {"@LIBS@", "@DNNL_NOTE@"};
+    const char *mvalues[] = {x->stats.dnnl ? "-ldnnl -lm" : "-lm", x->stats.dnnl ? ", plus libdnnl (oneDNN kernels)" : ""};
+    fill_template(&b, korch_export_support("Makefile.inc"), mkeys, mvalues, 2);
+    snprintf(path, sizeof path, "%s/Makefile", dir);
+    st = b.oom ? korch_error(KORCH_ERR_OUT_OF_MEMORY, "export: out of memory") : ex_write_text(path, b.data, b.len);
     cg_buf_free(&b);
     return st;
 }

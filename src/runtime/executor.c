@@ -2,6 +2,7 @@
 #include "runtime/executor.h"
 
 #include "core/clock.h"
+#include "core/memory.h"
 #include "runtime/arena.h"
 
 #include <stdlib.h>
@@ -249,7 +250,7 @@ static korch_status create(const korch_plan *plan, const korch_pgraph *pg, korch
     if (st == KORCH_OK) {
         ex->arena_bytes = mp.arena_bytes;
         if (ex->arena_bytes > 0) {
-            ex->arena = aligned_alloc(KORCH_ARENA_ALIGNMENT, ex->arena_bytes);
+            ex->arena = korch_buffer_alloc(ex->arena_bytes); /* >= KORCH_ARENA_ALIGNMENT */
             if (!ex->arena)
                 st =
                     korch_error(KORCH_ERR_OUT_OF_MEMORY, "executor: cannot allocate a %zu-byte arena", ex->arena_bytes);

@@ -1,5 +1,6 @@
 /* Row reductions through the prelude's vector helpers (emit_exprow.c):
- * cg_max_row / cg_min_row for a row maximum of an input, cg_expf_row_sum for
+ * cg_max_row / cg_min_row / cg_sum_row for a row maximum, minimum or sum
+ * (mean) of an input, cg_expf_row_sum for
  * a row sum of an exponential, cg_expf_row for blocks of exponentials used
  * further inside a reduction. Each path is first shown to be taken (the
  * source calls the helper) under a schedule with the row-cache bit and not
@@ -27,7 +28,7 @@ static bool source_has(const korch_pgraph *pg, const char *sched, const char *ne
     return yes;
 }
 
-enum { SOFTMAX, LOG_SOFTMAX, MAX_ONLY, MIN_ONLY, WEIGHTED, MASKED };
+enum { SOFTMAX, LOG_SOFTMAX, MAX_ONLY, MIN_ONLY, WEIGHTED, MASKED, SUM_ONLY, MEAN_ONLY, N_KINDS };
 
 /* over the last axis of [rows, cols]:
  *   SOFTMAX      exp(x - max) / sum(exp(x - max))
@@ -36,13 +37,16 @@ enum { SOFTMAX, LOG_SOFTMAX, MAX_ONLY, MIN_ONLY, WEIGHTED, MASKED };
  *   WEIGHTED     sum(exp(x - max) * w) with w an input row: the exponential
  *                inside the reduced value (blocks of cg_expf_row)
  *   MASKED       softmax(x + m), m an input: the maximum of a computed row,
- *                through the row cache */
+ *                through the row cache
+ *   SUM_ONLY     sum(x);  MEAN_ONLY  mean(x) */
 static korch_pgraph *row_graph(int kind, int64_t rows, int64_t cols) {
     korch_pgraph *pg = cc_graph();
     int64_t d[2] = {rows, cols};
     int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d);
-    if (kind == MAX_ONLY || kind == MIN_ONLY) {
-        cc_output(pg, korch_pgraph_reduce(pg, kind == MAX_ONLY ? KORCH_REDUCE_MAX : KORCH_REDUCE_MIN, x, 2u, true));
+    if (kind == MAX_ONLY || kind == MIN_ONLY || kind == SUM_ONLY || kind == MEAN_ONLY) {
+        static const korch_reduce_op op[N_KINDS] = {[MAX_ONLY] = KORCH_REDUCE_MAX, [MIN_ONLY] = KORCH_REDUCE_MIN,
+                                                    [SUM_ONLY] = KORCH_REDUCE_SUM, [MEAN_ONLY] = KORCH_REDUCE_MEAN};
+        cc_output(pg, korch_pgraph_reduce(pg, op[kind], x, 2u, true));
         return pg;
     }
     if (kind == MASKED) x = cc_ew2(pg, KORCH_EW_ADD, x, cc_input(pg, KORCH_DTYPE_FLOAT32, 2, d));
@@ -60,14 +64,14 @@ static korch_pgraph *row_graph(int kind, int64_t rows, int64_t cols) {
     return pg;
 }
 
-static const char *const kind_name[] = {"softmax", "log-softmax", "max", "min", "weighted exp sum",
-                                        "masked softmax"};
+static const char *const kind_name[] = {"softmax", "log-softmax",    "max", "min", "weighted exp sum",
+                                        "masked softmax", "sum", "mean"};
 static const char *const helper[] = {"cg_expf_row_sum(", "cg_expf_row_sum(", "cg_max_row(", "cg_min_row(",
-                                     "cg_expf_row(",     "cg_max_row(rc"};
+                                     "cg_expf_row(",     "cg_max_row(rc",    "cg_sum_row(in0", "cg_sum_row(in0"};
 
 int main(void) {
     /* the paths are taken with the row-cache bit (r1, r3) and not without (r0, r2) */
-    for (int kind = SOFTMAX; kind <= MASKED; kind++) {
+    for (int kind = SOFTMAX; kind < N_KINDS; kind++) {
         korch_pgraph *pg = row_graph(kind, 8, 300);
         CHECK_MSG(source_has(pg, "p2.g0.v1.u1.t0.o0.r3", helper[kind]), "%s: r3 does not call %s", kind_name[kind],
                   helper[kind]);
@@ -111,7 +115,7 @@ int main(void) {
     static const char *const scheds[] = {"p2.g0.v1.u1.t0.o0.r3", "p1.g4.v3.u4.t8.o1.r1", "p2.g1.v1.u1.t0.o0.r3.s1.f2",
                                          "p0.g0.v0.u1.t0.o0.r1.f0"};
     const int n_sched = (int)(sizeof scheds / sizeof scheds[0]);
-    for (int kind = SOFTMAX; kind <= MASKED; kind++) {
+    for (int kind = SOFTMAX; kind < N_KINDS; kind++) {
         for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
             korch_pgraph *pg = row_graph(kind, 7, cols[i]);
             char what[96];

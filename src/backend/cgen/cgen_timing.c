@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "backend/cgen/cgen_timing.h"
+#include "core/memory.h"
 
 enum { CLASS_F32, CLASS_F64, CLASS_I64, CLASS_I32, CLASS_BYTES, N_CLASSES };
 
@@ -98,7 +99,7 @@ static korch_status grow(cg_pool *p, int cls, size_t bytes) {
     size_t want = round64(bytes + bytes / 4);
     free(*region);
     *have = 0;
-    *region = aligned_alloc(64, want);
+    *region = korch_buffer_alloc(want); /* as the executor's buffers: timed on the same pages */
     if (!*region) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "profiling buffers: out of memory (%zu bytes)", want);
     if (cls < 0) memset(*region, 0, want);
     else fill(p, cls, *region, want);

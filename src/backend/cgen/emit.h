@@ -205,10 +205,11 @@ bool cg_exp_sum_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_
                      const char *acc);
 /* A row maximum / minimum at fused depth rank - 1 of a kernel input, or of
  * a computed value kept in the row cache rc<v> (`cache`: its vector loop
- * fills the cache first): one call of cg_max_row / cg_min_row into `acc`
- * (NaN when the row has one). False, having emitted nothing, when it does
- * not apply. */
-bool cg_minmax_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, const cg_aff *xc, bool cache,
+ * fills the cache first), or a row sum (or mean) of a kernel input: one call
+ * of cg_max_row / cg_min_row / cg_sum_row into `acc` (a max or min is NaN
+ * when the row has one). False, having emitted nothing, when it does not
+ * apply. */
+bool cg_helper_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, const cg_aff *xc, bool cache,
                     const char *acc);
 
 /* values (emit_value.c): the C name of value v at coordinates c, emitted as

@@ -1,6 +1,6 @@
 /* Row reductions through the prelude's vector helpers (emit_kernel.c's
  * reduction passes): exponentials of a row computed in blocks, the sum of a
- * row of exponentials, and the maximum / minimum of an input row.
+ * row of exponentials, and the maximum / minimum / sum of an input row.
  *
  * gcc vectorises a loop calling cg_expf by calling its vector variant once
  * per 16 elements, and never inlines that call: the constants are reloaded
@@ -16,7 +16,8 @@
  * exponential, and the reduction loop reads the block instead of calling.
  * Values are those of cg_expf's vector variant, element for element (the
  * tail included, which before went to libm's expf); the reduction's order
- * changes only in where blocks start a new vector accumulator. */
+ * changes only in where blocks start a new vector accumulator. The
+ * maximum, minimum and sum of an input row are one helper call each. */
 #include <stdio.h>
 #include <string.h>
 
@@ -178,13 +179,14 @@ bool cg_exp_sum_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_
     return true;
 }
 
-/* The maximum and minimum of a row read straight from a kernel input (the
- * first pass of a softmax), or of a computed row kept in the row cache:
- * cg_max_row / cg_min_row keep two vector accumulators and a NaN mask, load
- * the tail under a mask and reduce by a tree, where gcc's loop reduced its
- * 16 lanes by a chain of scalar operations and ran the row's last (extent
- * mod 16) elements scalar. */
-bool cg_minmax_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, const cg_aff *xc, bool cache,
+/* The maximum, minimum or sum of a row read straight from a kernel input
+ * (the first pass of a softmax, a ReduceMean), or the maximum / minimum of
+ * a computed row kept in the row cache: cg_max_row / cg_min_row keep two
+ * vector accumulators and a NaN mask, cg_sum_row four accumulators; all
+ * load the tail under a mask and reduce by a tree, where gcc's loop kept
+ * one accumulator, reduced its 16 lanes by a chain of scalar operations and
+ * ran the row's last (extent mod 16) elements scalar. */
+bool cg_helper_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_loop_opts *so, const cg_aff *xc, bool cache,
                     const char *acc) {
     const korch_prim_reduce *r = &n->pn->u.reduce;
     int v = n->in[0];
@@ -192,10 +194,12 @@ bool cg_minmax_rows(cg_emit *e, const cg_node *n, const cg_nest *suf, const cg_l
     int R = x->shape.rank;
     int64_t ext = suf->ext[0];
     bool input = e->loc[v] == CG_LOC_INPUT;
-    if (!helper_row(e, suf, so, x) || !(input || (cache && e->loc[v] == CG_LOC_COMPUTE)) || x->shape.dims[R - 1] < 2 ||
-        (r->op != KORCH_REDUCE_MAX && r->op != KORCH_REDUCE_MIN))
+    bool minmax = r->op == KORCH_REDUCE_MAX || r->op == KORCH_REDUCE_MIN;
+    bool sum = r->op == KORCH_REDUCE_SUM || r->op == KORCH_REDUCE_MEAN;
+    if (!helper_row(e, suf, so, x) || x->shape.dims[R - 1] < 2 || !(minmax || (sum && input)) ||
+        !(input || (cache && e->loc[v] == CG_LOC_COMPUTE)))
         return false;
-    const char *fn = r->op == KORCH_REDUCE_MAX ? "max" : "min";
+    const char *fn = r->op == KORCH_REDUCE_MAX ? "max" : r->op == KORCH_REDUCE_MIN ? "min" : "sum";
     cg_aff c[KORCH_MAX_RANK];
     memcpy(c, xc, sizeof c);
     if (input) {

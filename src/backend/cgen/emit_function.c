@@ -56,7 +56,11 @@ static void cg_emit_prelude_expf(cg_buf *out) {
  * mask (the same values as the vector loops; no scalar libm calls).
  * cg_expf_row_sum also returns the block's sum: two vector accumulators
  * (elements i mod 32 < 16 and >= 16) and a tree, so no add chain of 16
- * scalar additions per row (gcc's reduction epilogue). */
+ * scalar additions per row (gcc's reduction epilogue). cg_sum_row sums an
+ * input row with four accumulators: gcc's loop keeps one, whose add
+ * latency bounds a row sum once the input streams from huge pages (0.63
+ * against 0.57 ms for a 4096x4096 row sum, bench/kernels/RESULTS.md
+ * 2026-11-28). */
 static void cg_emit_prelude_expf_row(cg_buf *out) {
     cg_buf_printf(out,
                   "#ifdef CG_EXPF_AVX512\n"
@@ -107,6 +111,20 @@ static void cg_emit_prelude_expf_row(cg_buf *out) {
                   "    }\n"
                   "CG_MINMAX_ROW(cg_max_row, max, -INFINITY)\n"
                   "CG_MINMAX_ROW(cg_min_row, min, INFINITY)\n"
+                  "static inline CG_UNUSED float cg_sum_row(const float *d, int64_t n) {\n"
+                  "    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;\n"
+                  "    int64_t i = 0;\n"
+                  "    for (; i + 64 <= n; i += 64) {\n"
+                  "        a0 = _mm512_add_ps(a0, _mm512_loadu_ps(d + i));\n"
+                  "        a1 = _mm512_add_ps(a1, _mm512_loadu_ps(d + i + 16));\n"
+                  "        a2 = _mm512_add_ps(a2, _mm512_loadu_ps(d + i + 32));\n"
+                  "        a3 = _mm512_add_ps(a3, _mm512_loadu_ps(d + i + 48));\n"
+                  "    }\n"
+                  "    for (; i < n; i += 16) {\n"
+                  "        __mmask16 m = n - i >= 16 ? (__mmask16)0xffffu : (__mmask16)((1u << (n - i)) - 1u);\n"
+                  "        a0 = _mm512_add_ps(a0, _mm512_maskz_loadu_ps(m, d + i));\n"
+                  "    }\n"
+                  "    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));\n}\n"
                   "#else\n"
                   "static inline CG_UNUSED void cg_expf_row(float *d, int64_t n) {\n"
                   "    for (int64_t i = 0; i < n; i++) d[i] = cg_expf(d[i]);\n}\n"
@@ -122,6 +140,10 @@ static void cg_emit_prelude_expf_row(cg_buf *out) {
                   "    float a = INFINITY;\n"
                   "    for (int64_t i = 0; i < n; i++) { if (d[i] != d[i]) return NAN; a = d[i] < a ? d[i] : a; }\n"
                   "    return a;\n}\n"
+                  "static inline CG_UNUSED float cg_sum_row(const float *d, int64_t n) {\n"
+                  "    float s = 0.0f;\n"
+                  "    for (int64_t i = 0; i < n; i++) s += d[i];\n"
+                  "    return s;\n}\n"
                   "#endif\n");
 }
 

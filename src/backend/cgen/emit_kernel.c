@@ -536,11 +536,11 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
         bool row = main_ns.n == 0 && !mixed;
         cg_aff row_c[KORCH_MAX_RANK];
         for (int d = 0; d < R; d++) row_c[d] = d < P ? cg_aff_sym(e->outer[d]) : cg_aff_const(0);
-        /* the whole pass through a helper (a sum of exponentials, a max or
-         * min), or blocks whose exponentials are computed first
+        /* the whole pass through a helper (a sum of exponentials, a max,
+         * min or sum of an input row), or blocks whose exponentials are computed first
          * (emit_exprow.c) */
         if (row && (cg_exp_sum_rows(e, n, &suf, &so, row_c, cache, acc) ||
-                    cg_minmax_rows(e, n, &suf, &so, row_c, cache, acc)))
+                    cg_helper_rows(e, n, &suf, &so, row_c, cache, acc)))
             direct = true;
         else if (!chunked_fetch_open(e, &suf, &so, pass_index, main_ns.n) &&
                  !(row && cg_exp_rows_open(e, &suf, &so, n->in[0], row_c)))

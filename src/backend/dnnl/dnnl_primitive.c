@@ -17,6 +17,7 @@
 #include <dnnl_debug.h>
 
 #include "backend/dnnl/dnnl_internal.h"
+#include "core/memory.h"
 #include "profile/profile.h"
 
 #include "backend/dnnl/dnnl_weights_pad.inc"
@@ -280,7 +281,7 @@ void dn_kernel_free(dn_kernel *k) {
 
 static void *alloc_for(const dnnl_memory_desc_t *md) {
     size_t bytes = dnnl_memory_desc_get_size(md);
-    return aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    return korch_buffer_alloc(bytes + 64);
 }
 
 /* A reorder between two layouts, created (and, with data, run) now. */

@@ -19,6 +19,7 @@
 
 #include "backend/dnnl/dnnl_backend.h"
 #include "backend/dnnl/dnnl_internal.h"
+#include "core/memory.h"
 #include "profile/profile.h"
 
 /* Timing buffers: copies of the non-constant inputs and the output, as many
@@ -65,7 +66,7 @@ static korch_status bufset_alloc(const korch_kernel_spec *spec, bufset *b) {
             }
             int64_t n = korch_shape_numel(&v->shape);
             size_t bytes = (size_t)n * korch_dtype_size(v->dtype);
-            float *p = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+            float *p = korch_buffer_alloc(bytes + 64);
             if (!p) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN profiling buffers: out of memory");
             b->owned[b->n_owned++] = p;
             b->ptrs[s * b->per + i] = p;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "backend/dnnl/dnnl_internal.h"
+#include "core/memory.h"
 #include "core/crc32c.h"
 
 struct dn_weights {
@@ -84,7 +85,7 @@ korch_status dn_weights_get(dnnl_engine_t engine, dnnl_stream_t stream, const vo
     pthread_mutex_unlock(&lock);
     if (*out) return KORCH_OK;
     dn_weights *w = calloc(1, sizeof *w);
-    void *buf = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    void *buf = korch_buffer_alloc(bytes + 64);
     if (!w || !buf) {
         free(w);
         free(buf);
