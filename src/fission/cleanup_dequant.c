@@ -1,5 +1,6 @@
-/* Every convolution gets a dequantization of its own (and every integer
- * matmul its source's zero-point subtraction: split_imatmul_source).
+/* Every convolution, and every matmul with constant weights, gets a
+ * dequantization of its own (and every integer matmul its source's
+ * zero-point subtraction: split_imatmul_source).
  *
  * A QDQ model dequantizes a tensor once for all its readers: a residual
  * block's input feeds both the block's first convolution and the Add that
@@ -85,10 +86,14 @@ korch_status korch_pgraph_split_dequant(korch_pgraph *pg, int *changed) {
             *changed += r > 0;
             continue;
         }
-        if (lin->dead || lin->kind != KORCH_PRIM_LINEAR || lin->u.linear.op != KORCH_LINEAR_CONV) continue;
+        if (lin->dead || lin->kind != KORCH_PRIM_LINEAR) continue;
+        /* a matmul with constant weights too (the query, key and value
+         * projections of a QDQ transformer read one dequantized tensor) */
+        bool conv = lin->u.linear.op == KORCH_LINEAR_CONV;
+        if (!conv && !(lin->u.linear.op == KORCH_LINEAR_MATMUL && pg->values[lin->inputs[1]].is_constant)) continue;
         int x = lin->inputs[0], t = pg->values[x].producer;
         int64_t perm[KORCH_MAX_RANK];
-        bool transposed = t >= 0 && !pg->nodes[t].dead && pg->nodes[t].kind == KORCH_PRIM_LAYOUT &&
+        bool transposed = conv && t >= 0 && !pg->nodes[t].dead && pg->nodes[t].kind == KORCH_PRIM_LAYOUT &&
                           pg->nodes[t].n_inputs == 1 && korch_layout_as_transpose(pg, t, perm);
         int dq = transposed ? pg->nodes[t].inputs[0] : x; /* the dequantized value */
         int mul = producer_op(pg, dq, KORCH_EW_MUL);

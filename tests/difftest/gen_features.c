@@ -335,13 +335,14 @@ const char *dt_feature_weights(dt_gen *g, const korch_shape *s, double a, int ax
 
 /* ---- int8 convolutions ------------------------------------------------------- */
 
-/* DT_FEAT_INT8: up to two convolutions reading exact 4-D values made by a
- * DequantizeLinear (the QDQ chains of the graph inputs), with symmetric
- * int8 weights, each
- * quantized and dequantized at a graph output (or left float32): the
- * pattern korch runs as an int8 convolution with an 8-bit source, weights
- * recovered from the float32 constants and, with the quantizer, an 8-bit
- * destination. Made after the random walk, so nothing else reads them (a
+/* DT_FEAT_INT8: up to two convolutions (of 4-D values) or matmuls (x @ W,
+ * batched weights; values of rank 2 and more) reading exact values made by
+ * a DequantizeLinear (the QDQ chains of the graph inputs), with symmetric
+ * int8 weights (per tensor or per output channel: a matmul's columns),
+ * each quantized and dequantized at a graph output (or left float32): the
+ * pattern korch runs as an int8 convolution or matmul with an 8-bit source,
+ * weights recovered from the float32 constants and, with the quantizer, an
+ * 8-bit destination. Made after the random walk, so nothing else reads them (a
  * quantizer of a computed value may flip a step: only at a graph output,
  * where the comparison allows it). The convolution's own choices come
  * from the features' stream. */
@@ -349,13 +350,14 @@ void dt_feature_int8(dt_gen *g) {
     if (!(g->features & DT_FEAT_INT8)) return;
     int made = 0, n = g->n_vals;
     for (int v = 0; v < n && made < 2; v++) {
-        if (!g->vals[v].exact || !g->vals[v].dequantized || g->vals[v].shape.rank != 4 || g->vals[v].dtype ||
-            !dt_chance(&g->frng, 0.7))
+        int rank = g->vals[v].shape.rank;
+        if (!g->vals[v].exact || !g->vals[v].dequantized || rank < 2 || g->vals[v].dtype || !dt_chance(&g->frng, 0.7))
             continue;
+        bool conv = rank == 4 && dt_chance(&g->frng, 0.6);
         dt_rng main = g->rng;
         g->rng = g->frng;
         g->int8_weights = true;
-        int y = dt_conv(g, v);
+        int y = conv ? dt_conv(g, v) : dt_matmul(g, v);
         g->int8_weights = false;
         g->frng = g->rng;
         g->rng = main;
@@ -363,9 +365,9 @@ void dt_feature_int8(dt_gen *g) {
         made++;
         if (dt_chance(&g->frng, 0.75)) {
             int z = qdq_pair(g, y, true);
-            if (z >= 0) dt_cover(g, "int8 convolution quantized at an output");
+            if (z >= 0) dt_cover(g, conv ? "int8 convolution quantized at an output" : "int8 matmul quantized at an output");
         }
-        dt_cover(g, "int8 convolution");
+        dt_cover(g, conv ? "int8 convolution" : "int8 matmul");
     }
 }
 

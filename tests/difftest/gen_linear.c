@@ -116,7 +116,8 @@ int dt_matmul(dt_gen *g, int x) {
     dt_rng *r = &g->rng;
     int64_t m = v->shape.dims[rank - 2], k = v->shape.dims[rank - 1], nn = dt_int(r, 1, 24);
     korch_shape out = v->shape;
-    int kind = dt_int(r, 0, 3);
+    /* DT_FEAT_INT8 (dequantized int8 weights): x @ W or batched weights only */
+    int kind = g->int8_weights ? (dt_chance(r, 0.7) ? 0 : 2) : dt_int(r, 0, 3);
     const char *a = NULL, *b = NULL, *what;
     double mag = v->mag;
     if (kind == 0 || (kind == 2 && rank < 3)) { /* x @ W */

@@ -1,8 +1,10 @@
-/* A dequantized source, absorbed into oneDNN's int8 convolution
- * (docs/quantization.md, "int8 convolutions").
+/* A dequantized source, absorbed into oneDNN's int8 convolution or matmul
+ * (docs/quantization.md, "int8 convolutions and matmuls").
  *
- * A QDQ model's convolution reads DequantizeLinear(q) = (float(q) - zp) * s,
- * which fission writes as CAST -> SUB -> MUL (no SUB for a zero point of 0)
+ * A QDQ model's convolution (or matmul: the same, with its weights' columns
+ * as the output channels and no padding) reads DequantizeLinear(q) =
+ * (float(q) - zp) * s, which fission writes as CAST -> SUB -> MUL (no SUB
+ * for a zero point of 0)
  * before the linear primitive; its weights were folded to float32 constants
  * fl(w_q * s_w). A kernel holding those nodes and the convolution, with the
  * 8-bit q a kernel input, is one oneDNN convolution of the u8/s8 source with
@@ -49,14 +51,16 @@ static int chain_node(const actx *c, int value, korch_ew_op op) {
 int an_src_dequant(actx *c, int linear, int *nodes) {
     const korch_pgraph *pg = c->pg;
     const korch_pnode *lin = &pg->nodes[linear];
-    if (lin->kind != KORCH_PRIM_LINEAR || lin->u.linear.op != KORCH_LINEAR_CONV || lin->u.linear.bf16) return 0;
+    if (lin->kind != KORCH_PRIM_LINEAR || lin->u.linear.bf16) return 0;
+    bool conv = lin->u.linear.op == KORCH_LINEAR_CONV;
+    if (!conv && lin->u.linear.op != KORCH_LINEAR_MATMUL) return 0;
     int x = lin->inputs[0];
     /* a transpose between the dequantization and the convolution (the
      * layout pass's, before a channels-last convolution of a channels-first
      * tensor) becomes the source's strides (dnnl_transpose.c) */
     int t = pg->values[x].producer, cons[2];
     int64_t perm[KORCH_MAX_RANK];
-    bool transposed = t >= 0 && an_spec_index(c, t) >= 0 && pg->nodes[t].kind == KORCH_PRIM_LAYOUT &&
+    bool transposed = conv && t >= 0 && an_spec_index(c, t) >= 0 && pg->nodes[t].kind == KORCH_PRIM_LAYOUT &&
                       pg->nodes[t].n_inputs == 1 && korch_layout_as_transpose(pg, t, perm) && !an_is_output(c, x) &&
                       an_consumers(c, x, cons, 2) == 1 &&
                       pg->values[x].shape.rank == pg->values[lin->outputs[0]].shape.rank;
@@ -103,7 +107,7 @@ korch_status dn_int8_weights(const dn_desc *d, signed char **q, float **scales) 
     *scales = NULL;
     int64_t numel = 1;
     for (int i = 0; i < d->wei.ndims; i++) numel *= d->wei.dims[i];
-    int64_t channels = d->dst.dims[1];
+    int64_t channels = dn_out_channels(d);
     if (!d->wei_constant || !d->wei_data || channels < 1 || numel % channels)
         return korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN int8 (%s): weights are not constant", d->text);
     *q = malloc((size_t)numel);
@@ -115,7 +119,11 @@ korch_status dn_int8_weights(const dn_desc *d, signed char **q, float **scales) 
         *scales = NULL;
         return korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN int8 (%s): out of memory", d->text);
     }
-    if (kx_dn_int8_weights(d->wei_data, channels, numel / channels, *q, *scales)) return KORCH_OK;
+    /* a matmul's channels are its columns: weight i of column c at i * N + c */
+    bool matmul = d->op == KORCH_LINEAR_MATMUL;
+    int64_t per = numel / channels;
+    if (kx_dn_int8_weights(d->wei_data, channels, per, matmul ? 1 : per, matmul ? channels : 1, *q, *scales))
+        return KORCH_OK;
     free(*q);
     free(*scales);
     *q = NULL;

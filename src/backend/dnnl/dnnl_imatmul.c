@@ -131,7 +131,7 @@ signed char *dn_imatmul_weights(const dn_desc *d) {
 
 /* ---- the fused requantization (QLinearConv, QLinearMatMul) -------------------- */
 
-int64_t dn_imatmul_channels(const dn_desc *d) {
+int64_t dn_out_channels(const dn_desc *d) {
     return d->op == KORCH_LINEAR_MATMUL ? d->dst.dims[d->dst.ndims - 1] : d->dst.dims[1];
 }
 
@@ -139,7 +139,7 @@ int64_t dn_imatmul_channels(const dn_desc *d) {
  * matmul's [K, N] columns. */
 static double channel_weight(const dn_desc *d, int64_t m, int64_t i, int64_t per) {
     const korch_tensor *w = d->wei_tensor;
-    if (d->op == KORCH_LINEAR_MATMUL) return (double)korch_tensor_get_i64(w, i * dn_imatmul_channels(d) + m);
+    if (d->op == KORCH_LINEAR_MATMUL) return (double)korch_tensor_get_i64(w, i * dn_out_channels(d) + m);
     return (double)korch_tensor_get_i64(w, m * per + i);
 }
 
@@ -149,7 +149,7 @@ static const korch_tensor *channel_constant(const actx *c, int value, korch_dtyp
     const korch_pvalue *v = &c->pg->values[value];
     if (!v->is_constant || v->dtype != dtype || v->shape.rank > c->out_rank) return NULL;
     int64_t n = korch_shape_numel(&v->shape);
-    if (n != 1 && n != dn_imatmul_channels(c->d)) return NULL;
+    if (n != 1 && n != dn_out_channels(c->d)) return NULL;
     for (int j = 0; j < v->shape.rank; j++)
         if (v->shape.dims[j] != 1 && c->out_rank - v->shape.rank + j != c->channel_axis) return NULL;
     return &v->constant;
@@ -258,7 +258,7 @@ int an_imatmul_requant(actx *c, int v) {
      * then needs the sum and the bias representable (one rounding when they
      * are added); an int8 one also the shift's compensation 128 * sum(w), in
      * whatever order oneDNN adds the three: their magnitudes together. */
-    int64_t M = dn_imatmul_channels(d), per = korch_tensor_numel(d->wei_tensor) / (M > 0 ? M : 1);
+    int64_t M = dn_out_channels(d), per = korch_tensor_numel(d->wei_tensor) / (M > 0 ? M : 1);
     for (int64_t m = 0; m < M; m++) {
         double pos = 0, neg = 0, bias = 0, s = channel_value(d->iq_scale, m);
         for (int64_t i = 0; i < per; i++) {
@@ -282,7 +282,7 @@ int an_imatmul_requant(actx *c, int v) {
 }
 
 korch_status dn_imatmul_requant_params(const dn_desc *d, int32_t **bias, float **scale) {
-    int64_t M = dn_imatmul_channels(d);
+    int64_t M = dn_out_channels(d);
     *bias = calloc((size_t)M + 1, sizeof **bias);
     *scale = malloc(((size_t)M + 1) * sizeof **scale);
     if (!*bias || !*scale) {

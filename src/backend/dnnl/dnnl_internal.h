@@ -113,11 +113,11 @@ korch_status dn_int8_weights(const dn_desc *d, signed char **q, float **scales);
 /* dnnl_imatmul.c: the int8 weights of an integer matmul (malloc'd), or
  * NULL (an error set) when a value does not fit in int8. */
 signed char *dn_imatmul_weights(const dn_desc *d);
-/* Output channels of an integer kernel: a convolution's (logical dim 1), a
- * matmul's columns. */
-int64_t dn_imatmul_channels(const dn_desc *d);
+/* Output channels of an integer or int8 kernel (what its per-channel weight
+ * scales index): a convolution's (logical dim 1), a matmul's columns. */
+int64_t dn_out_channels(const dn_desc *d);
 /* The fused requantization's bias and scale per output channel (malloc'd,
- * dn_imatmul_channels values each), or an error. */
+ * dn_out_channels values each), or an error. */
 korch_status dn_imatmul_requant_params(const dn_desc *d, int32_t **bias, float **scale);
 
 /* dnnl_quirks.c: false with a reason when oneDNN implementation `impl`

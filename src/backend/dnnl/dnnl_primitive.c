@@ -221,13 +221,13 @@ static korch_status make_attr(const dn_desc *d, const float *scales, dnnl_primit
     static const int32_t runtime_zp = DNNL_RUNTIME_S32_VAL;
     /* an integer matmul: an exact int32 sum, no scales; its zero point is
      * not oneDNN's (zp_correct) */
-    if (d->imatmul && d->dst_q) { /* the fused requantization: float(sum + bias) * scale[c] */
-        int mask = d->op == KORCH_LINEAR_MATMUL ? 1 << (d->dst.ndims - 1) : 1 << 1;
-        DN_CHECK(dnnl_primitive_attr_set_output_scales(*attr, dn_imatmul_channels(d), mask, scales), "output scales");
-    }
+    /* per output channel: a matmul's columns (the destination's last dim) */
+    int mask = d->op == KORCH_LINEAR_MATMUL ? 1 << (d->dst.ndims - 1) : 1 << 1;
+    if (d->imatmul && d->dst_q) /* the fused requantization: float(sum + bias) * scale[c] */
+        DN_CHECK(dnnl_primitive_attr_set_output_scales(*attr, dn_out_channels(d), mask, scales), "output scales");
     if (d->src_q && !d->imatmul) {
         /* dst = scale[c] * sum((q - zp) * w_q): the scales apply before the post-ops */
-        DN_CHECK(dnnl_primitive_attr_set_output_scales(*attr, d->dst.dims[1], 1 << 1, scales), "output scales");
+        DN_CHECK(dnnl_primitive_attr_set_output_scales(*attr, dn_out_channels(d), mask, scales), "output scales");
         if (d->src_zp)
             DN_CHECK(dnnl_primitive_attr_set_zero_points(*attr, DNNL_ARG_SRC, 1, 0, &runtime_zp), "zero points");
         if (d->dst_zp)
@@ -369,7 +369,7 @@ static korch_status create(const dn_desc *d, const dn_variant *v, dn_kernel *k, 
     } else if (d->src_q) {
         st = dn_int8_weights(d, &wei_q, &wei_scales);
         if (st != KORCH_OK) goto done;
-        for (int64_t c = 0; c < d->dst.dims[1]; c++) wei_scales[c] *= d->src_scale; /* s_x * s_w[c] */
+        for (int64_t c = 0; c < dn_out_channels(d); c++) wei_scales[c] *= d->src_scale; /* s_x * s_w[c] */
     }
     /* operands stored in bfloat16 by their producers are read as they are */
     DN_CHECK(md_typed(&src, d->src_q ? d->src_q : d->src_bf16 ? dnnl_bf16 : dnnl_f32, &src_user), "source descriptor");
