@@ -74,7 +74,7 @@ korch_status korch_export_write(const korch_plan *plan, const korch_pgraph *pg, 
     static const char *const needed[] = {"runtime.inc", "model_api.inc", "model_run_api.inc", "model_h.inc",
                                          "model_run.inc", "Makefile.inc", "ref_common.inc", "ref_reduce.inc",
                                          "ref_layout.inc", "ref_matmul.inc", "ref_conv.inc", "ref_gather.inc",
-                                         "dnnl_weights_pad.inc", "dnnl_int8_weights.inc", "dnnl_runtime.inc", "buffer.inc"};
+                                         "dnnl_weights_pad.inc", "dnnl_int8_weights.inc", "dnnl_zp_correction.inc", "dnnl_runtime.inc", "buffer.inc"};
     for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++)
         if (!korch_export_support(needed[i]))
             return korch_error(KORCH_ERR_INTERNAL, "export: support source %s is not built in", needed[i]);

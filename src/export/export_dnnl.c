@@ -4,6 +4,7 @@
  * src/export/support/dnnl_runtime.inc through the oneDNN C API. The row
  * ex_backend_dnnl of the export table (export_internal.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/dnnl/dnnl_export.h"
@@ -49,12 +50,32 @@ static korch_status emit_dnnl(ex_ctx *x, int i) {
     for (int j = 0; j < p.n_post; j++)
         if (!alg_name_ok(p.post[j].alg))
             return korch_error(KORCH_ERR_UNSUPPORTED, "kernel %d (dnnl): post-op %d has no oneDNN algorithm name", i, j);
+    if (p.imatmul && p.zp_slot >= pk->n_inputs)
+        return korch_error(KORCH_ERR_INTERNAL, "kernel %d (dnnl): zero-point slot %d out of range", i, p.zp_slot);
     int slots[3] = {p.src_slot, p.wei_slot, p.bias_slot};
     for (int j = 0; j < 3; j++)
         if (slots[j] >= pk->n_inputs || (j < 2 && slots[j] < 0))
             return korch_error(KORCH_ERR_INTERNAL, "kernel %d (dnnl): operand slot %d out of range", i, slots[j]);
     int d = x->n_dnnl++;
     cg_buf *b = &x->decls;
+    /* an integer kernel's fused requantization: its bias and scales */
+    int32_t *iq_bias = NULL;
+    float *iq_scales = NULL;
+    int64_t channels = 0;
+    st = p.imatmul ? korch_dnnl_export_requant(&spec, &iq_bias, &iq_scales, &channels) : KORCH_OK;
+    if (st != KORCH_OK) return korch_error_prefix(st, "kernel %d", i);
+    if (iq_bias) {
+        cg_buf_printf(b, "static const int32_t dn%d_iq_bias[%lld] = {", d, (long long)channels);
+        for (int64_t c = 0; c < channels; c++) cg_buf_printf(b, "%s%d", c ? (c % 16 ? ", " : ",\n    ") : "", (int)iq_bias[c]);
+        cg_buf_printf(b, "};\nstatic const float dn%d_iq_scales[%lld] = {", d, (long long)channels);
+        for (int64_t c = 0; c < channels; c++) {
+            cg_buf_printf(b, "%s", c ? (c % 8 ? ", " : ",\n    ") : "");
+            float_literal(b, iq_scales[c]);
+        }
+        cg_buf_printf(b, "};\n");
+    }
+    free(iq_bias);
+    free(iq_scales);
     /* the backend's description, made comment-safe */
     for (char *c = p.text; *c; c++)
         if (*c == '*' || *c == '/' || (unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '_';
@@ -87,7 +108,10 @@ static korch_status emit_dnnl(ex_ctx *x, int i) {
     cg_buf_printf(b, "%s},\n    %d, %d, %d, %d, %d, ", p.n_post ? "" : "{0}", p.blocked, p.threads, p.bf16, p.src_q,
                   (int)p.src_zp);
     float_literal(b, p.src_scale);
-    cg_buf_printf(b, ", %d, %d, %d};\n", p.dst_q, (int)p.dst_zp, p.bf16_io);
+    cg_buf_printf(b, ", %d, %d, %d,\n    %d, %d, %d, %d, ", p.dst_q, (int)p.dst_zp, p.bf16_io, p.imatmul, p.wei_int,
+                  p.zp_slot, p.zp_u8);
+    if (channels) cg_buf_printf(b, "dn%d_iq_bias, dn%d_iq_scales};\n", d, d);
+    else cg_buf_printf(b, "0, 0};\n");
 
     /* constant weights: reordered once at load */
     if (p.wei_constant) {

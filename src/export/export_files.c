@@ -175,8 +175,9 @@ korch_status ex_write_model_c(const ex_ctx *x, const char *path) {
     for (int p = 0; p < EX_PIECE_COUNT; p++)
         if (x->need[p]) cg_buf_printf(&b, "%s\n", korch_export_support(pieces[p]));
     if (x->n_dnnl)
-        cg_buf_printf(&b, "%s\n%s\n%s\n", korch_export_support("dnnl_weights_pad.inc"),
-                      korch_export_support("dnnl_int8_weights.inc"), korch_export_support("dnnl_runtime.inc"));
+        cg_buf_printf(&b, "%s\n%s\n%s\n%s\n", korch_export_support("dnnl_weights_pad.inc"),
+                      korch_export_support("dnnl_int8_weights.inc"), korch_export_support("dnnl_zp_correction.inc"),
+                      korch_export_support("dnnl_runtime.inc"));
     if (x->decls.len) {
         cg_buf_printf(&b, "/* ---- parameters of the reference and oneDNN kernels ---- */\n");
         cg_buf_append(&b, x->decls.data, x->decls.len);

@@ -5,10 +5,13 @@
  * chosen with estimated latencies on the real backends (in-place kernels
  * included); plus a hand-built graph of convolutions (grouped, strided,
  * dilated, transposed) and layouts with pads and tables, and channels-last
- * convolutions (REF routines and oneDNN kernels). Each export is built
+ * convolutions (REF routines and oneDNN kernels), and integer matmuls and
+ * convolutions whose source zero point the exported runtime corrects
+ * (oneDNN's int8 kernels, with VNNI). Each export is built
  * with its Makefile and CFLAGS_EXTRA=-Werror and run through model_run. */
 #include <unistd.h>
 
+#include "backend/dnnl/dnnl_internal.h"
 #include "export_harness.h"
 #include "ir/indexmap.h"
 #include "orchestrate/fake_oracle.h"
@@ -31,11 +34,11 @@ static bool close_enough(const korch_tensor *got, const korch_tensor *want) {
     return true;
 }
 
-static void check_export(const korch_pgraph *pg, const korch_plan *plan, bool reference_routines, uint64_t seed,
-                         const char *what) {
+/* in: pg's inputs (freed here) */
+static void check_export_on(const korch_pgraph *pg, const korch_plan *plan, bool reference_routines, korch_tensor *in,
+                            const char *what) {
     char dir[256];
     snprintf(dir, sizeof dir, "%s/e%d", tmp, exports++);
-    korch_tensor *in = gen_inputs(pg, seed);
     korch_tensor *want = calloc((size_t)pg->n_outputs, sizeof *want), *got = calloc((size_t)pg->n_outputs, sizeof *got);
     CHECK_OK(korch_pgraph_interpret(pg, in, want));
     korch_export_options o = {.reference_routines = reference_routines};
@@ -52,6 +55,11 @@ static void check_export(const korch_pgraph *pg, const korch_plan *plan, bool re
     gen_free_tensors(want, pg->n_outputs);
     gen_free_tensors(got, pg->n_outputs);
     if (!why && !test_failures) harness_sh("rm -rf %s%s", dir, "");
+}
+
+static void check_export(const korch_pgraph *pg, const korch_plan *plan, bool reference_routines, uint64_t seed,
+                         const char *what) {
+    check_export_on(pg, plan, reference_routines, gen_inputs(pg, seed), what);
 }
 
 static korch_plan *one_kernel_per_node(const korch_pgraph *pg, korch_backend_kind backend) {
@@ -221,6 +229,90 @@ static void test_conv_graph(void) {
     korch_pgraph_free(pg);
 }
 
+/* ---- integer kernels (MatMulInteger, ConvInteger: dnnl_imatmul.c) -------------- */
+
+static int int32_constant(korch_pgraph *pg, int rank, const int64_t *dims, gen_rng *r) {
+    korch_tensor t;
+    korch_shape s = korch_shape_make(rank, dims);
+    korch_tensor_alloc(&t, KORCH_DTYPE_INT32, &s);
+    for (int64_t i = 0; i < korch_tensor_numel(&t); i++) ((int32_t *)t.data)[i] = (int32_t)(gen_below(r, 255)) - 127;
+    return korch_pgraph_add_constant(pg, &t);
+}
+
+static int cast_to(korch_pgraph *pg, int x, korch_dtype t) {
+    return korch_pgraph_elementwise(pg, KORCH_EW_CAST, 1, &x, 0, 0, t);
+}
+
+/* (A - zp) x W with A a uint8 input, zp a scalar uint8 input (run time) or
+ * the constant 77, W int32 constants in [-127, 127]: a matmul [5, 37] x
+ * [37, 11], or a grouped, strided, padded convolution; int32 out */
+static korch_pgraph *integer_graph(bool conv, bool runtime_zp) {
+    korch_pgraph *pg = NULL;
+    korch_pgraph_create(NULL, &pg);
+    gen_rng r = {conv ? 13u : 17u};
+    korch_shape as = conv ? korch_shape_make(4, (int64_t[]){1, 6, 7, 7}) : korch_shape_make(2, (int64_t[]){5, 37});
+    int a = korch_pgraph_add_input(pg, KORCH_DTYPE_UINT8, &as), z;
+    if (runtime_zp) {
+        korch_shape zs = {.rank = 0};
+        z = cast_to(pg, korch_pgraph_add_input(pg, KORCH_DTYPE_UINT8, &zs), KORCH_DTYPE_INT32);
+    } else {
+        korch_tensor t;
+        korch_shape zs = {.rank = 0};
+        korch_tensor_alloc(&t, KORCH_DTYPE_INT32, &zs);
+        *(int32_t *)t.data = 77;
+        z = korch_pgraph_add_constant(pg, &t);
+    }
+    int ins[2] = {cast_to(pg, a, KORCH_DTYPE_INT32), z};
+    int x = korch_pgraph_elementwise(pg, KORCH_EW_SUB, 2, ins, 0, 0, KORCH_DTYPE_UNDEFINED), y;
+    if (conv) {
+        korch_prim_linear c = {.op = KORCH_LINEAR_CONV, .spatial = 2, .group = 2, .strides = {2, 2},
+                               .dilations = {1, 1}, .pads_begin = {1, 1}, .pads_end = {1, 1}};
+        y = korch_pgraph_linear(pg, &c, x, int32_constant(pg, 4, (int64_t[]){4, 3, 3, 3}, &r));
+    } else {
+        korch_prim_linear m = {.op = KORCH_LINEAR_MATMUL};
+        y = korch_pgraph_linear(pg, &m, x, int32_constant(pg, 2, (int64_t[]){37, 11}, &r));
+    }
+    if (y < 0) fprintf(stderr, "integer graph: %s\n", korch_last_error());
+    gen_output(pg, y);
+    return pg;
+}
+
+/* every node in one oneDNN kernel (the backend's integer kernel), exported
+ * (its zero-point correction in the exported runtime) */
+static void test_integer_kernels(void) {
+    for (int form = 0; form < 4; form++) {
+        bool conv = form >= 2, runtime_zp = form % 2 == 1;
+        korch_pgraph *pg = integer_graph(conv, runtime_zp);
+        korch_pgraph_uses uses;
+        korch_pgraph_uses_build(pg, &uses);
+        korch_plan *plan = korch_plan_new();
+        plan->pgraph_nodes = pg->n_nodes;
+        plan->threads = 2;
+        int nodes[8], n = 0, order[16], count = 0;
+        korch_pgraph_toposort(pg, order, &count);
+        for (int i = 0; i < count && n < 8; i++)
+            if (uses.live[order[i]]) nodes[n++] = order[i];
+        korch_plan_kernel *k = korch_plan_add_kernel(plan, pg, &uses, n, nodes);
+        if (k) k->backend = KORCH_BACKEND_DNNL;
+        korch_pgraph_uses_free(&uses);
+        /* uint8 inputs over their range, the zero point 201 */
+        korch_tensor *in = calloc((size_t)pg->n_inputs, sizeof *in);
+        gen_rng r = {29};
+        for (int i = 0; i < pg->n_inputs; i++) {
+            const korch_pvalue *v = &pg->values[pg->inputs[i]];
+            korch_tensor_alloc(&in[i], v->dtype, &v->shape);
+            for (int64_t e = 0; e < korch_tensor_numel(&in[i]); e++)
+                ((uint8_t *)in[i].data)[e] = i == 1 ? 201 : (uint8_t)gen_below(&r, 256);
+        }
+        char what[96];
+        snprintf(what, sizeof what, "integer %s, zero point %s (oneDNN int8, corrected after)", conv ? "convolution" : "matmul",
+                 runtime_zp ? "read at run time" : "constant");
+        check_export_on(pg, plan, false, in, what);
+        korch_plan_free(plan);
+        korch_pgraph_free(pg);
+    }
+}
+
 /* refusals name the kernel: a fused REF kernel with a linear primitive */
 static void test_refusal(void) {
     korch_pgraph *pg = NULL;
@@ -253,6 +345,7 @@ int main(void) {
     setenv("XDG_CACHE_HOME", cache, 1);
     test_random_graphs();
     test_conv_graph();
+    if (dn_int8_exact_cpu()) test_integer_kernels(); /* offered only with VNNI */
     test_refusal();
     printf("%d exports built with -Werror and run; %d kernels in place\n", exports, in_place);
     CHECK(in_place > 0);

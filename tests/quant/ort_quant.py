@@ -11,6 +11,9 @@ conv net and an MLP), then quantized:
   dyn_*       quantize_dynamic (DynamicQuantizeLinear, MatMulInteger,
               ConvInteger).
 
+The plan is also exported (korch export), built with -Werror and run: its
+output must equal the plan's bit for bit.
+
 Checks, per model and input (x seeded), against ONNX Runtime on the same file
 run two ways: "plain" (graph optimizations off: every node as written, i.e.
 ONNX semantics) and default (QDQ groups fused into int8 kernels, dynamic
@@ -252,13 +255,27 @@ def main():
                 continue
             korch(opt, "optimize")
             korch([a.korch, "run", plan, "--input", "x=" + xp, "--output-dir", d + "/plan"], "run (plan)")
+            # the plan as standalone C (integer kernels included): built with
+            # -Werror, run on the same input
+            ex = os.path.join(d, "export")
+            korch([a.korch, "export", plan, "-o", ex, "-q"], "export")
+            korch(["make", "-s", "-C", ex, "CFLAGS_EXTRA=-Werror"], "export build")
+            korch([os.path.join(ex, "model_run"), "--input", "x=" + xp, "--output-dir", d + "/exported"],
+                  "exported model_run")
         except RuntimeError as e:
             print("FAIL %s (%s): %s" % (name, ", ".join(ops), e))
             failed += 1
             continue
         ref = np.load(os.path.join(d, "ref", "y.npy"))
         got = np.load(os.path.join(d, "plan", "y.npy"))
+        exported = np.load(os.path.join(d, "exported", "y.npy"))
         msgs = []
+        if exported.shape != got.shape or not np.array_equal(exported, got):
+            # the same kernels, compiled alike: bit for bit
+            print("FAIL %s: the exported C's output differs from the plan's (max %.3g)" %
+                  (name, max_err(exported, got) if exported.shape == got.shape else float("inf")))
+            failed += 1
+            continue
         if ref.shape != want.shape or got.shape != want.shape:
             print("FAIL %s: shapes: reference %s, plan %s, ONNX Runtime %s" % (name, ref.shape, got.shape, want.shape))
             failed += 1

@@ -23,11 +23,6 @@ korch_status korch_dnnl_export_params(const korch_kernel_spec *spec, const char 
     dn_desc d;
     char reason[256];
     if (!dn_analyze(spec, &d, reason, sizeof reason)) return korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN: %s", reason);
-    if (d.imatmul) /* its s32 destination and zero-point correction are not in kx_dn (yet) */
-        return korch_error(KORCH_ERR_UNSUPPORTED,
-                           "oneDNN kernel (%s): korch export has no standalone C for an integer matmul or "
-                           "convolution (MatMulInteger, ConvInteger) yet",
-                           d.text);
     dn_variant v = {.fmt = DN_FMT_PLAIN};
     if (schedule && *schedule) {
         if (!dn_variant_parse(schedule, &v))
@@ -63,6 +58,20 @@ korch_status korch_dnnl_export_params(const korch_kernel_spec *spec, const char 
     out->dst_q = d.dst_q == dnnl_u8 ? 1 : d.dst_q == dnnl_s8 ? 2 : 0;
     out->dst_zp = d.dst_zp;
     out->bf16_io = (d.src_bf16 ? 1 : 0) | (d.wei_bf16 ? 2 : 0) | (d.dst_bf16 ? 4 : 0);
+    out->zp_slot = -1;
+    if (d.imatmul) {
+        static const korch_dtype types[] = {KORCH_DTYPE_INT8, KORCH_DTYPE_UINT8, KORCH_DTYPE_INT16, KORCH_DTYPE_INT32,
+                                            KORCH_DTYPE_INT64};
+        out->imatmul = true;
+        for (int t = 0; t < 5; t++)
+            if (d.wei_tensor && d.wei_tensor->dtype == types[t]) out->wei_int = t + 1;
+        if (!out->wei_int)
+            return korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN kernel (%s): integer weights of type %s", d.text,
+                               d.wei_tensor ? korch_dtype_name(d.wei_tensor->dtype) : "?");
+        out->src_zp = d.src_zp;
+        out->zp_slot = d.src_zp_slot;
+        out->zp_u8 = d.src_zp_u8;
+    }
     tensor_of(&d.src, &out->src);
     tensor_of(&d.wei, &out->wei);
     if (d.bias_slot >= 0) tensor_of(&d.bias, &out->bias);
@@ -83,5 +92,19 @@ korch_status korch_dnnl_export_params(const korch_kernel_spec *spec, const char 
     out->blocked = v.fmt == DN_FMT_BLOCKED;
     out->threads = v.threads;
     snprintf(out->text, sizeof out->text, "%s", d.text);
+    return KORCH_OK;
+}
+
+korch_status korch_dnnl_export_requant(const korch_kernel_spec *spec, int32_t **bias, float **scales,
+                                       int64_t *channels) {
+    *bias = NULL;
+    *scales = NULL;
+    *channels = 0;
+    dn_desc d;
+    char reason[256];
+    if (!dn_analyze(spec, &d, reason, sizeof reason)) return korch_error(KORCH_ERR_UNSUPPORTED, "oneDNN: %s", reason);
+    if (!d.imatmul || !d.dst_q) return KORCH_OK;
+    KORCH_TRY(dn_imatmul_requant_params(&d, bias, scales));
+    *channels = dn_out_channels(&d);
     return KORCH_OK;
 }

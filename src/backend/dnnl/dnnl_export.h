@@ -49,6 +49,17 @@ typedef struct korch_dnnl_params {
     int dst_q;        /* 0 float32; 1 u8, 2 s8 destination: saturate(rint(chain) + dst_zp) */
     int32_t dst_zp;
     int bf16_io;      /* bf16 values stored in 16 bits (dnnl_bf16.c): 1 the source, 2 the weights, 4 the destination */
+    /* an integer kernel (MatMulInteger, ConvInteger, QLinear*: dnnl_imatmul.c):
+     * the exact int32 sum of the u8/s8 source (src_q) times the constant's
+     * integers as int8 (wei_int: the constant's type, 1 int8, 2 uint8, 3
+     * int16, 4 int32, 5 int64; every value in int8), an s32 destination (or,
+     * with dst_q, the fused requantization: korch_dnnl_export_requant); the
+     * source zero point src_zp, or the scalar 8-bit kernel input zp_slot
+     * (>= 0; uint8 when zp_u8), subtracted after (dnnl_zp_correction.inc) */
+    bool imatmul;
+    int wei_int;
+    int zp_slot;
+    bool zp_u8;
     char text[256];   /* human-readable chain ("conv nhwc 3x3 s1 +bias +eltwise_relu") */
 } korch_dnnl_params;
 
@@ -56,5 +67,11 @@ typedef struct korch_dnnl_params {
  * KORCH_ERR_UNSUPPORTED with a reason when oneDNN cannot express the spec. */
 korch_status korch_dnnl_export_params(const korch_kernel_spec *spec, const char *schedule, int threads,
                                       korch_dnnl_params *out);
+
+/* An integer kernel's fused requantization (imatmul with dst_q): its s32
+ * bias and float32 output scale per output channel (malloc'd, *channels
+ * values each). *bias = *scales = NULL, *channels = 0 for any other kernel. */
+korch_status korch_dnnl_export_requant(const korch_kernel_spec *spec, int32_t **bias, float **scales,
+                                       int64_t *channels);
 
 #endif

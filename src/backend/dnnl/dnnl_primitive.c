@@ -21,6 +21,7 @@
 #include "profile/profile.h"
 
 #include "backend/dnnl/dnnl_weights_pad.inc"
+#include "backend/dnnl/dnnl_zp_correction.inc"
 
 struct dn_kernel {
     dnnl_stream_t stream;
@@ -522,55 +523,8 @@ done:
 /* An integer matmul's source zero point. oneDNN 2.6's int8 matmul with a
  * source zero point (its compensation) is not exact once sums pass 2^24
  * (off by one at 4.4e7, K = 3072; tests/dnnl/test_dnnl_imatmul.c), while
- * without one it is. So the kernel computes A x W and subtracts
- * zp * colsum(W) itself, in int32: (A - zp) x W = A x W - zp * sum_k W[k, n],
- * exact modulo 2^32 like the reference's wrap. */
-/* A convolution's correction map S[m, position] (NCHW, positions of one
- * image): the sum of the weights of output channel m over the taps that
- * land inside the image there (a padded tap reads x_zp, zero after the
- * subtraction, so it takes no correction). From the per-tap sums over the
- * input channels: M * positions * taps work, once. */
-static korch_status conv_correction(const dn_desc *d, const signed char *wei, int32_t *map) {
-    const korch_tensor *w = d->wei_tensor;
-    int sp = d->params.spatial;
-    int64_t M = w->shape.dims[0], Cg = w->shape.dims[1], taps = 1;
-    int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1}, st[3] = {1, 1, 1}, dl[3] = {1, 1, 1},
-            pd[3] = {0, 0, 0};
-    for (int i = 0; i < sp; i++) {
-        int j = 3 - sp + i;
-        in[j] = d->src.dims[2 + i];
-        out[j] = d->dst.dims[2 + i];
-        k[j] = w->shape.dims[2 + i];
-        st[j] = d->params.strides[i];
-        dl[j] = d->params.dilations[i];
-        pd[j] = d->params.pads_begin[i];
-        taps *= k[j];
-    }
-    int32_t *tapsum = calloc((size_t)(M * taps + 1), sizeof *tapsum);
-    if (!tapsum) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory");
-    for (int64_t m = 0; m < M; m++)
-        for (int64_t c = 0; c < Cg; c++)
-            for (int64_t t = 0; t < taps; t++) tapsum[m * taps + t] += wei[(m * Cg + c) * taps + t];
-    int64_t P = out[0] * out[1] * out[2];
-    for (int64_t m = 0; m < M; m++)
-        for (int64_t p = 0; p < P; p++) {
-            int64_t o[3] = {p / (out[1] * out[2]), p / out[2] % out[1], p % out[2]};
-            uint32_t sum = 0;
-            for (int64_t t = 0; t < taps; t++) {
-                int64_t kk[3] = {t / (k[1] * k[2]), t / k[2] % k[1], t % k[2]};
-                bool inside = true;
-                for (int j = 0; j < 3 && inside; j++) {
-                    int64_t i = o[j] * st[j] - pd[j] + kk[j] * dl[j];
-                    inside = i >= 0 && i < in[j];
-                }
-                if (inside) sum += (uint32_t)tapsum[m * taps + t];
-            }
-            map[m * P + p] = (int32_t)sum;
-        }
-    free(tapsum);
-    return KORCH_OK;
-}
-
+ * without one it is. So the kernel computes A x W and subtracts the
+ * correction itself (dnnl_zp_correction.inc, which exported C shares). */
 static korch_status zp_correction_init(const dn_desc *d, const signed char *wei, dn_kernel *k) {
     const korch_tensor *w = d->wei_tensor;
     bool conv = d->op == KORCH_LINEAR_CONV;
@@ -585,11 +539,22 @@ static korch_status zp_correction_init(const dn_desc *d, const signed char *wei,
     k->colsum = calloc((size_t)(cols > 0 ? cols : 1), sizeof *k->colsum);
     if (!k->colsum) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory");
     if (conv) {
-        KORCH_TRY(conv_correction(d, wei, k->colsum));
+        int sp = d->params.spatial;
+        long long in[3] = {1, 1, 1}, kern[3] = {1, 1, 1}, out[3] = {1, 1, 1}, st[3] = {1, 1, 1}, dl[3] = {1, 1, 1},
+                  pd[3] = {0, 0, 0};
+        for (int i = 0; i < sp; i++) {
+            int j = 3 - sp + i;
+            in[j] = d->src.dims[2 + i];
+            out[j] = d->dst.dims[2 + i];
+            kern[j] = w->shape.dims[2 + i];
+            st[j] = d->params.strides[i];
+            dl[j] = d->params.dilations[i];
+            pd[j] = d->params.pads_begin[i];
+        }
+        if (!kx_dn_conv_correction(wei, w->shape.dims[0], w->shape.dims[1], in, out, kern, st, dl, pd, k->colsum))
+            return korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory");
     } else {
-        int64_t K = w->shape.dims[0];
-        for (int64_t kk = 0; kk < K; kk++)
-            for (int64_t n = 0; n < cols; n++) k->colsum[n] += wei[kk * cols + n];
+        kx_dn_colsums(wei, w->shape.dims[0], cols, k->colsum);
     }
     k->cols = cols;
     k->rows = cols > 0 ? total / cols : 0;
@@ -603,10 +568,7 @@ static void zp_correct(const dn_kernel *k, void *const *inputs, int32_t *y) {
     int32_t zp = k->zp_slot < 0 ? k->zp_const
                  : k->zp_u8    ? *(const uint8_t *)inputs[k->zp_slot]
                                : *(const int8_t *)inputs[k->zp_slot];
-    if (!zp) return;
-    for (int64_t r = 0; r < k->rows; r++)
-        for (int64_t n = 0; n < k->cols; n++)
-            y[r * k->cols + n] = (int32_t)((uint32_t)y[r * k->cols + n] - (uint32_t)zp * (uint32_t)k->colsum[n]);
+    kx_dn_zp_correct(y, k->rows, k->cols, zp, k->colsum);
 }
 
 static korch_status kernel_create(const dn_desc *d, const dn_variant *v, int threads, dn_kernel **out, char *impl,
