@@ -246,6 +246,24 @@ static int check_requant(korch_pgraph *pg, int out, const char *what) {
     return checked;
 }
 
+/* The end of a case: y (a linear primitive's chain, fan-in `fan_in`, source
+ * scale s) is the output, or, with `requant`, quantized to a random 8-bit
+ * type (the value before rounding an output too); checked, what labelled. */
+static int finish_case(korch_pgraph *pg, int y, bool requant, float s, int64_t fan_in, char *what, size_t size) {
+    int pre = -1;
+    korch_dtype qt = dc_int(0, 1) ? KORCH_DTYPE_UINT8 : KORCH_DTYPE_INT8;
+    int qzp = qt == KORCH_DTYPE_UINT8 ? dc_int(0, 3) * 40 : dc_int(-20, 20);
+    if (requant) {
+        /* the output scale puts the values over ~100 steps */
+        float sy = (float)(s * 127.0 * 0.02 * sqrt((double)fan_in) * 255.0 / 100.0 / 4.0);
+        y = quantizer(pg, y, sy, qzp, qt, &pre);
+        dc_output(pg, pre);
+        snprintf(what + strlen(what), size - strlen(what), " ->%s zp %d", qt == KORCH_DTYPE_UINT8 ? "u8" : "s8", qzp);
+    }
+    dc_output(pg, y);
+    return requant ? check_requant(pg, y, what) : check_int8(pg, what);
+}
+
 static int conv_case(bool channels_last, int epilogue, bool requant) {
     korch_pgraph *pg = dc_graph();
     korch_prim_linear p = {.op = KORCH_LINEAR_CONV, .spatial = 2, .channels_last = channels_last};
@@ -277,26 +295,13 @@ static int conv_case(bool channels_last, int epilogue, bool requant) {
             y = dc_ew2(pg, KORCH_EW_ADD, y, dc_constant(pg, 4, bias, -1, 1));
             y = epilogue == 1 ? dc_ew1(pg, KORCH_EW_RELU, y, 0, 0) : dc_ew1(pg, KORCH_EW_CLIP, y, 0, 6);
         }
-        int pre = -1;
-        korch_dtype qt = dc_int(0, 1) ? KORCH_DTYPE_UINT8 : KORCH_DTYPE_INT8;
-        int qzp = qt == KORCH_DTYPE_UINT8 ? dc_int(0, 3) * 40 : dc_int(-20, 20);
-        if (requant) {
-            /* the output scale puts the values over ~100 steps */
-            float sy = (float)(s * 127.0 * 0.02 * sqrt((double)(Cg * k * k)) * 255.0 / 100.0 / 4.0);
-            y = quantizer(pg, y, sy, qzp, qt, &pre);
-            dc_output(pg, pre);
-        }
-        dc_output(pg, y);
         char what[220];
         snprintf(what, sizeof what, "int8 %s %s zp %d conv %s N%lld C%lld M%lld g%lld %lldx%lld k%lld s%lld d%lld p%lld%s",
                  dt == KORCH_DTYPE_UINT8 ? "u8" : "s8", zp ? "with" : "without", zp, channels_last ? "nhwc" : "nchw",
                  (long long)N, (long long)C, (long long)M, (long long)G, (long long)H, (long long)W, (long long)k,
                  (long long)p.strides[0], (long long)p.dilations[0], (long long)p.pads_begin[0],
                  epilogue == 1 ? " +bias+relu" : epilogue == 2 ? " +bias+clip" : "");
-        if (requant)
-            snprintf(what + strlen(what), sizeof what - strlen(what), " ->%s zp %d", qt == KORCH_DTYPE_UINT8 ? "u8" : "s8",
-                     qzp);
-        checked = requant ? check_requant(pg, y, what) : check_int8(pg, what);
+        checked = finish_case(pg, y, requant, s, Cg * k * k, what, sizeof what);
     }
     korch_pgraph_free(pg);
     return checked;
@@ -324,24 +329,12 @@ static int matmul_case(int epilogue, bool requant) {
             y = dc_ew2(pg, KORCH_EW_ADD, y, dc_constant(pg, 1, bias, -1, 1));
             if (epilogue == 1) y = dc_ew1(pg, KORCH_EW_RELU, y, 0, 0);
         }
-        int pre = -1;
-        korch_dtype qt = dc_int(0, 1) ? KORCH_DTYPE_UINT8 : KORCH_DTYPE_INT8;
-        int qzp = qt == KORCH_DTYPE_UINT8 ? dc_int(0, 3) * 40 : dc_int(-20, 20);
-        if (requant) {
-            float sy = (float)(s * 127.0 * 0.02 * sqrt((double)K) * 255.0 / 100.0 / 4.0);
-            y = quantizer(pg, y, sy, qzp, qt, &pre);
-            dc_output(pg, pre);
-        }
-        dc_output(pg, y);
         char what[220];
         snprintf(what, sizeof what, "int8 %s zp %d matmul %s%lldx%lldx%lld N%lld %s%s",
                  dt == KORCH_DTYPE_UINT8 ? "u8" : "s8", zp, rank == 3 ? "B" : "", (long long)(rank == 3 ? B : 1),
                  (long long)M, (long long)K, (long long)N, tensor ? "per-tensor" : "per-column",
                  epilogue == 1 ? " +bias+relu" : epilogue == 2 ? " +bias" : "");
-        if (requant)
-            snprintf(what + strlen(what), sizeof what - strlen(what), " ->%s zp %d", qt == KORCH_DTYPE_UINT8 ? "u8" : "s8",
-                     qzp);
-        checked = requant ? check_requant(pg, y, what) : check_int8(pg, what);
+        checked = finish_case(pg, y, requant, s, K, what, sizeof what);
     }
     korch_pgraph_free(pg);
     return checked;
