@@ -24,6 +24,7 @@ typedef struct korch_cgen_stats {
     int interrupted;      /* kernels whose search the time budget stopped */
     int quick;            /* kernels timed with their default schedule only (quick mode) */
     int kept_start;       /* tuned kernels whose winner, timed again, lost to the start point */
+    int duels, duels_won; /* final duels of the best two schedules (cgen_tune.c), and runner-ups that won */
     double fork_join_us;  /* quick mode: an empty parallel region (median), the busy-machine test */
     int compiled;         /* kernel functions compiled */
     int compiler_runs;

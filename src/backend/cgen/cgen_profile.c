@@ -346,11 +346,11 @@ korch_status korch_cgen_profile(const korch_kernel_spec *specs, int n, const kor
                 "korch cgen: %d kernels (%d from the database, %d unsupported, %d tuned, %d cut short by the budget): "
                 "%d schedules timed (%d stopped early), %d functions compiled in %d compiler runs (%.2f s), timing "
                 "%.2f s, total %.2f s; tuned/default latency %.4f/%.4f ms (%d winners lost to the start when timed "
-                "again)\n",
+                "again; %d close finishes decided in alternation, %d for the runner-up)\n",
                 n, ls->from_database, ls->unsupported, ls->tuned, ls->interrupted,
                 ls->trials, ls->cut, ls->compiled, ls->compiler_runs,
                 ls->compile_s, ls->time_s, ls->total_s, ls->best_ms_sum,
-                ls->default_ms_sum, ls->kept_start);
+                ls->default_ms_sum, ls->kept_start, ls->duels, ls->duels_won);
     if (st == KORCH_OK && S.n_jobs > 0 && quick && cg_tune_log(options) >= 2)
         fprintf(stderr,
                 "korch cgen: quick: %d kernels (%d from the database, %d unsupported): %d compiled in %d compiler "

@@ -23,6 +23,11 @@ typedef struct cg_job {
     cg_library *best_lib;
     cg_entry best_fn;
     double best_ms, best_spread;
+    /* the runner-up: the fastest other schedule timed, for the final duel */
+    cg_library *second_lib;
+    cg_entry second_fn;
+    double second_ms, second_spread;
+    korch_tune_point best_p, second_p;
     int trials; /* schedules timed in this call */
     bool interrupted; /* the budget ran out before the search ended */
     char failure[256]; /* last compiler error of one of its schedules */

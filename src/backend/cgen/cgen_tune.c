@@ -79,6 +79,7 @@ void cg_job_free(cg_job *j) {
     korch_tuner_free(&j->tuner);
     free(j->codes);
     cg_library_release(j->best_lib);
+    cg_library_release(j->second_lib);
     memset(j, 0, sizeof *j);
 }
 
@@ -303,12 +304,27 @@ korch_status cg_tune_round(cg_session *S, int *proposed) {
         snprintf(rec.schedule, sizeof rec.schedule, "%s", it->sched);
         st = korch_profile_db_put_trial_record(S->db, "cgen", j->k.sig, S->machine, &rec);
         if (!t.cut && (!j->best_fn || t.median_ms < j->best_ms)) {
+            /* the best so far becomes the runner-up */
             cg_library_retain(it->lib);
-            cg_library_release(j->best_lib);
+            cg_library_release(j->second_lib);
+            j->second_lib = j->best_lib;
+            j->second_fn = j->best_fn;
+            j->second_ms = j->best_ms;
+            j->second_spread = j->best_spread;
+            j->second_p = j->best_p;
             j->best_lib = it->lib;
             j->best_fn = fn;
             j->best_ms = t.median_ms;
             j->best_spread = t.spread_ms;
+            j->best_p = it->p;
+        } else if (!t.cut && (!j->second_fn || t.median_ms < j->second_ms)) {
+            cg_library_retain(it->lib);
+            cg_library_release(j->second_lib);
+            j->second_lib = it->lib;
+            j->second_fn = fn;
+            j->second_ms = t.median_ms;
+            j->second_spread = t.spread_ms;
+            j->second_p = it->p;
         }
     }
     if (n_items > 0 && st == KORCH_OK) st = korch_profile_db_commit(S->db);
@@ -317,6 +333,33 @@ korch_status cg_tune_round(cg_session *S, int *proposed) {
     for (int i = 0; i < n_items; i++) cg_library_release(items[i].lib);
     free(items);
     return st;
+}
+
+/* The final duel: when the runner-up's trial is within the two trials'
+ * spreads of the best's (on a shared host a 1.7 ms kernel's trials spread
+ * by 0.3-0.7 ms: bench/kernels/RESULTS.md, 2026-11-28), both are timed
+ * again in alternation, DUEL_ROUNDS pairs, and the runner-up wins if it
+ * was faster in most pairs: what one trial each could not tell apart,
+ * conditions shared pair by pair can. True when the runner-up won. */
+enum { DUEL_ROUNDS = 5 };
+
+static bool runner_up_wins(cg_session *S, cg_job *j) {
+    if (!j->best_fn || !j->second_fn || j->second_ms >= 1e29) return false;
+    double noise = j->best_spread > j->second_spread ? j->best_spread : j->second_spread;
+    if (j->second_ms - j->best_ms > noise) return false;
+    korch_timer_options o = S->trial_timer;
+    int wins = 0;
+    for (int r = 0; r < DUEL_ROUNDS; r++) {
+        korch_timing a, b;
+        if (cg_time_kernel(S->pool, &j->k, j->best_fn, S->threads, &o, &a) != KORCH_OK ||
+            cg_time_kernel(S->pool, &j->k, j->second_fn, S->threads, &o, &b) != KORCH_OK) {
+            korch_error_clear();
+            return false;
+        }
+        wins += b.median_ms < a.median_ms;
+    }
+    S->stats->duels++;
+    return wins * 2 > DUEL_ROUNDS;
 }
 
 /* The stored trial of a schedule into t (latency, spread, quality), when
@@ -360,6 +403,17 @@ void cg_tune_finish(cg_session *S, cg_job *j, korch_profile_result *r) {
         r->status = KORCH_ERR_UNSUPPORTED;
         snprintf(r->reason, sizeof r->reason, "no schedule compiled: %.200s", j->failure[0] ? j->failure : "?");
         return;
+    }
+    /* (only when the tuner's best is the schedule timed in this call) */
+    if (j->best_fn && j->best_ms <= ms && runner_up_wins(S, j)) { /* the runner-up is the best from here on */
+        cg_library *lib = j->best_lib;
+        j->best_lib = j->second_lib;
+        j->second_lib = lib;
+        j->best_fn = j->second_fn;
+        j->best_ms = j->second_ms;
+        p = j->second_p;
+        ms = j->second_ms;
+        S->stats->duels_won++;
     }
     cg_schedule s = point_schedule(&p);
     char text[64];
