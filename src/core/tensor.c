@@ -177,7 +177,7 @@ korch_status korch_tensor_alloc(korch_tensor *t, korch_dtype dtype, const korch_
      * kernels do not split cache lines: with calloc's 16-byte alignment a
      * row softmax plan on graph inputs and outputs ran 2.6 ms instead of 1.9
      * (bench/kernels/RESULTS.md, 2026-11-27); large ones on huge pages
- * (core/memory.h). Zeroed, as calloc would. */
+     * (core/memory.h). Zeroed, as calloc would. */
     size_t want = bytes ? bytes : esize;
     t->data = korch_buffer_alloc(want);
     if (t->data) memset(t->data, 0, want);

@@ -14,20 +14,23 @@ typedef struct cg_code_seen {
     double ms, spread;
 } cg_code_seen;
 
+/* a schedule timed in this call: its compiled function (lib held) */
+typedef struct cg_timed {
+    cg_library *lib;
+    cg_entry fn;
+    double ms, spread;
+    korch_tune_point p;
+} cg_timed;
+
 typedef struct cg_job {
     int spec; /* the first spec with this signature */
     cg_kernel k;
     korch_tuner tuner;
     cg_code_seen *codes; /* generated code already timed (knobs that do not apply) */
     int n_codes;
-    cg_library *best_lib;
-    cg_entry best_fn;
-    double best_ms, best_spread;
-    /* the runner-up: the fastest other schedule timed, for the final duel */
-    cg_library *second_lib;
-    cg_entry second_fn;
-    double second_ms, second_spread;
-    korch_tune_point best_p, second_p;
+    /* the fastest schedule timed in this call, and the runner-up (the
+     * fastest other one, for the final duel: cgen_tune.c) */
+    cg_timed best, second;
     int trials; /* schedules timed in this call */
     bool interrupted; /* the budget ran out before the search ended */
     char failure[256]; /* last compiler error of one of its schedules */

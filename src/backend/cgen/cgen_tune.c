@@ -78,8 +78,8 @@ void cg_job_free(cg_job *j) {
     cg_kernel_free(&j->k);
     korch_tuner_free(&j->tuner);
     free(j->codes);
-    cg_library_release(j->best_lib);
-    cg_library_release(j->second_lib);
+    cg_library_release(j->best.lib);
+    cg_library_release(j->second.lib);
     memset(j, 0, sizeof *j);
 }
 
@@ -303,28 +303,17 @@ korch_status cg_tune_round(cg_session *S, int *proposed) {
         korch_profile_record rec = {.latency_ms = t.median_ms, .spread_ms = t.spread_ms, .quality = t.quality};
         snprintf(rec.schedule, sizeof rec.schedule, "%s", it->sched);
         st = korch_profile_db_put_trial_record(S->db, "cgen", j->k.sig, S->machine, &rec);
-        if (!t.cut && (!j->best_fn || t.median_ms < j->best_ms)) {
-            /* the best so far becomes the runner-up */
+        if (!t.cut && (!j->second.fn || t.median_ms < j->second.ms)) {
+            /* a new best (the old one the runner-up) or a new runner-up */
             cg_library_retain(it->lib);
-            cg_library_release(j->second_lib);
-            j->second_lib = j->best_lib;
-            j->second_fn = j->best_fn;
-            j->second_ms = j->best_ms;
-            j->second_spread = j->best_spread;
-            j->second_p = j->best_p;
-            j->best_lib = it->lib;
-            j->best_fn = fn;
-            j->best_ms = t.median_ms;
-            j->best_spread = t.spread_ms;
-            j->best_p = it->p;
-        } else if (!t.cut && (!j->second_fn || t.median_ms < j->second_ms)) {
-            cg_library_retain(it->lib);
-            cg_library_release(j->second_lib);
-            j->second_lib = it->lib;
-            j->second_fn = fn;
-            j->second_ms = t.median_ms;
-            j->second_spread = t.spread_ms;
-            j->second_p = it->p;
+            cg_library_release(j->second.lib);
+            cg_timed now = {.lib = it->lib, .fn = fn, .ms = t.median_ms, .spread = t.spread_ms, .p = it->p};
+            if (!j->best.fn || now.ms < j->best.ms) {
+                j->second = j->best;
+                j->best = now;
+            } else {
+                j->second = now;
+            }
         }
     }
     if (n_items > 0 && st == KORCH_OK) st = korch_profile_db_commit(S->db);
@@ -344,15 +333,15 @@ korch_status cg_tune_round(cg_session *S, int *proposed) {
 enum { DUEL_ROUNDS = 5 };
 
 static bool runner_up_wins(cg_session *S, cg_job *j) {
-    if (!j->best_fn || !j->second_fn || j->second_ms >= 1e29) return false;
-    double noise = j->best_spread > j->second_spread ? j->best_spread : j->second_spread;
-    if (j->second_ms - j->best_ms > noise) return false;
+    if (!j->best.fn || !j->second.fn) return false;
+    double noise = j->best.spread > j->second.spread ? j->best.spread : j->second.spread;
+    if (j->second.ms - j->best.ms > noise) return false;
     korch_timer_options o = S->trial_timer;
     int wins = 0;
     for (int r = 0; r < DUEL_ROUNDS; r++) {
         korch_timing a, b;
-        if (cg_time_kernel(S->pool, &j->k, j->best_fn, S->threads, &o, &a) != KORCH_OK ||
-            cg_time_kernel(S->pool, &j->k, j->second_fn, S->threads, &o, &b) != KORCH_OK) {
+        if (cg_time_kernel(S->pool, &j->k, j->best.fn, S->threads, &o, &a) != KORCH_OK ||
+            cg_time_kernel(S->pool, &j->k, j->second.fn, S->threads, &o, &b) != KORCH_OK) {
             korch_error_clear();
             return false;
         }
@@ -405,14 +394,12 @@ void cg_tune_finish(cg_session *S, cg_job *j, korch_profile_result *r) {
         return;
     }
     /* (only when the tuner's best is the schedule timed in this call) */
-    if (j->best_fn && j->best_ms <= ms && runner_up_wins(S, j)) { /* the runner-up is the best from here on */
-        cg_library *lib = j->best_lib;
-        j->best_lib = j->second_lib;
-        j->second_lib = lib;
-        j->best_fn = j->second_fn;
-        j->best_ms = j->second_ms;
-        p = j->second_p;
-        ms = j->second_ms;
+    if (j->best.fn && j->best.ms <= ms && runner_up_wins(S, j)) { /* the runner-up is the best from here on */
+        cg_timed was = j->best;
+        j->best = j->second;
+        j->second = was;
+        p = j->best.p;
+        ms = j->best.ms;
         S->stats->duels_won++;
     }
     cg_schedule s = point_schedule(&p);
@@ -421,12 +408,12 @@ void cg_tune_finish(cg_session *S, cg_job *j, korch_profile_result *r) {
     /* quality unknown until measured or read: provisional */
     korch_timing t = {.median_ms = ms, .spread_ms = 0, .quality = {.wait = -1, .provisional = true}};
     /* re-time the winner with the full methodology (more repeats) */
-    if (j->best_fn && j->best_ms <= ms) {
+    if (j->best.fn && j->best.ms <= ms) {
         korch_timer_options o = korch_timer_defaults();
         o.monitor = S->monitor;
         o.scrub_mib = S->trial_timer.scrub_mib;
-        if (cg_time_kernel(S->pool, &j->k, j->best_fn, S->threads, &o, &t) != KORCH_OK)
-            t = (korch_timing){.median_ms = j->best_ms, .quality = {.wait = -1, .provisional = true}};
+        if (cg_time_kernel(S->pool, &j->k, j->best.fn, S->threads, &o, &t) != KORCH_OK)
+            t = (korch_timing){.median_ms = j->best.ms, .quality = {.wait = -1, .provisional = true}};
     } else {
         read_trial(S, j, text, &t);
     }

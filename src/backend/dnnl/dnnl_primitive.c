@@ -222,13 +222,15 @@ static korch_status make_attr(const dn_desc *d, const float *scales, dnnl_primit
     static const int32_t runtime_zp = DNNL_RUNTIME_S32_VAL;
     /* an integer matmul: an exact int32 sum, no scales; its zero point is
      * not oneDNN's (zp_correct) */
-    /* per output channel: a matmul's columns (the destination's last dim) */
-    int mask = d->op == KORCH_LINEAR_MATMUL ? 1 << (d->dst.ndims - 1) : 1 << 1;
-    if (d->imatmul && d->dst_q) /* the fused requantization: float(sum + bias) * scale[c] */
+    /* per output channel (a matmul's: its columns, the destination's last
+     * dim): an integer kernel's fused requantization, float(sum + bias) *
+     * scale[c], or an int8 kernel's scale[c] * sum((q - zp) * w_q); both
+     * before the post-ops */
+    if (scales) {
+        int mask = d->op == KORCH_LINEAR_MATMUL ? 1 << (d->dst.ndims - 1) : 1 << 1;
         DN_CHECK(dnnl_primitive_attr_set_output_scales(*attr, dn_out_channels(d), mask, scales), "output scales");
+    }
     if (d->src_q && !d->imatmul) {
-        /* dst = scale[c] * sum((q - zp) * w_q): the scales apply before the post-ops */
-        DN_CHECK(dnnl_primitive_attr_set_output_scales(*attr, dn_out_channels(d), mask, scales), "output scales");
         if (d->src_zp)
             DN_CHECK(dnnl_primitive_attr_set_zero_points(*attr, DNNL_ARG_SRC, 1, 0, &runtime_zp), "zero points");
         if (d->dst_zp)
@@ -539,19 +541,9 @@ static korch_status zp_correction_init(const dn_desc *d, const signed char *wei,
     k->colsum = calloc((size_t)(cols > 0 ? cols : 1), sizeof *k->colsum);
     if (!k->colsum) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory");
     if (conv) {
-        int sp = d->params.spatial;
-        long long in[3] = {1, 1, 1}, kern[3] = {1, 1, 1}, out[3] = {1, 1, 1}, st[3] = {1, 1, 1}, dl[3] = {1, 1, 1},
-                  pd[3] = {0, 0, 0};
-        for (int i = 0; i < sp; i++) {
-            int j = 3 - sp + i;
-            in[j] = d->src.dims[2 + i];
-            out[j] = d->dst.dims[2 + i];
-            kern[j] = w->shape.dims[2 + i];
-            st[j] = d->params.strides[i];
-            dl[j] = d->params.dilations[i];
-            pd[j] = d->params.pads_begin[i];
-        }
-        if (!kx_dn_conv_correction(wei, w->shape.dims[0], w->shape.dims[1], in, out, kern, st, dl, pd, k->colsum))
+        if (!kx_dn_conv_correction(wei, w->shape.dims[0], w->shape.dims[1], d->params.spatial, d->src.dims + 2,
+                                   d->dst.dims + 2, w->shape.dims + 2, d->params.strides, d->params.dilations,
+                                   d->params.pads_begin, k->colsum))
             return korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory");
     } else {
         kx_dn_colsums(wei, w->shape.dims[0], cols, k->colsum);
