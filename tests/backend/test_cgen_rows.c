@@ -69,6 +69,41 @@ static const char *const kind_name[] = {"softmax", "log-softmax",    "max", "min
 static const char *const helper[] = {"cg_expf_row_sum(", "cg_expf_row_sum(", "cg_max_row(", "cg_min_row(",
                                      "cg_expf_row(",     "cg_max_row(rc",    "cg_sum_row(in0", "cg_sum_row(in0"};
 
+/* Where the row cache may live in an output row and where it may not.
+ * A softmax over [12, 12] blocks whose output is the block transposed reads
+ * the cached exponentials across the row: in the output row, the last pass
+ * would read elements it has already overwritten, so the cache stays on the
+ * stack. A kernel whose last output (x - max) does not read the cached
+ * exponentials at all may hold them in that output's row: the softmax's
+ * pass reads them first. Both against the interpreter. */
+static void check_homes(void) {
+    static const char *const scheds[] = {"p2.g0.v1.u1.t0.o0.r3", "p1.g4.v3.u4.t8.o1.r1", "p0.g0.v0.u1.t0.o0.r1.f0"};
+    for (int transposed = 0; transposed < 2; transposed++) {
+        korch_pgraph *pg = cc_graph();
+        int64_t d[3] = {9, 12, 12};
+        int x = cc_input(pg, KORCH_DTYPE_FLOAT32, 3, d);
+        int m = korch_pgraph_reduce(pg, KORCH_REDUCE_MAX, x, 6u, true);
+        int c = cc_ew2(pg, KORCH_EW_SUB, x, m);
+        int e = cc_ew1(pg, KORCH_EW_EXP, c);
+        int s = korch_pgraph_reduce(pg, KORCH_REDUCE_SUM, e, 6u, true);
+        if (transposed) {
+            korch_shape ts = korch_shape_make(3, d);
+            korch_index_map t = cc_map(3);
+            t.terms[0].coef[0] = t.terms[1].coef[2] = t.terms[2].coef[1] = 1;
+            e = korch_pgraph_layout(pg, KORCH_LAYOUT_TRANSPOSE, 1, &e, &ts, &t, 0);
+        }
+        cc_output(pg, cc_ew2(pg, KORCH_EW_DIV, e, s));
+        if (!transposed) cc_output(pg, c);
+        const char *what = transposed ? "softmax of 12x12 blocks, output transposed" : "softmax and x - max";
+        for (int i = 0; i < 3; i++)
+            CHECK_MSG(source_has(pg, scheds[i], "float *const rc") == !transposed, "%s [%s]: row cache %s", what,
+                      scheds[i], transposed ? "in the output" : "not in the output");
+        if (!transposed) CHECK(source_has(pg, scheds[0], "= out1 + "));
+        CHECK(cc_check(pg, scheds, 3, -30, 30, what) == 0);
+        korch_pgraph_free(pg);
+    }
+}
+
 int main(void) {
     /* the paths are taken with the row-cache bit (r1, r3) and not without (r0, r2) */
     for (int kind = SOFTMAX; kind < N_KINDS; kind++) {
@@ -85,6 +120,12 @@ int main(void) {
     korch_pgraph *sm = row_graph(SOFTMAX, 8, 300);
     CHECK(source_has(sm, "p2.g0.v1.u1.t0.o0.r3", "cg_max_row(in0"));
     CHECK(source_has(sm, "p2.g0.v1.u1.t0.o0.r3", "cg_expf_row_sum(rc"));
+    korch_pgraph_free(sm);
+    /* the softmax's row cache lives in its output row (emit_kernel.c,
+     * row_cache_home): the last pass reads each element before writing it */
+    sm = row_graph(SOFTMAX, 8, 300);
+    CHECK(source_has(sm, "p2.g0.v1.u1.t0.o0.r3", "float *const rc"));
+    CHECK(source_has(sm, "p1.g4.v3.u4.t8.o1.r1", "= out0 + "));
     korch_pgraph_free(sm);
     /* log-softmax does not keep the exponential: a block buffer */
     korch_pgraph *ls = row_graph(LOG_SOFTMAX, 8, 300);
@@ -137,6 +178,7 @@ int main(void) {
     korch_pgraph *wl = row_graph(LOG_SOFTMAX, 5, 203);
     CHECK(cc_check(wl, scheds, n_sched, -200, 200, "log-softmax of values in [-200, 200]") == 0);
     korch_pgraph_free(wl);
+    check_homes();
     printf("largest relative error: %.3g\n", cc_max_err);
     TEST_MAIN_END();
 }

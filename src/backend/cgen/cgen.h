@@ -24,7 +24,7 @@
 
 /* Bumped whenever generated code changes meaning or speed: it is part of the
  * signature, so profile database entries of older generators are not reused. */
-#define CG_GENERATOR_VERSION "cg14"
+#define CG_GENERATOR_VERSION "cg15"
 
 /* ---- growable string ---------------------------------------------------- */
 

@@ -62,6 +62,11 @@ typedef struct cg_emit {
      * rc_has[v] is readable from rc<v>[...] over the inner dims. */
     bool *rc_has;
     int64_t rc_bytes;
+    /* The fused nest's last pass, when it writes an output (else -1): its
+     * value and slot. One row cache may live in that output's row
+     * (emit_kernel.c, row_cache_home); home_taken once one does. */
+    int home_value, home_slot;
+    bool home_taken;
     /* Fused outer loops: stages share coordinates 0..P-1 as symbols outer[]. */
     int P;
     int outer[KORCH_MAX_RANK];

@@ -237,6 +237,8 @@ static void reset(cg_emit *e) {
     e->n_tables = 0;
     if (e->rc_has) memset(e->rc_has, 0, (size_t)e->k->n_values * sizeof *e->rc_has);
     e->rc_bytes = 0;
+    e->home_value = e->home_slot = -1;
+    e->home_taken = false;
     e->fusion_broken = false;
     /* the file is emptied for every attempt: its zero rows are declared again
      * (an attempt given up after declaring one left the next kernel without
@@ -327,6 +329,7 @@ static void attempt(cg_emit *e, const plan *pl, int P) {
         for (int i = 0; i < pl->n; i++) reduces |= pl->node[i] >= 0;
         if (!flat && reduces && e->s->fetch == 1) prefetch_next_slab(e, &common);
         e->reduce_passes = 0;
+        if (pl->n > 0 && pl->node[pl->n - 1] < 0) e->home_value = pl->value[pl->n - 1], e->home_slot = pl->slot[pl->n - 1];
         /* a flat nest of output passes, tiled and swapped: staged tiles */
         if (flat && !reduces && !stream && common.tiled && common.swapped && pl->n <= CG_STAGE_MAX) e->stage = &stage;
     }

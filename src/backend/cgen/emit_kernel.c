@@ -215,6 +215,74 @@ static int consumers(const cg_kernel *k, int v) {
     return n;
 }
 
+/* Whether evaluating value w reads value v (through the elementwise and
+ * layout nodes cg_value_at evaluates; a reduction's result is read from
+ * its own pass's buffer). *budget bounds the walk: out of budget answers
+ * yes, the safe side. */
+static bool reaches(const cg_emit *e, int w, int v, int *budget) {
+    if (w == v || --*budget < 0) return true;
+    const cg_value *val = &e->k->values[w];
+    if (e->loc[w] != CG_LOC_COMPUTE || val->producer < 0) return false;
+    const cg_node *n = &e->k->nodes[val->producer];
+    if (n->pn->kind == KORCH_PRIM_REDUCE) return false;
+    for (int i = 0; i < n->n_in; i++)
+        if (reaches(e, n->in[i], v, budget)) return true;
+    return false;
+}
+
+/* Whether element i of value w reads value v at element i only: every path
+ * from w down to v runs through elementwise nodes whose values all have
+ * v's shape (operands of the same shape are read at the same coordinates). */
+static bool reads_in_step(const cg_emit *e, int w, int v, int *budget) {
+    if (w == v) return true;
+    if (--*budget < 0) return false;
+    const cg_value *val = &e->k->values[w];
+    if (e->loc[w] != CG_LOC_COMPUTE || val->producer < 0) return true;
+    const cg_node *n = &e->k->nodes[val->producer];
+    if (n->pn->kind == KORCH_PRIM_REDUCE) return true;
+    bool same = n->pn->kind == KORCH_PRIM_ELEMENTWISE && korch_shape_equal(&val->shape, &e->k->values[v].shape);
+    for (int i = 0; i < n->n_in; i++) {
+        int u = n->in[i];
+        bool ok = same && korch_shape_equal(&e->k->values[u].shape, &val->shape) ? reads_in_step(e, u, v, budget)
+                                                                                 : !reaches(e, u, v, budget);
+        if (!ok) return false;
+    }
+    return true;
+}
+
+/* The output slot whose row may hold the row cache of value v, or -1.
+ * A row cache on the stack is written by the reduction passes and read
+ * by the last pass, which then writes the output row from it: the row's
+ * output cache lines are all missed at once at the end of the row, with
+ * nothing left to overlap them (unless they stream past the caches, the
+ * stream knob). Kept in the output row itself (what
+ * ONNX Runtime's softmax does with its exponentials), the misses come
+ * while the row's exponentials are computed: softmax [8192, 1024] 1.50 ->
+ * 1.30 ms by hand (2 threads, Zen 4; bench/kernels/RESULTS.md). Safe when
+ * the nest's last pass writes that output, of v's shape and type, and its
+ * element i reads v at element i only: the passes before read the cache
+ * before the output exists, and the last pass reads each element before
+ * it overwrites it. (The output never shares memory with an input here:
+ * only purely elementwise kernels write in place, runtime/arena.c.) */
+static int row_cache_home(const cg_emit *e, int v) {
+    int y = e->home_value, budget = 4096;
+    /* a streamed output row is written past the caches: the row cache is
+     * better off on the stack (the tuner weighs the two through the
+     * stream knob) */
+    if (y < 0 || e->home_taken || cg_stream_applies(e, y, e->P)) return -1;
+    const cg_value *x = &e->k->values[v], *w = &e->k->values[y];
+    if (w->dtype != x->dtype || !korch_shape_equal(&w->shape, &x->shape) || w->producer < 0) return -1;
+    const cg_node *n = &e->k->nodes[w->producer];
+    if (n->pn->kind != KORCH_PRIM_ELEMENTWISE) return -1;
+    for (int i = 0; i < n->n_in; i++) {
+        int u = n->in[i];
+        bool ok = korch_shape_equal(&e->k->values[u].shape, &w->shape) ? reads_in_step(e, u, v, &budget)
+                                                                       : !reaches(e, u, v, &budget);
+        if (!ok || budget < 0) return -1;
+    }
+    return e->home_slot;
+}
+
 /* "acc = max/min(acc, v)" keeping NaN sticky like the interpreter. The NaN
  * test is on the accumulator: testing the loaded value stops gcc from
  * vectorising guarded (masked) loads. */
@@ -467,7 +535,16 @@ void cg_emit_reduce_pass(cg_emit *e, int node) {
     bool cache = (e->s->red & 1) && P > 0 && e->loc[n->in[0]] == CG_LOC_COMPUTE && !e->rc_has[n->in[0]] &&
                  inner <= ROW_CACHE_MAX_ELEMENTS && e->rc_bytes + rc_size <= ROW_CACHE_MAX_BYTES &&
                  consumers(e->k, n->in[0]) > 1;
-    if (cache) {
+    int home = cache ? row_cache_home(e, n->in[0]) : -1;
+    if (home >= 0) {
+        cg_aff hc[KORCH_MAX_RANK];
+        for (int d = 0; d < R; d++) hc[d] = d < P ? cg_aff_sym(e->outer[d]) : cg_aff_const(0);
+        cg_aff hl = cg_linear(e, &x->shape, hc);
+        char hs[400];
+        cg_aff_str(&hl, hs, sizeof hs);
+        cg_stmt(e, e->depth - 1, "%s *const rc%d = out%d + %s;", cg_ctype(x->dtype), n->in[0], home, hs);
+        e->home_taken = true;
+    } else if (cache) {
         cg_stmt(e, e->depth - 1, "%s rc%d[%lld] CG_ALIGN;", cg_ctype(x->dtype), n->in[0], (long long)inner);
         e->rc_bytes += rc_size;
     }
