@@ -61,6 +61,8 @@ def make_inputs(model, seed):
             v = np.zeros(shape)
         elif isinstance(how, tuple) and how[0] == "const":
             v = np.full(shape, how[1])
+        elif isinstance(how, tuple) and how[0] == "ints":
+            v = rng.integers(how[1], how[2], size=shape)
         else:
             raise ValueError(f"{model['name']}: input {name}: unknown generator {how!r}")
         feeds[name] = np.asarray(v, dtype=dtype)

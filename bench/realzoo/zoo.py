@@ -7,7 +7,8 @@ checks them into build/realzoo (never committed); run.py runs korch on them.
 
 `inputs` gives, per graph input, the shape korch and ONNX Runtime are run at
 and how its values are made (seeded): "image" uniform in [-1, 1), "audio"
-small noise, "zeros", or an int constant ("const", value).
+small noise, "zeros", an int constant ("const", value), or integers uniform
+in [lo, hi) ("ints", lo, hi).
 """
 
 # (package, version, wheel file name, wheel sha256)
@@ -18,6 +19,11 @@ PACKAGES = {
                 "c7c70f4ae2d0335440ae8b272eea48c9f6888ecef46785fe2311f0c97a133935"),
     "silero-vad": ("6.2.3", "silero_vad-6.2.3-py3-none-any.whl",
                    "7b7f5436cfcb02fae583a05b512ea96467fd449fe54cb49a5e4f06c51a1e43b8"),
+    # a platform wheel (it carries a Rust CLI); the model is the same file on every platform
+    "magika": ("1.0.3", "magika-1.0.3-py3-none-manylinux_2_28_x86_64.whl",
+               "3e9b49134e8116ee40b431664dcbed9e199413efddcce1a173c734b4e0521529"),
+    "nudenet": ("3.4.2", "nudenet-3.4.2-py3-none-any.whl",
+                "5937dbd84e5d8e5de038f08ffea5a1bb50a08475776bf2b4795914ce0eaf0331"),
 }
 
 MODELS = [
@@ -88,4 +94,15 @@ MODELS = [
          kind="voice activity, 16 kHz, static shapes, LSTM, no If",
          inputs={"input": ((1, 576), "float32", "audio"),
                  "state": ((2, 1, 128), "float32", "zeros")}),
+    dict(name="magika", package="magika",
+         member="magika/models/standard_v3_3/model.onnx",
+         sha256="fe2d2eb49c5f88a9e0a6c048e15d6ffdf86235519c2afc535044de433169ec8c",
+         kind="file type detection (byte embedding, conv, attention-style pooling), tf2onnx",
+         # the first and last 1024 bytes of a file; 256 is the padding token
+         inputs={"bytes": ((1, 2048), "int32", ("ints", 0, 257))}),
+    dict(name="nudenet", package="nudenet",
+         member="nudenet/320n.onnx",
+         sha256="c15d8273adad2d0a92f014cc69ab2d6c311a06777a55545f2c4eb46f51911f0f",
+         kind="object detection (YOLOv8n, 320x320), dynamic batch and size",
+         inputs={"images": ((1, 3, 320, 320), "float32", "image")}),
 ]

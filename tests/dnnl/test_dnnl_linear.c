@@ -10,7 +10,14 @@
 #include "backend/dnnl/dnnl_internal.h"
 #include "backend/dnnl/dnnl_weights_pad.inc"
 
-static int conv_case(bool transpose, int spatial, bool channels_last, bool verbose_name) {
+/* unit 1: a 2-D convolution over an H x 1 image with an h x 1 kernel (a
+ * 1-D convolution along H, as tf2onnx writes Conv1D), which the backend
+ * describes to oneDNN as 1 x H (dnnl_analyze.c, swap_unit_width); unit 2:
+ * over a 1 x W image with a 1 x w kernel, described as it is. With
+ * `residual` a full-shape Add and a Relu follow, so a binary post-op's
+ * operand is swapped too (and oneDNN's gemm:jit mishandles such operands
+ * on padded one-row images: dnnl_quirks.c, 2). */
+static int conv_case_w(bool transpose, int spatial, bool channels_last, bool verbose_name, int unit, bool residual) {
     korch_pgraph *pg = dc_graph();
     korch_prim_linear p = {.op = transpose ? KORCH_LINEAR_CONV_TRANSPOSE : KORCH_LINEAR_CONV, .spatial = spatial,
                            .channels_last = channels_last};
@@ -28,6 +35,9 @@ static int conv_case(bool transpose, int spatial, bool channels_last, bool verbo
         ws[2 + d] = dc_int(1, 3);
         p.pads_begin[d] = dc_int(0, 2);
         p.pads_end[d] = dc_int(0, 2);
+        int one = unit == 1 ? 1 : 0; /* the spatial axis of extent 1 */
+        if (unit && d == one) in_sp[d] = 1, ws[2 + d] = 1, p.pads_begin[d] = p.pads_end[d] = 0;
+        if (unit && d == 1 - one) in_sp[d] = dc_int(3, 40);
         if (transpose) p.output_padding[d] = p.strides[d] > 1 ? dc_int(0, (int)p.strides[d] - 1) : 0;
         int64_t k = (ws[2 + d] - 1) * p.dilations[d] + 1;
         /* keep the output non-empty */
@@ -52,12 +62,26 @@ static int conv_case(bool transpose, int spatial, bool channels_last, bool verbo
     int y = korch_pgraph_linear(pg, &p, x, w);
     CHECK_MSG(y >= 0, "linear: %s", korch_last_error());
     int checked = 0;
+    if (y >= 0 && residual) {
+        const korch_shape *ys = &pg->values[y].shape;
+        y = dc_ew1(pg, KORCH_EW_RELU, dc_ew2(pg, KORCH_EW_ADD, y, dc_input(pg, ys->rank, ys->dims)), 0, 0);
+    }
+    if (y >= 0) dc_output(pg, y);
+    if (y >= 0 && unit) { /* the backend runs H x 1 as 1 x H, and 1 x W as it is */
+        korch_kernel_spec spec;
+        dc_spec_all(pg, &spec);
+        dn_desc d;
+        char reason[256];
+        CHECK_MSG(dn_analyze(&spec, &d, reason, sizeof reason), "unit-width conv: %s", reason);
+        CHECK_MSG(!strstr(d.text, "Hx1-as-1xH") == (unit == 2) && d.src.dims[2] == 1 && d.dst.dims[2] == 1,
+                  "unit-%s conv: %s", unit == 1 ? "width" : "height", d.text);
+        dc_spec_free(&spec);
+    }
     if (y >= 0) {
-        dc_output(pg, y);
         char what[256];
-        snprintf(what, sizeof what, "%s%dd %s N%lld C%lld M%lld g%lld in %lldx%lldx%lld k %lldx%lldx%lld s%lld,%lld d%lld,%lld "
+        snprintf(what, sizeof what, "%s%s%dd %s N%lld C%lld M%lld g%lld in %lldx%lldx%lld k %lldx%lldx%lld s%lld,%lld d%lld,%lld "
                  "p%lld,%lld/%lld,%lld op%lld%s",
-                 transpose ? "deconv" : "conv", spatial, channels_last ? "nhwc" : "nchw", (long long)N, (long long)C,
+                 residual ? "relu(residual + " : "", transpose ? "deconv" : "conv", spatial, channels_last ? "nhwc" : "nchw", (long long)N, (long long)C,
                  (long long)M, (long long)G, (long long)in_sp[0], (long long)(spatial > 1 ? in_sp[1] : 1),
                  (long long)(spatial > 2 ? in_sp[2] : 1), (long long)ws[2], (long long)(spatial > 1 ? ws[3] : 1),
                  (long long)(spatial > 2 ? ws[4] : 1), (long long)p.strides[0], (long long)p.strides[1],
@@ -69,6 +93,10 @@ static int conv_case(bool transpose, int spatial, bool channels_last, bool verbo
     }
     korch_pgraph_free(pg);
     return checked;
+}
+
+static int conv_case(bool transpose, int spatial, bool channels_last, bool verbose_name) {
+    return conv_case_w(transpose, spatial, channels_last, verbose_name, 0, false);
 }
 
 static int matmul_case(void) {
@@ -200,7 +228,8 @@ int main(void) {
     for (int i = 0; i < 40; i++) runs += conv_case(true, 2, i & 1, false);
     for (int i = 0; i < 15; i++) runs += conv_case(true, 1, i & 1, false);
     for (int i = 0; i < 80; i++) runs += matmul_case();
+    for (int i = 0; i < 48; i++) runs += conv_case_w(false, 2, i & 1, false, 1 + (i >= 24), i & 2);
     printf("%d kernel variants checked, max error %.2g of scale\n", runs, dc_max_err);
-    CHECK(runs >= 290);
+    CHECK(runs >= 338);
     TEST_MAIN_END();
 }

@@ -330,6 +330,7 @@ static void finish(actx *c) {
     if (d->src_q) APPEND(" %s%s", d->src_q == dnnl_u8 ? "u8" : "s8", d->src_zp || d->src_zp_slot >= 0 ? " zp" : "");
     if (d->imatmul) APPEND(d->dst_q ? " x s8 ->%s requantized" : " x s8 ->s32", d->dst_q == dnnl_u8 ? "u8" : "s8");
     if (c->src_transposed) APPEND(" src-strided");
+    if (c->width_swapped) APPEND(" Hx1-as-1xH");
     if (d->bias_slot >= 0) APPEND(" +bias");
     for (int i = 0; i < d->n_post; i++) {
         const dn_post *q = &d->post[i];
@@ -367,6 +368,54 @@ static bool collapse_rows(dn_tensor *t, const dn_tensor *dst) {
     for (int i = 0; i < r - 1; i++) rows *= t->dims[i];
     dn_tensor c = {.ndims = 2, .dims = {rows, t->dims[r - 1]}, .strides = {t->strides[r - 2], t->strides[r - 1]}};
     *t = c;
+    return true;
+}
+
+/* Exchanges dims h and h + 1 (H and W) of a tensor whose W has size 1. The
+ * new H, of size 1, gets the stride it has in a dense tensor (W's times
+ * W's size: H lies just outside W in both NCHW and NHWC): a size-1 dim's
+ * stride does not move any address, but oneDNN matches formats on every
+ * stride, and its x64:gemm:jit convolution read a full-shape binary
+ * post-op operand with a stray one wrongly (tests/dnnl/test_dnnl_linear.c,
+ * the unit-width cases with a residual). */
+static void swap_hw(dn_tensor *t, int h) {
+    int64_t d = t->dims[h];
+    t->dims[h] = t->dims[h + 1], t->dims[h + 1] = d;
+    t->strides[h + 1] = t->strides[h];
+    t->strides[h] = t->strides[h + 1] * t->dims[h + 1];
+}
+
+static void swap_pair(int64_t *v) {
+    int64_t t = v[0];
+    v[0] = v[1], v[1] = t;
+}
+
+/* A 2-D convolution over an H x 1 image with an h x 1 kernel (a 1-D
+ * convolution along H, as tf2onnx writes Conv1D) is the same convolution
+ * over a 1 x H image with a 1 x h kernel, and the same bytes: with W = 1
+ * the two layouts differ only in the stride of a size-1 dim. oneDNN 2.6's
+ * brgconv blocks its GEMMs along the output's rows (ow), so with ow = 1
+ * each call computes one output pixel: Magika's 256 -> 512 channel, 5 x 1
+ * convolution over 512 x 1 ran 6.4 ms, the same convolution along W 2.9 ms
+ * (230 GFLOP/s, this CPU's float32 peak; bench/RESULTS.md). Swapped
+ * before the signature, so profiles of the old form are not reused. */
+static bool swap_unit_width(dn_desc *d) {
+    korch_prim_linear *p = &d->params;
+    if (d->op != KORCH_LINEAR_CONV || p->spatial != 2 || d->src.ndims != 4 || d->dst.ndims != 4) return false;
+    int kw = d->wei.ndims - 1; /* (G,) O, I, kh, kw */
+    if (d->src.dims[3] != 1 || d->dst.dims[3] != 1 || d->wei.dims[kw] != 1 || p->pads_begin[1] != 0 ||
+        p->pads_end[1] != 0 || d->src.dims[2] <= 1)
+        return false;
+    swap_hw(&d->src, 2);
+    swap_hw(&d->dst, 2);
+    swap_hw(&d->wei, kw - 1);
+    for (int i = 0; i < d->n_post; i++)
+        if (d->post[i].kind == DN_POST_BINARY && d->post[i].operand.ndims == 4) swap_hw(&d->post[i].operand, 2);
+    swap_pair(p->strides);
+    swap_pair(p->dilations);
+    swap_pair(p->pads_begin);
+    swap_pair(p->pads_end);
+    swap_pair(p->output_padding);
     return true;
 }
 
@@ -534,6 +583,7 @@ bool dn_analyze(const korch_kernel_spec *spec, dn_desc *d, char *reason, size_t 
     if (!an_legalize(&c)) return false;
     if (!an_deconv_fusion(&c)) return false;
     fold_batch_into_rows(d);
+    c.width_swapped = swap_unit_width(d);
     finish(&c);
     return true;
 }

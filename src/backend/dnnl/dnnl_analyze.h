@@ -19,6 +19,7 @@ typedef struct actx {
     int src_transpose;       /* spec node transposing the source, absorbed (dnnl_transpose.c), or -1 */
     int64_t src_perm[KORCH_MAX_RANK];
     bool src_transposed, dst_transposed;
+    bool width_swapped; /* an H x 1 convolution described to oneDNN as 1 x H (swap_unit_width) */
     int dequant_q;           /* the 8-bit kernel input of an absorbed dequantization (dnnl_dequant.c), or -1 */
     int operand_cast[2];     /* spec nodes converting the source / weights to bfloat16 (dnnl_bf16.c), or -1 */
 } actx;
