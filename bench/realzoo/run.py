@@ -19,6 +19,16 @@ Outputs match when max|korch - ort| <= 1e-4 + 1e-3 * max|ort| for every
 output. The first step that fails stops that model; its one-line reason is
 the "what stops it" column. Appends a section to bench/RESULTS.md unless
 --no-record.
+
+--openvino adds OpenVINO (PyPI `openvino`, CPU plugin, latency hint, the
+same threads, inputs reshaped to the fixed shapes) at FP32
+(INFERENCE_PRECISION_HINT=f32) and at its default precision (bf16 on CPUs
+with AVX512_BF16), timed in the same rounds (each a median of RUNS
+in-process calls). --bf16 adds korch's `optimize --precision bf16` plan,
+timed likewise. Reduced-precision contenders are not held to the match
+rule: their error, max|out - ort| / max|ort| over the outputs, is printed
+beside their time. A contender that cannot load or run the model is "n/a"
+with its reason; it never stops the model.
 """
 import argparse
 import datetime
@@ -105,6 +115,51 @@ def compare(out_dir, names, refs, rtol=RTOL):
     return True, worst, None
 
 
+def rel_error(outs, refs):
+    """max|out - ref| / max|ref| over all outputs (the worst)."""
+    worst = 0.0
+    for got, ref in zip(outs, refs):
+        ref = np.asarray(ref, dtype=np.float64)
+        got = np.asarray(got, dtype=np.float64)
+        if got.shape != ref.shape:
+            return float("inf")
+        if not ref.size:
+            continue
+        scale = float(np.max(np.abs(ref))) or 1.0
+        worst = max(worst, float(np.max(np.abs(got - ref))) / scale)
+    return worst
+
+
+def openvino_prepare(path, feeds, out_names, threads, precision):
+    """(infer request, outputs, precision it runs in) for OpenVINO's CPU
+    plugin, the model reshaped to the feeds' shapes."""
+    import openvino as ov
+    core = ov.Core()
+    model = core.read_model(path)
+    model.reshape({name: list(v.shape) for name, v in feeds.items() if v.ndim})
+    cfg = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1}
+    if precision == "f32":
+        cfg["INFERENCE_PRECISION_HINT"] = "f32"
+    compiled = core.compile_model(model, "CPU", cfg)
+    req = compiled.create_infer_request()
+    req.infer(feeds)
+    outs = [req.get_tensor(compiled.output(n)).data.copy() for n in out_names]
+    return req, outs, str(compiled.get_property("INFERENCE_PRECISION_HINT"))
+
+
+def short(e):
+    text = " ".join(str(e).split())
+    return text[:120] + ("..." if len(text) > 120 else "")
+
+
+def korch_median(korch_bin, plan, in_args, threads, runs, timeout):
+    r, err, _ = korch([korch_bin, "run", plan] + in_args + threads + ["--bench", str(runs)], timeout)
+    if err or r.returncode != 0:
+        return None, err or last_line(r.stderr)
+    mm = re.search(r"median_ms=([0-9.]+)", last_line(r.stdout))
+    return (float(mm.group(1)), None) if mm else (None, "no median_ms line")
+
+
 def run_model(m, args, korch_bin, ort):
     res = dict(name=m["name"], kind=m["kind"], check="", ref="", opt="", plan="", export="",
                ort_ms=None, plan_ms=None, stops="")
@@ -180,6 +235,36 @@ def run_model(m, args, korch_bin, ort):
 
     res["export"] = export_check(korch_bin, plan, work, in_args, out_names, refs, m.get("rtol", RTOL), args.run_timeout)
 
+    # the optional contenders: OpenVINO at f32 and its default precision,
+    # korch's bf16 plan; each reports "n/a (reason)" instead of stopping
+    ov_reqs, extra_rounds = {}, {}
+    if args.openvino:
+        for prec in ("f32", "default"):
+            try:
+                req, outs, ran = openvino_prepare(path, feeds, out_names, args.threads, prec)
+                ov_reqs[prec] = req
+                res[f"ov_{prec}_err"] = rel_error(outs, refs)
+                res[f"ov_{prec}_prec"] = ran
+                extra_rounds[f"ov_{prec}"] = []
+            except Exception as e:  # an unsupported operator, a failed reshape
+                res[f"ov_{prec}_na"] = short(e)
+    plan16 = None
+    if args.bf16:
+        plan16 = os.path.join(work, "model.bf16.plan")
+        out16 = os.path.join(work, "plan_bf16_out")
+        r, err, _ = korch([korch_bin, "optimize", path, "-o", plan16, "--db", db, "-q", "--precision", "bf16"]
+                          + shape_args + threads + in_args + m.get("optimize_flags", []), args.optimize_timeout)
+        if not err and r.returncode == 0:
+            r, err, _ = korch([korch_bin, "run", plan16] + in_args + ["--output-dir", out16] + threads,
+                              args.run_timeout)
+        if err or r.returncode != 0:
+            res["bf16_na"] = short(err or last_line(r.stderr))
+            plan16 = None
+        else:
+            outs = [np.load(os.path.join(out16, sanitize(n) + ".npy")) for n in out_names]
+            res["bf16_err"] = rel_error(outs, refs)
+            extra_rounds["bf16"] = []
+
     ort_rounds, plan_rounds = [], []
     for _ in range(3):
         sess.run(None, feeds)
@@ -190,24 +275,36 @@ def run_model(m, args, korch_bin, ort):
             sess.run(None, feeds)
             times.append((time.perf_counter() - t0) * 1e3)
         ort_rounds.append(statistics.median(times))
+        for prec, req in ov_reqs.items():
+            times = []
+            for _ in range(args.runs):
+                t0 = time.perf_counter()
+                req.infer(feeds)
+                times.append((time.perf_counter() - t0) * 1e3)
+            extra_rounds[f"ov_{prec}"].append(statistics.median(times))
         # ONNX Runtime's pool keeps spinning ~40 ms after a run, and korch's
         # start-up look (src/cli/omp_policy.c) would count it as load and
         # make its threads wait passively: on a plan of 118 small kernels
         # that cost 1.2 ms of futex wake-ups (ppocr_cls 1.60 ms against
         # 0.42 when started on a quiet machine); bench/harness.py pauses too
         time.sleep(0.2)
-        r, err, _ = korch([korch_bin, "run", plan] + in_args + threads
-                          + ["--bench", str(args.runs)], args.run_timeout)
-        if err or r.returncode != 0:
-            res["stops"] = "plan bench: " + (err or last_line(r.stderr))
+        ms, why = korch_median(korch_bin, plan, in_args, threads, args.runs, args.run_timeout)
+        if ms is None:
+            res["stops"] = "plan bench: " + why
             return res
-        mm = re.search(r"median_ms=([0-9.]+)", last_line(r.stdout))
-        if not mm:
-            res["stops"] = "plan bench: no median_ms line"
-            return res
-        plan_rounds.append(float(mm.group(1)))
+        plan_rounds.append(ms)
+        if plan16:
+            ms, why = korch_median(korch_bin, plan16, in_args, threads, args.runs, args.run_timeout)
+            if ms is None:
+                res["bf16_na"], plan16 = "bench: " + short(why), None
+                extra_rounds.pop("bf16", None)
+            else:
+                extra_rounds["bf16"].append(ms)
     res["ort_ms"] = statistics.median(ort_rounds)
     res["plan_ms"] = statistics.median(plan_rounds)
+    for k, v in extra_rounds.items():
+        if v:
+            res[k + "_ms"] = statistics.median(v)
     return res
 
 
@@ -276,6 +373,30 @@ def report(results, args, command, started, minutes):
         lines.append(f"| {r['name']} | {r['kind']} | {r['check']} | {r['ref']} | {r['opt']} | "
                      f"{r['plan']} | {r['export'].replace('|', '/')} | {fmt_ms(r['ort_ms'])} | {fmt_ms(r['plan_ms'])} | {ratio} | "
                      f"{stops} |")
+    if args.openvino or args.bf16:
+        lines += ["", "Reduced precision and OpenVINO, same rounds (ms; error = max|out - ORT| / max|ORT|; "
+                  "ratios: korch FP32 plan / the faster of ORT and OpenVINO-f32, korch bf16 plan / "
+                  "OpenVINO at its default precision):", "",
+                  "| model | ORT | OpenVINO-f32 (error) | korch plan | FP32 ratio | OpenVINO default (precision, error) "
+                  "| korch bf16 (error) | bf16 ratio |",
+                  "|---|---:|---|---:|---:|---|---|---:|"]
+        for r in results:
+            def cell(key, extra=""):
+                if r.get(key + "_na"):
+                    return "n/a (" + r[key + "_na"].replace("|", "/") + ")"
+                if r.get(key + "_ms") is None:
+                    return ""
+                return f"{r[key + '_ms']:.2f}" + (f" ({extra})" if extra else "")
+            f32 = cell("ov_f32", f"{r['ov_f32_err']:.1e}" if "ov_f32_err" in r else "")
+            dflt = cell("ov_default", f"{r.get('ov_default_prec', '?')}, {r['ov_default_err']:.1e}"
+                        if "ov_default_err" in r else "")
+            b16 = cell("bf16", f"{r['bf16_err']:.1e}" if "bf16_err" in r else "")
+            peers = [v for v in (r.get("ort_ms"), r.get("ov_f32_ms")) if v]
+            fr = f"{r['plan_ms'] / min(peers):.2f}x" if r.get("plan_ms") and peers else ""
+            br = (f"{r['bf16_ms'] / r['ov_default_ms']:.2f}x"
+                  if r.get("bf16_ms") and r.get("ov_default_ms") else "")
+            lines.append(f"| {r['name']} | {fmt_ms(r.get('ort_ms'))} | {f32} | {fmt_ms(r.get('plan_ms'))} | {fr} | "
+                         f"{dflt} | {b16} | {br} |")
     return "\n".join(lines) + "\n"
 
 
@@ -291,6 +412,10 @@ def main(argv=None):
     ap.add_argument("--run-timeout", type=int, default=600)
     ap.add_argument("--optimize-timeout", type=int, default=1800)
     ap.add_argument("--no-record", action="store_true")
+    ap.add_argument("--openvino", action="store_true",
+                    help="also time OpenVINO at FP32 and at its default precision")
+    ap.add_argument("--bf16", action="store_true",
+                    help="also optimize and time a `--precision bf16` plan")
     ap.add_argument("--results", default=os.path.join(ROOT, "bench", "RESULTS.md"))
     ap.add_argument("--command", default="")
     args = ap.parse_args(argv)
@@ -315,6 +440,9 @@ def main(argv=None):
         log(f"{m['name']}: check {r['check'] or '-'}, ref {r['ref'] or '-'}, "
             f"optimize {r['opt'] or '-'}, plan {r['plan'] or '-'}, "
             f"ORT {fmt_ms(r['ort_ms']) or '-'} ms, plan {fmt_ms(r['plan_ms']) or '-'} ms"
+            + "".join(f", {k} {r[k + '_ms']:.2f} ms" for k in ("ov_f32", "ov_default", "bf16")
+                      if r.get(k + "_ms") is not None)
+            + "".join(f", {k} n/a ({r[k + '_na']})" for k in ("ov_f32", "ov_default", "bf16") if r.get(k + "_na"))
             + (f"; stops: {r['stops']}" if r["stops"] else ""))
         results.append(r)
     command = args.command or "build/venv/bin/python bench/realzoo/run.py " + " ".join(
