@@ -144,7 +144,8 @@ def openvino_prepare(path, feeds, out_names, threads, precision):
     req = compiled.create_infer_request()
     req.infer(feeds)
     outs = [req.get_tensor(compiled.output(n)).data.copy() for n in out_names]
-    return req, outs, str(compiled.get_property("INFERENCE_PRECISION_HINT"))
+    ran = compiled.get_property("INFERENCE_PRECISION_HINT")
+    return req, outs, ran.get_type_name() if hasattr(ran, "get_type_name") else str(ran)
 
 
 def short(e):
