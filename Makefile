@@ -9,7 +9,8 @@
 #   make bench    peer benchmark (korch none/greedy/optimal, cold and warm optimise,
 #                 vs ONNX Runtime and PyTorch) -> bench/RESULTS.md; BENCH_ARGS=... adds options;
 #                 then the real-model zoo (bench/realzoo: third-party models from PyPI wheels,
-#                 check / reference / optimize / plan vs ORT) -> bench/RESULTS.md; REALZOO_ARGS=...
+#                 check / reference / optimize / plan vs ORT, OpenVINO at FP32 and its default
+#                 precision, korch's bf16 plan) -> bench/RESULTS.md; REALZOO_ARGS=...
 #                 then issue 20's single-operator models (bench/kernels/single_ops.py: korch per
 #                 layout vs ONNX Runtime and OpenVINO FP32) -> bench/kernels/RESULTS.md; SINGLE_OPS_ARGS=...
 #                 then QDQ- and dynamically quantized zoo models (bench/quant/run.py: korch vs
@@ -57,12 +58,12 @@ models:
 bench: build
 	@scripts/python-env.sh --quiet
 	@scripts/bench.sh --korch-cold $(BENCH_ARGS)
-	@bench/realzoo/run.sh $(REALZOO_ARGS)
+	@bench/realzoo/run.sh --openvino --bf16 $(REALZOO_ARGS)
 	@$(BUILD)/venv/bin/python bench/kernels/single_ops.py --korch $(BUILD)/korch $(SINGLE_OPS_ARGS)
 	@scripts/python-env-quant.sh --quiet && $(BUILD)/venv-quant/bin/python bench/quant/run.py --korch $(BUILD)/korch $(QUANT_ARGS)
 
 bench-realzoo: build
-	@bench/realzoo/run.sh $(REALZOO_ARGS)
+	@bench/realzoo/run.sh --openvino --bf16 $(REALZOO_ARGS)
 
 # scripts/bench.sh installs OpenVINO into build/venv; without it the
 # OpenVINO column says n/a

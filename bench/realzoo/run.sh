@@ -6,6 +6,7 @@
 # Appends a section to bench/RESULTS.md (see bench/realzoo/README.md).
 #
 #   bench/realzoo/run.sh [--models a,b] [--threads T] [--rounds R] [--runs N] [--no-record]
+#                        [--openvino] [--bf16]   (make bench passes both)
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
