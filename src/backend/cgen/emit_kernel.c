@@ -257,8 +257,9 @@ static bool reads_in_step(const cg_emit *e, int w, int v, int *budget) {
  * nothing left to overlap them (unless they stream past the caches, the
  * stream knob). Kept in the output row itself (what
  * ONNX Runtime's softmax does with its exponentials), the misses come
- * while the row's exponentials are computed: softmax [8192, 1024] 1.50 ->
- * 1.30 ms by hand (2 threads, Zen 4; bench/kernels/RESULTS.md). Safe when
+ * while the row's exponentials are computed: softmax [8192, 1024] under
+ * one schedule 1.60 -> 1.27 ms (bench/kernels/schedules.sh, 2 threads,
+ * Zen 4; bench/kernels/RESULTS.md). Safe when
  * the nest's last pass writes that output, of v's shape and type, and its
  * element i reads v at element i only: the passes before read the cache
  * before the output exists, and the last pass reads each element before
@@ -272,15 +273,8 @@ static int row_cache_home(const cg_emit *e, int v) {
     if (y < 0 || e->home_taken || cg_stream_applies(e, y, e->P)) return -1;
     const cg_value *x = &e->k->values[v], *w = &e->k->values[y];
     if (w->dtype != x->dtype || !korch_shape_equal(&w->shape, &x->shape) || w->producer < 0) return -1;
-    const cg_node *n = &e->k->nodes[w->producer];
-    if (n->pn->kind != KORCH_PRIM_ELEMENTWISE) return -1;
-    for (int i = 0; i < n->n_in; i++) {
-        int u = n->in[i];
-        bool ok = korch_shape_equal(&e->k->values[u].shape, &w->shape) ? reads_in_step(e, u, v, &budget)
-                                                                       : !reaches(e, u, v, &budget);
-        if (!ok || budget < 0) return -1;
-    }
-    return e->home_slot;
+    if (e->k->nodes[w->producer].pn->kind != KORCH_PRIM_ELEMENTWISE) return -1;
+    return reads_in_step(e, y, v, &budget) && budget >= 0 ? e->home_slot : -1;
 }
 
 /* "acc = max/min(acc, v)" keeping NaN sticky like the interpreter. The NaN
