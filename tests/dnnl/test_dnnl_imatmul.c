@@ -144,9 +144,13 @@ static void check(korch_pgraph *pg, int zp, const char *what) {
 
 /* an integer convolution: x [1, C, H, W] 8-bit (input 0), zero point
  * (input 1, run-time scalar) or none, weights [M, C/g, k, k] int32 in
- * [lo, hi], pads p, stride st */
+ * [lo, hi], pads p, stride st; with W = 1 the kernel is k x 1, unpadded
+ * along W (an H x 1 convolution, which the backend describes to oneDNN as
+ * 1 x H: dnnl_analyze.c, swap_unit_width; the zero point's correction
+ * must follow) */
 static korch_pgraph *build_conv(korch_dtype tx, int64_t C, int64_t H, int64_t W, int64_t M, int64_t k, int64_t g,
                                 int64_t pad, int64_t st, bool zp, int lo, int hi) {
+    bool unit_w = W == 1;
     korch_pgraph *pg = dc_graph();
     korch_shape xs = {.rank = 4, .dims = {1, C, H, W}};
     int a = korch_pgraph_add_input(pg, tx, &xs), x = a;
@@ -156,13 +160,13 @@ static korch_pgraph *build_conv(korch_dtype tx, int64_t C, int64_t H, int64_t W,
         x = korch_pgraph_elementwise(pg, KORCH_EW_SUB, 2, ins, 0, 0, KORCH_DTYPE_UNDEFINED);
     }
     korch_tensor t;
-    korch_shape ws = {.rank = 4, .dims = {M, C / g, k, k}};
+    korch_shape ws = {.rank = 4, .dims = {M, C / g, k, unit_w ? 1 : k}};
     if (korch_tensor_alloc(&t, KORCH_DTYPE_INT32, &ws) != KORCH_OK) return NULL;
     int32_t *p = t.data;
     for (int64_t i = 0; i < korch_tensor_numel(&t); i++) p[i] = i == 0 ? lo : i == 1 ? hi : dc_int(lo, hi);
     korch_prim_linear prm = {.op = KORCH_LINEAR_CONV, .spatial = 2, .group = g,
-                             .strides = {st, st, 1}, .dilations = {1, 1, 1}, .pads_begin = {pad, pad, 0},
-                             .pads_end = {pad, pad, 0}};
+                             .strides = {st, st, 1}, .dilations = {1, 1, 1}, .pads_begin = {pad, unit_w ? 0 : pad, 0},
+                             .pads_end = {pad, unit_w ? 0 : pad, 0}};
     int y = korch_pgraph_linear(pg, &prm, x, korch_pgraph_add_constant(pg, &t));
     dc_output(pg, y);
     return pg;
@@ -217,6 +221,8 @@ int main(void) {
         {KORCH_DTYPE_UINT8, 32, 6, 8, 16, 5, 2, 2, 1, true, 255, -128, 127},  /* grouped, pad 2 */
         {KORCH_DTYPE_UINT8, 512, 4, 6, 16, 3, 1, 1, 1, true, 7, -128, -97},  /* K = 4608: sums past 2^24 */
         {KORCH_DTYPE_UINT8, 512, 4, 6, 16, 3, 1, 1, 1, false, 0, -128, -97},
+        {KORCH_DTYPE_UINT8, 16, 23, 1, 8, 5, 1, 2, 1, true, 131, -128, 127},  /* H x 1, run as 1 x H */
+        {KORCH_DTYPE_INT8, 12, 17, 1, 6, 3, 2, 1, 2, true, -9, -128, 127},    /* the same, grouped, strided */
     };
     for (size_t i = 0; i < sizeof convs / sizeof convs[0]; i++) {
         char what[160];

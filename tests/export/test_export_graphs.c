@@ -245,12 +245,16 @@ static int cast_to(korch_pgraph *pg, int x, korch_dtype t) {
 
 /* (A - zp) x W with A a uint8 input, zp a scalar uint8 input (run time) or
  * the constant 77, W int32 constants in [-127, 127]: a matmul [5, 37] x
- * [37, 11], or a grouped, strided, padded convolution; int32 out */
-static korch_pgraph *integer_graph(bool conv, bool runtime_zp) {
+ * [37, 11], or a grouped, strided, padded convolution, 3x3 over 7x7 or
+ * (unit_w) 3x1 over 9x1 (described to oneDNN as 1 x 9: swap_unit_width);
+ * int32 out */
+static korch_pgraph *integer_graph(bool conv, bool runtime_zp, bool unit_w) {
     korch_pgraph *pg = NULL;
     korch_pgraph_create(NULL, &pg);
     gen_rng r = {conv ? 13u : 17u};
-    korch_shape as = conv ? korch_shape_make(4, (int64_t[]){1, 6, 7, 7}) : korch_shape_make(2, (int64_t[]){5, 37});
+    korch_shape as = !conv  ? korch_shape_make(2, (int64_t[]){5, 37})
+                     : unit_w ? korch_shape_make(4, (int64_t[]){1, 6, 9, 1})
+                              : korch_shape_make(4, (int64_t[]){1, 6, 7, 7});
     int a = korch_pgraph_add_input(pg, KORCH_DTYPE_UINT8, &as), z;
     if (runtime_zp) {
         korch_shape zs = {.rank = 0};
@@ -265,9 +269,9 @@ static korch_pgraph *integer_graph(bool conv, bool runtime_zp) {
     int ins[2] = {cast_to(pg, a, KORCH_DTYPE_INT32), z};
     int x = korch_pgraph_elementwise(pg, KORCH_EW_SUB, 2, ins, 0, 0, KORCH_DTYPE_UNDEFINED), y;
     if (conv) {
-        korch_prim_linear c = {.op = KORCH_LINEAR_CONV, .spatial = 2, .group = 2, .strides = {2, 2},
-                               .dilations = {1, 1}, .pads_begin = {1, 1}, .pads_end = {1, 1}};
-        y = korch_pgraph_linear(pg, &c, x, int32_constant(pg, 4, (int64_t[]){4, 3, 3, 3}, &r));
+        korch_prim_linear c = {.op = KORCH_LINEAR_CONV, .spatial = 2, .group = 2, .strides = {2, unit_w ? 1 : 2},
+                               .dilations = {1, 1}, .pads_begin = {1, unit_w ? 0 : 1}, .pads_end = {1, unit_w ? 0 : 1}};
+        y = korch_pgraph_linear(pg, &c, x, int32_constant(pg, 4, (int64_t[]){4, 3, 3, unit_w ? 1 : 3}, &r));
     } else {
         korch_prim_linear m = {.op = KORCH_LINEAR_MATMUL};
         y = korch_pgraph_linear(pg, &m, x, int32_constant(pg, 2, (int64_t[]){37, 11}, &r));
@@ -280,9 +284,9 @@ static korch_pgraph *integer_graph(bool conv, bool runtime_zp) {
 /* every node in one oneDNN kernel (the backend's integer kernel), exported
  * (its zero-point correction in the exported runtime) */
 static void test_integer_kernels(void) {
-    for (int form = 0; form < 4; form++) {
-        bool conv = form >= 2, runtime_zp = form % 2 == 1;
-        korch_pgraph *pg = integer_graph(conv, runtime_zp);
+    for (int form = 0; form < 6; form++) {
+        bool conv = form >= 2, runtime_zp = form % 2 == 1, unit_w = form >= 4;
+        korch_pgraph *pg = integer_graph(conv, runtime_zp, unit_w);
         korch_pgraph_uses uses;
         korch_pgraph_uses_build(pg, &uses);
         korch_plan *plan = korch_plan_new();
@@ -305,7 +309,8 @@ static void test_integer_kernels(void) {
                 ((uint8_t *)in[i].data)[e] = i == 1 ? 201 : (uint8_t)gen_below(&r, 256);
         }
         char what[96];
-        snprintf(what, sizeof what, "integer %s, zero point %s (oneDNN int8, corrected after)", conv ? "convolution" : "matmul",
+        snprintf(what, sizeof what, "integer %s, zero point %s (oneDNN int8, corrected after)",
+                 !conv ? "matmul" : unit_w ? "convolution 3x1 over 9x1" : "convolution",
                  runtime_zp ? "read at run time" : "constant");
         check_export_on(pg, plan, false, in, what);
         korch_plan_free(plan);

@@ -541,9 +541,12 @@ static korch_status zp_correction_init(const dn_desc *d, const signed char *wei,
     k->colsum = calloc((size_t)(cols > 0 ? cols : 1), sizeof *k->colsum);
     if (!k->colsum) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory");
     if (conv) {
+        /* the geometry oneDNN is given (the descriptor's: an H x 1
+         * convolution is described as 1 x H, swap_unit_width), the kernel's
+         * extents included; the weights' bytes are the same either way */
         if (!kx_dn_conv_correction(wei, w->shape.dims[0], w->shape.dims[1], d->params.spatial, d->src.dims + 2,
-                                   d->dst.dims + 2, w->shape.dims + 2, d->params.strides, d->params.dilations,
-                                   d->params.pads_begin, k->colsum))
+                                   d->dst.dims + 2, d->wei.dims + d->wei.ndims - d->params.spatial,
+                                   d->params.strides, d->params.dilations, d->params.pads_begin, k->colsum))
             return korch_error(KORCH_ERR_OUT_OF_MEMORY, "oneDNN kernel: out of memory");
     } else {
         kx_dn_colsums(wei, w->shape.dims[0], cols, k->colsum);
