@@ -347,8 +347,10 @@ class OpenVinoContender(Contender):
     """OpenVINO (PyPI `openvino`) on the CPU plugin, latency hint, T threads.
     precision "f32" forces FP32 (INFERENCE_PRECISION_HINT=f32); "default"
     takes the plugin's default, bf16 on CPUs with AVX512_BF16 (the precision
-    it runs in is recorded). Its output check is reported like the others';
-    at bf16 a relative error of ~1e-2 is expected, not a fault."""
+    it runs in is recorded). A model with dynamic input dims is reshaped to
+    the feeds' shapes first (third-party models: bench/realzoo). Its output
+    check is reported like the others'; at bf16 a relative error of ~1e-2 is
+    expected, not a fault."""
 
     def __init__(self, path, feeds, threads, precision):
         self.path, self.feeds, self.threads, self.precision = path, feeds, threads, precision
@@ -362,9 +364,13 @@ class OpenVinoContender(Contender):
         if self.precision == "f32":
             cfg["INFERENCE_PRECISION_HINT"] = "f32"
         t0 = time.perf_counter()
-        self.compiled = core.compile_model(self.path, "CPU", cfg)
+        model = core.read_model(self.path)
+        if any(i.get_partial_shape().is_dynamic for i in model.inputs):
+            model.reshape({name: list(v.shape) for name, v in self.feeds.items() if v.ndim})
+        self.compiled = core.compile_model(model, "CPU", cfg)
         self.load_s = time.perf_counter() - t0
-        self.ran_precision = str(self.compiled.get_property("INFERENCE_PRECISION_HINT"))
+        ran = self.compiled.get_property("INFERENCE_PRECISION_HINT")
+        self.ran_precision = ran.get_type_name() if hasattr(ran, "get_type_name") else str(ran)
         self.req = self.compiled.create_infer_request()
         self.req.infer(self.feeds)
         return [self.req.get_output_tensor(i).data.copy() for i in range(len(self.compiled.outputs))]

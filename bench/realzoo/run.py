@@ -46,7 +46,12 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(0, ROOT)
 import zoo  # noqa: E402
+import bench.harness  # noqa: E402
+from bench.harness import OpenVinoContender  # noqa: E402
+
+bench.harness.np = np  # the harness imports numpy lazily, in its own main()
 
 ATOL, RTOL = 1e-4, 1e-3
 
@@ -128,24 +133,6 @@ def rel_error(outs, refs):
         scale = float(np.max(np.abs(ref))) or 1.0
         worst = max(worst, float(np.max(np.abs(got - ref))) / scale)
     return worst
-
-
-def openvino_prepare(path, feeds, out_names, threads, precision):
-    """(infer request, outputs, precision it runs in) for OpenVINO's CPU
-    plugin, the model reshaped to the feeds' shapes."""
-    import openvino as ov
-    core = ov.Core()
-    model = core.read_model(path)
-    model.reshape({name: list(v.shape) for name, v in feeds.items() if v.ndim})
-    cfg = {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1}
-    if precision == "f32":
-        cfg["INFERENCE_PRECISION_HINT"] = "f32"
-    compiled = core.compile_model(model, "CPU", cfg)
-    req = compiled.create_infer_request()
-    req.infer(feeds)
-    outs = [req.get_tensor(compiled.output(n)).data.copy() for n in out_names]
-    ran = compiled.get_property("INFERENCE_PRECISION_HINT")
-    return req, outs, ran.get_type_name() if hasattr(ran, "get_type_name") else str(ran)
 
 
 def short(e):
@@ -238,14 +225,15 @@ def run_model(m, args, korch_bin, ort):
 
     # the optional contenders: OpenVINO at f32 and its default precision,
     # korch's bf16 plan; each reports "n/a (reason)" instead of stopping
-    ov_reqs, extra_rounds = {}, {}
+    ov_cons, extra_rounds = {}, {}
     if args.openvino:
         for prec in ("f32", "default"):
             try:
-                req, outs, ran = openvino_prepare(path, feeds, out_names, args.threads, prec)
-                ov_reqs[prec] = req
+                c = OpenVinoContender(path, feeds, args.threads, prec)
+                outs = c.prepare()  # in the model's output order, as ONNX Runtime's
+                ov_cons[prec] = c
                 res[f"ov_{prec}_err"] = rel_error(outs, refs)
-                res[f"ov_{prec}_prec"] = ran
+                res[f"ov_{prec}_prec"] = c.ran_precision
                 extra_rounds[f"ov_{prec}"] = []
             except Exception as e:  # an unsupported operator, a failed reshape
                 res[f"ov_{prec}_na"] = short(e)
@@ -276,13 +264,8 @@ def run_model(m, args, korch_bin, ort):
             sess.run(None, feeds)
             times.append((time.perf_counter() - t0) * 1e3)
         ort_rounds.append(statistics.median(times))
-        for prec, req in ov_reqs.items():
-            times = []
-            for _ in range(args.runs):
-                t0 = time.perf_counter()
-                req.infer(feeds)
-                times.append((time.perf_counter() - t0) * 1e3)
-            extra_rounds[f"ov_{prec}"].append(statistics.median(times))
+        for prec, c in ov_cons.items():
+            extra_rounds[f"ov_{prec}"].append(statistics.median(c.once() for _ in range(args.runs)))
         # ONNX Runtime's pool keeps spinning ~40 ms after a run, and korch's
         # start-up look (src/cli/omp_policy.c) would count it as load and
         # make its threads wait passively: on a plan of 118 small kernels
