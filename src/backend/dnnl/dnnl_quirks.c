@@ -361,7 +361,7 @@ bool dn_impl_computes(const dn_desc *d, const char *impl, const dnnl_memory_desc
     int last_dim = d->dst.ndims - 1;
     bool one_row = d->op == KORCH_LINEAR_CONV && last_dim >= 2;
     for (int j = 2; j < last_dim && one_row; j++) one_row = d->dst.dims[j] == 1;
-    if (one_row) kernel_wider = true;
+    bool full_wrong = kernel_wider || one_row; /* a full-tensor operand is misplaced too */
     for (int i = 0; i < d->n_post; i++) {
         const dn_post *p = &d->post[i];
         if (p->kind != DN_POST_BINARY) continue;
@@ -382,14 +382,16 @@ bool dn_impl_computes(const dn_desc *d, const char *impl, const dnnl_memory_desc
         bool taller = false;
         for (int j = 2; j < last; j++) taller = taller || d->dst.dims[j] > 1;
         if (full && one_column && taller) full = false;
-        if (full && kernel_wider) full = false;
+        if (full && full_wrong) full = false;
         if (scalar || channel || full) continue;
         if (reason && size)
             snprintf(reason, size,
                      "oneDNN 2.6's %s convolution with a channels-last destination applies binary post-op %d (%s, "
                      "operand broadcast neither per tensor nor per channel%s) at wrong offsets",
                      impl, i, dn_alg_name(p->alg),
-                     kernel_wider ? ", or the kernel wider than the image, or a one-row image" : "");
+                     kernel_wider ? ", or the kernel wider than the image"
+                     : one_row    ? ", or a one-row image"
+                                  : "");
         return false;
     }
     return true;
