@@ -221,9 +221,10 @@ typedef struct korch_optimize_options {
                                  `korch optimize --estimate`) */
     int no_embed;             /* nonzero: the plan names the model file instead of carrying the model's
                                  graph and weights (`korch optimize --no-embed`; docs/plan-format.md) */
-    /* "fp32" (NULL: the default) or "bf16": convolutions and matmuls on bfloat16 operands with float32 sums
-       (`korch optimize --precision bf16`; docs/precision.md). bf16 needs a CPU with AVX512_BF16: elsewhere
-       KORCH_ERR_UNSUPPORTED; another value is KORCH_ERR_INVALID_ARGUMENT. */
+    /* "fp32" (NULL: the default), "bf16": convolutions and matmuls on bfloat16 operands with float32 sums
+       where that is measurably faster (each timed alone in both precisions; the others stay float32), or
+       "bf16-all": every one in bf16 (`korch optimize --precision`; docs/precision.md). bf16 needs a CPU with
+       AVX512_BF16: elsewhere KORCH_ERR_UNSUPPORTED; another value is KORCH_ERR_INVALID_ARGUMENT. */
     const char *precision;
 } korch_optimize_options;
 

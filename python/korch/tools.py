@@ -66,17 +66,19 @@ def optimize(model_path, plan_path, strategy="optimal", threads=None, db=None, b
     (None: 120, the CLI's default). embed: the plan carries the model's
     graph and weights (default; it runs without the model file); False
     names the model by path instead (`--no-embed`, for huge models).
-    precision: "fp32" (the model's own) or "bf16": convolutions and matmuls
-    on bfloat16 operands with float32 sums (`--precision bf16`; needs a CPU
-    with AVX512_BF16, else korch.UnsupportedError; docs/precision.md).
+    precision: "fp32" (the model's own), "bf16": convolutions and matmuls
+    on bfloat16 operands with float32 sums where that is measurably faster
+    (each timed alone in both precisions; the others stay float32), or
+    "bf16-all": every one in bf16 (`--precision`; needs a CPU with
+    AVX512_BF16, else korch.UnsupportedError; docs/precision.md).
 
     The GIL is released while it runs. Calls take turns within a process
     (the solver is not thread-safe). Returns an OptimizeReport (with shape
     buckets: kernels, latencies and primitives summed over the buckets)."""
     if strategy not in ("optimal", "greedy", "none"):
         raise InvalidArgumentError("strategy must be 'optimal', 'greedy' or 'none', got %r" % (strategy,))
-    if precision not in ("fp32", "bf16"):
-        raise InvalidArgumentError("precision must be 'fp32' or 'bf16', got %r" % (precision,))
+    if precision not in ("fp32", "bf16", "bf16-all"):
+        raise InvalidArgumentError("precision must be 'fp32', 'bf16' or 'bf16-all', got %r" % (precision,))
     for name, value in (("budget", budget), ("time_limit", time_limit)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
             raise InvalidArgumentError("%s must be a positive number of seconds or None, got %r" % (name, value))

@@ -67,6 +67,7 @@ typedef struct optimize_job {
     const korch_optimize_options *o;
     korch_strategy strategy;
     korch_precision precision;
+    bool bf16_everywhere;
     int threads;
     FILE *log;
 } optimize_job;
@@ -82,7 +83,7 @@ static korch_status optimize_shapes(void *user, const korch_input_shape *shapes,
     /* no environment here: a C API caller gets the defaults (docs/architecture.md) */
     korch_pipeline_config c = {
         .model_path = job->model_path, .shapes = shapes, .n_shapes = n_shapes, .layout = KORCH_LAYOUT_DEFAULT,
-        .precision = job->precision,
+        .precision = job->precision, .bf16_everywhere = job->bf16_everywhere,
         .threads = job->threads, .profile = {.budget_s = o->budget_s, .db_path = o->db_path},
         .time_limit_s = o->time_limit_s, .estimate = o->estimate != 0, .verify = true,
         .verify_seed = KORCH_VERIFY_DEFAULT_SEED, .progress = o->progress_bar != 0, .log = job->log};
@@ -128,10 +129,12 @@ static korch_status optimize_plan(const optimize_job *job, korch_plan **plan, in
 /* The plan (or plans) made, written and summed up in the report; the lock
  * held and this thread's OpenMP count set. */
 static korch_status optimize_locked(const char *model_path, const char *plan_path, const korch_optimize_options *o,
-                                    korch_strategy strategy, korch_precision precision, int threads, FILE *log,
+                                    korch_strategy strategy, korch_precision precision, bool bf16_everywhere,
+                                    int threads, FILE *log,
                                     korch_optimize_report *report) {
     double t0 = korch_now_s();
     optimize_job job = {.model_path = model_path, .o = o, .strategy = strategy, .precision = precision,
+                        .bf16_everywhere = bf16_everywhere,
                         .threads = threads, .log = log};
     korch_plan *plan = NULL;
     korch_plan_model keep;
@@ -170,8 +173,9 @@ korch_status korch_optimize(const char *model_path, const char *plan_path, const
         return korch_error(KORCH_ERR_INVALID_ARGUMENT, "strategy \"%.40s\": expected optimal, greedy or none",
                            options->strategy);
     korch_precision precision = KORCH_PRECISION_FP32;
-    if (options->precision && !korch_precision_parse(options->precision, &precision))
-        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "precision \"%.40s\": expected fp32 or bf16",
+    bool bf16_everywhere = false;
+    if (options->precision && !korch_precision_parse_choice(options->precision, &precision, &bf16_everywhere))
+        return korch_error(KORCH_ERR_INVALID_ARGUMENT, "precision \"%.40s\": expected fp32, bf16 or bf16-all",
                            options->precision);
     /* (whether this CPU computes it: korch_pipeline_load, as for the CLI) */
     if (options->threads < 0 || options->threads > 1024)
@@ -196,7 +200,8 @@ korch_status korch_optimize(const char *model_path, const char *plan_path, const
     else threads = caller_threads;
 #endif
     if (threads < 1) threads = 1;
-    korch_status st = optimize_locked(model_path, plan_path, options, strategy, precision, threads, log, report);
+    korch_status st =
+        optimize_locked(model_path, plan_path, options, strategy, precision, bf16_everywhere, threads, log, report);
 #ifdef _OPENMP
     omp_set_num_threads(caller_threads);
 #endif

@@ -41,6 +41,10 @@ korch_status korch_pipeline_prepare(const korch_pipeline_config *c, korch_strate
     p->options.progress = c->progress;
     p->options.log = c->log;
     p->options.estimated = c->estimate;
+    /* bf16 where it pays, decided before anything reads the graph's marks
+     * (an estimated plan measures nothing to choose by: every primitive bf16) */
+    if (p->model.precision == KORCH_PRECISION_BF16 && !c->estimate && !c->bf16_everywhere)
+        KORCH_TRY(korch_choose_linear_precision(p->model.pg, &p->oracle, c->log));
     if (c->verify) {
         korch_verify_options vo = {.seed = c->verify_seed, .inputs = p->verify_inputs, .build = &p->profile};
         KORCH_TRY(korch_verifier_create(p->model.pg, &vo, &p->verifier));

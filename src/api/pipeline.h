@@ -29,6 +29,7 @@ typedef struct korch_pipeline_config {
     int n_values;
     korch_layout_strategy layout;
     korch_precision precision;     /* the linear primitives' arithmetic (checked against the CPU at load) */
+    bool bf16_everywhere;          /* bf16: every linear primitive, without the per-primitive choice */
     int threads;                   /* >= 1: kernels are tuned and run with it (the caller set OpenMP's count) */
     korch_profile_options profile; /* everything but threads, which the pipeline sets */
     double time_limit_s;           /* binary programs, wall clock (<= 0: 120 s) */

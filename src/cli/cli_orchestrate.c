@@ -94,8 +94,8 @@ int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char *
             return korch_cli_usage_error(command, "--closed-loop expects a number of plans to measure, 0 to 20");
     } else if (strcmp(opt, "--precision") == 0) {
         if (!(v = korch_cli_value(argc, argv, i, command))) return 2;
-        if (!korch_precision_parse(v, &a->precision))
-            return korch_cli_usage_error(command, "--precision expects fp32 or bf16, not \"%s\"", v);
+        if (!korch_precision_parse_choice(v, &a->precision, &a->bf16_everywhere))
+            return korch_cli_usage_error(command, "--precision expects fp32, bf16 or bf16-all, not \"%s\"", v);
     } else if (strcmp(opt, "--estimate") == 0) {
         a->estimate = true;
     } else if (strcmp(opt, "--dry-run") == 0) {
@@ -111,8 +111,10 @@ int korch_cli_orchestrate_option(korch_cli_orchestrate_args *a, int argc, char *
 void korch_cli_orchestrate_help(void) {
     printf("\nmore options:\n"
            "  --precision P            fp32 (default): the model's float32 arithmetic; bf16: convolutions\n"
-           "                           and matmuls on bfloat16 operands with float32 sums (needs\n"
-           "                           AVX512_BF16; the plan records it; docs/precision.md)\n"
+           "                           and matmuls on bfloat16 operands with float32 sums where that is\n"
+           "                           measurably faster (each timed alone in both; the others stay\n"
+           "                           float32); bf16-all: every one in bf16 (needs AVX512_BF16; the\n"
+           "                           plan records it; docs/precision.md)\n"
            "  --time-limit SECONDS     wall clock for the binary programs (default 120)\n"
            "  --max-kernel-nodes N     size cap of enumerated candidate kernels (default %d)\n"
            "  --max-partition-nodes N  primitives per partition, at most %d (default %d)\n"
@@ -259,6 +261,7 @@ int korch_cli_orchestrate_begin(const korch_cli_orchestrate_args *a, korch_strat
     korch_pipeline_config c = {
         .model_path = a->model, .shapes = a->shapes.items, .n_shapes = a->shapes.count,
         .layout = a->layout_given ? a->layout : korch_cli_env_get()->layout, .precision = a->precision,
+        .bf16_everywhere = a->bf16_everywhere,
         .threads = threads,
         .profile = {.budget_s = a->budget_s, .db_path = a->db, .cache_dir = a->cache_dir, .quiet = a->quiet},
         .time_limit_s = a->time_limit_s, .max_kernel_nodes = (int)a->max_kernel_nodes,

@@ -38,6 +38,7 @@ typedef struct korch_cli_orchestrate_args {
     korch_layout_strategy layout;
     /* --precision fp32|bf16: the linear primitives' arithmetic (docs/precision.md) */
     korch_precision precision;
+    bool bf16_everywhere; /* --precision bf16-all */
 } korch_cli_orchestrate_args;
 
 /* verifier: NULL with --no-verify; verify_inputs: the --input files bound

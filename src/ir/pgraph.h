@@ -374,10 +374,25 @@ typedef enum korch_precision {
 /* "fp32"/"f32"/"float32" or "bf16"/"bfloat16"; false otherwise. */
 bool korch_precision_parse(const char *text, korch_precision *out);
 const char *korch_precision_token(korch_precision p); /* "fp32", "bf16" */
+/* What --precision accepts: korch_precision_parse's names, and "bf16-all"
+ * (BF16 with *everywhere set: every linear primitive bf16, no per-primitive
+ * choice; docs/precision.md "Where bf16 pays"). */
+bool korch_precision_parse_choice(const char *text, korch_precision *out, bool *everywhere);
 /* Marks every float32 linear primitive for precision p (FP32: none). With
  * BF16, a value read only by bf16 linear primitives gets a precision cast to
  * bfloat16 (stored in 16 bits; the same numbers); FP32 removes those casts. */
 korch_status korch_pgraph_set_precision(korch_pgraph *pg, korch_precision p);
+/* The same, with the linear primitives fp32_nodes kept in float32 under
+ * BF16 (the optimiser's per-primitive choice, docs/precision.md "Where bf16
+ * pays"). Every listed node must be a live linear primitive on float32
+ * operands and p must be BF16, else KORCH_ERR_INVALID_ARGUMENT naming it. */
+korch_status korch_pgraph_set_precision_except(korch_pgraph *pg, korch_precision p, const int *fp32_nodes,
+                                               int n_fp32);
+/* The linear primitives on float32 operands left unmarked in a graph
+ * lowered for p, ascending (malloc'd; NULL when none, or p is FP32). */
+korch_status korch_pgraph_fp32_linear(const korch_pgraph *pg, korch_precision p, int **nodes, int *n);
+/* A live linear primitive whose two operands are float32. */
+bool korch_pnode_is_float_linear(const korch_pgraph *pg, int node);
 /* A CAST to bfloat16 that korch_pgraph_set_precision added (alpha 1). */
 bool korch_pnode_is_precision_cast(const korch_pgraph *pg, int node);
 /* The precision pg was lowered with: BF16 when any linear primitive is. */

@@ -16,6 +16,15 @@ bool korch_precision_parse(const char *text, korch_precision *out) {
     return true;
 }
 
+bool korch_precision_parse_choice(const char *text, korch_precision *out, bool *everywhere) {
+    *everywhere = text && !strcmp(text, "bf16-all");
+    if (*everywhere) {
+        *out = KORCH_PRECISION_BF16;
+        return true;
+    }
+    return korch_precision_parse(text, out);
+}
+
 const char *korch_precision_token(korch_precision p) { return p == KORCH_PRECISION_BF16 ? "bf16" : "fp32"; }
 
 static bool float_operands(const korch_pgraph *pg, const korch_pnode *n) {
@@ -120,14 +129,48 @@ done:
     return st;
 }
 
-korch_status korch_pgraph_set_precision(korch_pgraph *pg, korch_precision p) {
-    KORCH_TRY(remove_casts(pg));
+bool korch_pnode_is_float_linear(const korch_pgraph *pg, int node) {
+    const korch_pnode *n = &pg->nodes[node];
+    return !n->dead && n->kind == KORCH_PRIM_LINEAR && float_operands(pg, n);
+}
+
+korch_status korch_pgraph_set_precision_except(korch_pgraph *pg, korch_precision p, const int *fp32_nodes,
+                                               int n_fp32) {
+    KORCH_TRY(remove_casts(pg)); /* (a marked primitive's operands may be their outputs) */
+    /* the list comes from plan files, which are untrusted */
+    for (int k = 0; k < n_fp32; k++)
+        if (p != KORCH_PRECISION_BF16 || fp32_nodes[k] < 0 || fp32_nodes[k] >= pg->n_nodes ||
+            !korch_pnode_is_float_linear(pg, fp32_nodes[k]))
+            return korch_error(KORCH_ERR_INVALID_ARGUMENT,
+                               "precision: node %d cannot be kept in float32: %s", fp32_nodes[k],
+                               p != KORCH_PRECISION_BF16 ? "the precision is not bf16"
+                                                         : "it is not a linear primitive on float32 operands");
     for (int i = 0; i < pg->n_nodes; i++) {
         korch_pnode *n = &pg->nodes[i];
         if (n->dead || n->kind != KORCH_PRIM_LINEAR) continue;
         n->u.linear.bf16 = p == KORCH_PRECISION_BF16 && float_operands(pg, n);
     }
+    for (int k = 0; k < n_fp32; k++) pg->nodes[fp32_nodes[k]].u.linear.bf16 = false;
     return p == KORCH_PRECISION_BF16 ? insert_casts(pg) : KORCH_OK;
+}
+
+korch_status korch_pgraph_set_precision(korch_pgraph *pg, korch_precision p) {
+    return korch_pgraph_set_precision_except(pg, p, NULL, 0);
+}
+
+korch_status korch_pgraph_fp32_linear(const korch_pgraph *pg, korch_precision p, int **nodes, int *n) {
+    *nodes = NULL;
+    *n = 0;
+    /* p, not korch_pgraph_precision: a bf16 lowering may keep every one */
+    if (p != KORCH_PRECISION_BF16) return KORCH_OK;
+    int count = 0;
+    for (int i = 0; i < pg->n_nodes; i++) count += korch_pnode_is_float_linear(pg, i) && !pg->nodes[i].u.linear.bf16;
+    if (count == 0) return KORCH_OK;
+    *nodes = malloc((size_t)count * sizeof **nodes);
+    if (!*nodes) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "precision: out of memory");
+    for (int i = 0; i < pg->n_nodes; i++)
+        if (korch_pnode_is_float_linear(pg, i) && !pg->nodes[i].u.linear.bf16) (*nodes)[(*n)++] = i;
+    return KORCH_OK;
 }
 
 korch_precision korch_pgraph_precision(const korch_pgraph *pg) {

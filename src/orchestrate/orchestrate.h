@@ -53,6 +53,12 @@ korch_kernel_oracle korch_kernel_oracle_backends(const korch_profile_options *op
 korch_kernel_oracle korch_kernel_oracle_estimate(const korch_machine_model *machine);
 korch_machine_model korch_machine_model_typical(int threads);
 
+/* Under --precision bf16, keeps in float32 every linear primitive whose
+ * kernel alone is not clearly faster in bf16 (precision_choice.c), and
+ * places the precision casts again; logs what it chose. A float32 graph is
+ * left as it is. */
+korch_status korch_choose_linear_precision(korch_pgraph *pg, const korch_kernel_oracle *oracle, FILE *log);
+
 typedef struct korch_orchestrate_options {
     korch_candidate_options candidates;
     korch_machine_model machine;

@@ -33,6 +33,7 @@ void korch_plan_free(korch_plan *plan) {
     }
     free(plan->excluded_kernels);
     free(plan->model_path);
+    free(plan->fp32_linear);
     for (int b = 0; b < plan->n_buckets; b++) korch_plan_free(plan->buckets[b]);
     free(plan->buckets);
     if (plan->sections.map) munmap(plan->sections.map, plan->sections.map_size);

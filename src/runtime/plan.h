@@ -111,6 +111,9 @@ typedef struct korch_plan {
     korch_layout_strategy layout; /* the layout pass the graph was lowered with */
     bool layout_recorded;         /* false: a plan of an older korch (no layout= field) */
     korch_precision precision;    /* the linear primitives' arithmetic (the fission line's precision=) */
+    int *fp32_linear;             /* under bf16, the linear primitives the optimiser kept in float32,
+                                     ascending (the fission line's fp32-linear=); NULL when none */
+    int n_fp32_linear;
     char strategy[16];
     int threads;
     double predicted_ms; /* sum of kernel latencies */

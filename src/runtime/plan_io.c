@@ -108,6 +108,8 @@ static void write_plan_lines(FILE *f, const korch_plan *plan) {
     if (plan->layout_recorded) fprintf(f, " layout=%s", korch_layout_strategy_token(plan->layout));
     /* only when not float32: plans of the model's own precision stay as before */
     if (plan->precision != KORCH_PRECISION_FP32) fprintf(f, " precision=%s", korch_precision_token(plan->precision));
+    for (int i = 0; i < plan->n_fp32_linear; i++)
+        fprintf(f, "%s%d", i ? "," : " fp32-linear=", plan->fp32_linear[i]);
     fprintf(f, "\n");
     fprintf(f, "strategy name=");
     put_escaped(f, plan->strategy);
@@ -345,6 +347,34 @@ static bool parse_long(const char *s, long lo, long hi, long *out) {
     if (errno || *end || v < lo || v > hi) return false;
     *out = v;
     return true;
+}
+
+/* fp32-linear=I,J,...: strictly ascending node indices below pgraph-nodes
+ * (read before it on the same line); whether each names a linear primitive
+ * is checked when the model is lowered (korch_pgraph_set_precision_except). */
+static korch_status parse_fp32_linear(const char *text, korch_plan *plan) {
+    free(plan->fp32_linear);
+    plan->fp32_linear = NULL;
+    plan->n_fp32_linear = 0;
+    size_t cap = 1;
+    for (const char *c = text; *c; c++) cap += *c == ',';
+    if (cap > (size_t)plan->pgraph_nodes) return KORCH_ERR_INVALID_MODEL;
+    plan->fp32_linear = malloc(cap * sizeof *plan->fp32_linear);
+    if (!plan->fp32_linear) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    const char *c = text;
+    for (;;) {
+        if (!isdigit((unsigned char)*c)) return KORCH_ERR_INVALID_MODEL;
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(c, &end, 10);
+        if (errno || v >= plan->pgraph_nodes ||
+            (plan->n_fp32_linear > 0 && v <= plan->fp32_linear[plan->n_fp32_linear - 1]))
+            return KORCH_ERR_INVALID_MODEL;
+        plan->fp32_linear[plan->n_fp32_linear++] = (int)v;
+        if (*end == '\0') return KORCH_OK;
+        if (*end != ',') return KORCH_ERR_INVALID_MODEL;
+        c = end + 1;
+    }
 }
 
 static bool parse_double(const char *s, double *out) {
@@ -672,6 +702,8 @@ static korch_status parse_line(parser *p, korch_plan *file_plan, char *line, boo
         plan->precision = KORCH_PRECISION_FP32;
         if (precision && !korch_precision_parse(precision, &plan->precision))
             return perr(p, "bad precision ", precision);
+        const char *kept = get(fields, nf, "fp32-linear");
+        if (kept && parse_fp32_linear(kept, plan) != KORCH_OK) return perr(p, "bad fp32-linear ", kept);
     } else if (strcmp(keyword, "strategy") == 0) {
         const char *name = get(fields, nf, "name");
         long threads = 0;

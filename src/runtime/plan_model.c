@@ -44,10 +44,11 @@ korch_status korch_plan_lower_checked(const korch_plan *plan, const korch_graph 
     for (int t = 0; t < n_tries; t++) {
         korch_pgraph *pg = NULL;
         KORCH_TRY(korch_plan_lower(g, tries[t], &pg));
-        korch_status st = korch_pgraph_set_precision(pg, plan->precision);
+        korch_status st = korch_pgraph_set_precision_except(pg, plan->precision, plan->fp32_linear,
+                                                            plan->n_fp32_linear);
         if (st != KORCH_OK) {
             korch_pgraph_free(pg);
-            return st;
+            return korch_error_prefix(st, "%s", what);
         }
         if (korch_pgraph_hash(pg) == plan->pgraph_hash) {
             *out = pg;
@@ -317,6 +318,10 @@ korch_status korch_plan_set_model(korch_plan *plan, const char *model_path, cons
     plan->layout = m->layout;
     plan->layout_recorded = true;
     plan->precision = m->precision;
+    free(plan->fp32_linear);
+    plan->fp32_linear = NULL;
+    plan->n_fp32_linear = 0;
+    KORCH_TRY(korch_pgraph_fp32_linear(m->pg, m->precision, &plan->fp32_linear, &plan->n_fp32_linear));
     korch_plan_set_machine(plan);
     korch_plan_shapes_free(plan);
     plan->input_shapes = calloc((size_t)m->graph->n_inputs + 1, sizeof *plan->input_shapes);

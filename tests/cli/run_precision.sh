@@ -1,13 +1,19 @@
 #!/bin/sh
-# korch optimize --precision fp32|bf16 (docs/precision.md, "Computing in bfloat16"):
+# korch optimize --precision fp32|bf16|bf16-all (docs/precision.md, "Computing in bfloat16"):
 #  - a bad value is a usage error (exit 2) naming the flag;
-#  - on a CPU with AVX512_BF16: the plan records precision=bf16 and its
+#  - on a CPU with AVX512_BF16, with bf16-all (every linear primitive bf16,
+#    so that what follows does not depend on timings): the plan records precision=bf16 and its
 #    primitive graph's hash differs from the fp32 plan's; its convolutions run
 #    oneDNN bf16 kernels (explain); its verification reports the distance from
 #    the float32 reference, in the log, in explain and in the plan's checked
 #    lines; run --verify passes; the plan's outputs differ from the fp32
 #    plan's (bf16 really computed) but by less than 5% of their magnitude;
 #    its standalone C export builds and computes what the plan does;
+#  - with bf16 (the per-primitive choice, "Where bf16 pays"): the log says
+#    how many linear primitives stay bf16 and how many are kept in float32,
+#    the plan lists as many on its fission line (fp32-linear=), and it
+#    loads and passes run --verify (which lowers the model with that list);
+#    which ones are kept depends on timings, so only the agreement is checked;
 #  - on a CPU without it: optimize is refused naming AVX512_BF16, no plan.
 # The bf16 plan's kernels are timed (so that explain names oneDNN's
 # implementations); nothing checked depends on the times.
@@ -27,7 +33,7 @@ opt() { # opt NAME ARGS...: optimise $model into $work/NAME.plan, log in $work/N
 opt bad --precision fp16
 rc=$?
 [ $rc = 2 ] || fail "--precision fp16: exit $rc, expected 2"
-grep -q -- '--precision expects fp32 or bf16' "$work/bad.log" || fail "--precision fp16: $(tail -1 "$work/bad.log")"
+grep -q -- '--precision expects fp32, bf16 or bf16-all' "$work/bad.log" || fail "--precision fp16: $(tail -1 "$work/bad.log")"
 [ -e "$work/bad.plan" ] && fail "--precision fp16 wrote a plan"
 
 if ! grep -q avx512_bf16 /proc/cpuinfo; then
@@ -39,7 +45,19 @@ if ! grep -q avx512_bf16 /proc/cpuinfo; then
 fi
 
 opt fp32 --precision fp32 --estimate || fail "optimize --precision fp32: $(tail -2 "$work/fp32.log")"
-opt bf16 --precision bf16 || fail "optimize --precision bf16: $(tail -2 "$work/bf16.log")"
+opt bf16 --precision bf16-all || fail "optimize --precision bf16-all: $(tail -2 "$work/bf16.log")"
+grep -q '^precision: timing' "$work/bf16.log" && fail "bf16-all timed the primitives for a choice it must not make"
+grep -q '^fission .*fp32-linear=' "$work/bf16.plan" && fail "the bf16-all plan keeps primitives in float32"
+
+opt chosen --precision bf16 || fail "optimize --precision bf16: $(tail -2 "$work/chosen.log")"
+summary=$(grep '^precision: [0-9]* of [0-9]* linear primitives in bf16, [0-9]* kept in float32' "$work/chosen.log")
+[ -n "$summary" ] || fail "the bf16 log does not say which precision each linear primitive got"
+kept=$(echo "$summary" | sed -n 's/.* \([0-9]*\) kept in float32.*/\1/p')
+listed=$(sed -n 's/^fission .*fp32-linear=\([0-9,]*\).*/\1/p' "$work/chosen.plan" | tr ',' '\n' | grep -c .)
+[ "$kept" = "$listed" ] || fail "the log keeps ${kept:-?} primitives in float32, the plan lists $listed"
+grep -q '^fission .* precision=bf16' "$work/chosen.plan" || fail "the bf16 plan does not record precision=bf16"
+"$korch" run "$work/chosen.plan" --verify >"$work/verify-chosen.txt" 2>&1 ||
+    fail "run --verify of the chosen-precision plan: $(tail -2 "$work/verify-chosen.txt")"
 grep -q '^fission .* precision=bf16' "$work/bf16.plan" || fail "the bf16 plan does not record precision=bf16"
 grep -q '^fission .*precision=' "$work/fp32.plan" && fail "the fp32 plan records a precision= field (fp32 plans stay as before)"
 h32=$(sed -n 's/^fission .*pgraph-hash=\([0-9a-f]*\).*/\1/p' "$work/fp32.plan")

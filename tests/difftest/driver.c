@@ -424,6 +424,27 @@ static korch_status check_plans(dt_case *c) {
     return st;
 }
 
+/* The precision of a lowered model: --precision, and with bf16-mixed a
+ * seeded half of the linear primitives kept in float32 (which casts remain
+ * follows from the marks; korch_pgraph_set_precision_except). */
+static korch_status set_precision(const dt_options *o, uint64_t seed, korch_plan_model *m, dt_stats *stats) {
+    KORCH_TRY(korch_plan_model_set_precision(m, o->precision));
+    if (!o->bf16_mixed) return KORCH_OK;
+    int *keep = malloc(((size_t)m->pg->n_nodes + 1) * sizeof *keep), n = 0;
+    if (!keep) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "difftest: out of memory");
+    dt_rng r = {.s = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull};
+    for (int i = 0; i < m->pg->n_nodes; i++) {
+        const korch_pnode *n_ = &m->pg->nodes[i];
+        if (n_->dead || n_->kind != KORCH_PRIM_LINEAR || !n_->u.linear.bf16) continue;
+        stats->mixed_linear++;
+        if (dt_next(&r) & 1) keep[n++] = i;
+    }
+    stats->mixed_kept += n;
+    korch_status st = korch_pgraph_set_precision_except(m->pg, KORCH_PRECISION_BF16, keep, n);
+    free(keep);
+    return st;
+}
+
 korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) {
     dt_case c = {.o = o, .seed = seed, .stats = stats, .prefix = ""};
     snprintf(c.model, sizeof c.model, "%s/model.onnx", o->work_dir);
@@ -450,7 +471,7 @@ korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) 
         if (copy_file(c.model, keep_path) == KORCH_OK) printf("  model kept: %s\n", keep_path);
         return KORCH_OK;
     }
-    if (korch_plan_model_set_precision(&c.m, o->precision) != KORCH_OK) {
+    if (set_precision(o, seed, &c.m, stats) != KORCH_OK) {
         korch_plan_model_close(&c.m);
         return korch_error_prefix(KORCH_ERR_UNSUPPORTED, "difftest --precision %s",
                                   korch_precision_token(o->precision));
@@ -498,7 +519,7 @@ korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) 
                 fail(&c);
                 continue;
             }
-            if (korch_plan_model_set_precision(&other, o->precision) != KORCH_OK) {
+            if (set_precision(o, seed, &other, stats) != KORCH_OK) {
                 korch_plan_model_close(&other);
                 st = korch_error_prefix(KORCH_ERR_UNSUPPORTED, "difftest --precision");
                 break;

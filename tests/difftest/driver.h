@@ -43,6 +43,10 @@ typedef struct dt_options {
      * (docs/precision.md); outputs are held to the float32 reference with
      * DT_BF16_PER_LINEAR of the scale per linear operator added to the bound */
     korch_precision precision;
+    /* --precision bf16-mixed: bf16, with a seeded half of the linear
+     * primitives kept in float32, as the optimiser's per-primitive choice
+     * leaves them (docs/precision.md, "Where bf16 pays") */
+    bool bf16_mixed;
 } dt_options;
 
 typedef struct dt_stats {
@@ -55,6 +59,7 @@ typedef struct dt_stats {
     long refused; /* --verify: strategies for which korch refused to return a plan */
     long layout_graphs; /* --layout auto: graphs whose nchw primitive graph differs (checked twice) */
     long same_layout;   /* --layout auto: graphs both layouts lower to the same primitive graph */
+    long mixed_linear, mixed_kept; /* --precision bf16-mixed: linear primitives, and those kept float32 */
     double worst_ratio; /* largest error / bound among comparisons that passed */
     uint64_t worst_seed;
     dt_coverage coverage;

@@ -48,7 +48,8 @@ static void usage(FILE *f) {
             "                       without it (the default's seeds stay valid); docs/difftest.md\n"
             "  --layout L           nchw, channels-last (default) or auto (both: every plan in each)\n"
             "  --precision P        fp32 (default) or bf16: plans compute their linear primitives in bf16\n"
-            "                       (needs AVX512_BF16); outputs held to a bound widened per linear operator\n"
+            "                       (needs AVX512_BF16); outputs held to a bound widened per linear operator;\n"
+            "                       bf16-mixed: bf16 with a seeded half of them kept in float32\n"
             "  --verify             the product path: plans from korch's verified driver (kernels and plans\n"
             "                       checked, wrong kernels excluded); a refused plan is REFUSED, not FAIL\n"
             "  --refused-fails      with --verify: a refused plan counts as a failure\n"
@@ -214,10 +215,12 @@ int main(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--precision")) {
             NEEDV;
-            if (!korch_precision_parse(v, &o.precision)) {
-                fprintf(stderr, "korch-difftest: --precision expects fp32 or bf16, not \"%s\"\n", v);
+            o.bf16_mixed = !strcmp(v, "bf16-mixed");
+            if (!o.bf16_mixed && !korch_precision_parse(v, &o.precision)) {
+                fprintf(stderr, "korch-difftest: --precision expects fp32, bf16 or bf16-mixed, not \"%s\"\n", v);
                 return 2;
             }
+            if (o.bf16_mixed) o.precision = KORCH_PRECISION_BF16;
         } else if (!strcmp(a, "--verify")) {
             o.verify = true;
         } else if (!strcmp(a, "--refused-fails")) {
@@ -360,6 +363,8 @@ int main(int argc, char **argv) {
     if (o.n_layouts > 1)
         printf("layout auto: %ld graphs checked in both layouts, %ld lowered to the same primitive graph in both\n",
                st.layout_graphs, st.same_layout);
+    if (o.bf16_mixed)
+        printf("bf16-mixed: %ld of %ld linear primitives kept in float32\n", st.mixed_kept, st.mixed_linear);
     if (o.verify)
         printf("verified path: %ld candidate kernels excluded as wrong, %ld plans refused\n", st.excluded, st.refused);
     if (st.second_backend)

@@ -57,6 +57,12 @@ static korch_plan *sample_plan(korch_pgraph **pg_out) {
                                                           .detail = strdup("output 0: 5 of 9 differ; worst [0,1]"),
                                                           .worst_ratio = 1e300};
         plan->kernels[0].verify_ratio = 0.25;
+        /* bf16 with two linear primitives kept in float32 (the fission line) */
+        plan->precision = KORCH_PRECISION_BF16;
+        plan->n_fp32_linear = 2;
+        plan->fp32_linear = malloc(2 * sizeof *plan->fp32_linear);
+        plan->fp32_linear[0] = 1;
+        plan->fp32_linear[1] = plan->pgraph_nodes - 1;
     }
     *pg_out = pg;
     return plan;
@@ -99,6 +105,8 @@ static void test_round_trip(void) {
               strcmp(back->excluded_kernels[0].detail, plan->excluded_kernels[0].detail) == 0);
         CHECK(back->excluded_kernels[0].worst_ratio >= 1e12); /* an infinite ratio is stored capped */
         CHECK_NEAR(back->kernels[0].verify_ratio, 0.25, 1e-9);
+        CHECK(back->precision == KORCH_PRECISION_BF16 && back->n_fp32_linear == 2 && back->fp32_linear[0] == 1 &&
+              back->fp32_linear[1] == plan->pgraph_nodes - 1);
         for (int i = 1; i < back->n_kernels; i++) /* REF kernels are the interpreter: ratio 0 */
             CHECK(back->kernels[i].backend == KORCH_BACKEND_REF ? back->kernels[i].verify_ratio == 0
                                                                   : back->kernels[i].verify_ratio < 0);
@@ -175,6 +183,28 @@ static void test_damaged(void) {
         "korch-plan 1\nbogus line=1\nend kernels=0\n",
         "korch-plan 1\ninput name=x shape=1x-3\nend kernels=0\n",
     };
+    /* the kept float32 primitives: strictly ascending, below pgraph-nodes */
+    const char *fission = "korch-plan 1\nmodel path=m.onnx sha256="
+                          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nfission version=v pgraph-hash=0123456789abcdef pgraph-nodes=5 "
+                          "precision=bf16 fp32-linear=%s\nend kernels=0\n";
+    const char *kept_ok = "1,3", *kept_bad[] = {"3,1", "1,1", "5", "1,,2", "a", "", "-1", "1,", "99999999999"};
+    char line[512];
+    snprintf(line, sizeof line, fission, kept_ok);
+    write_text(bad, line);
+    CHECK_OK(korch_plan_load(bad, &out));
+    CHECK(out && out->n_fp32_linear == 2 && out->fp32_linear[1] == 3);
+    korch_plan_free(out);
+    out = NULL;
+    for (size_t i = 0; i < sizeof kept_bad / sizeof kept_bad[0]; i++) {
+        snprintf(line, sizeof line, fission, kept_bad[i]);
+        write_text(bad, line);
+        korch_status st = korch_plan_load(bad, &out);
+        CHECK_MSG(st != KORCH_OK && strstr(korch_last_error(), "fp32-linear"), "fp32-linear=%s accepted",
+                  kept_bad[i]);
+        korch_error_clear();
+        korch_plan_free(out);
+        out = NULL;
+    }
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         write_text(bad, cases[i]);
         korch_status st = korch_plan_load(bad, &out);
