@@ -163,9 +163,13 @@ int korch_cmd_explain(int argc, char **argv) {
         }
         printf("\n");
     }
-    printf("strategy: %s, %d threads, lowered by %s (%d primitives)%s\n", plan->strategy, plan->threads,
+    printf("strategy: %s, %d threads, lowered by %s (%d primitives)%s", plan->strategy, plan->threads,
            plan->fission_version, plan->pgraph_nodes,
            plan->precision == KORCH_PRECISION_BF16 ? ", precision bf16 (linear primitives)" : "");
+    if (plan->n_fp32_linear > 0) /* docs/precision.md, "Where bf16 pays" */
+        printf(", %d linear primitive%s kept in float32 where bf16 did not pay", plan->n_fp32_linear,
+               plan->n_fp32_linear == 1 ? "" : "s");
+    printf("\n");
     printf("predicted: %.4f ms in %d kernels\n", total, plan->n_kernels);
     if (plan->measured_ms > 0)
         printf("measured in place after solving: %.4f ms (%.3fx the prediction; korch optimize --closed-loop)\n",

@@ -56,6 +56,10 @@ kept=$(echo "$summary" | sed -n 's/.* \([0-9]*\) kept in float32.*/\1/p')
 listed=$(sed -n 's/^fission .*fp32-linear=\([0-9,]*\).*/\1/p' "$work/chosen.plan" | tr ',' '\n' | grep -c .)
 [ "$kept" = "$listed" ] || fail "the log keeps ${kept:-?} primitives in float32, the plan lists $listed"
 grep -q '^fission .* precision=bf16' "$work/chosen.plan" || fail "the bf16 plan does not record precision=bf16"
+if [ "${listed:-0}" -gt 0 ]; then
+    "$korch" explain "$work/chosen.plan" 2>&1 | grep -q "$listed linear primitives\? kept in float32" ||
+        fail "explain of the chosen-precision plan does not say that $listed primitives are kept in float32"
+fi
 "$korch" run "$work/chosen.plan" --verify >"$work/verify-chosen.txt" 2>&1 ||
     fail "run --verify of the chosen-precision plan: $(tail -2 "$work/verify-chosen.txt")"
 grep -q '^fission .* precision=bf16' "$work/bf16.plan" || fail "the bf16 plan does not record precision=bf16"
