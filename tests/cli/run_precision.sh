@@ -90,6 +90,12 @@ make -C "$work/export" >"$work/export-build.log" 2>&1 || fail "the bf16 export d
 grep -q -- ' ->bf16 \*/' "$work/export/model.c" || fail "no exported oneDNN kernel writes a bfloat16 destination"
 grep -q -- ' src-bf16 ' "$work/export/model.c" || fail "no exported oneDNN kernel reads a bfloat16 source"
 
+# the chosen-precision plan exports too (its kept primitives lowered float32)
+"$korch" export "$work/chosen.plan" -o "$work/export-chosen" >"$work/export-chosen.log" 2>&1 ||
+    fail "export of the chosen-precision plan: $(tail -1 "$work/export-chosen.log")"
+make -C "$work/export-chosen" >"$work/export-chosen-build.log" 2>&1 ||
+    fail "the chosen-precision export does not build: $(tail -3 "$work/export-chosen-build.log")"
+
 # the outputs: bf16 really computed (they differ from fp32), and close
 if [ -n "$py" ]; then
     # one float32 input, shaped as korch info says ("  input  NAME  float32  1x3x128x128")
@@ -101,13 +107,18 @@ if [ -n "$py" ]; then
         "$korch" run "$work/$p.plan" --input "$1=$work/x.npy" --output-dir "$work/out-$p" >"$work/run-$p.log" 2>&1 ||
             fail "run $p: $(tail -1 "$work/run-$p.log")"
     done
-    mkdir -p "$work/out-export"
-    "$work/export/model_run" --input "$1=$work/x.npy" --output-dir "$work/out-export" >"$work/run-export.log" 2>&1 ||
-        fail "model_run of the bf16 export: $(tail -1 "$work/run-export.log")"
-    "$py" - "$work/out-fp32" "$work/out-bf16" "$work/out-export" <<'PYEOF' || fail "outputs: see above"
+    for p in export export-chosen; do
+        mkdir -p "$work/out-$p"
+        "$work/$p/model_run" --input "$1=$work/x.npy" --output-dir "$work/out-$p" >"$work/run-$p.log" 2>&1 ||
+            fail "model_run of $p: $(tail -1 "$work/run-$p.log")"
+    done
+    mkdir -p "$work/out-chosen"
+    "$korch" run "$work/chosen.plan" --input "$1=$work/x.npy" --output-dir "$work/out-chosen" >"$work/run-chosen.log" 2>&1 ||
+        fail "run chosen: $(tail -1 "$work/run-chosen.log")"
+    "$py" - "$work/out-fp32" "$work/out-bf16" "$work/out-export" "$work/out-chosen" "$work/out-export-chosen" <<'PYEOF' || fail "outputs: see above"
 import os, sys
 import numpy as np
-a_dir, b_dir, e_dir = sys.argv[1], sys.argv[2], sys.argv[3]
+a_dir, b_dir, e_dir, c_dir, ce_dir = sys.argv[1:6]
 names = sorted(f for f in os.listdir(a_dir) if f.endswith(".npy"))
 assert names, "no outputs"
 for f in names:
@@ -123,6 +134,14 @@ for f in names:
     print(f"{f}: the export vs the bf16 plan: {erel:.3g}")
     if erel > 1e-5:  # the same oneDNN kernels, the same conversions: float32 noise at most
         sys.exit(f"{f}: the bf16 export differs from the bf16 plan by {erel:.3g}")
+    c, ce = np.load(os.path.join(c_dir, f)).astype(np.float64), np.load(os.path.join(ce_dir, f)).astype(np.float64)
+    crel = np.max(np.abs(c - a)) / max(np.max(np.abs(a)), 1e-30)
+    cerel = np.max(np.abs(ce - c)) / max(np.max(np.abs(c)), 1e-30)
+    print(f"{f}: chosen-precision plan vs fp32 plan {crel:.3g}; its export vs the plan {cerel:.3g}")
+    if crel > 0.05:
+        sys.exit(f"{f}: the chosen-precision plan is {crel:.3g} from the fp32 plan")
+    if cerel > 1e-5:
+        sys.exit(f"{f}: the chosen-precision export differs from its plan by {cerel:.3g}")
 PYEOF
 fi
 [ $fails = 0 ] && echo "precision: bf16 plan recorded, verified, explained, run and exported as documented"
