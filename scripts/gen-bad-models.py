@@ -254,6 +254,50 @@ def gen_control_flow():
                    [numpy_helper.from_array(np.array(0.5, dtype=np.float32), "half"),
                     numpy_helper.from_array(np.array(True), "true")]))
 
+    # paddle2onnx's Loops: the body declares its iteration number and
+    # condition as [1], not scalars (ONNX Runtime accepts it), and slices
+    # with the iteration number (a 1-D Slice bound). With a trip count of 4
+    # the Loop is unrolled; the while-loop on a run-time limit runs opaque.
+    src = np.arange(8, dtype=np.float32).reshape(4, 2)
+    body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+                              helper.make_node("Add", ["i", "one"], ["i1"]),
+                              helper.make_node("Slice", ["src", "i", "i1", "ax0"], ["row"]),
+                              helper.make_node("Add", ["acc_in", "row"], ["acc_out"])], "body",
+                             [vi("i", [1], I64), vi("cond_in", [1], TensorProto.BOOL), vi("acc_in", [1, 2])],
+                             [vi("cond_out", [1], TensorProto.BOOL), vi("acc_out", [1, 2])],
+                             [numpy_helper.from_array(np.array([1], dtype=np.int64), "one"),
+                              numpy_helper.from_array(np.array([0], dtype=np.int64), "ax0")])
+    add("control_loop_rank1.onnx", 0, 0, "-",
+        "valid: a Loop whose body declares its iteration number and condition [1] (paddle2onnx) and slices at i",
+        needs_op="Loop", inputs=[save_npy("control_loop_rank1.src.npy", src)],
+        outputs=[("acc.npy", save_npy("control_loop_rank1.acc.npy", src.sum(axis=0, keepdims=True)))],
+        data=model([helper.make_node("Loop", ["m", "true", "acc0"], ["acc"], name="loop", body=body)],
+                   [vi("src", [4, 2])], [vi("acc", [1, 2])],
+                   [numpy_helper.from_array(np.array([4], dtype=np.int64), "m"),
+                    numpy_helper.from_array(np.array([True]), "true"),
+                    numpy_helper.from_array(np.zeros((1, 2), dtype=np.float32), "acc0")]))
+    body = helper.make_graph([helper.make_node("Cast", ["i"], ["fi"], to=F),
+                              helper.make_node("Mul", ["acc_in", "half"], ["acc_h"]),
+                              helper.make_node("Add", ["acc_h", "fi"], ["acc_out"]),
+                              helper.make_node("Add", ["i", "one"], ["i1"]),
+                              helper.make_node("Less", ["i1", "limit"], ["cond_out"])], "body",
+                             [vi("i", [1], I64), vi("c", [1], TensorProto.BOOL), vi("acc_in", [2, 3])],
+                             [vi("cond_out", [1], TensorProto.BOOL), vi("acc_out", [2, 3])],
+                             [numpy_helper.from_array(np.array([1], dtype=np.int64), "one")])
+    limit = np.array(6, dtype=np.int64)
+    acc = x.copy()
+    for i in range(int(limit)):
+        acc = acc * np.float32(0.5) + np.float32(i)
+    add("control_while_rank1.onnx", 0, 0, "-",
+        "valid: a Loop with no trip count whose body declares its iteration number and condition [1]",
+        needs_op="Loop", inputs=[save_npy("control_while_rank1.x.npy", x),
+                                 save_npy("control_while_rank1.limit.npy", limit)],
+        outputs=[("acc.npy", save_npy("control_while_rank1.acc.npy", acc))],
+        data=model([helper.make_node("Loop", ["", "true", "x"], ["acc"], name="loop", body=body)],
+                   [vi("x", [2, 3]), vi("limit", [], I64)], [vi("acc", [2, 3])],
+                   [numpy_helper.from_array(np.array(0.5, dtype=np.float32), "half"),
+                    numpy_helper.from_array(np.array([True]), "true")]))
+
     # Scan (opset 11) with two scan inputs on different axes, one reversed,
     # and two scan outputs on axis 1, one reversed
     body = helper.make_graph([helper.make_node("Add", ["s_in", "xt"], ["s_out"]),

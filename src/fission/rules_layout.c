@@ -143,6 +143,53 @@ KORCH_FISSION_RULE(Slice) {
     return fission_done(ctx);
 }
 
+/* OneHot: where(unsqueeze(i, axis) == iota along axis, on, off), i the
+ * integer index moved by depth where negative (one out of [-depth, depth)
+ * then equals no position, as in the reference). Float indices (truncated
+ * by the reference) and run-time values stay with the reference. */
+KORCH_FISSION_RULE(OneHot) {
+    const korch_tensor *values = fission_const_in(ctx, 2);
+    if (!values) return fission_decline(ctx, "OneHot with run-time values");
+    korch_dtype idt = fission_in_dtype(ctx, 0);
+    if (idt == KORCH_DTYPE_FLOAT32 || idt == KORCH_DTYPE_FLOAT64 || idt == KORCH_DTYPE_UINT64)
+        return fission_decline(ctx, "OneHot with float or uint64 indices");
+    const korch_shape *out = fission_out_shape(ctx, 0);
+    int axis = fission_axis(ctx, korch_node_attr_int(ctx->node, "axis", -1), out->rank);
+    if (axis < 0) return KORCH_ERR_INVALID_MODEL;
+    int64_t depth = out->dims[axis];
+    int x = fission_in(ctx, 0);
+    if (idt != KORCH_DTYPE_INT64) x = fission_cast(ctx, x, KORCH_DTYPE_INT64);
+    int negative = fission_binary(ctx, KORCH_EW_LESS, x, fission_scalar(ctx, 0, KORCH_DTYPE_INT64));
+    x = fission_where(ctx, negative, fission_binary(ctx, KORCH_EW_ADD, x, fission_scalar(ctx, (double)depth, KORCH_DTYPE_INT64)),
+                      x);
+    korch_shape at = *out;
+    at.dims[axis] = 1;
+    if (x >= 0) x = korch_pgraph_reshape(ctx->pg, x, &at);
+    korch_shape is = {.rank = out->rank - axis};
+    is.dims[0] = depth;
+    for (int k = 1; k < is.rank; k++) is.dims[k] = 1;
+    korch_tensor iota, on, off;
+    korch_shape scalar = {0};
+    KORCH_TRY(korch_tensor_alloc(&iota, KORCH_DTYPE_INT64, &is));
+    for (int64_t j = 0; j < depth; j++) ((int64_t *)iota.data)[j] = j;
+    int iv = fission_constant(ctx, &iota);
+    size_t es = korch_dtype_size(values->dtype);
+    KORCH_TRY(korch_tensor_alloc(&off, values->dtype, &scalar));
+    memcpy(off.data, values->data, es);
+    int offv = fission_constant(ctx, &off);
+    KORCH_TRY(korch_tensor_alloc(&on, values->dtype, &scalar));
+    memcpy(on.data, (const char *)values->data + es, es);
+    int onv = fission_constant(ctx, &on);
+    fission_set_out(ctx, 0, fission_where(ctx, fission_binary(ctx, KORCH_EW_EQUAL, x, iv), onv, offv));
+    return fission_done(ctx);
+}
+
+/* A scatter writes where its data says: no index map describes it. It is
+ * one opaque primitive, run by the reference executor. */
+KORCH_FISSION_RULE(ScatterElements) {
+    return fission_decline(ctx, "ScatterElements writes at data-dependent positions (run by the reference executor)");
+}
+
 /* Gather with constant indices is a table lookup along the axis. */
 KORCH_FISSION_RULE(Gather) {
     const korch_tensor *idx = fission_const_in(ctx, 1);

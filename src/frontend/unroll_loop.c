@@ -16,16 +16,16 @@
 
 #include "frontend/frontend.h"
 #include "frontend/subgraph.h"
+#include "ops/control_flow.h"
 #include "ops/op.h"
 
 /* Body nodes times trip count above which a Loop is not unrolled. */
 #define UNROLL_MAX_NODES 4096
 
-static int new_constant(korch_graph *g, const char *name, korch_dtype dtype, const void *value) {
+static int new_constant(korch_graph *g, const char *name, korch_dtype dtype, const void *value, korch_shape scalar) {
     int v = korch_graph_find_value(g, name) < 0 ? korch_graph_intern_value(g, name) : -1;
     if (v < 0) return -1;
     korch_value *val = &g->values[v];
-    korch_shape scalar = {.rank = 0};
     if (korch_tensor_alloc(&val->constant, dtype, &scalar) != KORCH_OK) return -1;
     memcpy(val->constant.data, value, korch_dtype_size(dtype));
     val->is_constant = true;
@@ -106,8 +106,8 @@ static bool condition_stays_true(const korch_graph *body, int64_t i, const korch
     korch_tensor *formal = calloc((size_t)n_carried + 3, sizeof *formal);
     bool ok = formal != NULL;
     if (ok) {
-        formal[0] = (korch_tensor){.dtype = KORCH_DTYPE_INT64, .shape = {.rank = 0}, .data = &i};
-        formal[1] = (korch_tensor){.dtype = KORCH_DTYPE_BOOL, .shape = {.rank = 0}, .data = &yes};
+        formal[0] = (korch_tensor){.dtype = KORCH_DTYPE_INT64, .shape = korch_loop_counter_shape(body, 0), .data = &i};
+        formal[1] = (korch_tensor){.dtype = KORCH_DTYPE_BOOL, .shape = korch_loop_counter_shape(body, 1), .data = &yes};
         for (int k = 0; k < n_carried; k++) formal[2 + k] = (korch_tensor){.dtype = carried[k].dtype, .shape = carried[k].shape};
         ok = korch_subgraph_infer(b, formal, 2 + n_carried, node_inputs) == KORCH_OK;
     }
@@ -139,9 +139,9 @@ static korch_status unroll(korch_graph *g, int ni, const korch_graph *body, int6
         if (st != KORCH_OK) break;
         for (int v = 0; v < b->n_values; v++) map[v] = -1;
         snprintf(name, name_len, "%s/iteration_%lld", loop_name, (long long)i);
-        map[b->inputs[0]] = new_constant(g, name, KORCH_DTYPE_INT64, &i);
+        map[b->inputs[0]] = new_constant(g, name, KORCH_DTYPE_INT64, &i, korch_loop_counter_shape(body, 0));
         snprintf(name, name_len, "%s/condition_%lld", loop_name, (long long)i);
-        map[b->inputs[1]] = new_constant(g, name, KORCH_DTYPE_BOOL, &yes);
+        map[b->inputs[1]] = new_constant(g, name, KORCH_DTYPE_BOOL, &yes, korch_loop_counter_shape(body, 1));
         if (map[b->inputs[0]] < 0 || map[b->inputs[1]] < 0)
             st = korch_error(KORCH_ERR_INTERNAL, "Loop \"%s\": cannot name its iteration %lld", loop_name, (long long)i);
         for (int k = 0; k < n_carried; k++) map[b->inputs[2 + k]] = carried[k];

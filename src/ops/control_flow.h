@@ -24,5 +24,8 @@ int korch_control_onnx_inputs(const korch_op_ctx *ctx);
 
 /* The inferred type of subgraph output k. */
 korch_tensor korch_control_output_type(const korch_graph *sub, int k);
+/* A Loop body's iteration number (i = 0) or condition (1): a scalar, or
+ * [1] where the body declares that (control_loop.c). */
+korch_shape korch_loop_counter_shape(const korch_graph *body, int i);
 
 #endif

@@ -78,6 +78,19 @@ static korch_status evaluate_iteration(korch_op_ctx *ctx, const korch_graph *bod
     return st;
 }
 
+/* The shape the body gets its iteration number (i = 0) or condition (1)
+ * in: a scalar, as ONNX says, or [1] where the body declares it so
+ * (paddle2onnx does, and uses them as 1-D Slice bounds; ONNX Runtime
+ * accepts it). One element either way. */
+korch_shape korch_loop_counter_shape(const korch_graph *body, int i) {
+    const korch_value *v = &body->values[body->inputs[i]];
+    korch_shape s = {.rank = 0};
+    if (v->has_declared_shape && v->declared_shape.rank == 1 && v->declared_shape.dims[0] <= 1 &&
+        v->declared_shape.dims[0] != 0)
+        s = (korch_shape){.rank = 1, .dims = {1}};
+    return s;
+}
+
 /* Every input constant: the loop runs now, once, and its outputs become
  * constants. Unlike at run time, values may change shape between
  * iterations, and the body may use the iteration number where korch needs
@@ -98,8 +111,8 @@ static korch_status evaluate_loop(korch_op_ctx *ctx, const korch_graph *body, co
                                 LOOP_EVAL_MAX_ITERATIONS);
             break;
         }
-        in[0] = (korch_tensor){.dtype = KORCH_DTYPE_INT64, .shape = {.rank = 0}, .data = &iter};
-        in[1] = (korch_tensor){.dtype = KORCH_DTYPE_BOOL, .shape = {.rank = 0}, .data = &cond};
+        in[0] = (korch_tensor){.dtype = KORCH_DTYPE_INT64, .shape = korch_loop_counter_shape(body, 0), .data = &iter};
+        in[1] = (korch_tensor){.dtype = KORCH_DTYPE_BOOL, .shape = korch_loop_counter_shape(body, 1), .data = &cond};
         st = evaluate_iteration(ctx, body, in, out);
         if (st != KORCH_OK) break;
         cond = ((const uint8_t *)out[0].data)[0] != 0;
@@ -198,8 +211,8 @@ static korch_status infer_loop(korch_op_ctx *ctx) {
     if (all_inputs_constant(ctx)) return evaluate_loop(ctx, body, &ls);
     korch_tensor *formal = calloc((size_t)body->n_inputs + 1, sizeof *formal);
     if (!formal) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-    formal[0] = (korch_tensor){.dtype = KORCH_DTYPE_INT64, .shape = {.rank = 0}};
-    formal[1] = (korch_tensor){.dtype = KORCH_DTYPE_BOOL, .shape = {.rank = 0}};
+    formal[0] = (korch_tensor){.dtype = KORCH_DTYPE_INT64, .shape = korch_loop_counter_shape(body, 0)};
+    formal[1] = (korch_tensor){.dtype = KORCH_DTYPE_BOOL, .shape = korch_loop_counter_shape(body, 1)};
     korch_status st = KORCH_OK;
     for (int k = 0; k < ls.n_carried && st == KORCH_OK; k++) {
         const korch_tensor *v = ctx->inputs[2 + k];
@@ -272,8 +285,8 @@ static korch_status run_loop(korch_op_ctx *ctx) {
     uint8_t cond_byte = cond;
     korch_status st = in && out ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     if (st != KORCH_OK) goto done;
-    in[0] = (korch_tensor){.dtype = KORCH_DTYPE_INT64, .shape = {.rank = 0}, .data = &iter};
-    in[1] = (korch_tensor){.dtype = KORCH_DTYPE_BOOL, .shape = {.rank = 0}, .data = &cond_byte};
+    in[0] = (korch_tensor){.dtype = KORCH_DTYPE_INT64, .shape = korch_loop_counter_shape(body, 0), .data = &iter};
+    in[1] = (korch_tensor){.dtype = KORCH_DTYPE_BOOL, .shape = korch_loop_counter_shape(body, 1), .data = &cond_byte};
     for (int k = 0; k < ls.n_carried && st == KORCH_OK; k++) st = korch_tensor_clone(ctx->inputs[2 + k], &in[2 + k]);
     for (int k = 0; k < n_out && st == KORCH_OK; k++) {
         korch_tensor type = korch_control_output_type(body, k);

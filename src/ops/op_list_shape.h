@@ -11,10 +11,12 @@
     X(Flatten)                 \
     X(Gather)                  \
     X(Identity)                \
+    X(OneHot)                  \
     X(Pad)                     \
     X(Range)                   \
     X(Reshape)                 \
     X(Resize)                  \
+    X(ScatterElements)         \
     X(Shape)                   \
     X(Size)                    \
     X(Slice)                   \

@@ -5,7 +5,8 @@
 #     and says nothing for an If resolved at load;
 #   - `korch optimize` makes a plan (a run-time If, a while-Loop or a Scan as
 #     an opaque kernel; a resolved If inlined, a short Loop unrolled) and `korch run PLAN` gives the outputs
-#     stored in the corpus.
+#     stored in the corpus, for Loop bodies that declare their iteration number
+#     and condition as scalars or, as paddle2onnx writes them, as [1].
 # usage: run_control_flow.sh KORCH CORPUS_DIR TENSOR_COMPARE_TOOL WORK_DIR
 set -u
 if [ $# -ne 4 ]; then
@@ -68,6 +69,9 @@ optimize_and_run control_if_nested control_if_nested.x.npy control_if_nested.c.n
 optimize_and_run control_if_shape control_if_shape.x.npy -- y.npy:control_if_shape.y.npy
 optimize_and_run control_loop control_loop.x.npy -- acc.npy:control_loop.acc.npy scan.npy:control_loop.scan.npy
 optimize_and_run control_while_if control_while_if.x.npy control_while_if.limit.npy -- acc.npy:control_while_if.acc.npy
+optimize_and_run control_loop_rank1 control_loop_rank1.src.npy -- acc.npy:control_loop_rank1.acc.npy
+optimize_and_run control_while_rank1 control_while_rank1.x.npy control_while_rank1.limit.npy -- \
+    acc.npy:control_while_rank1.acc.npy
 optimize_and_run control_scan_axes control_scan_axes.s0.npy control_scan_axes.x.npy control_scan_axes.y.npy -- \
     s.npy:control_scan_axes.s.npy a.npy:control_scan_axes.a.npy b.npy:control_scan_axes.b.npy
 
