@@ -76,8 +76,8 @@ typedef struct optimize_job {
  * options, for the model specialized to `shapes`: one plan, recorded but
  * not written (korch_bucket_optimize_fn: a bucket of a plan with shape
  * buckets, or the whole plan). */
-static korch_status optimize_shapes(void *user, const korch_input_shape *shapes, int n_shapes, korch_plan **out,
-                                    int *n_prims, korch_plan_model *keep) {
+static korch_status optimize_once(void *user, const korch_input_shape *shapes, int n_shapes, korch_plan **out,
+                                  int *n_prims, korch_plan_model *keep) {
     const optimize_job *job = user;
     const korch_optimize_options *o = job->o;
     /* no environment here: a C API caller gets the defaults (docs/architecture.md) */
@@ -100,6 +100,36 @@ static korch_status optimize_shapes(void *user, const korch_input_shape *shapes,
     }
     korch_pipeline_free_keep(&p, st == KORCH_OK ? keep : NULL); /* the model the plan file carries */
     return st;
+}
+
+/* optimize_once, and under precision bf16, when the per-primitive choice
+ * kept some linear primitives in float32, the every-primitive-bf16 plan too:
+ * the faster predicted is kept (as `korch optimize` does). */
+static korch_status optimize_shapes(void *user, const korch_input_shape *shapes, int n_shapes, korch_plan **out,
+                                    int *n_prims, korch_plan_model *keep) {
+    const optimize_job *job = user;
+    korch_status st = optimize_once(user, shapes, n_shapes, out, n_prims, keep);
+    if (st != KORCH_OK ||
+        !korch_pipeline_compare_precision(job->precision, job->bf16_everywhere, job->o->estimate != 0, *out))
+        return st;
+    if (job->log) fprintf(job->log, "precision: optimising again with every linear primitive in bf16, to compare\n");
+    optimize_job all = *job;
+    all.bf16_everywhere = true;
+    korch_plan *other = NULL;
+    int n_other = 0;
+    st = optimize_once(&all, shapes, n_shapes, &other, &n_other, NULL);
+    if (st != KORCH_OK) {
+        korch_plan_free(*out);
+        *out = NULL;
+        return st;
+    }
+    bool chosen = korch_pipeline_keep_chosen_precision(*out, other, job->log);
+    korch_plan_free(chosen ? other : *out);
+    if (!chosen) {
+        *out = other;
+        *n_prims = n_other;
+    }
+    return KORCH_OK;
 }
 
 /* input_shapes with braces (`x=1x{4,8,16}`): a plan per shape in one file,

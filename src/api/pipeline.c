@@ -93,6 +93,22 @@ korch_status korch_pipeline_finish_plan(const korch_pipeline *p, const char *mod
     return KORCH_OK;
 }
 
+bool korch_pipeline_compare_precision(korch_precision p, bool bf16_everywhere, bool estimate,
+                                      const korch_plan *chosen) {
+    return chosen && p == KORCH_PRECISION_BF16 && !bf16_everywhere && !estimate && chosen->n_fp32_linear > 0;
+}
+
+bool korch_pipeline_keep_chosen_precision(const korch_plan *chosen, const korch_plan *all_bf16, FILE *log) {
+    bool keep = chosen->predicted_ms <= all_bf16->predicted_ms;
+    if (log)
+        fprintf(log,
+                "precision: the plan with %d linear primitive%s in float32 is predicted %.4f ms, with every one in "
+                "bf16 %.4f ms: kept %s\n",
+                chosen->n_fp32_linear, chosen->n_fp32_linear == 1 ? "" : "s", chosen->predicted_ms,
+                all_bf16->predicted_ms, keep ? "the first (no slower, and closer to float32)" : "every one in bf16");
+    return keep;
+}
+
 void korch_pipeline_log_plan(FILE *log, const korch_plan *plan, int n_prims, const char *plan_path, double seconds) {
     if (!log) return;
     if (plan->n_buckets > 0) {

@@ -72,6 +72,17 @@ korch_status korch_pipeline_finish_plan(const korch_pipeline *p, const char *mod
  * (korch_plan_write: self-contained unless --no-embed, docs/plan-format.md):
  * "plan: ..." (for a plan with shape buckets, their count) and "optimize
  * time: ..."; nothing when log is NULL. */
+/* --precision bf16: the per-primitive choice (orchestrate/precision_choice.c)
+ * decides each primitive alone and cannot see that a primitive kept in
+ * float32 also keeps its neighbours' values in float32 (twice the bytes); so
+ * a plan that keeps some is compared with the every-primitive-bf16 plan of
+ * the same model, and kept unless that one is predicted faster
+ * (docs/precision.md, "Where bf16 pays"). Logs the comparison. */
+bool korch_pipeline_keep_chosen_precision(const korch_plan *chosen, const korch_plan *all_bf16, FILE *log);
+/* Whether a plan made with these settings calls for that comparison. */
+bool korch_pipeline_compare_precision(korch_precision p, bool bf16_everywhere, bool estimate,
+                                      const korch_plan *chosen);
+
 void korch_pipeline_log_plan(FILE *log, const korch_plan *plan, int n_prims, const char *plan_path, double seconds);
 void korch_pipeline_free(korch_pipeline *p);
 /* As korch_pipeline_free, but the model moves to *keep (the caller closes

@@ -48,8 +48,8 @@ static void help(void) {
  * *n_prims: the primitives of its graph, for the summary; *keep (may be NULL)
  * receives the session's model, which the plan file carries. Returns an exit
  * code; *out is NULL after a dry run. */
-static int optimize_layout(const korch_cli_orchestrate_args *args, korch_strategy strategy, korch_plan **out,
-                           int *n_prims, korch_plan_model *keep) {
+static int optimize_once(const korch_cli_orchestrate_args *args, korch_strategy strategy, korch_plan **out,
+                         int *n_prims, korch_plan_model *keep) {
     korch_cli_session session;
     *out = NULL;
     int rc = korch_cli_orchestrate_begin(args, strategy, &session);
@@ -66,6 +66,38 @@ static int optimize_layout(const korch_cli_orchestrate_args *args, korch_strateg
     /* the model handed over, not closed with the session */
     korch_cli_orchestrate_end_keep(&session, rc == 0 && keep && !keep->graph ? keep : NULL);
     return rc;
+}
+
+/* optimize_once, and under --precision bf16, when the per-primitive choice
+ * kept some linear primitives in float32, the every-primitive-bf16 plan too
+ * (the same profile database): the faster predicted is kept
+ * (korch_pipeline_keep_chosen_precision). */
+static int optimize_layout(const korch_cli_orchestrate_args *args, korch_strategy strategy, korch_plan **out,
+                           int *n_prims, korch_plan_model *keep) {
+    int rc = optimize_once(args, strategy, out, n_prims, keep);
+    if (rc != 0 || args->dry_run ||
+        !korch_pipeline_compare_precision(args->precision, args->bf16_everywhere, args->estimate, *out))
+        return rc;
+    FILE *log = args->quiet ? NULL : stdout;
+    if (log) fprintf(log, "precision: optimising again with every linear primitive in bf16, to compare\n");
+    korch_cli_orchestrate_args all = *args; /* (a shallow copy: nothing in it is freed here) */
+    all.bf16_everywhere = true;
+    korch_plan *other = NULL;
+    int n_other = 0;
+    rc = optimize_once(&all, strategy, &other, &n_other, NULL); /* the same model: *keep stands */
+    if (rc != 0) {
+        korch_plan_free(*out);
+        *out = NULL;
+        return rc;
+    }
+    if (korch_pipeline_keep_chosen_precision(*out, other, log)) {
+        korch_plan_free(other);
+        return 0;
+    }
+    korch_plan_free(*out);
+    *out = other;
+    *n_prims = n_other;
+    return 0;
 }
 
 /* Whether lowering the plan's model with `other` gives the plan's own

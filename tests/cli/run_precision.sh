@@ -11,6 +11,7 @@
 #    its standalone C export builds and computes what the plan does;
 #  - with bf16 (the per-primitive choice, "Where bf16 pays"): the log says
 #    how many linear primitives stay bf16 and how many are kept in float32,
+#    and, when some are, which of that plan and the all-bf16 one it kept;
 #    the plan lists as many on its fission line (fp32-linear=), and it
 #    loads and passes run --verify (which lowers the model with that list);
 #    which ones are kept depends on timings, so only the agreement is checked;
@@ -54,6 +55,13 @@ summary=$(grep '^precision: [0-9]* of [0-9]* linear primitives in bf16, [0-9]* k
 [ -n "$summary" ] || fail "the bf16 log does not say which precision each linear primitive got"
 kept=$(echo "$summary" | sed -n 's/.* \([0-9]*\) kept in float32.*/\1/p')
 listed=$(sed -n 's/^fission .*fp32-linear=\([0-9,]*\).*/\1/p' "$work/chosen.plan" | tr ',' '\n' | grep -c .)
+# a plan that keeps some is compared with the every-primitive-bf16 one, and
+# the log says which was kept: that one's list is in the plan
+if [ "${kept:-0}" -gt 0 ]; then
+    verdict=$(grep '^precision: the plan with [0-9]* linear primitives\? in float32 is predicted .*: kept ' "$work/chosen.log")
+    [ -n "$verdict" ] || fail "the plan keeping $kept primitives in float32 was not compared with the all-bf16 one"
+    case "$verdict" in *"kept every one in bf16") kept=0 ;; esac
+fi
 [ "$kept" = "$listed" ] || fail "the log keeps ${kept:-?} primitives in float32, the plan lists $listed"
 grep -q '^fission .* precision=bf16' "$work/chosen.plan" || fail "the bf16 plan does not record precision=bf16"
 if [ "${listed:-0}" -gt 0 ]; then
