@@ -93,9 +93,9 @@ def _has_avx512_bf16():
 
 
 def test_optimize_precision(workdir):
-    """precision="bf16" (docs/precision.md): the plan records it and runs
-    close to, but not exactly as, the float32 reference; refused where the CPU
-    has no AVX512_BF16; another value is an argument error."""
+    """precision="bf16" and "bf16-all" (docs/precision.md): the plan records
+    it and runs close to, but not exactly as, the float32 reference; refused
+    where the CPU has no AVX512_BF16; another value is an argument error."""
     plan = os.path.join(workdir, "bf16.plan")
     with pytest.raises(korch.InvalidArgumentError, match="precision"):
         korch.optimize(SMALL, plan, precision="fp16", progress=False)
@@ -117,3 +117,12 @@ def test_optimize_precision(workdir):
     errors = [max_error(g, w) for g, w in zip(got, want)]
     assert max(errors) > 0, "the bf16 plan computed the float32 result exactly"
     assert max(errors) <= 0.05, errors
+    # "bf16-all": every linear primitive bf16, no per-primitive choice (an
+    # estimated plan times nothing to choose by, so neither one times here)
+    assert not any(ln.startswith("precision: timing") for ln in lines)
+    plan_all = os.path.join(workdir, "bf16_all.plan")
+    korch.optimize(path, plan_all, threads=2, estimate=True, time_limit=NO_LIMIT, progress=False,
+                   precision="bf16-all")
+    with open(plan_all, "rb") as fh:
+        fission = [ln for ln in fh.read().split(b"\0", 1)[0].decode().splitlines() if ln.startswith("fission ")]
+    assert fission and "precision=bf16" in fission[0] and "fp32-linear=" not in fission[0], fission
