@@ -298,6 +298,67 @@ def gen_control_flow():
                    [numpy_helper.from_array(np.array(0.5, dtype=np.float32), "half"),
                     numpy_helper.from_array(np.array([True]), "true")]))
 
+    # a while-loop whose body slices at a loop-carried position (SLANet's
+    # `t[:, k:k+1]`): no single inference of the body knows the slice, so it
+    # is inferred again at every iteration when it runs
+    body = helper.make_graph([helper.make_node("Add", ["k_in", "one"], ["k_out"]),
+                              helper.make_node("Mod", ["k_in", "five"], ["at"]),
+                              helper.make_node("Add", ["at", "one"], ["at1"]),
+                              helper.make_node("Slice", ["src", "at", "at1", "ax0"], ["row"]),
+                              helper.make_node("Add", ["acc_in", "row"], ["acc_out"]),
+                              helper.make_node("Less", ["k_out", "limit"], ["cond_out"])], "body",
+                             [vi("i", [], I64), vi("c", [], TensorProto.BOOL), vi("k_in", [1], I64),
+                              vi("acc_in", [1, 2])],
+                             [vi("cond_out", [1], TensorProto.BOOL), vi("k_out", [1], I64), vi("acc_out", [1, 2])],
+                             [numpy_helper.from_array(np.array([1], dtype=np.int64), "one"),
+                              numpy_helper.from_array(np.array([5], dtype=np.int64), "five"),
+                              numpy_helper.from_array(np.array([0], dtype=np.int64), "ax0")])
+    src = np.arange(10, dtype=np.float32).reshape(5, 2)
+    limit = np.array([7], dtype=np.int64)  # rows 0-4, then 0 and 1 again (any limit keeps the row in bounds)
+    add("control_loop_carried_slice.onnx", 0, 0, "-",
+        "valid: a Loop with no trip count whose body slices at a loop-carried position",
+        needs_op="Loop", inputs=[save_npy("control_loop_carried_slice.src.npy", src),
+                                 save_npy("control_loop_carried_slice.limit.npy", limit)],
+        outputs=[("acc.npy", save_npy("control_loop_carried_slice.acc.npy",
+                                                           (src.sum(axis=0) + src[:2].sum(axis=0))[None, :]))],
+        data=model([helper.make_node("Loop", ["", "true", "k0", "acc0"], ["k", "acc"], name="loop", body=body)],
+                   [vi("src", [5, 2]), vi("limit", [1], I64)], [vi("acc", [1, 2])],
+                   [numpy_helper.from_array(np.array(True), "true"),
+                    numpy_helper.from_array(np.array([0], dtype=np.int64), "k0"),
+                    numpy_helper.from_array(np.zeros((1, 2), dtype=np.float32), "acc0")]))
+
+    # a while-loop carrying 12 values, 11 of them passed through unchanged
+    # and never read after it (paddle2onnx carries a decoder's weights this
+    # way: SLANet's Loop has 23 outputs, 2 read): more outputs than a
+    # primitive holds, so its opaque primitive keeps values for the read ones
+    n_pass = 11
+    body = helper.make_graph([helper.make_node("Mul", ["acc_in", "half"], ["acc_h"]),
+                              helper.make_node("Add", ["acc_h", "x"], ["acc_out"]),
+                              helper.make_node("Add", ["i", "one"], ["i1"]),
+                              helper.make_node("Less", ["i1", "limit"], ["cond_out"])] +
+                             [helper.make_node("Identity", ["p%d_in" % j], ["p%d_out" % j]) for j in range(n_pass)],
+                             "body",
+                             [vi("i", [], I64), vi("c", [], TensorProto.BOOL), vi("acc_in", [2, 3])] +
+                             [vi("p%d_in" % j, [2]) for j in range(n_pass)],
+                             [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", [2, 3])] +
+                             [vi("p%d_out" % j, [2]) for j in range(n_pass)],
+                             [numpy_helper.from_array(np.array(1, dtype=np.int64), "one")])
+    limit = np.array(4, dtype=np.int64)
+    acc = np.zeros((2, 3), dtype=np.float32)
+    for i in range(int(limit)):
+        acc = acc * np.float32(0.5) + x
+    add("control_while_many.onnx", 0, 0, "-",
+        "valid: a Loop carrying 12 values (11 passed through and never read after it): more outputs than a primitive",
+        needs_op="Loop", inputs=[save_npy("control_while_many.x.npy", x), save_npy("control_while_many.limit.npy", limit)],
+        outputs=[("acc.npy", save_npy("control_while_many.acc.npy", acc))],
+        data=model([helper.make_node("Loop", ["", "true", "acc0"] + ["w%d" % j for j in range(n_pass)],
+                                     ["acc"] + ["q%d" % j for j in range(n_pass)], name="loop", body=body)],
+                   [vi("x", [2, 3]), vi("limit", [], I64)], [vi("acc", [2, 3])],
+                   [numpy_helper.from_array(np.array(0.5, dtype=np.float32), "half"),
+                    numpy_helper.from_array(np.array(True), "true"),
+                    numpy_helper.from_array(np.zeros((2, 3), dtype=np.float32), "acc0")] +
+                   [numpy_helper.from_array(np.full(2, j, dtype=np.float32), "w%d" % j) for j in range(n_pass)]))
+
     # Scan (opset 11) with two scan inputs on different axes, one reversed,
     # and two scan outputs on axis 1, one reversed
     body = helper.make_graph([helper.make_node("Add", ["s_in", "xt"], ["s_out"]),

@@ -43,8 +43,8 @@ korch_status korch_cleanup_constants(korch_pgraph *pg, int64_t fold_max_bytes, i
         int ni = order[i];
         korch_pnode *n = &pg->nodes[ni];
         if (!foldable(pg, n, is_output, fold_max_bytes)) continue;
-        korch_tensor ins_store[KORCH_MAX_RANK], outs_store[8] = {{0}};
-        korch_tensor *ins[KORCH_MAX_RANK], *outs[8] = {0};
+        korch_tensor ins_store[KORCH_MAX_RANK], outs_store[KORCH_PNODE_MAX_OUTPUTS] = {{0}};
+        korch_tensor *ins[KORCH_MAX_RANK], *outs[KORCH_PNODE_MAX_OUTPUTS] = {0};
         for (int k = 0; k < n->n_inputs; k++) {
             const korch_pvalue *v = &pg->values[n->inputs[k]];
             ins_store[k] = (korch_tensor){.dtype = v->dtype, .shape = v->shape, .data = v->constant.data};

@@ -55,6 +55,13 @@ static korch_status make_opaque(fission_state *s, int ni, const int *in, int *ou
                                korch_printable(n->name, buf, sizeof buf), n->op_type, reason, KORCH_MAX_RANK);
         present[count++] = in[k];
     }
+    int live = korch_opaque_live_outputs(s->g, ni);
+    if (n->n_outputs > KORCH_PNODE_MAX_OUTPUTS || live > KORCH_PNODE_MAX_LIVE_OUTPUTS)
+        return korch_error(KORCH_ERR_UNSUPPORTED,
+                           "node \"%s\" (%s) cannot be fissioned (%s) and has %d outputs, %d of them read; an opaque "
+                           "primitive holds %d outputs, %d read",
+                           korch_printable(n->name, buf, sizeof buf), n->op_type, reason, n->n_outputs, live,
+                           KORCH_PNODE_MAX_OUTPUTS, KORCH_PNODE_MAX_LIVE_OUTPUTS);
     int pn = korch_pgraph_opaque(s->pg, ni, count, present);
     if (pn < 0) return korch_error_prefix(KORCH_ERR_INTERNAL, "node \"%s\"", korch_printable(n->name, buf, sizeof buf));
     s->pg->nodes[pn].u.opaque.reason = reason;
@@ -69,6 +76,9 @@ static korch_status check_outputs(const fission_state *s, const korch_node *n, c
     for (int k = 0; k < n->n_outputs; k++) {
         if (n->outputs[k] < 0) continue;
         const korch_value *val = &s->g->values[n->outputs[k]];
+        /* an opaque operator with more outputs than a primitive holds gives
+         * values for the ones read only (korch_pgraph_opaque) */
+        if (out[k] < 0 && n->n_outputs > KORCH_PNODE_MAX_LIVE_OUTPUTS) continue;
         if (out[k] < 0)
             return korch_error(KORCH_ERR_INTERNAL, "node \"%s\" (%s): fission rule left output %d unset",
                                korch_printable(n->name, nbuf, sizeof nbuf), n->op_type, k);
@@ -121,7 +131,7 @@ static korch_status fission_node(fission_state *s, int ni) {
         for (int i = first_node; i < pg->n_nodes; i++)
             if (pg->nodes[i].source_node < 0) pg->nodes[i].source_node = ni;
         for (int k = 0; k < n->n_outputs; k++) {
-            if (n->outputs[k] < 0) continue;
+            if (n->outputs[k] < 0 || out[k] < 0) continue;
             s->vmap[n->outputs[k]] = out[k];
             if (pg->values[out[k]].source_value < 0) pg->values[out[k]].source_value = n->outputs[k];
         }

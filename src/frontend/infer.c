@@ -139,6 +139,7 @@ static korch_status infer_node(korch_graph *g, int ni, size_t *fold_budget) {
         out_store[k] = (korch_tensor){0};
         outs[k] = &out_store[k];
     }
+    g->infer_subgraph = korch_subgraph_infer;
     korch_op_ctx ctx = {.graph = g, .node = n, .n_inputs = n->n_inputs, .inputs = ins,
                         .n_outputs = n->n_outputs, .outputs = outs, .infer_subgraph = korch_subgraph_infer};
     korch_status st = n->def->infer(&ctx);

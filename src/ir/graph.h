@@ -119,6 +119,15 @@ typedef struct korch_graph {
      * a run-time condition never takes for them): why, or NULL. Running it
      * is an error; the If takes its types from the other branch. */
     char *unusable;
+    /* A Loop body whose shapes depend on values: left uninferred at load and
+     * inferred again at every iteration (ops/control_loop.c). */
+    bool infer_each_iteration;
+    /* Set by frontend inference on every graph it infers (the function it
+     * infers subgraphs with): a Loop whose body's shapes depend on values
+     * infers its body again at every iteration when it runs
+     * (ops/control_loop.c, docs/control-flow.md). */
+    korch_status (*infer_subgraph)(struct korch_graph *sub, const korch_tensor *formal, int n_formal,
+                                   korch_tensor *const *node_inputs);
 } korch_graph;
 
 korch_status korch_graph_create(korch_graph **out);

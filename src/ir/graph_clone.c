@@ -56,6 +56,8 @@ static korch_status clone_into(const korch_graph *g, korch_graph *c) {
     c->ir_version = g->ir_version;
     c->depth = g->depth;
     c->unusable = dup(g->unusable);
+    c->infer_each_iteration = g->infer_each_iteration;
+    c->infer_subgraph = g->infer_subgraph;
     c->opsets = calloc((size_t)g->n_opsets + 1, sizeof *c->opsets);
     if (!c->name || (g->model_dir && !c->model_dir) || !c->opsets)
         return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");

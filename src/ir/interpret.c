@@ -800,7 +800,7 @@ static korch_status run_div_jittered(const korch_pgraph *pg, const korch_pnode *
 
 static korch_status run_opaque(const korch_pgraph *pg, const korch_pnode *n, korch_tensor **in, korch_tensor **out) {
     const korch_node *src = &pg->source->nodes[n->u.opaque.source_node];
-    korch_tensor *ins[64] = {0}, *outs[8] = {0};
+    korch_tensor *ins[64] = {0}, *outs[KORCH_PNODE_MAX_OUTPUTS] = {0};
     /* inputs are positional like the source node's (omitted ones stay NULL;
      * constants read from the op graph, korch_opaque_input) */
     for (int k = 0; k < src->n_inputs && k < 64; k++) {
@@ -840,8 +840,8 @@ static korch_status run_node(const korch_pgraph *pg, int node, korch_tensor *con
             return run_linear_bf16(pg, n, in[0], in[1], out[0], mode->jitter_seed);
         return run_linear(&n->u.linear, in[0], in[1], out[0]);
     case KORCH_PRIM_OPAQUE: {
-        korch_tensor *outs[8] = {0};
-        for (int k = 0; k < n->n_outputs && k < 8; k++) outs[k] = out[k];
+        korch_tensor *outs[KORCH_PNODE_MAX_OUTPUTS] = {0};
+        for (int k = 0; k < n->n_outputs && k < KORCH_PNODE_MAX_OUTPUTS; k++) outs[k] = out[k];
         return run_opaque(pg, n, ins, outs);
     }
     default: return korch_error(KORCH_ERR_INTERNAL, "interpreter: unknown primitive kind %d", n->kind);
@@ -886,7 +886,7 @@ static korch_status interpret(const korch_pgraph *pg, const korch_tensor *inputs
 
     for (int i = 0; i < count && st == KORCH_OK; i++) {
         const korch_pnode *n = &pg->nodes[order[i]];
-        korch_tensor *in[KORCH_MAX_RANK] = {0}, *out[8] = {0};
+        korch_tensor *in[KORCH_MAX_RANK] = {0}, *out[KORCH_PNODE_MAX_OUTPUTS] = {0};
         for (int k = 0; k < n->n_inputs; k++) in[k] = &vals[n->inputs[k]];
         for (int k = 0; k < n->n_outputs && st == KORCH_OK; k++) {
             int v = n->outputs[k];

@@ -365,10 +365,52 @@ int korch_opaque_input(const korch_pgraph *pg, const korch_pnode *n, int k, cons
     return j < n->n_inputs ? j : -1;
 }
 
+/* Whether an op-graph value is read by a live node or is a graph output. */
+static bool value_read(const korch_graph *g, int v) {
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i] == v) return true;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].dead) continue;
+        for (int k = 0; k < g->nodes[i].n_inputs; k++)
+            if (g->nodes[i].inputs[k] == v) return true;
+    }
+    return false;
+}
+
+/* Output 0 always has a value when present (code that looks at a node's
+ * first output does not expect an opaque one to lack it). */
+static bool opaque_output_live(const korch_graph *g, const korch_node *sn, int k, bool read_only) {
+    return sn->outputs[k] >= 0 && (!read_only || k == 0 || value_read(g, sn->outputs[k]));
+}
+
+int korch_opaque_live_outputs(const korch_graph *g, int source_node) {
+    const korch_node *sn = &g->nodes[source_node];
+    bool read_only = sn->n_outputs > KORCH_PNODE_MAX_LIVE_OUTPUTS;
+    int live = 0;
+    for (int k = 0; k < sn->n_outputs; k++) live += opaque_output_live(g, sn, k, read_only);
+    return live;
+}
+
 int korch_pgraph_opaque(korch_pgraph *pg, int source_node, int n, const int *inputs) {
     const korch_graph *g = pg->source;
-    if (!g || source_node < 0 || source_node >= g->n_nodes || g->nodes[source_node].n_outputs > 8) {
+    if (!g || source_node < 0 || source_node >= g->n_nodes) {
         korch_error(KORCH_ERR_INTERNAL, "opaque: bad source node %d", source_node);
+        return -1;
+    }
+    const korch_node *sn = &g->nodes[source_node];
+    if (sn->n_outputs > KORCH_PNODE_MAX_OUTPUTS) {
+        korch_error(KORCH_ERR_UNSUPPORTED, "node \"%s\" (%s) has %d outputs; an opaque primitive holds at most %d",
+                    sn->name, sn->op_type, sn->n_outputs, KORCH_PNODE_MAX_OUTPUTS);
+        return -1;
+    }
+    /* more outputs than a kernel's interface holds per node: values for the
+     * ones something reads only (the same answer wherever it is asked: the
+     * op graph decides) */
+    bool read_only = sn->n_outputs > KORCH_PNODE_MAX_LIVE_OUTPUTS;
+    int live = korch_opaque_live_outputs(g, source_node);
+    if (live > KORCH_PNODE_MAX_LIVE_OUTPUTS) {
+        korch_error(KORCH_ERR_UNSUPPORTED, "node \"%s\" (%s): %d of its outputs are read; a primitive holds at most %d",
+                    sn->name, sn->op_type, live, KORCH_PNODE_MAX_LIVE_OUTPUTS);
         return -1;
     }
     int ni = push_node(pg, KORCH_PRIM_OPAQUE, n, inputs);
@@ -379,7 +421,7 @@ int korch_pgraph_opaque(korch_pgraph *pg, int source_node, int n, const int *inp
     pg->nodes[ni].n_outputs = src->n_outputs;
     for (int k = 0; k < src->n_outputs; k++) {
         pg->nodes[ni].outputs[k] = -1;
-        if (src->outputs[k] < 0) continue;
+        if (!opaque_output_live(g, src, k, read_only)) continue;
         const korch_value *sv = &g->values[src->outputs[k]];
         int v = korch_pgraph_add_value(pg, sv->dtype, &sv->shape);
         if (v < 0) return -1;

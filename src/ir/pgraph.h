@@ -218,6 +218,14 @@ typedef struct korch_prim_linear {
 
 /* ---- opaque ------------------------------------------------------------ */
 
+/* Outputs of a primitive (opaque nodes: the operator's, index for index).
+ * At most 8 of them have values (read by something or a graph output):
+ * kernels' interfaces are sized by 8 per node; an operator with more
+ * outputs (a Loop carrying 23 values, SLANet) keeps values for the ones
+ * read only. */
+#define KORCH_PNODE_MAX_OUTPUTS 32
+#define KORCH_PNODE_MAX_LIVE_OUTPUTS 8
+
 typedef struct korch_prim_opaque {
     int source_node; /* index into the source op graph; run with its reference kernel */
     const char *reason; /* static string: why the operator was not decomposed (docs/fission.md) */
@@ -253,7 +261,7 @@ typedef struct korch_pnode {
     int n_inputs;
     int inputs[KORCH_MAX_RANK]; /* value indices (at most 8; concat with more inputs is split) */
     int n_outputs;               /* 1 except for opaque nodes */
-    int outputs[8];
+    int outputs[KORCH_PNODE_MAX_OUTPUTS]; /* -1: an output nothing reads (opaque nodes) */
     int source_node;             /* op-graph node this primitive came from (for explain), -1 if none */
     bool dead;
 } korch_pnode;
@@ -295,6 +303,9 @@ int korch_pgraph_linear(korch_pgraph *pg, const korch_prim_linear *params, int x
 /* Opaque: outputs get the source node's inferred dtypes/shapes. Returns the
  * node index. */
 int korch_pgraph_opaque(korch_pgraph *pg, int source_node, int n, const int *inputs);
+/* The outputs of op-graph node source_node an opaque primitive gives values
+ * (all present ones, or, past KORCH_PNODE_MAX_LIVE_OUTPUTS, the ones read). */
+int korch_opaque_live_outputs(const korch_graph *g, int source_node);
 
 /* The primitive input index of an opaque node's source input k: -1 when
  * the input is absent (optional, omitted) or read from the op graph's

@@ -4,7 +4,16 @@
  * scan outputs are planned [M, ...]; a loop that a run-time condition stops
  * earlier is an error at run time, named). A Loop whose inputs are all
  * constant is run once at load (folded) like any other node. The body runs
- * in the reference executor. */
+ * in the reference executor.
+ *
+ * A body whose shapes inside depend on values (a Slice at a loop-carried
+ * position: paddle2onnx's decoders write `t[:, i:i+1]`) cannot be inferred
+ * once. Such a Loop without scan outputs is planned with its carried values'
+ * shapes, and its body is inferred again at every iteration with that
+ * iteration's values, folding to its outputs (as a Loop evaluated at load
+ * does); an iteration whose carried value leaves with another shape is an
+ * error, named. Slower (a fresh copy of the body per iteration), and
+ * correct. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -203,6 +212,23 @@ static bool condition_stays(const korch_op_ctx *ctx, const korch_graph *body) {
     return false;
 }
 
+/* Whether the body, inferred once with the carried values' types, needs
+ * values where it has only types (korch_op_require_constant's refusal):
+ * tried on a copy, so that the body itself stays as it was for the
+ * iteration-by-iteration inference. The error is cleared. */
+static bool body_shapes_need_values(korch_op_ctx *ctx, const korch_graph *body, const korch_tensor *formal) {
+    korch_graph *trial = NULL;
+    if (korch_graph_clone(body, &trial) != KORCH_OK) {
+        korch_error_clear();
+        return false;
+    }
+    korch_status st = korch_control_infer(ctx, trial, "body", formal, trial->n_inputs);
+    bool values = st == KORCH_ERR_UNSUPPORTED && strstr(korch_last_error(), "is not a constant; korch needs static");
+    korch_graph_free(trial);
+    if (st != KORCH_OK) korch_error_clear();
+    return values;
+}
+
 static korch_status infer_loop(korch_op_ctx *ctx) {
     korch_graph *body;
     loop_shape ls;
@@ -219,6 +245,15 @@ static korch_status infer_loop(korch_op_ctx *ctx) {
         if (!v) st = korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "loop-carried input %d is empty", k);
         else formal[2 + k] = (korch_tensor){.dtype = v->dtype, .shape = v->shape};
     }
+    if (st == KORCH_OK && ls.n_scan == 0 && body_shapes_need_values(ctx, body, formal)) {
+        /* inferred at every iteration when it runs (above): planned with the
+         * carried values' types; the body is left uninferred */
+        for (int k = 0; k < ls.n_carried; k++) korch_op_set_output(ctx, k, formal[2 + k].dtype, &formal[2 + k].shape);
+        body->infer_each_iteration = true;
+        free(formal);
+        return KORCH_OK;
+    }
+    body->infer_each_iteration = false;
     if (st == KORCH_OK) st = korch_control_infer(ctx, body, "body", formal, body->n_inputs);
     if (st == KORCH_OK) {
         korch_tensor c = korch_control_output_type(body, 0);
@@ -272,11 +307,40 @@ static korch_status infer_loop(korch_op_ctx *ctx) {
     return st;
 }
 
+/* One iteration of a body inferred at every iteration: a fresh copy folds
+ * to its outputs, which are checked against the planned carried types. */
+static korch_status run_iteration_inferred(korch_op_ctx *ctx, const korch_graph *body, const loop_shape *ls,
+                                           int64_t iter, const korch_tensor *in, korch_tensor *out) {
+    korch_op_ctx again = *ctx;
+    again.infer_subgraph = ctx->graph ? ctx->graph->infer_subgraph : NULL;
+    if (!again.infer_subgraph)
+        return korch_op_error(ctx, KORCH_ERR_INTERNAL, "its body is inferred at every iteration, and its graph was "
+                                                       "not inferred by the frontend");
+    for (int k = 0; k < body->n_outputs; k++) korch_tensor_free(&out[k]);
+    KORCH_TRY(evaluate_iteration(&again, body, in, out));
+    if (out[0].dtype != KORCH_DTYPE_BOOL || korch_tensor_numel(&out[0]) != 1)
+        return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "the body's first output (cond) must be one bool");
+    for (int k = 0; k < ls->n_carried; k++) {
+        const korch_tensor *want = &in[2 + k];
+        char a[96], b[96];
+        if (out[1 + k].dtype != want->dtype || !korch_shape_equal(&out[1 + k].shape, &want->shape))
+            return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
+                                  "loop-carried value %d leaves iteration %lld as %s %s, planned %s %s; korch plans "
+                                  "static shapes",
+                                  k, (long long)iter, korch_dtype_name(out[1 + k].dtype),
+                                  korch_shape_format(&out[1 + k].shape, a, sizeof a), korch_dtype_name(want->dtype),
+                                  korch_shape_format(&want->shape, b, sizeof b));
+    }
+    return KORCH_OK;
+}
+
 static korch_status run_loop(korch_op_ctx *ctx) {
     korch_graph *body;
     loop_shape ls;
     KORCH_TRY(korch_control_subgraph(ctx, "body", &body));
     KORCH_TRY(loop_shape_of(ctx, body, &ls));
+    /* a body left uninferred at load: inferred at every iteration */
+    bool each_iteration = body->infer_each_iteration;
     int64_t trip = ls.has_m ? ls.m : INT64_MAX;
     bool cond = korch_op_has_input(ctx, 1) ? ((const uint8_t *)ctx->inputs[1]->data)[0] != 0 : true;
     int n_in = body->n_inputs, n_out = body->n_outputs;
@@ -288,7 +352,7 @@ static korch_status run_loop(korch_op_ctx *ctx) {
     in[0] = (korch_tensor){.dtype = KORCH_DTYPE_INT64, .shape = korch_loop_counter_shape(body, 0), .data = &iter};
     in[1] = (korch_tensor){.dtype = KORCH_DTYPE_BOOL, .shape = korch_loop_counter_shape(body, 1), .data = &cond_byte};
     for (int k = 0; k < ls.n_carried && st == KORCH_OK; k++) st = korch_tensor_clone(ctx->inputs[2 + k], &in[2 + k]);
-    for (int k = 0; k < n_out && st == KORCH_OK; k++) {
+    for (int k = 0; k < n_out && st == KORCH_OK && !each_iteration; k++) {
         korch_tensor type = korch_control_output_type(body, k);
         st = korch_tensor_alloc(&out[k], type.dtype, &type.shape);
     }
@@ -298,7 +362,7 @@ static korch_status run_loop(korch_op_ctx *ctx) {
                                 (long long)LOOP_RUN_MAX_ITERATIONS);
             break;
         }
-        st = korch_control_run(ctx, body, in, out);
+        st = each_iteration ? run_iteration_inferred(ctx, body, &ls, iter, in, out) : korch_control_run(ctx, body, in, out);
         if (st != KORCH_OK) break;
         cond_byte = ((const uint8_t *)out[0].data)[0] != 0;
         for (int k = 0; k < ls.n_carried; k++) { /* the outputs are the next inputs: swap buffers */

@@ -435,7 +435,7 @@ korch_status korch_verify_kernels(const korch_pgraph *pg, const korch_verify_ite
                 if (--uses[nd->inputs[k]] == 0) korch_tensor_free(&vals[nd->inputs[k]]);
         } else if (i >= 0) {
             const korch_pnode *nd = &pg->nodes[order[i]];
-            korch_tensor *in[KORCH_MAX_RANK] = {0}, *out[8] = {0};
+            korch_tensor *in[KORCH_MAX_RANK] = {0}, *out[KORCH_PNODE_MAX_OUTPUTS] = {0};
             for (int k = 0; k < nd->n_inputs; k++) in[k] = &vals[nd->inputs[k]];
             for (int k = 0; k < nd->n_outputs && st == KORCH_OK; k++) {
                 int v = nd->outputs[k];

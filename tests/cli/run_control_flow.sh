@@ -72,6 +72,14 @@ optimize_and_run control_while_if control_while_if.x.npy control_while_if.limit.
 optimize_and_run control_loop_rank1 control_loop_rank1.src.npy -- acc.npy:control_loop_rank1.acc.npy
 optimize_and_run control_while_rank1 control_while_rank1.x.npy control_while_rank1.limit.npy -- \
     acc.npy:control_while_rank1.acc.npy
+optimize_and_run control_loop_carried_slice control_loop_carried_slice.src.npy control_loop_carried_slice.limit.npy -- \
+    acc.npy:control_loop_carried_slice.acc.npy
+optimize_and_run control_while_many control_while_many.x.npy control_while_many.limit.npy -- acc.npy:control_while_many.acc.npy
+# its plan cannot be exported (an opaque Loop), and says so instead of crashing
+"$korch" export "$work/control_while_many.plan" -o "$work/export_many" >"$work/out" 2>"$work/err"
+rc=$?
+if [ $rc -eq 1 ] && grep -q "no standalone C for it" "$work/err"; then pass "export of a plan with a many-output Loop is refused, named"
+else fail "export control_while_many: exit $rc: $(cat "$work/err")"; fi
 optimize_and_run control_scan_axes control_scan_axes.s0.npy control_scan_axes.x.npy control_scan_axes.y.npy -- \
     s.npy:control_scan_axes.s.npy a.npy:control_scan_axes.a.npy b.npy:control_scan_axes.b.npy
 
