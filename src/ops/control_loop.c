@@ -70,8 +70,9 @@ static bool all_inputs_constant(const korch_op_ctx *ctx) {
     return true;
 }
 
-/* Runs one iteration at load: a fresh copy of the body, inferred with this
- * iteration's values as constants, folds to its outputs. */
+/* Runs one iteration from a fresh copy of the body, inferred with this
+ * iteration's values as constants, which folds to its outputs: at load (a
+ * Loop of constants), or when it runs (a body inferred at every iteration). */
 static korch_status evaluate_iteration(korch_op_ctx *ctx, const korch_graph *body, const korch_tensor *in,
                                        korch_tensor *out) {
     korch_graph *b = NULL;
@@ -80,7 +81,10 @@ static korch_status evaluate_iteration(korch_op_ctx *ctx, const korch_graph *bod
     for (int k = 0; k < b->n_outputs && st == KORCH_OK; k++) {
         const korch_value *v = &b->values[b->outputs[k]];
         if (!v->is_constant)
-            st = korch_op_error(ctx, KORCH_ERR_INTERNAL, "evaluated at load, the body left output %d unfolded", k);
+            st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
+                                "its body, inferred with one iteration's values, left output %d unfolded (a value "
+                                "past korch's folding limit, or an operator that does not fold)",
+                                k);
         else st = korch_tensor_clone(&v->constant, &out[k]);
     }
     korch_graph_free(b);
