@@ -399,8 +399,9 @@ int korch_pgraph_opaque(korch_pgraph *pg, int source_node, int n, const int *inp
     }
     const korch_node *sn = &g->nodes[source_node];
     if (sn->n_outputs > KORCH_PNODE_MAX_OUTPUTS) {
+        char nbuf[160];
         korch_error(KORCH_ERR_UNSUPPORTED, "node \"%s\" (%s) has %d outputs; an opaque primitive holds at most %d",
-                    sn->name, sn->op_type, sn->n_outputs, KORCH_PNODE_MAX_OUTPUTS);
+                    korch_printable(sn->name, nbuf, sizeof nbuf), sn->op_type, sn->n_outputs, KORCH_PNODE_MAX_OUTPUTS);
         return -1;
     }
     /* more outputs than a kernel's interface holds per node: values for the
@@ -409,8 +410,9 @@ int korch_pgraph_opaque(korch_pgraph *pg, int source_node, int n, const int *inp
     bool read_only = sn->n_outputs > KORCH_PNODE_MAX_LIVE_OUTPUTS;
     int live = korch_opaque_live_outputs(g, source_node);
     if (live > KORCH_PNODE_MAX_LIVE_OUTPUTS) {
+        char nbuf[160];
         korch_error(KORCH_ERR_UNSUPPORTED, "node \"%s\" (%s): %d of its outputs are read; a primitive holds at most %d",
-                    sn->name, sn->op_type, live, KORCH_PNODE_MAX_LIVE_OUTPUTS);
+                    korch_printable(sn->name, nbuf, sizeof nbuf), sn->op_type, live, KORCH_PNODE_MAX_LIVE_OUTPUTS);
         return -1;
     }
     int ni = push_node(pg, KORCH_PRIM_OPAQUE, n, inputs);
