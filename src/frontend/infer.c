@@ -139,7 +139,6 @@ static korch_status infer_node(korch_graph *g, int ni, size_t *fold_budget) {
         out_store[k] = (korch_tensor){0};
         outs[k] = &out_store[k];
     }
-    g->infer_subgraph = korch_subgraph_infer;
     korch_op_ctx ctx = {.graph = g, .node = n, .n_inputs = n->n_inputs, .inputs = ins,
                         .n_outputs = n->n_outputs, .outputs = outs, .infer_subgraph = korch_subgraph_infer};
     korch_status st = n->def->infer(&ctx);
@@ -197,6 +196,7 @@ static int constant_if_condition(const korch_graph *g, const korch_node *n) {
 }
 
 korch_status korch_graph_infer_nodes(korch_graph *g) {
+    g->infer_subgraph = korch_subgraph_infer; /* for control flow that infers a subgraph again when it runs */
     size_t fold_budget = KORCH_FOLD_TOTAL_BYTES;
     char *done = NULL;
     int *order = NULL;

@@ -227,7 +227,7 @@ static bool body_shapes_need_values(korch_op_ctx *ctx, const korch_graph *body, 
         return false;
     }
     korch_status st = korch_control_infer(ctx, trial, "body", formal, trial->n_inputs);
-    bool values = st == KORCH_ERR_UNSUPPORTED && strstr(korch_last_error(), "is not a constant; korch needs static");
+    bool values = st == KORCH_ERR_UNSUPPORTED && strstr(korch_last_error(), KORCH_OP_NEEDS_CONSTANT);
     korch_graph_free(trial);
     if (st != KORCH_OK) korch_error_clear();
     return values;
@@ -278,7 +278,7 @@ static korch_status infer_loop(korch_op_ctx *ctx) {
     if (st == KORCH_OK && ls.n_scan && korch_op_has_input(ctx, 1) && !ctx->inputs[1]->data)
         st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
                             "has scan outputs, so their length needs a loop that runs its whole trip count, and its "
-                            "condition input \"%s\" is not a constant; korch needs static shapes",
+                            "condition input \"%s\" " KORCH_OP_NEEDS_CONSTANT,
                             korch_op_input_name(ctx, 1));
     if (st == KORCH_OK && ls.n_scan && !condition_stays(ctx, body))
         st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
@@ -289,8 +289,8 @@ static korch_status infer_loop(korch_op_ctx *ctx) {
         if (ls.m < 0) {
             if (ls.has_m) /* the wording korch uses for every operand that decides a shape */
                 st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
-                                    "has scan outputs, so their length needs the trip count M, and M input \"%s\" is "
-                                    "not a constant; korch needs static shapes",
+                                    "has scan outputs, so their length needs the trip count M, and M input \"%s\" "
+                                    KORCH_OP_NEEDS_CONSTANT,
                                     korch_op_input_name(ctx, 0));
             else
                 st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,

@@ -77,6 +77,10 @@ korch_status korch_op_error(const korch_op_ctx *ctx, korch_status status, const 
 const char *korch_op_input_name(const korch_op_ctx *ctx, int i);
 /* Input i must be present and constant (e.g. a Reshape shape); `role` names it. */
 korch_status korch_op_require_constant(const korch_op_ctx *ctx, int i, const char *role);
+/* The words of every refusal (KORCH_ERR_UNSUPPORTED) of an operand that
+ * decides a shape and is known only at run time: a Loop whose body says them
+ * is inferred again at every iteration instead (ops/control_loop.c). */
+#define KORCH_OP_NEEDS_CONSTANT "is not a constant; korch needs static shapes"
 /* Input i's dtype must be `dtype`. */
 korch_status korch_op_require_dtype(const korch_op_ctx *ctx, int i, korch_dtype dtype);
 /* Sets output i's dtype and shape (no-op when that output is omitted). */

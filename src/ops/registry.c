@@ -39,8 +39,8 @@ korch_status korch_op_require_constant(const korch_op_ctx *ctx, int i, const cha
     if (!korch_op_has_input(ctx, i)) return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "missing %s input", role);
     if (!ctx->inputs[i]->data)
         return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
-                              "%s input \"%s\" is not a constant; korch needs static shapes "
-                              "(fix symbolic dimensions with --input-shape)",
+                              "%s input \"%s\" " KORCH_OP_NEEDS_CONSTANT
+                              " (fix symbolic dimensions with --input-shape)",
                               role, korch_printable(korch_op_input_name(ctx, i), name, sizeof name));
     return KORCH_OK;
 }
