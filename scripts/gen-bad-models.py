@@ -327,6 +327,73 @@ def gen_control_flow():
                     numpy_helper.from_array(np.array([0], dtype=np.int64), "k0"),
                     numpy_helper.from_array(np.zeros((1, 2), dtype=np.float32), "acc0")]))
 
+    # a while-loop whose body repeats work between iterations, as SLANet's
+    # decoder does (weights handed on as they are, encoder features through
+    # `x + 0`, their product at every step): iteration reuse
+    # (ops/control_reuse.c) takes the outputs of nodes whose inputs did not
+    # change from the last iteration. f holds a -0.0, which `+ 0` turns into
+    # +0.0: its bytes change once, then stay; `at` = min(k, 2) changes twice,
+    # then stays. The body slices at a loop-carried position, so it is
+    # inferred again at every iteration; the _const twin has constant inputs
+    # and is evaluated at load.
+    def reuse_body():
+        return helper.make_graph([
+            helper.make_node("Add", ["k_in", "one"], ["k_out"]),
+            helper.make_node("Mod", ["k_in", "five"], ["row_at"]),
+            helper.make_node("Add", ["row_at", "one"], ["row_at1"]),
+            helper.make_node("Slice", ["src", "row_at", "row_at1", "ax0"], ["row"]),
+            helper.make_node("Min", ["k_in", "two"], ["at"]),
+            helper.make_node("Add", ["at", "one"], ["at1"]),
+            helper.make_node("MatMul", ["f_in", "w_in"], ["proj"]),
+            helper.make_node("Slice", ["proj", "at", "at1", "ax0"], ["g"]),
+            helper.make_node("Add", ["acc_in", "row"], ["acc_r"]),
+            helper.make_node("Add", ["acc_r", "g"], ["acc_out"]),
+            helper.make_node("Unsqueeze", ["f_in", "ax0"], ["fu"]),
+            helper.make_node("Add", ["fu", "zero"], ["fz"]),
+            helper.make_node("Squeeze", ["fz", "ax0"], ["f_out"]),
+            helper.make_node("Less", ["k_out", "limit"], ["cond_out"])], "body",
+            [vi("i", [], I64), vi("c", [], TensorProto.BOOL), vi("k_in", [1], I64), vi("acc_in", [1, 2]),
+             vi("f_in", [3, 2]), vi("w_in", [2, 2])],
+            [vi("cond_out", [1], TensorProto.BOOL), vi("k_out", [1], I64), vi("acc_out", [1, 2]), vi("f_out", [3, 2]),
+             vi("w_in", [2, 2])],
+            [numpy_helper.from_array(np.array([1], dtype=np.int64), "one"),
+             numpy_helper.from_array(np.array([2], dtype=np.int64), "two"),
+             numpy_helper.from_array(np.array([5], dtype=np.int64), "five"),
+             numpy_helper.from_array(np.array([0], dtype=np.int64), "ax0"),
+             numpy_helper.from_array(np.array([0.0], dtype=np.float32), "zero")])
+    f = np.array([[1.0, -0.0], [0.5, 2.0], [-1.0, 3.0]], dtype=np.float32)
+    w = np.array([[1.0, 2.0], [3.0, -4.0]], dtype=np.float32)
+    proj = f @ w
+    acc, k = np.zeros((1, 2), dtype=np.float32), 0
+    while True:
+        acc = (acc + src[k % 5][None, :]) + proj[min(k, 2)][None, :]
+        k += 1
+        if not k < int(limit[0]):
+            break
+    f_final = f + np.float32(0.0)
+    reuse_loop = helper.make_node("Loop", ["", "true", "k0", "acc0", "f", "w"], ["k", "acc", "f_final", "w_final"],
+                                  name="loop", body=reuse_body())
+    reuse_consts = [numpy_helper.from_array(np.array(True), "true"),
+                    numpy_helper.from_array(np.array([0], dtype=np.int64), "k0"),
+                    numpy_helper.from_array(np.zeros((1, 2), dtype=np.float32), "acc0")]
+    add("control_loop_reuse.onnx", 0, 0, "-",
+        "valid: a while-Loop whose body repeats work between iterations (iteration reuse), inferred at every iteration",
+        needs_op="Loop", inputs=[save_npy("control_loop_reuse.src.npy", src), save_npy("control_loop_reuse.limit.npy", limit),
+                                 save_npy("control_loop_reuse.f.npy", f), save_npy("control_loop_reuse.w.npy", w)],
+        outputs=[("acc.npy", save_npy("control_loop_reuse.acc.npy", acc)),
+                 ("f_final.npy", save_npy("control_loop_reuse.f_final.npy", f_final)),
+                 ("w_final.npy", save_npy("control_loop_reuse.w_final.npy", w))],
+        data=model([reuse_loop], [vi("src", [5, 2]), vi("limit", [1], I64), vi("f", [3, 2]), vi("w", [2, 2])],
+                   [vi("acc", [1, 2]), vi("f_final", [3, 2]), vi("w_final", [2, 2])], reuse_consts))
+    x_c = np.array([[0.25, -0.5]], dtype=np.float32)
+    add("control_loop_reuse_const.onnx", 0, 0, "-",
+        "valid: the same Loop with constant inputs, evaluated at load with iteration reuse",
+        needs_op="Loop", inputs=[save_npy("control_loop_reuse_const.x.npy", x_c)],
+        outputs=[("y.npy", save_npy("control_loop_reuse_const.y.npy", acc + x_c))],
+        data=model([reuse_loop, helper.make_node("Add", ["acc", "x"], ["y"])], [vi("x", [1, 2])], [vi("y", [1, 2])],
+                   reuse_consts + [numpy_helper.from_array(src, "src"), numpy_helper.from_array(limit, "limit"),
+                                   numpy_helper.from_array(f, "f"), numpy_helper.from_array(w, "w")]))
+
     # a while-loop carrying 12 values, 11 of them passed through unchanged
     # and never read after it (paddle2onnx carries a decoder's weights this
     # way: SLANet's Loop has 23 outputs, 2 read): more outputs than a

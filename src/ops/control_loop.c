@@ -12,8 +12,10 @@
  * shapes, and its body is inferred again at every iteration with that
  * iteration's values, folding to its outputs (as a Loop evaluated at load
  * does); an iteration whose carried value leaves with another shape is an
- * error, named. Slower (a fresh copy of the body per iteration), and
- * correct. */
+ * error, named. It costs a fresh copy of the body per iteration; nodes
+ * whose inputs did not change since the last iteration are not run again
+ * (control_reuse.c), and values the body hands on as they are stay where
+ * they are. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,15 +72,25 @@ static bool all_inputs_constant(const korch_op_ctx *ctx) {
     return true;
 }
 
+/* Whether the body hands loop-carried value k on as it received it (its
+ * output is its input): the value then stays where it is, not copied, and
+ * is unchanged for iteration reuse without a comparison. */
+static bool passes_through(const korch_graph *body, int k) {
+    return 2 + k < body->n_inputs && 1 + k < body->n_outputs && body->outputs[1 + k] == body->inputs[2 + k];
+}
+
 /* Runs one iteration from a fresh copy of the body, inferred with this
  * iteration's values as constants, which folds to its outputs: at load (a
- * Loop of constants), or when it runs (a body inferred at every iteration). */
-static korch_status evaluate_iteration(korch_op_ctx *ctx, const korch_graph *body, const korch_tensor *in,
-                                       korch_tensor *out) {
+ * Loop of constants), or when it runs (a body inferred at every iteration).
+ * Nodes whose inputs did not change since the last iteration are not run
+ * again (control_reuse.c). */
+static korch_status evaluate_iteration(korch_op_ctx *ctx, korch_body_reuse *reuse, const korch_graph *body,
+                                       const korch_tensor *in, const bool *input_same, korch_tensor *out) {
     korch_graph *b = NULL;
-    KORCH_TRY(korch_graph_clone(body, &b));
-    korch_status st = korch_control_infer(ctx, b, "body", in, b->n_inputs);
+    KORCH_TRY(korch_body_reuse_fold(ctx, reuse, body, in, input_same, &b));
+    korch_status st = KORCH_OK;
     for (int k = 0; k < b->n_outputs && st == KORCH_OK; k++) {
+        if (k >= 1 && passes_through(body, k - 1)) continue; /* the caller keeps its input */
         const korch_value *v = &b->values[b->outputs[k]];
         if (!v->is_constant)
             st = korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
@@ -87,8 +99,19 @@ static korch_status evaluate_iteration(korch_op_ctx *ctx, const korch_graph *bod
                                 k);
         else st = korch_tensor_clone(&v->constant, &out[k]);
     }
-    korch_graph_free(b);
     return st;
+}
+
+/* Which of an iteration's body inputs hold the previous iteration's bytes:
+ * never the iteration number; the condition, which is true whenever an
+ * iteration runs, from the second on; a carried value compared with
+ * `last`, its previous value (no data on the first iteration). */
+static void inputs_unchanged(const korch_graph *body, int64_t iter, int n_carried, const korch_tensor *in,
+                             const korch_tensor *last, bool *same) {
+    same[0] = false;
+    same[1] = iter > 0;
+    for (int k = 0; k < n_carried; k++)
+        same[2 + k] = iter > 0 && (passes_through(body, k) || korch_tensor_same_bytes(&in[2 + k], &last[k]));
 }
 
 /* The shape the body gets its iteration number (i = 0) or condition (1)
@@ -115,8 +138,11 @@ static korch_status evaluate_loop(korch_op_ctx *ctx, const korch_graph *body, co
     uint8_t cond = korch_op_has_input(ctx, 1) ? ((const uint8_t *)ctx->inputs[1]->data)[0] != 0 : 1;
     korch_tensor *in = calloc((size_t)n_in + 1, sizeof *in), *out = calloc((size_t)n_out + 1, sizeof *out);
     korch_tensor *scans = NULL; /* iteration-major: scans[iter * n_scan + k] */
+    korch_tensor *last = calloc((size_t)ls->n_carried + 1, sizeof *last); /* the previous iteration's inputs */
+    bool *same = calloc((size_t)n_in + 1, sizeof *same);
+    korch_body_reuse reuse = {0};
     size_t scan_bytes = 0;
-    korch_status st = in && out ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    korch_status st = in && out && last && same ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     for (int k = 0; k < ls->n_carried && st == KORCH_OK; k++) st = korch_tensor_clone(ctx->inputs[2 + k], &in[2 + k]);
     for (; st == KORCH_OK && iter < trip && cond; iter++) {
         if (iter >= LOOP_EVAL_MAX_ITERATIONS) {
@@ -126,12 +152,15 @@ static korch_status evaluate_loop(korch_op_ctx *ctx, const korch_graph *body, co
         }
         in[0] = (korch_tensor){.dtype = KORCH_DTYPE_INT64, .shape = korch_loop_counter_shape(body, 0), .data = &iter};
         in[1] = (korch_tensor){.dtype = KORCH_DTYPE_BOOL, .shape = korch_loop_counter_shape(body, 1), .data = &cond};
-        st = evaluate_iteration(ctx, body, in, out);
+        inputs_unchanged(body, iter, ls->n_carried, in, last, same);
+        st = evaluate_iteration(ctx, &reuse, body, in, same, out);
         if (st != KORCH_OK) break;
         cond = ((const uint8_t *)out[0].data)[0] != 0;
         korch_tensor_free(&out[0]);
         for (int k = 0; k < ls->n_carried; k++) {
-            korch_tensor_free(&in[2 + k]);
+            if (passes_through(body, k)) continue;
+            korch_tensor_free(&last[k]);
+            last[k] = in[2 + k];
             in[2 + k] = out[1 + k];
             out[1 + k] = (korch_tensor){0};
         }
@@ -182,6 +211,11 @@ static korch_status evaluate_loop(korch_op_ctx *ctx, const korch_graph *body, co
     if (scans)
         for (int64_t i = 0; i < iter * ls->n_scan; i++) korch_tensor_free(&scans[i]);
     free(scans);
+    korch_body_reuse_free(&reuse);
+    if (last)
+        for (int k = 0; k < ls->n_carried; k++) korch_tensor_free(&last[k]);
+    free(last);
+    free(same);
     if (in)
         for (int k = 2; k < n_in; k++) korch_tensor_free(&in[k]);
     if (out)
@@ -313,18 +347,22 @@ static korch_status infer_loop(korch_op_ctx *ctx) {
 
 /* One iteration of a body inferred at every iteration: a fresh copy folds
  * to its outputs, which are checked against the planned carried types. */
-static korch_status run_iteration_inferred(korch_op_ctx *ctx, const korch_graph *body, const loop_shape *ls,
-                                           int64_t iter, const korch_tensor *in, korch_tensor *out) {
+static korch_status run_iteration_inferred(korch_op_ctx *ctx, korch_body_reuse *reuse, bool *same,
+                                           const korch_graph *body, const loop_shape *ls, int64_t iter,
+                                           const korch_tensor *in, korch_tensor *out) {
     korch_op_ctx again = *ctx;
     again.infer_subgraph = ctx->graph ? ctx->graph->infer_subgraph : NULL;
     if (!again.infer_subgraph)
         return korch_op_error(ctx, KORCH_ERR_INTERNAL, "its body is inferred at every iteration, and its graph was "
                                                        "not inferred by the frontend");
+    /* after the swap in run_loop, out[1 + k] holds the last iteration's carried inputs */
+    inputs_unchanged(body, iter, ls->n_carried, in, out + 1, same);
     for (int k = 0; k < body->n_outputs; k++) korch_tensor_free(&out[k]);
-    KORCH_TRY(evaluate_iteration(&again, body, in, out));
+    KORCH_TRY(evaluate_iteration(&again, reuse, body, in, same, out));
     if (out[0].dtype != KORCH_DTYPE_BOOL || korch_tensor_numel(&out[0]) != 1)
         return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "the body's first output (cond) must be one bool");
     for (int k = 0; k < ls->n_carried; k++) {
+        if (passes_through(body, k)) continue;
         const korch_tensor *want = &in[2 + k];
         char a[96], b[96];
         if (out[1 + k].dtype != want->dtype || !korch_shape_equal(&out[1 + k].shape, &want->shape))
@@ -349,9 +387,11 @@ static korch_status run_loop(korch_op_ctx *ctx) {
     bool cond = korch_op_has_input(ctx, 1) ? ((const uint8_t *)ctx->inputs[1]->data)[0] != 0 : true;
     int n_in = body->n_inputs, n_out = body->n_outputs;
     korch_tensor *in = calloc((size_t)n_in + 1, sizeof *in), *out = calloc((size_t)n_out + 1, sizeof *out);
+    bool *same = calloc((size_t)n_in + 1, sizeof *same);
+    korch_body_reuse reuse = {0};
     int64_t iter = 0;
     uint8_t cond_byte = cond;
-    korch_status st = in && out ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    korch_status st = in && out && same ? KORCH_OK : korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     if (st != KORCH_OK) goto done;
     in[0] = (korch_tensor){.dtype = KORCH_DTYPE_INT64, .shape = korch_loop_counter_shape(body, 0), .data = &iter};
     in[1] = (korch_tensor){.dtype = KORCH_DTYPE_BOOL, .shape = korch_loop_counter_shape(body, 1), .data = &cond_byte};
@@ -366,10 +406,12 @@ static korch_status run_loop(korch_op_ctx *ctx) {
                                 (long long)LOOP_RUN_MAX_ITERATIONS);
             break;
         }
-        st = each_iteration ? run_iteration_inferred(ctx, body, &ls, iter, in, out) : korch_control_run(ctx, body, in, out);
+        st = each_iteration ? run_iteration_inferred(ctx, &reuse, same, body, &ls, iter, in, out)
+                            : korch_control_run(ctx, body, in, out);
         if (st != KORCH_OK) break;
         cond_byte = ((const uint8_t *)out[0].data)[0] != 0;
         for (int k = 0; k < ls.n_carried; k++) { /* the outputs are the next inputs: swap buffers */
+            if (each_iteration && passes_through(body, k)) continue; /* not copied out: stays */
             korch_tensor t = in[2 + k];
             in[2 + k] = out[1 + k];
             out[1 + k] = t;
@@ -398,6 +440,8 @@ done:
         for (int k = 2; k < n_in; k++) korch_tensor_free(&in[k]);
     if (out)
         for (int k = 0; k < n_out; k++) korch_tensor_free(&out[k]);
+    korch_body_reuse_free(&reuse);
+    free(same);
     free(in);
     free(out);
     return st;

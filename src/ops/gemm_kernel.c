@@ -262,6 +262,126 @@ static void compute_tile(const sgemm_args *g, int64_t i_begin, int64_t i_end, in
     }
 }
 
+/* One row of A against a row-major B (m == 1, B not transposed): the
+ * decoders of recurrent and attention models multiply one state vector by
+ * a weight matrix at every step, where the tiled path packs the whole of B
+ * and computes five padding rows of its six. Each output element is summed
+ * exactly as compute_tile sums it (KC blocks of k in order; in a block, from
+ * zero, a multiply then an add per step; each block stored as store_tile
+ * stores it), so the same bits; B's rows are read in place. */
+#define GEMV_COLS 512
+
+#define GEMV_BODY                                                                                                     \
+    float acc[GEMV_COLS];                                                                                             \
+    int64_t cols = j_end - j_begin;                                                                                   \
+    for (int64_t pc = 0; pc < g->k; pc += KC) {                                                                       \
+        int64_t kc = g->k - pc < KC ? g->k - pc : KC;                                                                 \
+        float block_beta = pc == 0 ? g->beta : 1.0f;                                                                  \
+        for (int64_t j = 0; j < cols; j++) acc[j] = 0.0f;                                                             \
+        for (int64_t p = pc; p < pc + kc; p++) {                                                                      \
+            float ap = g->trans_a ? g->a[p * g->lda] : g->a[p];                                                       \
+            const float *restrict bp = g->b + p * g->ldb + j_begin;                                                   \
+            _Pragma("omp simd") for (int64_t j = 0; j < cols; j++) acc[j] = acc[j] + ap * bp[j];                      \
+        }                                                                                                             \
+        float *restrict c = g->c + j_begin;                                                                           \
+        if (block_beta == 0.0f)                                                                                       \
+            for (int64_t j = 0; j < cols; j++) c[j] = g->alpha * acc[j];                                              \
+        else if (block_beta == 1.0f)                                                                                  \
+            for (int64_t j = 0; j < cols; j++) c[j] += g->alpha * acc[j];                                             \
+        else                                                                                                          \
+            for (int64_t j = 0; j < cols; j++) c[j] = g->alpha * acc[j] + block_beta * c[j];                          \
+    }
+
+static void gemv_columns_portable(const sgemm_args *g, int64_t j_begin, int64_t j_end) { GEMV_BODY }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void gemv_columns_avx(const sgemm_args *g, int64_t j_begin, int64_t j_end) {
+    GEMV_BODY
+}
+#endif
+
+static void gemv_columns(const sgemm_args *g, int64_t j_begin, int64_t j_end) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (korch_cpu_has_avx()) {
+        gemv_columns_avx(g, j_begin, j_end);
+        return;
+    }
+#endif
+    gemv_columns_portable(g, j_begin, j_end);
+}
+
+/* A matrix times one column (n == 1): an attention's scores, a
+ * projection to one channel. The tiled path would compute fifteen padding
+ * columns of its sixteen. Rows are taken sixteen at a time, their block of
+ * A packed k-major so that a step of k is one vector multiply and add; each
+ * element is summed as compute_tile sums it, so the same bits. */
+#define GEMV_ROWS 16
+
+#define COLUMN_BODY                                                                                                   \
+    float apack[GEMV_ROWS * KC], acc[GEMV_ROWS];                                                                      \
+    int rows = (int)(i_end - i_begin);                                                                                \
+    for (int64_t pc = 0; pc < g->k; pc += KC) {                                                                       \
+        int64_t kc = g->k - pc < KC ? g->k - pc : KC;                                                                 \
+        float block_beta = pc == 0 ? g->beta : 1.0f;                                                                  \
+        for (int l = 0; l < GEMV_ROWS; l++)                                                                           \
+            for (int64_t p = 0; p < kc; p++) {                                                                        \
+                int64_t i = i_begin + l, q = pc + p;                                                                  \
+                apack[p * GEMV_ROWS + l] = l >= rows ? 0.0f : g->trans_a ? g->a[q * g->lda + i] : g->a[i * g->lda + q]; \
+            }                                                                                                         \
+        for (int l = 0; l < GEMV_ROWS; l++) acc[l] = 0.0f;                                                            \
+        for (int64_t p = 0; p < kc; p++) {                                                                            \
+            float bp = g->trans_b ? g->b[pc + p] : g->b[(pc + p) * g->ldb];                                           \
+            const float *restrict ap = apack + p * GEMV_ROWS;                                                         \
+            _Pragma("omp simd") for (int l = 0; l < GEMV_ROWS; l++) acc[l] = acc[l] + ap[l] * bp;                     \
+        }                                                                                                             \
+        for (int l = 0; l < rows; l++) {                                                                              \
+            float *c = g->c + (i_begin + l) * g->ldc;                                                                 \
+            if (block_beta == 0.0f) *c = g->alpha * acc[l];                                                           \
+            else if (block_beta == 1.0f) *c += g->alpha * acc[l];                                                    \
+            else *c = g->alpha * acc[l] + block_beta * *c;                                                            \
+        }                                                                                                             \
+    }
+
+static void column_rows_portable(const sgemm_args *g, int64_t i_begin, int64_t i_end) { COLUMN_BODY }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void column_rows_avx(const sgemm_args *g, int64_t i_begin, int64_t i_end) {
+    COLUMN_BODY
+}
+#endif
+
+static void sgemm_column(const sgemm_args *g) {
+    int64_t groups = (g->m + GEMV_ROWS - 1) / GEMV_ROWS;
+    bool parallel = (double)g->m * (double)g->k >= (double)PARALLEL_MIN_MACS && groups > 1;
+#ifdef _OPENMP
+    if (omp_in_parallel()) parallel = false;
+#endif
+#pragma omp parallel for if (parallel) schedule(static)
+    for (int64_t t = 0; t < groups; t++) {
+        int64_t i_begin = t * GEMV_ROWS, i_end = i_begin + GEMV_ROWS < g->m ? i_begin + GEMV_ROWS : g->m;
+#if defined(__x86_64__) && defined(__GNUC__)
+        if (korch_cpu_has_avx()) {
+            column_rows_avx(g, i_begin, i_end);
+            continue;
+        }
+#endif
+        column_rows_portable(g, i_begin, i_end);
+    }
+}
+
+static void sgemv(const sgemm_args *g) {
+    int64_t chunks = (g->n + GEMV_COLS - 1) / GEMV_COLS;
+    bool parallel = (double)g->n * (double)g->k >= (double)PARALLEL_MIN_MACS && chunks > 1;
+#ifdef _OPENMP
+    if (omp_in_parallel()) parallel = false;
+#endif
+#pragma omp parallel for if (parallel) schedule(static)
+    for (int64_t t = 0; t < chunks; t++) {
+        int64_t j_begin = t * GEMV_COLS, j_end = j_begin + GEMV_COLS < g->n ? j_begin + GEMV_COLS : g->n;
+        gemv_columns(g, j_begin, j_end);
+    }
+}
+
 korch_status korch_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                          int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     if (m <= 0 || n <= 0) return KORCH_OK;
@@ -271,6 +391,14 @@ korch_status korch_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64
     }
     sgemm_args g = {.trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb,
                     .ldc = ldc, .alpha = alpha, .beta = beta, .a = a, .b = b, .c = c};
+    if (m == 1 && !trans_b) {
+        sgemv(&g);
+        return KORCH_OK;
+    }
+    if (n == 1) {
+        sgemm_column(&g);
+        return KORCH_OK;
+    }
     int64_t tiles_m = (m + MC - 1) / MC, tiles_n = (n + NC - 1) / NC, tiles = tiles_m * tiles_n;
     /* packing buffers sized for the largest tile this call has */
     int64_t kc_max = k < KC ? k : KC;

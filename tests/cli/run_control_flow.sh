@@ -6,7 +6,8 @@
 #   - `korch optimize` makes a plan (a run-time If, a while-Loop or a Scan as
 #     an opaque kernel; a resolved If inlined, a short Loop unrolled) and `korch run PLAN` gives the outputs
 #     stored in the corpus, for Loop bodies that declare their iteration number
-#     and condition as scalars or, as paddle2onnx writes them, as [1].
+#     and condition as scalars or, as paddle2onnx writes them, as [1], and
+#     for bodies whose nodes are reused between iterations (control_reuse.c).
 # usage: run_control_flow.sh KORCH CORPUS_DIR TENSOR_COMPARE_TOOL WORK_DIR
 set -u
 if [ $# -ne 4 ]; then
@@ -74,6 +75,10 @@ optimize_and_run control_while_rank1 control_while_rank1.x.npy control_while_ran
     acc.npy:control_while_rank1.acc.npy
 optimize_and_run control_loop_carried_slice control_loop_carried_slice.src.npy control_loop_carried_slice.limit.npy -- \
     acc.npy:control_loop_carried_slice.acc.npy
+optimize_and_run control_loop_reuse control_loop_reuse.src.npy control_loop_reuse.limit.npy control_loop_reuse.f.npy \
+    control_loop_reuse.w.npy -- acc.npy:control_loop_reuse.acc.npy f_final.npy:control_loop_reuse.f_final.npy \
+    w_final.npy:control_loop_reuse.w_final.npy
+optimize_and_run control_loop_reuse_const control_loop_reuse_const.x.npy -- y.npy:control_loop_reuse_const.y.npy
 optimize_and_run control_while_many control_while_many.x.npy control_while_many.limit.npy -- acc.npy:control_while_many.acc.npy
 # its plan cannot be exported (an opaque Loop), and says so instead of crashing
 "$korch" export "$work/control_while_many.plan" -o "$work/export_many" >"$work/out" 2>"$work/err"

@@ -2,7 +2,8 @@
  * around every blocking edge (register tile 6x16, k block 256, thread tile
  * 96x512), both transposes, leading dimensions wider than the matrix,
  * alpha/beta, beta = 0 over a NaN-filled C; and bitwise independence of the
- * thread count. */
+ * thread count, and of the number of rows (one row takes the matrix-vector
+ * path, which must sum every element as the tiled path does). */
 #include <omp.h>
 
 #include "nn_harness.h"
@@ -66,7 +67,65 @@ static int run_case(const gemm_case *c, int threads, float **result) {
     return bad;
 }
 
+/* Row 0 of a two-row product, computed by the tiled path, against the same
+ * row alone (the matrix-vector path): the same bits. */
+static void one_row_as_tiled(bool ta, int64_t n, int64_t k, float alpha, float beta) {
+    int64_t lda = ta ? 2 : k + 1, ldb = n + 3;
+    float *a = random_floats(ta ? k * lda : 2 * lda), *b = random_floats(k * ldb);
+    float *c0 = random_floats(2 * n), *c2 = malloc((size_t)(2 * n) * sizeof *c2);
+    memcpy(c2, c0, (size_t)(2 * n) * sizeof *c2);
+    omp_set_num_threads(2);
+    CHECK_OK(korch_sgemm(ta, false, 2, n, k, alpha, a, lda, b, ldb, beta, c2, n));
+    CHECK_OK(korch_sgemm(ta, false, 1, n, k, alpha, a, lda, b, ldb, beta, c0, n));
+    CHECK_MSG(memcmp(c0, c2, (size_t)n * sizeof *c0) == 0,
+              "sgemm %s m=1 n=%lld k=%lld alpha=%g beta=%g: the one-row path's bits differ from the tiled path's",
+              ta ? "T" : "N", (long long)n, (long long)k, alpha, beta);
+    free(a);
+    free(b);
+    free(c0);
+    free(c2);
+}
+
+static int64_t row_k_of(int j) {
+    const int64_t ks[] = {1, 255, 256, 257, 600};
+    return ks[j];
+}
+
+/* Column 0 of a two-column product, computed by the tiled path, against
+ * the same column alone (the one-column path): the same bits. */
+static void one_column_as_tiled(bool ta, bool tb, int64_t m, int64_t k, float alpha, float beta) {
+    int64_t lda = ta ? m + 1 : k + 2, ldb = tb ? k + 1 : 3, ldc = 2;
+    float *a = random_floats(ta ? k * lda : m * lda), *b = random_floats(tb ? 2 * ldb : k * ldb);
+    float *c1 = random_floats(m * ldc), *c2 = malloc((size_t)(m * ldc) * sizeof *c2);
+    memcpy(c2, c1, (size_t)(m * ldc) * sizeof *c2);
+    omp_set_num_threads(2);
+    CHECK_OK(korch_sgemm(ta, tb, m, 2, k, alpha, a, lda, b, ldb, beta, c2, ldc));
+    CHECK_OK(korch_sgemm(ta, tb, m, 1, k, alpha, a, lda, b, ldb, beta, c1, ldc));
+    bool same = true;
+    for (int64_t i = 0; i < m; i++) same = same && memcmp(&c1[i * ldc], &c2[i * ldc], sizeof *c1) == 0;
+    CHECK_MSG(same, "sgemm %s%s m=%lld n=1 k=%lld alpha=%g beta=%g: the one-column path's bits differ from the tiled path's",
+              ta ? "T" : "N", tb ? "T" : "N", (long long)m, (long long)k, alpha, beta);
+    free(a);
+    free(b);
+    free(c1);
+    free(c2);
+}
+
 int main(void) {
+    /* the one-column path: across its row groups (16), k blocks (256), betas, transposes */
+    const int64_t col_m[] = {2, 15, 16, 17, 100, 256};
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 5; j++) {
+            one_column_as_tiled(false, false, col_m[i], row_k_of(j), 1.0f, 0.0f);
+            one_column_as_tiled(i % 2, j % 2, col_m[i], row_k_of(j), -0.5f, j % 2 ? 1.0f : 0.25f);
+        }
+    /* the one-row path: across its column chunks (512), k blocks (256), betas */
+    const int64_t row_n[] = {1, 17, 511, 512, 513, 1100};
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 5; j++) {
+            one_row_as_tiled(false, row_n[i], row_k_of(j), 1.0f, 0.0f);
+            one_row_as_tiled(i % 2, row_n[i], row_k_of(j), -0.5f, j % 2 ? 1.0f : 0.25f);
+        }
     const int64_t sizes[] = {1, 2, 5, 6, 7, 8, 9, 15, 16, 17, 33, 95, 96, 97, 255, 256, 257, 511, 513};
     const int n_sizes = (int)(sizeof sizes / sizeof sizes[0]);
     /* every edge of every dimension at least once, with the others random */
