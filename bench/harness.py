@@ -196,6 +196,35 @@ def run_probes(probe, threads):
     return res
 
 
+def core_probe(probe):
+    """`probe cores 2`: how far apart the host placed the first two vCPUs
+    (a cache line's round trip; reading what the other one wrote). On a VM
+    this changes between minutes, and with it every multi-threaded timing:
+    a plan's kernels read what other threads wrote (docs/profiling.md,
+    "Where the host puts two vCPUs"). Returns the probe's dict or
+    {'error': ...}."""
+    if not probe or not os.path.exists(probe):
+        return {"error": f"probe binary missing ({probe})"}
+    try:
+        p = subprocess.run([probe, "cores", "2"], capture_output=True, text=True, timeout=60)
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    except Exception as e:  # noqa: BLE001 - report, don't crash
+        return {"error": str(e)}
+
+
+def core_probe_line(before, after):
+    """One report line for the core probe at the start and the end of a run."""
+    def one(c):
+        if "round_trip_ns" not in c:
+            return c.get("error", "n/a")
+        return (f"round trip {c['round_trip_ns']:.0f} ns, 8 MiB the other CPU wrote read at "
+                f"{c['read_other_gbs']:.0f} GB/s (its own {c['read_own_gbs']:.0f})")
+    cpus = before.get("cpus") or after.get("cpus") or ["?", "?"]
+    return (f"- Cores {cpus[0]} and {cpus[1]} (bench/probe `cores`): at start {one(before)}; at the end "
+            f"{one(after)} (about 60-75 ns: one CCX; 350 ns and more: two, and multi-threaded "
+            f"timings are slower)")
+
+
 def apply_nice(value):
     """Scheduling niceness for this process and everything it starts later;
     returns what was applied (for the report) or None."""
@@ -842,6 +871,8 @@ def markdown(results, probes, vers, args, started, elapsed):
                 pr.append(f"{kind} {t}T n/a")
     L.append("- Probes: " + "; ".join(pr) + (f" (other load during probes "
              f"{probes['foreign_cpu_pct']}%)" if "foreign_cpu_pct" in probes else ""))
+    if "cores_start" in probes:
+        L.append(core_probe_line(probes["cores_start"], probes.get("cores_end", {})))
     if probes.get("suspect"):
         L.append(f"- **suspect: vCPUs may share a physical core** ({args.threads}-thread FMA "
                  f"is only {probes['fma_scaling']:.2f}x the 1-thread FMA; want >= "
@@ -1102,6 +1133,7 @@ def main(argv=None):
     meter = CpuMeter()
     probes = run_probes(args.probe, args.threads)
     probes.update(meter.stop())
+    probes["cores_start"] = core_probe(args.probe)
     for k, v in probes.items():
         if isinstance(v, dict):
             log(f"  {k}: {v.get('best', v.get('error'))} {v.get('unit', '')}")
@@ -1125,6 +1157,7 @@ def main(argv=None):
             f"{n} {fmt_ms(c['median_ms'])} ms" if "median_ms" in c else f"{n} n/a"
             for n, c in r["contenders"].items()))
     elapsed = time.perf_counter() - t0
+    probes["cores_end"] = core_probe(args.probe)
     md = markdown(results, probes, vers, args, started, elapsed)
     print(md)
     if not args.no_record:

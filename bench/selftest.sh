@@ -21,6 +21,7 @@ check "| bert_base_tiny |"
 check "korch-greedy | [0-9.]* | "
 check "ok vs ORT"
 check "optimise"
+check "Cores [0-9]* and [0-9]* (bench/probe .cores.): at start round trip [0-9]* ns"
 FAKE_KORCH_FAIL=run build/venv/bin/python -m bench.harness --models resnet50_tiny --runs 2 \
     --korch bench/fake-korch.sh --korch-strategies greedy --no-record \
     --probe build/bench/probe >"$OUT" 2>&1

@@ -339,6 +339,7 @@ def report(results, args, command, started, minutes):
              f"Command: `{command}`", "",
              f"- CPU: {cpu_model()}, {os.cpu_count()} logical CPUs; load average at start: "
              + " ".join(f"{x:.2f}" for x in os.getloadavg()),
+             bench.harness.core_probe_line(args.cores[0], args.cores[-1]),
              f"- Versions: korch {commit}, onnxruntime {ort.__version__}, numpy {np.__version__}",
              f"- Settings: {args.threads} threads (korch --threads, ORT intra-op {args.threads}, "
              f"inter-op 1, sequential, all graph optimisations); {args.rounds} interleaved rounds "
@@ -411,6 +412,8 @@ def main(argv=None):
         raise SystemExit(f"realzoo: unknown model(s): {', '.join(unknown)}")
     started = datetime.datetime.utcnow()
     t0 = time.monotonic()
+    probe = os.path.join(ROOT, "build", "bench", "probe")
+    args.cores = [bench.harness.core_probe(probe)]
     results = []
     for m in zoo.MODELS:
         if sel and m["name"] not in sel:
@@ -431,6 +434,7 @@ def main(argv=None):
         results.append(r)
     command = args.command or "build/venv/bin/python bench/realzoo/run.py " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    args.cores.append(bench.harness.core_probe(probe))
     text = report(results, args, command.strip(), started, (time.monotonic() - t0) / 60)
     print(text)
     if not args.no_record:

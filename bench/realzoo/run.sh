@@ -17,6 +17,11 @@ if [ ! -x "$ROOT/build/korch" ]; then
     echo "realzoo: build/korch missing; run 'make build' first" >&2
     exit 1
 fi
+PROBE="$ROOT/build/bench/probe" # the core probe in the report's header
+if [ ! -x "$PROBE" ] || [ "$ROOT/bench/probe/probe.c" -nt "$PROBE" ]; then
+    mkdir -p "$ROOT/build/bench"
+    cc -O3 -march=native -fopenmp "$ROOT/bench/probe/probe.c" -o "$PROBE"
+fi
 MODELS=""
 prev=""
 for a in "$@"; do
