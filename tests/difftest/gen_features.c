@@ -567,7 +567,7 @@ static const struct {
     unsigned bit;
 } feature_names[] = {{"half", DT_FEAT_HALF}, {"qdq", DT_FEAT_QDQ}, {"layout", DT_FEAT_LAYOUT},
                      {"resize", DT_FEAT_RESIZE}, {"int8", DT_FEAT_INT8}, {"head", DT_FEAT_HEAD},
-                     {"dynq", DT_FEAT_DYNQ}, {"qop", DT_FEAT_QOP}};
+                     {"dynq", DT_FEAT_DYNQ}, {"qop", DT_FEAT_QOP}, {"index", DT_FEAT_INDEX}};
 
 bool dt_features_parse(const char *text, unsigned *mask) {
     *mask = 0;
@@ -576,7 +576,7 @@ bool dt_features_parse(const char *text, unsigned *mask) {
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (!strcmp(t, "all")) {
             *mask |= DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_LAYOUT | DT_FEAT_RESIZE | DT_FEAT_INT8 | DT_FEAT_HEAD |
-                     DT_FEAT_DYNQ | DT_FEAT_QOP;
+                     DT_FEAT_DYNQ | DT_FEAT_QOP | DT_FEAT_INDEX;
             continue;
         }
         if (!strcmp(t, "none")) continue;

@@ -124,6 +124,9 @@ void dt_feature_dynq(dt_gen *g);
 /* DT_FEAT_QOP, after dynq: QuantizeLinear -> QLinearConv / QLinearMatMul ->
  * DequantizeLinear of exact values (gen_features.c). */
 void dt_feature_qop(dt_gen *g);
+/* DT_FEAT_INDEX, last: OneHot and ScatterElements of constant indices on
+ * values of rank >= 2 (gen_index.c). */
+void dt_feature_index(dt_gen *g);
 /* Dequantized int8/uint8 weights (DT_FEAT_QDQ, sometimes): the name of a
  * DequantizeLinear output with elements within +-a, per tensor or per axis
  * `axis`; NULL: use float weights. */
