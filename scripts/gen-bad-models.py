@@ -204,6 +204,56 @@ def gen_control_flow():
         data=model([helper.make_node("If", ["c"], ["y"], name="outer_if", then_branch=then_g, else_branch=else_g)],
                    [vi("x", [2, 3]), vi("c", [], TensorProto.BOOL)], [vi("y", [2, 3])], [one]))
 
+    # run-time Ifs that are if-converted (frontend/if_convert.c): both
+    # branches computed, a Where per output. The condition is [1, 1] (as
+    # exporters write a threshold test); the untaken branches compute NaN
+    # (Sqrt, Log of negatives), which must not leak; y3 is a scalar.
+    xc = np.array([[-2.0, -0.5, 0.0], [0.25, 1.0, 4.0]], dtype=np.float32)
+    wc = np.array([[0.5, -1.0, 0.25], [1.5, 0.0, -0.5], [-0.25, 2.0, 1.0]], dtype=np.float32)
+    conv_nodes = [helper.make_node("ReduceMin", ["x"], ["xmin"], keepdims=1),
+                  helper.make_node("GreaterOrEqual", ["xmin", "zero_f"], ["nonneg"]),
+                  helper.make_node("Not", ["nonneg"], ["neg"]),
+                  helper.make_node("If", ["nonneg"], ["y1"], name="if_sqrt",
+                                   then_branch=branch("t1", [helper.make_node("Sqrt", ["x"], ["t1s"]),
+                                                             helper.make_node("Add", ["t1s", "one_f"], ["t1o"])], "t1o"),
+                                   else_branch=branch("e1", [helper.make_node("Neg", ["x"], ["e1n"]),
+                                                             helper.make_node("Mul", ["e1n", "two_f"], ["e1o"])], "e1o")),
+                  helper.make_node("If", ["neg"], ["y2"], name="if_matmul",
+                                   then_branch=branch("t2", [helper.make_node("MatMul", ["x", "w"], ["t2m"]),
+                                                             helper.make_node("Sigmoid", ["t2m"], ["t2o"])], "t2o"),
+                                   else_branch=branch("e2", [helper.make_node("Log", ["x"], ["e2o"])], "e2o")),
+                  helper.make_node("If", ["neg"], ["y3"], name="if_scalar",
+                                   then_branch=branch("t3", [helper.make_node("ReduceSum", ["x"], ["t3o"], keepdims=0)],
+                                                      "t3o"),
+                                   else_branch=branch("e3", [helper.make_node("ReduceMax", ["x"], ["e3o"], keepdims=0)],
+                                                      "e3o"))]
+    conv_inits = [numpy_helper.from_array(np.array(v, dtype=np.float32), n)
+                  for n, v in (("zero_f", 0.0), ("one_f", 1.0), ("two_f", 2.0))] + [numpy_helper.from_array(wc, "w")]
+    add("control_if_convert.onnx", 0, 0, "-",
+        "valid: three run-time Ifs on a [1, 1] condition computed from x, if-converted (both branches, a Where)",
+        needs_op="If", inputs=[save_npy("control_if_convert.x.npy", xc)],
+        outputs=[("y1.npy", save_npy("control_if_convert.y1.npy", -2 * xc)),
+                 ("y2.npy", save_npy("control_if_convert.y2.npy", (1 / (1 + np.exp(-(xc @ wc)))).astype(np.float32))),
+                 ("y3.npy", save_npy("control_if_convert.y3.npy", np.array(xc.sum(), dtype=np.float32)))],
+        data=model(conv_nodes, [vi("x", [2, 3])], [vi("y1", [2, 3]), vi("y2", [2, 3]), vi("y3", [])], conv_inits))
+
+    # a run-time If with a Gather at a run-time index in a branch: not
+    # if-converted (an index out of range in the untaken branch would fail)
+    then_g = branch("then", [helper.make_node("Gather", ["x", "idx"], ["t_out"], axis=1)], "t_out")
+    else_g = branch("else", [helper.make_node("Slice", ["x", "s0", "s2", "s1"], ["e_sl"]),
+                             helper.make_node("Neg", ["e_sl"], ["e_out"])], "e_out")
+    idx = np.array([2, 0], dtype=np.int64)
+    add("control_if_opaque.onnx", 0, 0, "-",
+        "valid: a run-time If whose then-branch gathers at a run-time index: an opaque kernel, not if-converted",
+        needs_op="If", inputs=[save_npy("control_if_opaque.x.npy", x), save_npy("control_if_opaque.c.npy", c),
+                               save_npy("control_if_opaque.idx.npy", idx)],
+        outputs=[("y.npy", save_npy("control_if_opaque.y.npy", np.ascontiguousarray(x[:, idx])))],
+        data=model([helper.make_node("If", ["c"], ["y"], name="if_gather", then_branch=then_g, else_branch=else_g)],
+                   [vi("x", [2, 3]), vi("c", [], TensorProto.BOOL), vi("idx", [2], I64)], [vi("y", [2, 2])],
+                   [numpy_helper.from_array(np.array([0], dtype=np.int64), n) for n in ("s0",)] +
+                   [numpy_helper.from_array(np.array([2], dtype=np.int64), "s2"),
+                    numpy_helper.from_array(np.array([1], dtype=np.int64), "s1")]))
+
     # a run-time If whose branches disagree on the output shape
     then_g = branch("then", [helper.make_node("Relu", ["x"], ["t_out"])], "t_out")
     else_g = branch("else", [helper.make_node("ReduceSum", ["x"], ["e_out"], keepdims=0)], "e_out")

@@ -28,15 +28,7 @@ static int input(const korch_node *n, int k) { return k < n->n_inputs ? n->input
 
 /* A new value "<node name>::<tag>" (made unique). */
 static int fresh_value(korch_graph *g, int origin, const char *tag) {
-    size_t len = strlen(g->nodes[origin].name) + strlen(tag) + 32;
-    char *name = malloc(len);
-    if (!name) return -1;
-    snprintf(name, len, "%s::%s", g->nodes[origin].name, tag);
-    for (int k = 1; korch_graph_find_value(g, name) >= 0; k++)
-        snprintf(name, len, "%s::%s.%d", g->nodes[origin].name, tag, k);
-    int v = korch_graph_intern_value(g, name);
-    free(name);
-    return v;
+    return korch_graph_fresh_value(g, g->nodes[origin].name, tag);
 }
 
 static int default_opset(const korch_graph *g, int at_least) {

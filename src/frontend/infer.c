@@ -235,6 +235,9 @@ korch_status korch_graph_infer_nodes(korch_graph *g) {
             st = infer_node(g, ni, &fold_budget);
             if (st == KORCH_OK && !g->nodes[ni].dead && g->nodes[ni].n_implicit_inputs)
                 st = korch_subgraph_drop_constant_captures(g, ni);
+            bool converted = false; /* a run-time If whose branches are small and cannot fail */
+            if (st == KORCH_OK) st = korch_graph_if_convert(g, ni, &converted);
+            if (converted) again = true;
         }
     }
     free(order);

@@ -42,29 +42,57 @@ static int fresh_value(korch_graph *g, const char *base, const char *hint) {
     return v;
 }
 
-korch_status korch_graph_add_identity(korch_graph *g, int from, int to, const char *if_name, int k) {
+int korch_graph_add_constant(korch_graph *g, const char *name, korch_dtype dtype, const void *data, korch_shape shape) {
+    int v = fresh_value(g, name, "");
+    if (v < 0) return -1;
+    korch_value *val = &g->values[v];
+    if (korch_tensor_alloc(&val->constant, dtype, &shape) != KORCH_OK) return -1;
+    size_t bytes = (size_t)korch_shape_numel(&shape) * korch_dtype_size(dtype);
+    if (bytes) memcpy(val->constant.data, data, bytes);
+    val->is_constant = true;
+    val->dtype = dtype;
+    val->shape = shape;
+    val->has_shape = true;
+    return v;
+}
+
+korch_status korch_graph_append_node(korch_graph *g, const char *op, const char *name, const int *in, int n_in, int out,
+                                     korch_attr *attr) {
     int ni = korch_graph_add_node(g);
-    if (ni < 0) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-    korch_node *n = &g->nodes[ni];
-    char name[200];
-    snprintf(name, sizeof name, "%.160s/output_%d", if_name, k);
-    n->name = strdup(name);
-    n->op_type = strdup("Identity");
-    n->domain = strdup("");
-    n->inputs = malloc(sizeof *n->inputs);
-    n->outputs = malloc(sizeof *n->outputs);
-    n->attrs = calloc(1, sizeof *n->attrs);
-    if (!n->name || !n->op_type || !n->domain || !n->inputs || !n->outputs || !n->attrs)
+    if (ni < 0) {
+        if (attr) korch_attr_free(attr);
         return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    korch_node *n = &g->nodes[ni];
+    n->name = strdup(name);
+    n->op_type = strdup(op);
+    n->domain = strdup("");
+    n->inputs = malloc(((size_t)n_in + 1) * sizeof *n->inputs);
+    n->outputs = malloc(sizeof *n->outputs);
+    n->attrs = calloc(2, sizeof *n->attrs);
+    if (!n->name || !n->op_type || !n->domain || !n->inputs || !n->outputs || !n->attrs) {
+        if (attr) korch_attr_free(attr);
+        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     int64_t opset = korch_graph_opset(g, "");
     n->opset = opset > 0 && opset < 1000000 ? (int)opset : 1;
-    n->def = korch_op_find("Identity");
-    n->n_inputs = 1;
-    n->inputs[0] = from;
+    n->def = korch_op_find(op);
+    n->n_inputs = n_in;
+    if (n_in) memcpy(n->inputs, in, (size_t)n_in * sizeof *in);
     n->n_outputs = 1;
-    n->outputs[0] = to;
-    g->values[to].producer = ni;
+    n->outputs[0] = out;
+    g->values[out].producer = ni;
+    if (attr) {
+        n->attrs[0] = *attr;
+        n->n_attrs = 1;
+    }
     return KORCH_OK;
+}
+
+korch_status korch_graph_add_identity(korch_graph *g, int from, int to, const char *if_name, int k) {
+    char name[200];
+    snprintf(name, sizeof name, "%.160s/output_%d", if_name, k);
+    return korch_graph_append_node(g, "Identity", name, &from, 1, to, NULL);
 }
 
 static korch_status move_node(korch_graph *g, korch_node *m, const int *map, const char *if_name) {

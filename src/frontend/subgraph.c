@@ -185,11 +185,19 @@ int korch_graph_report_control_flow(const korch_graph *g, FILE *f) {
     int count = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const korch_node *n = &g->nodes[i];
+        char nbuf[160], vbuf[160], why[400];
+        if (n->if_converted) {
+            fprintf(f,
+                    "korch: note: node \"%s\" (If): its condition is known only at run time; its branches are small "
+                    "and cannot fail, so both are computed and a Where per output picks the result (if-conversion): "
+                    "they are optimized with the rest of the graph\n",
+                    korch_printable(n->name, nbuf, sizeof nbuf));
+            continue;
+        }
         if (n->dead || !n->def) continue;
         bool is_if = strcmp(n->op_type, "If") == 0;
         if (!is_if && strcmp(n->op_type, "Loop") != 0 && strcmp(n->op_type, "Scan") != 0) continue;
         count++;
-        char nbuf[160], vbuf[160];
         korch_printable(n->name, nbuf, sizeof nbuf);
         if (is_if) {
             for (int b = 0; b < 2; b++) {
@@ -200,6 +208,8 @@ int korch_graph_report_control_flow(const korch_graph *g, FILE *f) {
                             "it is an error (%s)\n",
                             nbuf, b ? "else_branch" : "then_branch", br->unusable);
             }
+            const char *refusal = korch_graph_if_conversion_refusal(g, i, why, sizeof why);
+            if (refusal) fprintf(f, "korch: note: node \"%s\" (If): not if-converted: %s\n", nbuf, refusal);
             int src = n->inputs[0] >= 0 ? graph_input_behind(g, n->inputs[0]) : -1;
             if (src >= 0)
                 fprintf(f,

@@ -37,6 +37,21 @@ korch_status korch_graph_inline_subgraph(korch_graph *g, int owner, korch_graph 
                                          const char *hint);
 /* Appends `to = Identity(from)`, named if_name/output_k. */
 korch_status korch_graph_add_identity(korch_graph *g, int from, int to, const char *if_name, int k);
+/* Appends a constant value called `name` (or `name`__inlinedN when taken;
+ * -1 when memory is short): numel(shape) elements of dtype copied from data. */
+int korch_graph_add_constant(korch_graph *g, const char *name, korch_dtype dtype, const void *data, korch_shape shape);
+/* Appends `out = op(in...)`, named `name`, in the default domain at the
+ * graph's opset; attr (may be NULL) is moved into the node, or freed. */
+korch_status korch_graph_append_node(korch_graph *g, const char *op, const char *name, const int *in, int n_in, int out,
+                                     korch_attr *attr);
+
+/* If-conversion (if_convert.c): a run-time If of the main graph, inferred,
+ * whose branches are small and cannot fail at run time, is replaced by both
+ * branches and a Where per output. *done says whether it was. */
+korch_status korch_graph_if_convert(korch_graph *g, int ni, bool *done);
+/* Why If node `ni` (inferred) is not if-converted, in buf; NULL when it
+ * would be. */
+const char *korch_graph_if_conversion_refusal(const korch_graph *g, int ni, char *buf, size_t len);
 
 /* Unrolls Loop node `ni` when its trip count is a constant of at most
  * KORCH_LOOP_UNROLL_MAX and its condition provably stays true for that many

@@ -14,7 +14,7 @@ static int by_count(const void *a, const void *b) {
 
 /* FLOPs of a live node from its inferred shapes (an operator without a FLOP
  * function counts one per output element). */
-static int64_t node_flops(const korch_graph *g, const korch_node *n) {
+int64_t korch_node_flops(const korch_graph *g, const korch_node *n) {
     korch_tensor in_store[16], out_store[16];
     korch_tensor *ins[16] = {0}, *outs[16] = {0};
     if (n->n_inputs > 16 || n->n_outputs > 16) return 0;
@@ -108,7 +108,7 @@ static korch_status build(korch_graph *raw, korch_graph *graph, bool inferred, k
         const korch_node *n = &g->nodes[i];
         if (n->dead) continue;
         out->nodes_live++;
-        int64_t f = node_flops(g, n);
+        int64_t f = korch_node_flops(g, n);
         out->flops += f;
         for (int j = 0; j < out->n_ops; j++)
             if (strcmp(out->ops[j].op, n->op_type) == 0) out->ops[j].flops += f;

@@ -34,5 +34,8 @@ korch_status korch_model_summary_load(const char *path, const korch_input_shape 
  * graph loaded, validated and inferred. Takes both (freed on failure too). */
 korch_status korch_model_summary_build(korch_graph *raw, korch_graph *graph, korch_model_summary *out);
 void korch_model_summary_free(korch_model_summary *s);
+/* FLOPs of live node n of g (inferred) from its shapes; an operator without
+ * a FLOP function counts one per output element. */
+int64_t korch_node_flops(const korch_graph *g, const korch_node *n);
 
 #endif

@@ -22,50 +22,6 @@
 /* Body nodes times trip count above which a Loop is not unrolled. */
 #define UNROLL_MAX_NODES 4096
 
-static int new_constant(korch_graph *g, const char *name, korch_dtype dtype, const void *value, korch_shape scalar) {
-    int v = korch_graph_find_value(g, name) < 0 ? korch_graph_intern_value(g, name) : -1;
-    if (v < 0) return -1;
-    korch_value *val = &g->values[v];
-    if (korch_tensor_alloc(&val->constant, dtype, &scalar) != KORCH_OK) return -1;
-    memcpy(val->constant.data, value, korch_dtype_size(dtype));
-    val->is_constant = true;
-    val->dtype = dtype;
-    val->shape = scalar;
-    val->has_shape = true;
-    return v;
-}
-
-/* Appends a node; attrs (owned, may be NULL) moved into it. */
-static korch_status add_node(korch_graph *g, const char *op, const char *name, const int *in, int n_in, int out,
-                             korch_attr *attr) {
-    int ni = korch_graph_add_node(g);
-    if (ni < 0) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-    korch_node *n = &g->nodes[ni];
-    n->name = strdup(name);
-    n->op_type = strdup(op);
-    n->domain = strdup("");
-    n->inputs = malloc(((size_t)n_in + 1) * sizeof *n->inputs);
-    n->outputs = malloc(sizeof *n->outputs);
-    n->attrs = calloc(2, sizeof *n->attrs);
-    if (!n->name || !n->op_type || !n->domain || !n->inputs || !n->outputs || !n->attrs) {
-        if (attr) korch_attr_free(attr);
-        return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    int64_t opset = korch_graph_opset(g, "");
-    n->opset = (int)opset;
-    n->def = korch_op_find(op);
-    n->n_inputs = n_in;
-    memcpy(n->inputs, in, (size_t)n_in * sizeof *in);
-    n->n_outputs = 1;
-    n->outputs[0] = out;
-    g->values[out].producer = ni;
-    if (attr) {
-        n->attrs[0] = *attr;
-        n->n_attrs = 1;
-    }
-    return KORCH_OK;
-}
-
 static korch_status int_attr(korch_attr *a, const char *name, int64_t value, bool list) {
     memset(a, 0, sizeof *a);
     a->name = strdup(name);
@@ -139,9 +95,9 @@ static korch_status unroll(korch_graph *g, int ni, const korch_graph *body, int6
         if (st != KORCH_OK) break;
         for (int v = 0; v < b->n_values; v++) map[v] = -1;
         snprintf(name, name_len, "%s/iteration_%lld", loop_name, (long long)i);
-        map[b->inputs[0]] = new_constant(g, name, KORCH_DTYPE_INT64, &i, korch_loop_counter_shape(body, 0));
+        map[b->inputs[0]] = korch_graph_add_constant(g, name, KORCH_DTYPE_INT64, &i, korch_loop_counter_shape(body, 0));
         snprintf(name, name_len, "%s/condition_%lld", loop_name, (long long)i);
-        map[b->inputs[1]] = new_constant(g, name, KORCH_DTYPE_BOOL, &yes, korch_loop_counter_shape(body, 1));
+        map[b->inputs[1]] = korch_graph_add_constant(g, name, KORCH_DTYPE_BOOL, &yes, korch_loop_counter_shape(body, 1));
         if (map[b->inputs[0]] < 0 || map[b->inputs[1]] < 0)
             st = korch_error(KORCH_ERR_INTERNAL, "Loop \"%s\": cannot name its iteration %lld", loop_name, (long long)i);
         for (int k = 0; k < n_carried; k++) map[b->inputs[2 + k]] = carried[k];
@@ -164,20 +120,9 @@ static korch_status unroll(korch_graph *g, int ni, const korch_graph *body, int6
     int axes = -1;
     if (st == KORCH_OK && n_scan && axes_input) {
         snprintf(name, name_len, "%s/axes", loop_name);
-        korch_tensor t;
         korch_shape one = {.rank = 1, .dims = {1}};
-        int v = korch_graph_find_value(g, name) < 0 ? korch_graph_intern_value(g, name) : -1;
-        st = v >= 0 ? korch_tensor_alloc(&t, KORCH_DTYPE_INT64, &one)
-                    : korch_error(KORCH_ERR_INTERNAL, "Loop \"%s\": cannot name its axes", loop_name);
-        if (st == KORCH_OK) {
-            memcpy(t.data, &zero, sizeof zero);
-            g->values[v].constant = t;
-            g->values[v].is_constant = true;
-            g->values[v].dtype = KORCH_DTYPE_INT64;
-            g->values[v].shape = one;
-            g->values[v].has_shape = true;
-            axes = v;
-        }
+        axes = korch_graph_add_constant(g, name, KORCH_DTYPE_INT64, &zero, one);
+        if (axes < 0) st = korch_error(KORCH_ERR_INTERNAL, "Loop \"%s\": cannot name its axes", loop_name);
     }
     for (int k = 0; k < n_scan && st == KORCH_OK; k++) {
         int out = g->nodes[ni].outputs[n_carried + k];
@@ -200,13 +145,13 @@ static korch_status unroll(korch_graph *g, int ni, const korch_graph *body, int6
                 st = int_attr(&attr, "axes", 0, true);
                 a = &attr;
             }
-            if (st == KORCH_OK) st = add_node(g, "Unsqueeze", name, in, axes_input ? 2 : 1, parts[i], a);
+            if (st == KORCH_OK) st = korch_graph_append_node(g, "Unsqueeze", name, in, axes_input ? 2 : 1, parts[i], a);
         }
         g->values[out].producer = -1;
         korch_attr attr;
         snprintf(name, name_len, "%s/scan_%d", loop_name, k);
         if (st == KORCH_OK) st = int_attr(&attr, "axis", 0, false);
-        if (st == KORCH_OK) st = add_node(g, "Concat", name, parts, (int)m, out, &attr);
+        if (st == KORCH_OK) st = korch_graph_append_node(g, "Concat", name, parts, (int)m, out, &attr);
         free(parts);
     }
     if (st == KORCH_OK) g->nodes[ni].dead = true;

@@ -37,18 +37,6 @@
 #include "frontend/frontend.h"
 #include "ops/op.h"
 
-/* A name not used in g: "<base>::<tag>", then "<base>::<tag>.1", ... */
-static int fresh_value(korch_graph *g, const char *base, const char *tag) {
-    size_t len = strlen(base) + strlen(tag) + 32;
-    char *name = malloc(len);
-    if (!name) return -1;
-    snprintf(name, len, "%s::%s", base, tag);
-    for (int k = 1; korch_graph_find_value(g, name) >= 0; k++) snprintf(name, len, "%s::%s.%d", base, tag, k);
-    int v = korch_graph_intern_value(g, name);
-    free(name);
-    return v;
-}
-
 /* Appends Cast(in) -> out with to=`to`; returns the node index or -1. */
 static int add_cast(korch_graph *g, int in, int out, korch_dtype to) {
     char name[64];
@@ -163,7 +151,7 @@ static korch_status widen_readers(korch_graph *g, int h) {
             if (wide < 0) {
                 char *base = strdup(g->values[h].name);
                 if (!base) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-                wide = fresh_value(g, base, "float32");
+                wide = korch_graph_fresh_value(g, base, "float32");
                 free(base);
                 if (wide < 0 || add_cast(g, h, wide, KORCH_DTYPE_FLOAT32) < 0)
                     return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
@@ -185,7 +173,7 @@ static korch_status round_output(korch_graph *g, int y) {
     if (cast_to(&g->nodes[p]) == want) return KORCH_OK;
     char *base = strdup(val->name);
     if (!base) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
-    int wide = fresh_value(g, base, "float32");
+    int wide = korch_graph_fresh_value(g, base, "float32");
     free(base);
     if (wide < 0) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     korch_node *pn = &g->nodes[p];

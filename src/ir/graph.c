@@ -64,6 +64,17 @@ void korch_graph_free(korch_graph *g) {
 
 int korch_graph_find_value(const korch_graph *g, const char *name) { return korch_strmap_get(&g->value_index, name); }
 
+int korch_graph_fresh_value(korch_graph *g, const char *base, const char *tag) {
+    size_t len = strlen(base) + strlen(tag) + 32;
+    char *name = malloc(len);
+    if (!name) return -1;
+    snprintf(name, len, "%s::%s", base, tag);
+    for (int k = 1; korch_graph_find_value(g, name) >= 0; k++) snprintf(name, len, "%s::%s.%d", base, tag, k);
+    int v = korch_graph_intern_value(g, name);
+    free(name);
+    return v;
+}
+
 int korch_graph_intern_value(korch_graph *g, const char *name) {
     int found = korch_strmap_get(&g->value_index, name);
     if (found >= 0) return found;

@@ -77,6 +77,9 @@ typedef struct korch_node {
     int n_attrs;
     korch_attr *attrs;
     bool dead;         /* removed by folding or clean-up; skipped everywhere */
+    /* A run-time If replaced by both its branches and a Where per output
+     * (dead too; frontend/if_convert.c), kept for `korch check`'s note. */
+    bool if_converted;
 } korch_node;
 
 typedef struct korch_opset_import {
@@ -136,6 +139,9 @@ void korch_graph_free(korch_graph *g);
 /* Finds or creates the value named `name`; returns its index or -1 (OOM). */
 int korch_graph_intern_value(korch_graph *g, const char *name);
 int korch_graph_find_value(const korch_graph *g, const char *name);
+/* A new value with a name not used in g: "<base>::<tag>", then
+ * "<base>::<tag>.1", ... (-1 when out of memory). */
+int korch_graph_fresh_value(korch_graph *g, const char *base, const char *tag);
 /* Appends a node with zeroed fields; returns its index or -1 (OOM). Pointers
  * into g->nodes are invalidated. */
 int korch_graph_add_node(korch_graph *g);

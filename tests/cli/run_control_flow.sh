@@ -2,7 +2,8 @@
 # Control flow through the whole pipeline (docs/control-flow.md), on the
 # control-flow models of the bad-input corpus:
 #   - `korch check` notes a run-time If and names the graph input behind it,
-#     and says nothing for an If resolved at load;
+#     says why it is not if-converted or that it is, and says nothing for an
+#     If resolved at load;
 #   - `korch optimize` makes a plan (a run-time If, a while-Loop or a Scan as
 #     an opaque kernel; a resolved If inlined, a short Loop unrolled) and `korch run PLAN` gives the outputs
 #     stored in the corpus, for Loop bodies that declare their iteration number
@@ -20,10 +21,21 @@ failed=0 ok=0
 fail() { echo "FAIL    $*"; failed=$((failed + 1)); }
 pass() { echo "ok      $*"; ok=$((ok + 1)); }
 
+"$korch" check "$corpus/control_if_opaque.onnx" >"$work/out" 2>"$work/err"
+if [ $? -eq 0 ] && grep -q 'node "if_gather" (If): its condition depends on graph input "c", which is not a constant' "$work/out" &&
+    grep -q 'node "if_gather" (If): not if-converted: its then_branch has node "Gather_0" (Gather), which could fail' "$work/out"
+then pass "check notes the run-time If, its graph input, and why it is not if-converted"
+else fail "check control_if_opaque.onnx: $(cat "$work/out" "$work/err")"; fi
+
 "$korch" check "$corpus/control_if_nested.onnx" >"$work/out" 2>"$work/err"
-if [ $? -eq 0 ] && grep -q 'node "outer_if" (If): its condition depends on graph input "c", which is not a constant' "$work/out"
-then pass "check notes the run-time If and its graph input"
+if [ $? -eq 0 ] && grep -q 'node "outer_if" (If): its condition is known only at run time; its branches are small and cannot fail, so both are computed' "$work/out" &&
+    ! grep -q "opaque" "$work/out"
+then pass "check notes the if-conversion of a run-time If with a nested If on a shape"
 else fail "check control_if_nested.onnx: $(cat "$work/out" "$work/err")"; fi
+
+"$korch" check "$corpus/control_if_convert.onnx" >"$work/out" 2>"$work/err"
+if [ $? -eq 0 ] && [ "$(grep -c '(if-conversion)' "$work/out")" -eq 3 ]; then pass "check notes three if-conversions"
+else fail "check control_if_convert.onnx: $(cat "$work/out" "$work/err")"; fi
 
 "$korch" check "$corpus/control_if_shape.onnx" >"$work/out" 2>"$work/err"
 if [ $? -eq 0 ] && ! grep -q "note:" "$work/out"; then pass "check: an If on a shape is resolved, no note"
@@ -68,6 +80,15 @@ optimize_and_run() {
 
 optimize_and_run control_if_nested control_if_nested.x.npy control_if_nested.c.npy -- y.npy:control_if_nested.y.npy
 optimize_and_run control_if_shape control_if_shape.x.npy -- y.npy:control_if_shape.y.npy
+optimize_and_run control_if_convert control_if_convert.x.npy -- y1.npy:control_if_convert.y1.npy \
+    y2.npy:control_if_convert.y2.npy y3.npy:control_if_convert.y3.npy
+# an if-converted plan has no opaque kernel, so it exports
+"$korch" export "$work/control_if_convert.plan" -o "$work/export_if" >"$work/out" 2>"$work/err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q "0 reference" "$work/out"; then pass "export of an if-converted plan"
+else fail "export control_if_convert: exit $rc: $(cat "$work/out" "$work/err")"; fi
+optimize_and_run control_if_opaque control_if_opaque.x.npy control_if_opaque.c.npy control_if_opaque.idx.npy -- \
+    y.npy:control_if_opaque.y.npy
 optimize_and_run control_loop control_loop.x.npy -- acc.npy:control_loop.acc.npy scan.npy:control_loop.scan.npy
 optimize_and_run control_while_if control_while_if.x.npy control_while_if.limit.npy -- acc.npy:control_while_if.acc.npy
 optimize_and_run control_loop_rank1 control_loop_rank1.src.npy -- acc.npy:control_loop_rank1.acc.npy
