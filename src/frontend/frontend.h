@@ -88,6 +88,10 @@ korch_status korch_input_shapes_parse(char *text, korch_input_shape *out, int ca
 /* Load + validate + infer in one call. */
 korch_status korch_frontend_load(const char *path, const korch_input_shape *overrides, int n_overrides,
                                  korch_graph **out);
+/* The same with every run-time If kept whole (korch_graph.keep_run_time_ifs):
+ * what the model computes without if-conversion, for the differential
+ * tester. */
+korch_status korch_frontend_load_keeping_ifs(const char *path, korch_graph **out);
 
 /* Symbolic input shapes (symbolic.c). A value's declared shape is open
  * when it has a symbolic or unknown dimension, or no shape at all. */

@@ -236,7 +236,7 @@ korch_status korch_graph_infer_nodes(korch_graph *g) {
             if (st == KORCH_OK && !g->nodes[ni].dead && g->nodes[ni].n_implicit_inputs)
                 st = korch_subgraph_drop_constant_captures(g, ni);
             bool converted = false; /* a run-time If whose branches are small and cannot fail */
-            if (st == KORCH_OK) st = korch_graph_if_convert(g, ni, &converted);
+            if (st == KORCH_OK && !g->keep_run_time_ifs) st = korch_graph_if_convert(g, ni, &converted);
             if (converted) again = true;
         }
     }
@@ -251,10 +251,11 @@ korch_status korch_graph_infer(korch_graph *g, const korch_input_shape *override
     return korch_graph_infer_nodes(g);
 }
 
-korch_status korch_frontend_load(const char *path, const korch_input_shape *overrides, int n_overrides,
-                                 korch_graph **out) {
+static korch_status load(const char *path, const korch_input_shape *overrides, int n_overrides, bool keep_ifs,
+                         korch_graph **out) {
     korch_graph *g = NULL;
     KORCH_TRY(korch_onnx_load_file(path, &g));
+    g->keep_run_time_ifs = keep_ifs;
     korch_status st = korch_graph_validate(g);
     if (st == KORCH_OK) st = korch_graph_infer(g, overrides, n_overrides);
     if (st != KORCH_OK) {
@@ -263,4 +264,13 @@ korch_status korch_frontend_load(const char *path, const korch_input_shape *over
     }
     *out = g;
     return KORCH_OK;
+}
+
+korch_status korch_frontend_load(const char *path, const korch_input_shape *overrides, int n_overrides,
+                                 korch_graph **out) {
+    return load(path, overrides, n_overrides, false, out);
+}
+
+korch_status korch_frontend_load_keeping_ifs(const char *path, korch_graph **out) {
+    return load(path, NULL, 0, true, out);
 }

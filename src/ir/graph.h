@@ -125,6 +125,10 @@ typedef struct korch_graph {
     /* A Loop body whose shapes depend on values: left uninferred at load and
      * inferred again at every iteration (ops/control_loop.c). */
     bool infer_each_iteration;
+    /* Set before inference: every run-time If stays whole, none is
+     * if-converted (frontend/if_convert.c); the differential tester's
+     * reference for what the conversion changes. */
+    bool keep_run_time_ifs;
     /* Set by frontend inference on every graph it infers (the function it
      * infers subgraphs with): a Loop whose body's shapes depend on values
      * infers its body again at every iteration when it runs

@@ -8,6 +8,7 @@
 
 #include "compare.h"
 #include "core/half.h"
+#include "frontend/frontend.h"
 #include "frontend/onnx_load.h"
 #include "io/npy.h"
 #include "ops/reference.h"
@@ -445,6 +446,44 @@ static korch_status set_precision(const dt_options *o, uint64_t seed, korch_plan
     return st;
 }
 
+/* A model with an if-converted If (frontend/if_convert.c) is run again by
+ * the reference executor with its Ifs kept whole, each running the branch
+ * its condition takes: the conversion must not change a bit (the branches'
+ * nodes run the same reference kernels either way, and Where copies).
+ * Everything else compares plans with the converted graph's reference, so
+ * this is what checks the conversion itself. */
+static bool if_conversion_keeps_results(dt_case *c) {
+    const korch_graph *g = c->m.graph;
+    bool converted = false;
+    for (int i = 0; i < g->n_nodes; i++) converted |= g->nodes[i].if_converted;
+    if (!converted) return true;
+    c->stats->if_converted_graphs++;
+    korch_graph *whole = NULL;
+    korch_tensor *got = calloc((size_t)g->n_outputs + 1, sizeof *got);
+    korch_status st = got ? korch_frontend_load_keeping_ifs(c->model, &whole)
+                          : korch_error(KORCH_ERR_OUT_OF_MEMORY, "difftest: out of memory");
+    if (st == KORCH_OK && whole->n_outputs != g->n_outputs)
+        st = korch_error(KORCH_ERR_INTERNAL, "%d outputs with the Ifs kept whole, %d converted", whole->n_outputs,
+                         g->n_outputs);
+    if (st == KORCH_OK) st = korch_reference_run(whole, c->inputs, got);
+    int differs = -1;
+    for (int k = 0; k < g->n_outputs && st == KORCH_OK && differs < 0; k++)
+        if (got[k].dtype != c->want[k].dtype || !korch_shape_equal(&got[k].shape, &c->want[k].shape) ||
+            memcmp(got[k].data, c->want[k].data, korch_tensor_bytes(&got[k])) != 0)
+            differs = k;
+    if (st != KORCH_OK)
+        printf("FAIL seed %llu: the reference with its Ifs kept whole fails: %s\n", (unsigned long long)c->seed,
+               korch_last_error());
+    else if (differs >= 0)
+        printf("FAIL seed %llu: if-conversion changes output %d of the reference executor (Ifs kept whole: the "
+               "branch the condition takes)\n",
+               (unsigned long long)c->seed, differs);
+    for (int k = 0; got && k < g->n_outputs; k++) korch_tensor_free(&got[k]);
+    free(got);
+    korch_graph_free(whole);
+    return st == KORCH_OK && differs < 0;
+}
+
 korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) {
     dt_case c = {.o = o, .seed = seed, .stats = stats, .prefix = ""};
     snprintf(c.model, sizeof c.model, "%s/model.onnx", o->work_dir);
@@ -500,6 +539,11 @@ korch_status dt_check_seed(const dt_options *o, uint64_t seed, dt_stats *stats) 
         stats->t_reference += dt_now() - t0;
         if (rs != KORCH_OK) {
             printf("FAIL seed %llu: the reference executor fails: %s\n", (unsigned long long)seed, korch_last_error());
+            fail(&c);
+            keep(&c, NULL, NULL);
+            goto done;
+        }
+        if (!if_conversion_keeps_results(&c)) {
             fail(&c);
             keep(&c, NULL, NULL);
             goto done;

@@ -58,6 +58,7 @@ typedef struct dt_stats {
     long excluded; /* --verify: candidate kernels verification excluded as wrong */
     long refused; /* --verify: strategies for which korch refused to return a plan */
     long layout_graphs; /* --layout auto: graphs whose nchw primitive graph differs (checked twice) */
+    long if_converted_graphs; /* graphs with an if-converted If, checked against their Ifs kept whole */
     long same_layout;   /* --layout auto: graphs both layouts lower to the same primitive graph */
     long mixed_linear, mixed_kept; /* --precision bf16-mixed: linear primitives, and those kept float32 */
     double worst_ratio; /* largest error / bound among comparisons that passed */

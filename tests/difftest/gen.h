@@ -52,11 +52,12 @@ enum {
     DT_FEAT_QOP = 128,  /* quantize_static's QOperator form: QuantizeLinear -> QLinearConv / QLinearMatMul ->
                          * DequantizeLinear of exact values (docs/quantization.md, "QOperator models") */
     DT_FEAT_INDEX = 256, /* OneHot and ScatterElements of constant indices (gen_index.c) */
+    DT_FEAT_IF = 512,    /* run-time Ifs on a threshold, if-converted or opaque (gen_if.c) */
 };
 /* The features the generator draws (LAYOUT is the driver's). */
 #define DT_FEAT_GENERATOR \
     (DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_RESIZE | DT_FEAT_INT8 | DT_FEAT_HEAD | DT_FEAT_DYNQ | DT_FEAT_QOP | \
-     DT_FEAT_INDEX)
+     DT_FEAT_INDEX | DT_FEAT_IF)
 /* The features' own version: bump it when a feature's models change. */
 #define DT_FEAT_VERSION 1
 

@@ -82,6 +82,9 @@ int dt_unary(dt_gen *g, const char *op, int x, double mag, Onnx__NodeProto **nod
 /* Binary node of two names with a known result shape. */
 int dt_binary_named(dt_gen *g, const char *op, const char *a, const char *b, const korch_shape *out, double mag);
 korch_status dt_finish(dt_gen *g, const char *path, dt_gen_info *info);
+/* A float32 (dtype 0) or `dtype` tensor value info of shape s (graph and
+ * subgraph inputs and outputs). */
+Onnx__ValueInfoProto *dt_value_info(korch_onnx_writer *w, const char *name, const korch_shape *s, korch_dtype dtype);
 
 /* ---- emitters: each returns the new value, or -1 when x does not fit ------ */
 
@@ -127,6 +130,9 @@ void dt_feature_qop(dt_gen *g);
 /* DT_FEAT_INDEX, last: OneHot and ScatterElements of constant indices on
  * values of rank >= 2 (gen_index.c). */
 void dt_feature_index(dt_gen *g);
+/* DT_FEAT_IF, after index: run-time Ifs on a threshold of an exact value,
+ * if-converted or (a Gather branch) opaque (gen_if.c). */
+void dt_feature_if(dt_gen *g);
 /* Dequantized int8/uint8 weights (DT_FEAT_QDQ, sometimes): the name of a
  * DequantizeLinear output with elements within +-a, per tensor or per axis
  * `axis`; NULL: use float weights. */

@@ -151,8 +151,8 @@ int dt_binary_named(dt_gen *g, const char *op, const char *a, const char *b, con
 
 /* ---- the ModelProto -------------------------------------------------------- */
 
-static Onnx__ValueInfoProto *value_info(korch_onnx_writer *w, const char *name, const korch_shape *s,
-                                        korch_dtype dtype) {
+Onnx__ValueInfoProto *dt_value_info(korch_onnx_writer *w, const char *name, const korch_shape *s,
+                                     korch_dtype dtype) {
     Onnx__ValueInfoProto *vi = korch_onnx_alloc(w, sizeof *vi);
     Onnx__TypeProto *tp = korch_onnx_alloc(w, sizeof *tp);
     Onnx__TypeProto__Tensor *tt = korch_onnx_alloc(w, sizeof *tt);
@@ -212,9 +212,9 @@ korch_status dt_finish(dt_gen *g, const char *path, dt_gen_info *info) {
     Onnx__OperatorSetIdProto **opsets = korch_onnx_alloc(w, sizeof *opsets);
     if (!gp || !ins || !ovi || !opset || !opsets) return w->status;
     onnx__graph_proto__init(gp);
-    for (int i = 0; i < g->n_inputs; i++) ins[i] = value_info(w, g->vals[g->inputs[i]].name, &g->vals[g->inputs[i]].shape,
+    for (int i = 0; i < g->n_inputs; i++) ins[i] = dt_value_info(w, g->vals[g->inputs[i]].name, &g->vals[g->inputs[i]].shape,
                                                          g->vals[g->inputs[i]].dtype);
-    for (int i = 0; i < n_out; i++) ovi[i] = value_info(w, g->vals[outs[i]].name, &g->vals[outs[i]].shape, g->vals[outs[i]].dtype);
+    for (int i = 0; i < n_out; i++) ovi[i] = dt_value_info(w, g->vals[outs[i]].name, &g->vals[outs[i]].shape, g->vals[outs[i]].dtype);
     gp->name = (char *)"difftest";
     gp->n_node = w->n_nodes;
     gp->node = w->nodes;

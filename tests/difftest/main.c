@@ -40,7 +40,7 @@ static void usage(FILE *f) {
             "  --max-forced N       forced candidates per graph, a seeded sample (default 24; 0: all)\n"
             "  --no-runner          run forced plans with korch's executor, one compiler run each (slow)\n"
             "  --measure            real backends, timed and tuned (private database)\n"
-            "  --features LIST      of half,qdq,layout,resize,int8,head,dynq,qop,index (or all):\n"
+            "  --features LIST      of half,qdq,layout,resize,int8,head,dynq,qop,index,if (or all):\n"
             "                       float16/bfloat16 inputs, outputs and initializers; QuantizeLinear/\n"
             "                       DequantizeLinear pairs and dequantized weights; plans in both layouts\n"
             "                       (--layout auto); nearest Resize by 2, 3 or to other sizes; convolutions\n"
@@ -365,6 +365,10 @@ int main(int argc, char **argv) {
     if (o.n_layouts > 1)
         printf("layout auto: %ld graphs checked in both layouts, %ld lowered to the same primitive graph in both\n",
                st.layout_graphs, st.same_layout);
+    if (st.if_converted_graphs)
+        printf("if-conversion: %ld graphs with a converted If checked, bit for bit, against the reference with their "
+               "Ifs kept whole\n",
+               st.if_converted_graphs);
     if (o.bf16_mixed)
         printf("bf16-mixed: %ld of %ld linear primitives kept in float32\n", st.mixed_kept, st.mixed_linear);
     if (o.verify)
