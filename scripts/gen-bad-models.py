@@ -222,20 +222,29 @@ def gen_control_flow():
                                    then_branch=branch("t2", [helper.make_node("MatMul", ["x", "w"], ["t2m"]),
                                                              helper.make_node("Sigmoid", ["t2m"], ["t2o"])], "t2o"),
                                    else_branch=branch("e2", [helper.make_node("Log", ["x"], ["e2o"])], "e2o")),
+                  helper.make_node("If", ["neg"], ["y4"], name="if_gather_rows",
+                                   then_branch=branch("t4", [helper.make_node("Gather", ["x", "rows_10"], ["t4o"],
+                                                                              axis=0)], "t4o"),
+                                   else_branch=branch("e4", [helper.make_node("Gather", ["x", "rows_00"], ["e4o"],
+                                                                              axis=0)], "e4o")),
                   helper.make_node("If", ["neg"], ["y3"], name="if_scalar",
                                    then_branch=branch("t3", [helper.make_node("ReduceSum", ["x"], ["t3o"], keepdims=0)],
                                                       "t3o"),
                                    else_branch=branch("e3", [helper.make_node("ReduceMax", ["x"], ["e3o"], keepdims=0)],
                                                       "e3o"))]
     conv_inits = [numpy_helper.from_array(np.array(v, dtype=np.float32), n)
-                  for n, v in (("zero_f", 0.0), ("one_f", 1.0), ("two_f", 2.0))] + [numpy_helper.from_array(wc, "w")]
+                  for n, v in (("zero_f", 0.0), ("one_f", 1.0), ("two_f", 2.0))] + [numpy_helper.from_array(wc, "w")] + \
+        [numpy_helper.from_array(np.array(v, dtype=np.int64), n) for n, v in (("rows_10", [1, -2]), ("rows_00", [0, 0]))]
     add("control_if_convert.onnx", 0, 0, "-",
-        "valid: three run-time Ifs on a [1, 1] condition computed from x, if-converted (both branches, a Where)",
+        "valid: four run-time Ifs on a [1, 1] condition computed from x, if-converted (both branches, a Where; "
+        "one gathers rows at constant indices in range)",
         needs_op="If", inputs=[save_npy("control_if_convert.x.npy", xc)],
         outputs=[("y1.npy", save_npy("control_if_convert.y1.npy", -2 * xc)),
                  ("y2.npy", save_npy("control_if_convert.y2.npy", (1 / (1 + np.exp(-(xc @ wc)))).astype(np.float32))),
-                 ("y3.npy", save_npy("control_if_convert.y3.npy", np.array(xc.sum(), dtype=np.float32)))],
-        data=model(conv_nodes, [vi("x", [2, 3])], [vi("y1", [2, 3]), vi("y2", [2, 3]), vi("y3", [])], conv_inits))
+                 ("y3.npy", save_npy("control_if_convert.y3.npy", np.array(xc.sum(), dtype=np.float32))),
+                 ("y4.npy", save_npy("control_if_convert.y4.npy", np.ascontiguousarray(xc[[1, 0]])))],
+        data=model(conv_nodes, [vi("x", [2, 3])], [vi("y1", [2, 3]), vi("y2", [2, 3]), vi("y3", []), vi("y4", [2, 3])],
+                   conv_inits))
 
     # a run-time If with a Gather at a run-time index in a branch: not
     # if-converted (an index out of range in the untaken branch would fail)

@@ -15,8 +15,9 @@
  *   - every live node of both branches is an operator whose run, at the
  *     shapes inference fixed, does not depend on values in a way that can
  *     fail: float arithmetic (NaN and infinities are values, and Where
- *     drops the untaken branch's), comparisons, and data movement whose
- *     offsets inference already fixed as constants. Gathers and scatters
+ *     drops the untaken branch's), comparisons, data movement whose
+ *     offsets inference already fixed as constants, and Gathers at
+ *     constant indices all within range. Other gathers and scatters
  *     (an index out of range is an error), integer division (by zero),
  *     casts to integers (undefined for NaN in C), nested control flow and
  *     other domains are not converted;
@@ -43,7 +44,7 @@
 /* Data movement and selection: any dtype. */
 static const char *const moving_ops[] = {"Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze", "Transpose",
                                          "Concat",   "Slice",   "Expand",  "Split",   "Tile",      "Where",
-                                         "Dropout",  "DepthToSpace", "SpaceToDepth", NULL};
+                                         "Dropout",  "DepthToSpace", "SpaceToDepth", "Pad", NULL};
 /* Comparisons and logic: bool outputs. */
 static const char *const comparing_ops[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not",
                                             "And",   "Or",   "Xor",     "IsNaN",       "IsInf",          NULL};
@@ -77,12 +78,32 @@ static bool outputs_are(const korch_graph *b, const korch_node *n, bool want_flo
     return true;
 }
 
+/* A Gather whose indices are constants, every one within the axis (as
+ * exporters select a row of a constant table): it cannot fail. */
+static bool gather_in_range(const korch_graph *b, const korch_node *n) {
+    if (n->n_inputs != 2 || n->inputs[0] < 0 || n->inputs[1] < 0) return false;
+    const korch_value *data = &b->values[n->inputs[0]], *idx = &b->values[n->inputs[1]];
+    if (!idx->is_constant) return false;
+    int64_t axis = korch_node_attr_int(n, "axis", 0), rank = data->shape.rank;
+    if (axis < -rank || axis >= rank) return false;
+    int64_t dim = data->shape.dims[axis < 0 ? axis + rank : axis], count = korch_shape_numel(&idx->constant.shape);
+    for (int64_t i = 0; i < count; i++) {
+        int64_t k;
+        if (idx->constant.dtype == KORCH_DTYPE_INT64) k = ((const int64_t *)idx->constant.data)[i];
+        else if (idx->constant.dtype == KORCH_DTYPE_INT32) k = ((const int32_t *)idx->constant.data)[i];
+        else return false;
+        if (k < -dim || k >= dim) return false;
+    }
+    return true;
+}
+
 /* Whether live node n of branch b may run whatever the condition. */
 static bool safe_to_run(const korch_graph *b, const korch_node *n) {
     if (n->domain[0] != '\0' || n->n_implicit_inputs) return false;
     if (listed(moving_ops, n->op_type)) return true;
     if (listed(comparing_ops, n->op_type)) return outputs_are(b, n, false);
     if (listed(float_ops, n->op_type)) return outputs_are(b, n, true);
+    if (strcmp(n->op_type, "Gather") == 0) return gather_in_range(b, n);
     if (strcmp(n->op_type, "Cast") == 0) /* to bool or a float; never a float to an integer */
         return outputs_are(b, n, true) || outputs_are(b, n, false);
     return false;

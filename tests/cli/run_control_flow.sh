@@ -34,7 +34,7 @@ then pass "check notes the if-conversion of a run-time If with a nested If on a 
 else fail "check control_if_nested.onnx: $(cat "$work/out" "$work/err")"; fi
 
 "$korch" check "$corpus/control_if_convert.onnx" >"$work/out" 2>"$work/err"
-if [ $? -eq 0 ] && [ "$(grep -c '(if-conversion)' "$work/out")" -eq 3 ]; then pass "check notes three if-conversions"
+if [ $? -eq 0 ] && [ "$(grep -c '(if-conversion)' "$work/out")" -eq 4 ]; then pass "check notes four if-conversions"
 else fail "check control_if_convert.onnx: $(cat "$work/out" "$work/err")"; fi
 
 "$korch" check "$corpus/control_if_shape.onnx" >"$work/out" 2>"$work/err"
@@ -81,7 +81,7 @@ optimize_and_run() {
 optimize_and_run control_if_nested control_if_nested.x.npy control_if_nested.c.npy -- y.npy:control_if_nested.y.npy
 optimize_and_run control_if_shape control_if_shape.x.npy -- y.npy:control_if_shape.y.npy
 optimize_and_run control_if_convert control_if_convert.x.npy -- y1.npy:control_if_convert.y1.npy \
-    y2.npy:control_if_convert.y2.npy y3.npy:control_if_convert.y3.npy
+    y2.npy:control_if_convert.y2.npy y3.npy:control_if_convert.y3.npy y4.npy:control_if_convert.y4.npy
 # an if-converted plan has no opaque kernel, so it exports
 "$korch" export "$work/control_if_convert.plan" -o "$work/export_if" >"$work/out" 2>"$work/err"
 rc=$?

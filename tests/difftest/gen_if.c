@@ -10,9 +10,10 @@
  *   - elementwise branches (an activation times a constant; Neg, Tanh or
  *     Abs plus a constant): if-converted (frontend/if_convert.c), so the
  *     branches and the Where fuse with the graph;
- *   - sometimes a then-branch that gathers along axis 0 at constant,
- *     reversed indices: a Gather keeps the If opaque (its branch runs in the
- *     reference executor), and the plan must still be right around it.
+ *   - sometimes a then-branch that gathers along axis 0 at reversed
+ *     indices computed at run time: a Gather the conversion cannot prove
+ *     in range keeps the If opaque (its branch runs in the reference
+ *     executor), and the plan must still be right around it.
  * The If's output is read by one Add, a neighbour to fuse with. */
 #include <stdlib.h>
 #include <string.h>
@@ -62,15 +63,27 @@ static const char *elementwise_branch(dt_gen *g, int v, bool then_side, double *
     return y;
 }
 
-/* Gather(v, reversed 0..n-1, axis 0): v's shape, its rows reversed. */
-static const char *gather_branch(dt_gen *g, int v, double *mag) {
+/* Gather(v, reversed 0..n-1 + zero, axis 0): v's shape, its rows
+ * reversed, at indices computed at run time (zero is Cast(ReduceMax(x) <
+ * -1e30) of the exact value x: always 0, but not a constant), so the
+ * conversion cannot prove them in range and the If stays opaque. */
+static const char *gather_branch(dt_gen *g, int v, int xv, double *mag) {
     const dt_val *x = &g->vals[v];
     int64_t n = x->shape.dims[0];
     int64_t *idx = malloc(sizeof *idx * (size_t)(n + 1));
     if (!idx) return "";
     for (int64_t i = 0; i < n; i++) idx[i] = n - 1 - i;
-    const char *ins[] = {dt_use(g, v), dt_const_i64(g, idx, (int)n)}, *y = fresh(g, "br");
+    const char *rev = dt_const_i64(g, idx, (int)n);
     free(idx);
+    const char *mx = fresh(g, "br"), *in0[] = {dt_use(g, xv)};
+    korch_onnx_attr_int(&g->w, dt_node(g, "ReduceMax", 1, in0, 1, &mx), "keepdims", 0);
+    const char *never = fresh(g, "br"), *lins[] = {mx, dt_const_scalar(g, -1e30f)};
+    dt_node(g, "Less", 2, lins, 1, &never);
+    const char *zero = fresh(g, "br");
+    korch_onnx_attr_int(&g->w, dt_node(g, "Cast", 1, &never, 1, &zero), "to", KORCH_DTYPE_INT64);
+    const char *at = fresh(g, "br"), *ains[] = {rev, zero};
+    dt_node(g, "Add", 2, ains, 1, &at);
+    const char *ins[] = {dt_use(g, v), at}, *y = fresh(g, "br");
     Onnx__NodeProto *node = dt_node(g, "Gather", 2, ins, 1, &y);
     korch_onnx_attr_int(&g->w, node, "axis", 0);
     *mag = x->mag;
@@ -93,7 +106,7 @@ static bool if_on(dt_gen *g, int xv, int a, int b) {
     bool opaque = s.rank >= 1 && dt_chance(r, 0.25);
     double mt = 0, me = 0;
     size_t from = g->w.n_nodes;
-    const char *tout = opaque ? gather_branch(g, a, &mt) : elementwise_branch(g, a, true, &mt);
+    const char *tout = opaque ? gather_branch(g, a, xv, &mt) : elementwise_branch(g, a, true, &mt);
     Onnx__GraphProto *then_g = branch(g, from, "then", tout, &s);
     from = g->w.n_nodes;
     const char *eout = elementwise_branch(g, b, false, &me);
