@@ -29,6 +29,8 @@ static korch_status clone_attr(const korch_attr *src, korch_attr *dst) {
     dst->s = dup(src->s);
     dst->floats = NULL;
     dst->ints = NULL;
+    dst->strings = NULL; /* copied below: a shared array was freed twice (a fuzzed Loop body with
+                          * an RNN's activations, cloned to infer it) */
     dst->tensor = NULL;
     dst->graph = NULL;
     bool ok = dst->name && (!src->s || dst->s);
@@ -39,6 +41,11 @@ static korch_status clone_attr(const korch_attr *src, korch_attr *dst) {
     if (ok && src->ints) {
         dst->ints = malloc(((size_t)src->count + 1) * sizeof *dst->ints);
         if ((ok = dst->ints != NULL) && src->count) memcpy(dst->ints, src->ints, (size_t)src->count * sizeof(int64_t));
+    }
+    if (ok && src->strings) {
+        dst->strings = calloc((size_t)src->count + 1, sizeof *dst->strings);
+        ok = dst->strings != NULL;
+        for (int k = 0; ok && k < src->count; k++) ok = !src->strings[k] || (dst->strings[k] = strdup(src->strings[k]));
     }
     if (!ok) return korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
     if (src->tensor) {
