@@ -702,6 +702,91 @@ def gen_nn_ops():
                    [vi("x", [3, 4]), vi("idx", [2], I64)], [vi("y", [2, 4])]))
 
 
+def gen_index_ops():
+    """Operators that address by run-time values or sort (GatherElements,
+    GatherND, ScatterND, Scatter, TopK) and the masks transformer exports
+    write (Trilu, EyeLike): valid models whose outputs numpy computes here."""
+    rng = np.random.default_rng(24)
+    x = rng.standard_normal((2, 6, 8)).astype(np.float32)
+    idx = np.array([[1, 4], [0, 0], [1, 2]], dtype=np.int64)  # distinct (batch, row) tuples
+    upd = rng.standard_normal((3, 8)).astype(np.float32)
+    s = x @ x.transpose(0, 2, 1)
+    order = np.argsort(-x, axis=-1, kind="stable")[..., :3]
+    relu = np.maximum(x, 0)
+    scattered = x.copy()
+    for t in range(3):
+        scattered[idx[t, 0], idx[t, 1]] += upd[t]
+    k2 = numpy_helper.from_array(np.array(2, dtype=np.int64), "k2")
+    K = numpy_helper.from_array(np.array([3], dtype=np.int64), "K")
+    axes0 = numpy_helper.from_array(np.array([0], dtype=np.int64), "axes0")
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["xt"], name="xt", perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["x", "xt"], ["s"], name="scores"),
+        helper.make_node("ReduceSum", ["s", "axes0"], ["s2"], name="s2", keepdims=0),
+        helper.make_node("EyeLike", ["s2"], ["eye"], name="eye", k=1),
+        helper.make_node("Trilu", ["s"], ["low"], name="tril", upper=0),
+        helper.make_node("Add", ["low", "eye"], ["y1"], name="y1"),
+        helper.make_node("Trilu", ["x", "k2"], ["y2"], name="triu_k2"),
+        helper.make_node("TopK", ["x", "K"], ["y3", "y4"], name="topk", axis=-1),
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("GatherElements", ["r", "y4"], ["y5"], name="gather_elements", axis=2),
+        helper.make_node("GatherND", ["x", "idx"], ["nd"], name="gather_nd"),
+        helper.make_node("Add", ["nd", "nd"], ["y6"], name="y6"),
+        helper.make_node("ScatterND", ["x", "idx", "upd"], ["y7"], name="scatter_nd", reduction="add"),
+    ]
+    outs = {"y1": np.tril(s) + np.eye(6, 6, k=1, dtype=np.float32), "y2": np.triu(x, 2),
+            "y3": np.take_along_axis(x, order, -1), "y4": order, "y5": np.take_along_axis(relu, order, -1),
+            "y6": 2 * x[idx[:, 0], idx[:, 1]], "y7": scattered}
+    shapes = {"y1": [2, 6, 6], "y2": [2, 6, 8], "y3": [2, 6, 3], "y4": [2, 6, 3], "y5": [2, 6, 3], "y6": [3, 8],
+              "y7": [2, 6, 8]}
+    add("index_ops.onnx", 0, 0, "-",
+        "valid: Trilu (a causal mask, and k=2), EyeLike, TopK feeding GatherElements, GatherND and ScatterND "
+        "(add) at run-time indices",
+        inputs=[save_npy("index_ops.x.npy", x), save_npy("index_ops.idx.npy", idx),
+                save_npy("index_ops.upd.npy", upd)],
+        outputs=[(f"{n}.npy", save_npy(f"index_ops.{n}.npy", v)) for n, v in outs.items()],
+        data=model(nodes, [vi("x", [2, 6, 8]), vi("idx", [3, 2], I64), vi("upd", [3, 8])],
+                   [vi(n, shapes[n], I64 if n == "y4" else F) for n in outs], [k2, K, axes0], opset=17))
+
+    # opset 9: TopK's K is an attribute, Scatter is ScatterElements' old name
+    a = rng.standard_normal((3, 5)).astype(np.float32)
+    sidx = np.array([[4, 0], [1, 3], [2, 2]], dtype=np.int64)
+    sidx[2, 1] = 0  # distinct within each row: no update overwrites another
+    u = rng.standard_normal((3, 2)).astype(np.float32)
+    sc = a.copy()
+    for r in range(3):
+        for c in range(2):
+            sc[r, sidx[r, c]] = u[r, c]
+    top = np.argsort(-a, axis=1, kind="stable")[:, :2]
+    add("index_ops_opset9.onnx", 0, 0, "-",
+        "valid: opset 9 TopK with its k attribute and Scatter (axis 1) at run-time indices",
+        inputs=[save_npy("index_ops_opset9.a.npy", a), save_npy("index_ops_opset9.sidx.npy", sidx),
+                save_npy("index_ops_opset9.u.npy", u)],
+        outputs=[("v.npy", save_npy("index_ops_opset9.v.npy", np.take_along_axis(a, top, 1))),
+                 ("i.npy", save_npy("index_ops_opset9.i.npy", top)),
+                 ("sc.npy", save_npy("index_ops_opset9.sc.npy", sc))],
+        data=model([helper.make_node("TopK", ["a"], ["v", "i"], name="topk", k=2, axis=1),
+                    helper.make_node("Scatter", ["a", "sidx", "u"], ["sc"], name="scatter", axis=1)],
+                   [vi("a", [3, 5]), vi("sidx", [3, 2], I64), vi("u", [3, 2])],
+                   [vi("v", [3, 2]), vi("i", [3, 2], I64), vi("sc", [3, 5])], opset=9))
+    bad("gather_elements_oob.onnx", "out of range", "GatherElements with a constant index 3 on an axis of 3",
+        model([helper.make_node("GatherElements", ["x", "gi"], ["y"], name="gather_elements", axis=1)],
+              [vi("x", [2, 3])], [vi("y", [2, 1])],
+              [numpy_helper.from_array(np.array([[0], [3]], dtype=np.int64), "gi")]), needs_op="GatherElements")
+    bad("topk_k_too_large.onnx", "outside [0, 5]", "TopK of 6 elements on an axis of 5",
+        model([helper.make_node("TopK", ["x", "K"], ["v", "i"], name="topk")], [vi("x", [2, 5])],
+              [vi("v", [2, 6]), vi("i", [2, 6], I64)],
+              [numpy_helper.from_array(np.array([6], dtype=np.int64), "K")], opset=11), needs_op="TopK")
+    add("scatter_nd_input_oob.onnx", 0, 1, "out of range",
+        "ScatterND whose index tuple arrives at run time out of range: check passes, the run fails cleanly",
+        needs_op="ScatterND",
+        inputs=[save_npy("scatter_nd_input_oob.x.npy", a),
+                save_npy("scatter_nd_input_oob.ti.npy", np.array([[0, 7]], dtype=np.int64)),
+                save_npy("scatter_nd_input_oob.tu.npy", np.ones(1, dtype=np.float32))],
+        data=model([helper.make_node("ScatterND", ["x", "ti", "tu"], ["y"], name="scatter_nd")],
+                   [vi("x", [3, 5]), vi("ti", [1, 2], I64), vi("tu", [1])], [vi("y", [3, 5])], opset=13))
+
+
 def conv2d_reference(x, w, pads):
     """Plain numpy NCHW convolution (stride 1, no dilation, one group)."""
     top, left, bottom, right = pads
@@ -923,6 +1008,7 @@ def main():
     gen_external()
     gen_opsets_and_ops()
     gen_nn_ops()
+    gen_index_ops()
     gen_hostile_attributes()
     gen_conv_padding()
     gen_empty_outputs()

@@ -234,10 +234,19 @@ static korch_status emit(ex_ctx *x, int i, const char *what) {
     if (x->options.reference_routines) st = ex_emit_ref(x, i, &handled);
     if (st == KORCH_OK && !handled && memory_bound) st = ex_emit_cgen(x, i, NULL, &handled);
     if (st == KORCH_OK && !handled && !x->options.reference_routines) st = ex_emit_ref(x, i, &handled);
-    if (st == KORCH_OK && !handled)
+    if (st == KORCH_OK && !handled) {
+        /* the node a user can find in the model: the opaque one */
+        char op[160] = "", name[120];
+        for (int j = 0; j < pk->n_nodes && !op[0]; j++) {
+            const korch_pnode *n = &x->pg->nodes[pk->nodes[j]];
+            if (n->kind != KORCH_PRIM_OPAQUE || !x->pg->source) continue;
+            const korch_node *src = &x->pg->source->nodes[n->u.opaque.source_node];
+            snprintf(op, sizeof op, ", node \"%s\"", korch_printable(src->name, name, sizeof name));
+        }
         st = korch_error(KORCH_ERR_UNSUPPORTED,
-                         "kernel %d (ref: %s): korch export has no standalone C for it; the plan cannot be exported", i,
-                         what);
+                         "kernel %d (ref: %s%s): korch export has no standalone C for it; the plan cannot be exported",
+                         i, what, op);
+    }
     if (st == KORCH_OK) x->stats.ref++;
     return st;
 }

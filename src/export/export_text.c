@@ -42,6 +42,9 @@ void ex_describe_kernel(const ex_ctx *x, const korch_plan_kernel *k, char *buf, 
             detail = pn->u.linear.op == KORCH_LINEAR_MATMUL ? "matmul"
                      : pn->u.linear.op == KORCH_LINEAR_CONV ? "conv" : "conv_transpose";
             break;
+        case KORCH_PRIM_OPAQUE: /* a known op type (validated at load), never model text */
+            detail = x->pg->source ? x->pg->source->nodes[pn->u.opaque.source_node].op_type : "";
+            break;
         default: break;
         }
         n += (size_t)snprintf(buf + n, size - n, "%s%s.%s", i ? " " : "", korch_prim_kind_name(pn->kind), detail);

@@ -352,9 +352,20 @@ static void emit_linear(korch_onnx_writer *w, const korch_pnode *n) {
     }
 }
 
+/* The exported model has one opset (at least 14, export_opset): an opaque
+ * operator from an older opset is written in its form at that opset.
+ * Scatter (opset 9-10) is ScatterElements without a reduction; TopK before
+ * opset 10 has K as its attribute `k`, since then as input 1. */
+static const char *opaque_op_type(const korch_node *src, bool *k_to_input) {
+    *k_to_input = !strcmp(src->op_type, "TopK") && src->opset < 10;
+    return !strcmp(src->op_type, "Scatter") ? "ScatterElements" : src->op_type;
+}
+
 static void emit_opaque(korch_onnx_writer *w, const korch_pnode *n) {
     const korch_node *src = &w->pg->source->nodes[n->u.opaque.source_node];
-    const char **ins = korch_onnx_alloc(w, sizeof(char *) * (size_t)(src->n_inputs + 1));
+    bool k_to_input;
+    const char *op_type = opaque_op_type(src, &k_to_input);
+    const char **ins = korch_onnx_alloc(w, sizeof(char *) * (size_t)(src->n_inputs + 2));
     const char **outs = korch_onnx_alloc(w, sizeof(char *) * (size_t)(src->n_outputs + 1));
     if (!ins || !outs) return;
     for (int k = 0; k < src->n_inputs; k++) {
@@ -365,12 +376,18 @@ static void emit_opaque(korch_onnx_writer *w, const korch_pnode *n) {
                         : "";
         if (!ins[k]) return;
     }
+    int n_ins = src->n_inputs;
+    if (k_to_input) {
+        int64_t k = korch_node_attr_int(src, "k", -1);
+        ins[n_ins++] = korch_onnx_const_i64(w, &k, 1);
+    }
     for (int k = 0; k < src->n_outputs; k++) outs[k] = n->outputs[k] < 0 ? "" : w->names[n->outputs[k]];
-    Onnx__NodeProto *node = korch_onnx_node(w, src->op_type, src->n_inputs, ins, src->n_outputs, outs);
+    Onnx__NodeProto *node = korch_onnx_node(w, op_type, n_ins, ins, src->n_outputs, outs);
     if (!node) return;
     node->name = korch_onnx_str(w, "%s", src->name);
     for (int i = 0; i < src->n_attrs; i++) {
         const korch_attr *a = &src->attrs[i];
+        if (k_to_input && !strcmp(a->name, "k")) continue;
         switch (a->type) {
         case KORCH_ATTR_INT: korch_onnx_attr_int(w, node, a->name, a->i); break;
         case KORCH_ATTR_FLOAT: korch_onnx_attr_float(w, node, a->name, a->f); break;

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "fission/rules.h"
+#include "ops/trilu.h"
 
 KORCH_FISSION_RULE(Add) { return fission_rule_binary(ctx, KORCH_EW_ADD); }
 KORCH_FISSION_RULE(Sub) { return fission_rule_binary(ctx, KORCH_EW_SUB); }
@@ -71,6 +72,30 @@ KORCH_FISSION_RULE(Sum) { return variadic(ctx, KORCH_EW_ADD); }
 
 KORCH_FISSION_RULE(Where) {
     fission_set_out(ctx, 0, fission_where(ctx, fission_in(ctx, 0), fission_in(ctx, 1), fission_in(ctx, 2)));
+    return fission_done(ctx);
+}
+
+/* Trilu with a constant k: Where(mask, x, 0), the mask a constant [rows,
+ * cols] of the elements the triangle keeps (ops/trilu.h), broadcast over the
+ * leading dimensions; it fuses like any elementwise op. A run-time k stays
+ * with the reference. */
+KORCH_FISSION_RULE(Trilu) {
+    int64_t k = 0;
+    if (fission_has_in(ctx, 1)) {
+        const korch_tensor *kt = fission_const_in(ctx, 1);
+        if (!kt) return fission_decline(ctx, "Trilu with a run-time k");
+        k = korch_tensor_get_i64(kt, 0);
+    }
+    bool upper = korch_node_attr_int(ctx->node, "upper", 1) != 0;
+    const korch_shape *in = fission_in_shape(ctx, 0);
+    korch_shape ms = {.rank = 2, .dims = {in->dims[in->rank - 2], in->dims[in->rank - 1]}};
+    korch_tensor mask;
+    KORCH_TRY(korch_tensor_alloc(&mask, KORCH_DTYPE_BOOL, &ms));
+    bool *m = mask.data;
+    for (int64_t i = 0; i < ms.dims[0]; i++)
+        for (int64_t j = 0; j < ms.dims[1]; j++) m[i * ms.dims[1] + j] = korch_trilu_keeps(upper, k, i, j);
+    int zero = fission_scalar(ctx, 0, fission_in_dtype(ctx, 0));
+    fission_set_out(ctx, 0, fission_where(ctx, fission_constant(ctx, &mask), fission_in(ctx, 0), zero));
     return fission_done(ctx);
 }
 

@@ -184,12 +184,6 @@ KORCH_FISSION_RULE(OneHot) {
     return fission_done(ctx);
 }
 
-/* A scatter writes where its data says: no index map describes it. It is
- * one opaque primitive, run by the reference executor. */
-KORCH_FISSION_RULE(ScatterElements) {
-    return fission_decline(ctx, "ScatterElements writes at data-dependent positions (run by the reference executor)");
-}
-
 /* Gather with constant indices is a table lookup along the axis. */
 KORCH_FISSION_RULE(Gather) {
     const korch_tensor *idx = fission_const_in(ctx, 1);
@@ -368,3 +362,4 @@ KORCH_FISSION_RULE(ConstantOfShape) { return folded(ctx); }
 KORCH_FISSION_RULE(Shape) { return folded(ctx); }
 KORCH_FISSION_RULE(Size) { return folded(ctx); }
 KORCH_FISSION_RULE(Range) { return folded(ctx); }
+KORCH_FISSION_RULE(EyeLike) { return folded(ctx); }

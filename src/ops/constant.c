@@ -58,22 +58,10 @@ static korch_status constant_value(const korch_op_ctx *ctx, korch_tensor *y) {
 
 static korch_status infer_constant(korch_op_ctx *ctx) { return constant_value(ctx, ctx->outputs[0]); }
 
-/* Copies a freshly computed value into the preallocated output. */
-static korch_status store_output(korch_op_ctx *ctx, korch_tensor *value) {
-    korch_tensor *y = ctx->outputs[0];
-    korch_status st = KORCH_OK;
-    if (value->dtype != y->dtype || !korch_shape_equal(&value->shape, &y->shape))
-        st = korch_op_error(ctx, KORCH_ERR_INTERNAL, "output does not match its inferred type");
-    else if (korch_tensor_bytes(y))
-        memcpy(y->data, value->data, korch_tensor_bytes(y));
-    korch_tensor_free(value);
-    return st;
-}
-
 static korch_status run_constant(korch_op_ctx *ctx) {
     korch_tensor value = {0};
     KORCH_TRY(constant_value(ctx, &value));
-    return store_output(ctx, &value);
+    return korch_op_store_output(ctx, &value);
 }
 
 const korch_op_def korch_op_def_Constant = {
@@ -118,7 +106,7 @@ static korch_status infer_shape(korch_op_ctx *ctx) { return shape_value(ctx, ctx
 static korch_status run_shape(korch_op_ctx *ctx) {
     korch_tensor value = {0};
     KORCH_TRY(shape_value(ctx, &value));
-    return store_output(ctx, &value);
+    return korch_op_store_output(ctx, &value);
 }
 
 const korch_op_def korch_op_def_Shape = {
@@ -139,7 +127,7 @@ static korch_status infer_size(korch_op_ctx *ctx) { return size_value(ctx, ctx->
 static korch_status run_size(korch_op_ctx *ctx) {
     korch_tensor value = {0};
     KORCH_TRY(size_value(ctx, &value));
-    return store_output(ctx, &value);
+    return korch_op_store_output(ctx, &value);
 }
 
 const korch_op_def korch_op_def_Size = {

@@ -81,6 +81,9 @@ korch_status korch_op_require_constant(const korch_op_ctx *ctx, int i, const cha
  * decides a shape and is known only at run time: a Loop whose body says them
  * is inferred again at every iteration instead (ops/control_loop.c). */
 #define KORCH_OP_NEEDS_CONSTANT "is not a constant; korch needs static shapes"
+/* Copies a value computed by an op that also computes it at inference
+ * (Constant, Shape, EyeLike) into the preallocated output 0, and frees it. */
+korch_status korch_op_store_output(korch_op_ctx *ctx, korch_tensor *value);
 /* Input i's dtype must be `dtype`. */
 korch_status korch_op_require_dtype(const korch_op_ctx *ctx, int i, korch_dtype dtype);
 /* Sets output i's dtype and shape (no-op when that output is omitted). */

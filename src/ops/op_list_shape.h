@@ -8,15 +8,20 @@
     X(ConstantOfShape)         \
     X(DepthToSpace)            \
     X(Expand)                  \
+    X(EyeLike)                 \
     X(Flatten)                 \
     X(Gather)                  \
+    X(GatherElements)          \
+    X(GatherND)                \
     X(Identity)                \
     X(OneHot)                  \
     X(Pad)                     \
     X(Range)                   \
     X(Reshape)                 \
     X(Resize)                  \
+    X(Scatter)                 \
     X(ScatterElements)         \
+    X(ScatterND)               \
     X(Shape)                   \
     X(Size)                    \
     X(Slice)                   \
@@ -24,7 +29,9 @@
     X(Split)                   \
     X(Squeeze)                 \
     X(Tile)                    \
+    X(TopK)                    \
     X(Transpose)               \
+    X(Trilu)                   \
     X(Unsqueeze)               \
     X(Upsample)
 

@@ -45,6 +45,17 @@ korch_status korch_op_require_constant(const korch_op_ctx *ctx, int i, const cha
     return KORCH_OK;
 }
 
+korch_status korch_op_store_output(korch_op_ctx *ctx, korch_tensor *value) {
+    korch_tensor *y = ctx->outputs[0];
+    korch_status st = KORCH_OK;
+    if (value->dtype != y->dtype || !korch_shape_equal(&value->shape, &y->shape))
+        st = korch_op_error(ctx, KORCH_ERR_INTERNAL, "output does not match its inferred type");
+    else if (korch_tensor_bytes(y))
+        memcpy(y->data, value->data, korch_tensor_bytes(y));
+    korch_tensor_free(value);
+    return st;
+}
+
 korch_status korch_op_require_dtype(const korch_op_ctx *ctx, int i, korch_dtype dtype) {
     char name[160];
     if (!korch_op_has_input(ctx, i)) return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "missing input %d", i);

@@ -1,4 +1,5 @@
-/* ScatterElements (opset 11-18; Scatter, its opset-9 name, is not taken):
+/* ScatterElements (opset 11-18; Scatter, its opset 9-10 name, is the same
+ * operator without `reduction`):
  * a copy of `data` in which, for every position p of `indices`, the element
  * at p with p[axis] replaced by indices[p] becomes updates[p] (or is
  * combined with it: reduction add, mul, max, min). Negative indices count
@@ -111,6 +112,12 @@ static korch_status run_scatter(korch_op_ctx *ctx) {
 
 const korch_op_def korch_op_def_ScatterElements = {
     .kind = KORCH_OP_ScatterElements, .op_type = "ScatterElements", .opset_min = 11, .opset_max = 18,
+    .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+    .infer = infer_scatter, .run = run_scatter, .flops = korch_layout_no_flops,
+};
+
+const korch_op_def korch_op_def_Scatter = {
+    .kind = KORCH_OP_Scatter, .op_type = "Scatter", .opset_min = 9, .opset_max = 10,
     .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
     .infer = infer_scatter, .run = run_scatter, .flops = korch_layout_no_flops,
 };

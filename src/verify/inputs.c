@@ -58,24 +58,46 @@ static bool passes_values(const char *op) {
     return false;
 }
 
-/* The smallest gathered-axis size among the Gathers that read value v as
- * indices, directly or through passes_values ops (depth-limited). */
+/* The size of the dimensions node n addresses with value v as its indices
+ * (input 1): data.shape[axis] for Gather, GatherElements, Scatter and
+ * ScatterElements; the smallest of the dimensions an index tuple addresses
+ * for GatherND and ScatterND. INT64_MAX when n does not index with v. */
+static int64_t addressed_bound(const korch_graph *g, const korch_node *n, int v) {
+    if (n->n_inputs < 2 || n->inputs[1] != v || n->inputs[0] < 0) return INT64_MAX;
+    const korch_value *data = &g->values[n->inputs[0]], *idx = &g->values[v];
+    if (!data->has_shape) return INT64_MAX;
+    int rank = data->shape.rank;
+    int first, count;
+    if (!strcmp(n->op_type, "Gather") || !strcmp(n->op_type, "GatherElements") ||
+        !strcmp(n->op_type, "ScatterElements") || !strcmp(n->op_type, "Scatter")) {
+        int64_t axis = korch_node_attr_int(n, "axis", 0);
+        first = (int)(axis < 0 ? axis + rank : axis);
+        count = 1;
+    } else if (!strcmp(n->op_type, "GatherND") || !strcmp(n->op_type, "ScatterND")) {
+        if (!idx->has_shape || idx->shape.rank < 1) return INT64_MAX;
+        first = !strcmp(n->op_type, "GatherND") ? (int)korch_node_attr_int(n, "batch_dims", 0) : 0;
+        count = (int)idx->shape.dims[idx->shape.rank - 1];
+    } else {
+        return INT64_MAX;
+    }
+    int64_t bound = INT64_MAX;
+    for (int k = first; k >= 0 && k < first + count && k < rank; k++)
+        if (data->shape.dims[k] < bound) bound = data->shape.dims[k];
+    return bound;
+}
+
+/* The smallest addressed size among the nodes that read value v as indices,
+ * directly or through passes_values ops (depth-limited). */
 static int64_t index_bound(const korch_graph *g, int v, int depth) {
     int64_t bound = INT64_MAX;
     for (int i = 0; i < g->n_nodes && depth < 8; i++) {
         const korch_node *n = &g->nodes[i];
         if (n->dead || n->n_inputs < 1) continue;
-        if ((strcmp(n->op_type, "Gather") == 0 || strcmp(n->op_type, "GatherElements") == 0) && n->n_inputs >= 2 &&
-            n->inputs[1] == v && n->inputs[0] >= 0) {
-            const korch_value *data = &g->values[n->inputs[0]];
-            int64_t axis = korch_node_attr_int(n, "axis", 0);
-            if (axis < 0) axis += data->shape.rank;
-            if (data->has_shape && axis >= 0 && axis < data->shape.rank && data->shape.dims[axis] < bound)
-                bound = data->shape.dims[axis];
-        } else if (passes_values(n->op_type) && n->inputs[0] == v && n->n_outputs >= 1 && n->outputs[0] >= 0) {
-            int64_t b = index_bound(g, n->outputs[0], depth + 1);
-            if (b < bound) bound = b;
-        }
+        int64_t b = addressed_bound(g, n, v);
+        if (b == INT64_MAX && passes_values(n->op_type) && n->inputs[0] == v && n->n_outputs >= 1 &&
+            n->outputs[0] >= 0)
+            b = index_bound(g, n->outputs[0], depth + 1);
+        if (b < bound) bound = b;
     }
     return bound;
 }
