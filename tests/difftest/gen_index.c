@@ -1,6 +1,7 @@
 /* Feature "index" (DT_FEAT_INDEX): the index operators decoders bring
- * (SLANet's structure decoder, paddle2onnx): OneHot and ScatterElements,
- * after the other features, on values of rank 2 or more.
+ * (SLANet's structure decoder, paddle2onnx): OneHot and ScatterElements;
+ * and what transformer and detection exports write: Trilu, TopK,
+ * GatherElements; after the other features, on values of rank 2 or more.
  *
  * - OneHot of an ArgMax of x along an axis, multiplied into x: fission
  *   computes a OneHot of int64/int32 indices as a comparison with an iota
@@ -13,6 +14,13 @@
  *   (ONNX leaves duplicates unordered there), with the others they may
  *   repeat. Fission keeps it opaque: what is tested is that the values
  *   around it reach it and leave it intact.
+ * - Trilu of x, upper or lower, k constant (drawn across and beyond the
+ *   matrix) or absent: fission turns it into a Where with a constant mask
+ *   (rules_elementwise.c), fused with its neighbour x + 0.5.
+ * - TopK of an exact x along an axis (exact: every correct plan feeds it
+ *   the same values, so ties break the same way), largest or smallest, and
+ *   GatherElements of x at its indices, multiplied by the values: both
+ *   opaque, the indices and values leaving them intact.
  *
  * Every choice from the features' stream; the results are read by nothing
  * else and become graph outputs. */
@@ -131,6 +139,45 @@ static bool scatter_into(dt_gen *g, int v) {
     return true;
 }
 
+/* Trilu(x, k) + 0.5 over the last two dimensions. */
+static bool trilu_into(dt_gen *g, int v) {
+    dt_rng *r = &g->frng;
+    const dt_val *x = &g->vals[v];
+    korch_shape xs = x->shape;
+    int64_t rows = xs.dims[xs.rank - 2], cols = xs.dims[xs.rank - 1];
+    bool upper = dt_chance(r, 0.5), with_k = dt_chance(r, 0.7);
+    int64_t k = dt_int(r, -(int)rows - 1, (int)cols + 1);
+    const char *y = fresh(g, "tr"), *ins[] = {dt_use(g, v), with_k ? dt_const_i64(g, &k, 1) : ""};
+    Onnx__NodeProto *node = dt_node(g, "Trilu", with_k ? 2 : 1, ins, 1, &y);
+    if (!upper) korch_onnx_attr_int(&g->w, node, "upper", 0);
+    if (dt_binary_named(g, "Add", y, dt_const_scalar(g, 0.5f), &xs, x->mag + 0.5) < 0) return false;
+    dt_cover(g, upper ? "Trilu, upper" : "Trilu, lower");
+    return true;
+}
+
+/* (values, indices) = TopK(x, K, axis); values * GatherElements(x, indices). */
+static bool topk_into(dt_gen *g, int v) {
+    dt_rng *r = &g->frng;
+    const dt_val *x = &g->vals[v];
+    if (!x->exact) return false;
+    korch_shape ys = x->shape;
+    int axis = (int)dt_int(r, 0, ys.rank - 1);
+    int64_t k = dt_int(r, 1, (int)ys.dims[axis]);
+    ys.dims[axis] = k;
+    const char *outs[] = {fresh(g, "tv"), fresh(g, "ti")};
+    const char *ins[] = {dt_use(g, v), dt_const_i64(g, &k, 1)};
+    Onnx__NodeProto *node = dt_node(g, "TopK", 2, ins, 2, outs);
+    korch_onnx_attr_int(&g->w, node, "axis", dt_chance(r, 0.5) ? axis : axis - ys.rank);
+    bool smallest = dt_chance(r, 0.4);
+    if (smallest) korch_onnx_attr_int(&g->w, node, "largest", 0);
+    const char *ge = fresh(g, "ge"), *gin[] = {dt_use(g, v), outs[1]};
+    node = dt_node(g, "GatherElements", 2, gin, 1, &ge);
+    korch_onnx_attr_int(&g->w, node, "axis", axis);
+    if (dt_binary_named(g, "Mul", outs[0], ge, &ys, x->mag * x->mag) < 0) return false;
+    dt_cover(g, smallest ? "TopK smallest + GatherElements" : "TopK largest + GatherElements");
+    return true;
+}
+
 void dt_feature_index(dt_gen *g) {
     if (!(g->features & DT_FEAT_INDEX)) return;
     dt_rng *r = &g->frng;
@@ -141,5 +188,13 @@ void dt_feature_index(dt_gen *g) {
             !dt_chance(r, 0.5))
             continue;
         if (x->exact && dt_chance(r, 0.7) ? onehot_into(g, v) : scatter_into(g, v)) made++;
+    }
+    /* drawn after the first two, so their graphs stay as they were */
+    for (int v = 0, more = 0; v < n && more < 2; v++) {
+        const dt_val *x = &g->vals[v];
+        if (x->dtype || x->hidden || x->shape.rank < 2 || dt_numel(&x->shape) > DT_MAX_ELEMS / 2 ||
+            !dt_chance(r, 0.4))
+            continue;
+        if (x->exact && dt_chance(r, 0.5) ? topk_into(g, v) : trilu_into(g, v)) more++;
     }
 }
