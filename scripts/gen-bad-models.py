@@ -787,6 +787,43 @@ def gen_index_ops():
                    [vi("x", [3, 5]), vi("ti", [1, 2], I64), vi("tu", [1])], [vi("y", [3, 5])], opset=13))
 
 
+def gen_einsum():
+    """Einsum in the forms exporters write; numpy.einsum computes the outputs.
+    Fission turns the one- and two-operand ones into sums, transposes and a
+    MatMul (rules_einsum.c); the diagonal and the three-operand one stay whole."""
+    rng = np.random.default_rng(29)
+    q = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
+    k = rng.standard_normal((2, 3, 6, 4)).astype(np.float32)
+    a = rng.standard_normal((4, 5, 3)).astype(np.float32)
+    w = rng.standard_normal((5, 7)).astype(np.float32)
+    m = rng.standard_normal((5, 5)).astype(np.float32)
+    forms = [("y1", "bhqd,bhkd->bhqk", ["q", "k"]), ("y2", "bsd,df->bsf", ["a3", "w"]),
+             ("y3", "ijk,jl->li", ["a", "w"]), ("y4", "ij->ji", ["m"]), ("y5", "ijk->j", ["a"]),
+             ("y6", "...qd,...kd->...kq", ["q", "k"]), ("y7", "ij,jk", ["m", "w"]), ("y8", "i,j->ij", ["v", "u"]),
+             ("y9", "ii->i", ["m"]), ("y10", "ij,jk,kl->il", ["m", "m", "w"]), ("y11", "bhqk,bhkd->bqhd", ["s", "k"])]
+    a3 = rng.standard_normal((2, 3, 5)).astype(np.float32)
+    v = rng.standard_normal(5).astype(np.float32)
+    u = rng.standard_normal(3).astype(np.float32)
+    s = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    vals = {"q": q, "k": k, "a": a, "w": w, "m": m, "a3": a3, "v": v, "u": u, "s": s}
+    inputs = ["q", "k", "a", "m", "a3", "v", "u", "s"]  # w is a constant (projection weights)
+    nodes, outs, infos = [], [], []
+    for name, eq, ins in forms:
+        y = np.ascontiguousarray(np.einsum(eq, *[vals[i] for i in ins]).astype(np.float32))
+        nodes.append(helper.make_node("Einsum", ins, [name], name="einsum_" + name, equation=eq))
+        outs.append((f"{name}.npy", save_npy(f"einsum_forms.{name}.npy", y)))
+        infos.append(vi(name, list(y.shape)))
+    add("einsum_forms.onnx", 0, 0, "-",
+        "valid: Einsum as attention products, projections, transposes, sums, an implicit output, an outer "
+        "product, a diagonal and three operands",
+        inputs=[save_npy(f"einsum_forms.{n}.npy", vals[n]) for n in inputs], outputs=outs,
+        data=model(nodes, [vi(n, list(vals[n].shape)) for n in inputs], infos,
+                   [numpy_helper.from_array(w, "w")], opset=12))
+    bad("einsum_bad_equation.onnx", "has 2 letters for an input of rank 3", "Einsum whose term is shorter than its input",
+        model([helper.make_node("Einsum", ["x"], ["y"], name="einsum", equation="ij->i")], [vi("x", [2, 3, 4])],
+              [vi("y", [2])], opset=12), needs_op="Einsum")
+
+
 def conv2d_reference(x, w, pads):
     """Plain numpy NCHW convolution (stride 1, no dilation, one group)."""
     top, left, bottom, right = pads
@@ -1009,6 +1046,7 @@ def main():
     gen_opsets_and_ops()
     gen_nn_ops()
     gen_index_ops()
+    gen_einsum()
     gen_hostile_attributes()
     gen_conv_padding()
     gen_empty_outputs()

@@ -28,6 +28,7 @@
     X(Div)                        \
     X(Dropout)                    \
     X(DynamicQuantizeLinear)      \
+    X(Einsum)                     \
     X(Elu)                        \
     X(Equal)                      \
     X(Erf)                        \
@@ -55,6 +56,7 @@
     X(Mod)                        \
     X(Mul)                        \
     X(Neg)                        \
+    X(NegativeLogLikelihoodLoss)  \
     X(Not)                        \
     X(Or)                         \
     X(Pow)                        \
@@ -80,6 +82,7 @@
     X(Sin)                        \
     X(Sinh)                       \
     X(Softmax)                    \
+    X(SoftmaxCrossEntropyLoss)    \
     X(Softplus)                   \
     X(Softsign)                   \
     X(Sqrt)                       \

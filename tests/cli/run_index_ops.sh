@@ -1,8 +1,9 @@
 #!/bin/sh
 # CLI test: operators that address by run-time values or sort (GatherElements,
 # GatherND, ScatterND, Scatter, TopK; opaque primitives run by the reference
-# executor, docs/fission.md) and Trilu / EyeLike (a constant mask and a
-# folded constant), on the index_ops models of the bad-input corpus, whose
+# executor, docs/fission.md), Trilu / EyeLike (a constant mask and a folded
+# constant) and Einsum (sums, transposes and a MatMul in fission), on the
+# index_ops and einsum_forms models of the bad-input corpus, whose
 # outputs numpy computed (scripts/gen-bad-models.py). Each model: the
 # reference run and the optimised plan give the stored outputs; `korch
 # fission` lists the opaque primitives by operator and fuses Trilu; `korch
@@ -39,12 +40,18 @@ check_model() {
 
 check_model index_ops x idx upd -- y1 y2 y3 y4 y5 y6 y7
 check_model index_ops_opset9 a sidx u -- v i sc
+check_model einsum_forms q k a m a3 v u s -- y1 y2 y3 y4 y5 y6 y7 y8 y9 y10 y11
 
 expect "fission index_ops" 0 fission "$corpus/index_ops.onnx"
 for op in TopK GatherElements GatherND ScatterND; do has "fission: opaque $op" "$out" "$op"; done
 lacks "fission: Trilu with a constant k is a mask, not opaque" "$out" "Trilu \""
 expect "fission index_ops_opset9" 0 fission "$corpus/index_ops_opset9.onnx"
 has "fission: opaque Scatter" "$out" "Scatter"
+
+expect "fission einsum_forms" 0 fission "$corpus/einsum_forms.onnx"
+has "fission: Einsum's products are matmuls" "$out" "linear            7 ->"
+has "fission: a diagonal stays whole" "$out" 'Einsum "einsum_y9": Einsum of a diagonal'
+has "fission: three operands stay whole" "$out" 'Einsum "einsum_y10": Einsum of more than two operands'
 
 expect "export of a plan with an opaque TopK" 1 export "$work/index_ops.plan" -o "$work/export"
 one_error "export names the operator and its node" "opaque.TopK, node \"topk\""

@@ -119,6 +119,7 @@ korch_status dt_generate_features(uint64_t seed, unsigned features, const char *
     if (g->features) dt_feature_qop(g);
     if (g->features) dt_feature_index(g);
     if (g->features) dt_feature_if(g);
+    if (g->features) dt_feature_einsum(g);
     korch_status st = g->w.status;
     if (st == KORCH_OK) st = dt_finish(g, path, info);
     for (size_t i = 0; i < g->w.n_blocks; i++) free(g->w.blocks[i]);

@@ -53,11 +53,12 @@ enum {
                          * DequantizeLinear of exact values (docs/quantization.md, "QOperator models") */
     DT_FEAT_INDEX = 256, /* OneHot and ScatterElements of constant indices (gen_index.c) */
     DT_FEAT_IF = 512,    /* run-time Ifs on a threshold, if-converted or opaque (gen_if.c) */
+    DT_FEAT_EINSUM = 1024, /* Einsum products, transposes and sums (gen_einsum.c) */
 };
 /* The features the generator draws (LAYOUT is the driver's). */
 #define DT_FEAT_GENERATOR \
     (DT_FEAT_HALF | DT_FEAT_QDQ | DT_FEAT_RESIZE | DT_FEAT_INT8 | DT_FEAT_HEAD | DT_FEAT_DYNQ | DT_FEAT_QOP | \
-     DT_FEAT_INDEX | DT_FEAT_IF)
+     DT_FEAT_INDEX | DT_FEAT_IF | DT_FEAT_EINSUM)
 /* The features' own version: bump it when a feature's models change. */
 #define DT_FEAT_VERSION 1
 

@@ -567,7 +567,8 @@ static const struct {
     unsigned bit;
 } feature_names[] = {{"half", DT_FEAT_HALF}, {"qdq", DT_FEAT_QDQ}, {"layout", DT_FEAT_LAYOUT},
                      {"resize", DT_FEAT_RESIZE}, {"int8", DT_FEAT_INT8}, {"head", DT_FEAT_HEAD},
-                     {"dynq", DT_FEAT_DYNQ}, {"qop", DT_FEAT_QOP}, {"index", DT_FEAT_INDEX}, {"if", DT_FEAT_IF}};
+                     {"dynq", DT_FEAT_DYNQ}, {"qop", DT_FEAT_QOP}, {"index", DT_FEAT_INDEX}, {"if", DT_FEAT_IF},
+                     {"einsum", DT_FEAT_EINSUM}};
 
 bool dt_features_parse(const char *text, unsigned *mask) {
     *mask = 0;

@@ -133,6 +133,9 @@ void dt_feature_index(dt_gen *g);
 /* DT_FEAT_IF, after index: run-time Ifs on a threshold of an exact value,
  * if-converted or (a Gather branch) opaque (gen_if.c). */
 void dt_feature_if(dt_gen *g);
+/* DT_FEAT_EINSUM, after the random walk: Einsum products, transposes and
+ * sums of values of rank 2 or more (gen_einsum.c). */
+void dt_feature_einsum(dt_gen *g);
 /* Dequantized int8/uint8 weights (DT_FEAT_QDQ, sometimes): the name of a
  * DequantizeLinear output with elements within +-a, per tensor or per axis
  * `axis`; NULL: use float weights. */
