@@ -6,7 +6,9 @@
  *   linear   separable, one pass per resized axis in axis order, like the
  *            reference: y = gather(x, lo) * w0 + gather(x, hi) * w1, with
  *            the gathers as table layouts and w0, w1 constant weights
- *            shaped to broadcast along the axis. */
+ *            shaped to broadcast along the axis;
+ *   cubic    per resized axis a layout adding a tap axis of four
+ *            (korch_resize_cubic_taps), times constant weights, summed. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -117,8 +119,70 @@ static int linear(korch_fission_ctx *ctx, const resize_plan *p, int y) {
     return y;
 }
 
+/* One cubic pass along axis d as three primitives, not four gathers: a
+ * layout adding a trailing tap axis of 4 (input index along d =
+ * table[4 * o_d + tap]), times constant weights shaped (n, 1, ..., 1, 4),
+ * red SUM over the taps. Four separate gathers, products and sums would
+ * give the candidate enumeration a dense 11-node diamond per axis (a
+ * bicubic resize alone made over 5000 candidates). */
+static int cubic_pass(korch_fission_ctx *ctx, const resize_plan *p, int d, int y) {
+    const korch_shape in = *fission_shape(ctx, y);
+    int rank = in.rank;
+    if (rank + 1 > KORCH_MAX_RANK) {
+        korch_error(KORCH_ERR_UNSUPPORTED, "cubic Resize of a rank-8 tensor (the taps add an axis)");
+        return -1;
+    }
+    int64_t n = p->out_dims[d];
+    int64_t *table = malloc((size_t)(4 * n + 1) * sizeof *table);
+    korch_tensor wt;
+    korch_shape ws = {.rank = rank + 1 - d};
+    ws.dims[0] = n;
+    for (int k = 1; k < ws.rank; k++) ws.dims[k] = 1;
+    ws.dims[ws.rank - 1] = 4;
+    if (!table || korch_tensor_alloc(&wt, KORCH_DTYPE_FLOAT32, &ws) != KORCH_OK) {
+        free(table);
+        korch_error(KORCH_ERR_OUT_OF_MEMORY, "out of memory");
+        return -1;
+    }
+    korch_index_map map = {.input_rank = rank};
+    for (int k = 0; k < rank; k++) map.terms[k] = korch_index_term_var(k);
+    float *w = wt.data;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t t[4];
+        double wj[4];
+        bool inside = korch_resize_cubic_taps(p, d, j, t, wj);
+        for (int k = 0; k < 4; k++) {
+            table[4 * j + k] = inside ? t[k] : -1; /* -1 reads the extrapolation value */
+            w[4 * j + k] = inside ? (float)wj[k] : k == 0;
+        }
+        map.may_be_out_of_bounds |= !inside;
+    }
+    map.terms[d].coef[d] = 4;
+    map.terms[d].coef[rank] = 1;
+    map.terms[d].table = table;
+    map.terms[d].table_size = 4 * n;
+    korch_shape taps = in;
+    taps.dims[d] = n;
+    taps.dims[taps.rank++] = 4;
+    int g = korch_pgraph_layout(ctx->pg, KORCH_LAYOUT_WINDOW, 1, &y, &taps, &map, p->extrapolation);
+    if (g < 0) {
+        free(table);
+        korch_tensor_free(&wt);
+        return -1;
+    }
+    int prod = fission_binary(ctx, KORCH_EW_MUL, g, fission_constant(ctx, &wt));
+    return fission_reduce(ctx, KORCH_REDUCE_SUM, prod, 1u << rank, false);
+}
+
+static int cubic(korch_fission_ctx *ctx, const resize_plan *p, int y) {
+    for (int d = 0; d < p->rank && y >= 0; d++)
+        if (!korch_resize_axis_is_identity(p, d)) y = cubic_pass(ctx, p, d, y);
+    return y;
+}
+
 static int resize_apply(korch_fission_ctx *ctx, const resize_plan *p, int x) {
-    return p->mode == RESIZE_NEAREST ? nearest(ctx, p, x) : linear(ctx, p, x);
+    return p->mode == RESIZE_NEAREST ? nearest(ctx, p, x) : p->mode == RESIZE_LINEAR ? linear(ctx, p, x)
+                                                                                     : cubic(ctx, p, x);
 }
 
 bool korch_fission_resize_linear_map(const korch_graph *g, const korch_node *resize, int64_t *in_elems,

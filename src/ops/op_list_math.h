@@ -16,6 +16,7 @@
     X(Atan)                       \
     X(Atanh)                      \
     X(BatchNormalization)         \
+    X(BlackmanWindow)             \
     X(Cast)                       \
     X(CastLike)                   \
     X(Ceil)                       \
@@ -25,6 +26,7 @@
     X(Cosh)                       \
     X(CumSum)                     \
     X(DequantizeLinear)           \
+    X(DFT)                        \
     X(Div)                        \
     X(Dropout)                    \
     X(DynamicQuantizeLinear)      \
@@ -36,6 +38,8 @@
     X(Floor)                      \
     X(Greater)                    \
     X(GreaterOrEqual)             \
+    X(HammingWindow)              \
+    X(HannWindow)                 \
     X(Hardmax)                    \
     X(HardSigmoid)                \
     X(HardSwish)                  \
@@ -51,6 +55,7 @@
     X(Max)                        \
     X(Mean)                       \
     X(MeanVarianceNormalization)  \
+    X(MelWeightMatrix)            \
     X(Min)                        \
     X(Mish)                       \
     X(Mod)                        \
@@ -86,6 +91,7 @@
     X(Softplus)                   \
     X(Softsign)                   \
     X(Sqrt)                       \
+    X(STFT)                       \
     X(Sub)                        \
     X(Sum)                        \
     X(Tan)                        \

@@ -11,6 +11,7 @@
     X(Gemm)                 \
     X(GlobalAveragePool)    \
     X(GlobalMaxPool)        \
+    X(GridSample)           \
     X(GRU)                  \
     X(LSTM)                 \
     X(MatMul)               \
@@ -18,6 +19,7 @@
     X(MaxPool)              \
     X(QLinearConv)          \
     X(QLinearMatMul)        \
-    X(RNN)
+    X(RNN)                  \
+    X(RoiAlign)
 
 #endif

@@ -7,7 +7,9 @@
  * antialias. Numerics follow the ONNX reference implementation, which
  * generated the conformance data: coordinates in double, and the
  * "resized length" of align_corners & co. is input length * scale, not the
- * rounded output length. Cubic interpolation is not supported. */
+ * rounded output length. Cubic interpolation is the reference's: Keys'
+ * kernel with coefficient cubic_coeff_a over the four nearest inputs
+ * (edge-clamped), exclude_outside renormalising without the outside ones. */
 #include <math.h>
 #include <string.h>
 
@@ -30,8 +32,7 @@ static korch_status parse_modes(const korch_op_ctx *ctx, bool legacy, resize_pla
     const char *mode = korch_node_attr_string(ctx->node, "mode", "nearest");
     if (strcmp(mode, "nearest") == 0) p->mode = RESIZE_NEAREST;
     else if (strcmp(mode, "linear") == 0 || (legacy && strcmp(mode, "bilinear") == 0)) p->mode = RESIZE_LINEAR;
-    else if (strcmp(mode, "cubic") == 0)
-        return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "cubic interpolation is not supported");
+    else if (strcmp(mode, "cubic") == 0 && !legacy) p->mode = RESIZE_CUBIC;
     else {
         char buf[64];
         return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "unknown mode \"%s\"", korch_printable(mode, buf, sizeof buf));
@@ -53,6 +54,8 @@ static korch_status parse_modes(const korch_op_ctx *ctx, bool legacy, resize_pla
     p->coord = c == 7 ? COORD_TF_HALF_PIXEL_FOR_NEAREST : (resize_coord)c;
     p->rounding = (resize_rounding)r;
     p->extrapolation = korch_node_attr_float(ctx->node, "extrapolation_value", 0.0f);
+    p->cubic_a = korch_node_attr_float(ctx->node, "cubic_coeff_a", -0.75f);
+    p->exclude_outside = korch_node_attr_int(ctx->node, "exclude_outside", 0) != 0;
     return KORCH_OK;
 }
 
@@ -191,7 +194,7 @@ korch_status korch_resize_plan(const korch_op_ctx *ctx, resize_plan *p) {
     for (int d = 0; d < rank; d++)
         if (p->out_dims[d] > 0 && p->in_dims[d] == 0)
             return korch_op_error(ctx, KORCH_ERR_SHAPE, "cannot resize the empty axis %d", d);
-    if (p->mode == RESIZE_LINEAR && ctx->node->opset >= 18 && korch_node_attr_int(ctx->node, "antialias", 0) != 0)
+    if (p->mode != RESIZE_NEAREST && ctx->node->opset >= 18 && korch_node_attr_int(ctx->node, "antialias", 0) != 0)
         for (int d = 0; d < rank; d++)
             if (p->scale[d] < 1.0)
                 return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "antialiased downsampling is not supported");
@@ -229,9 +232,9 @@ static korch_status infer_resize(korch_op_ctx *ctx) {
     resize_plan p;
     KORCH_TRY(korch_resize_plan(ctx, &p));
     korch_dtype t = ctx->inputs[0]->dtype;
-    if (p.mode == RESIZE_LINEAR && t != KORCH_DTYPE_FLOAT32)
-        return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "linear interpolation of %s is not supported (float32 only)",
-                              korch_dtype_name(t));
+    if (p.mode != RESIZE_NEAREST && t != KORCH_DTYPE_FLOAT32)
+        return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "%s interpolation of %s is not supported (float32 only)",
+                              p.mode == RESIZE_LINEAR ? "linear" : "cubic", korch_dtype_name(t));
     korch_shape out = korch_shape_make(p.rank, p.out_dims);
     korch_op_set_output(ctx, 0, t, &out);
     return KORCH_OK;
@@ -242,16 +245,19 @@ static korch_status run_resize(korch_op_ctx *ctx) {
     KORCH_TRY(korch_resize_plan(ctx, &p));
     /* an empty output needs no index maps (which are sized by the output dims) */
     if (korch_tensor_numel(ctx->outputs[0]) == 0) return KORCH_OK;
-    return p.mode == RESIZE_NEAREST ? korch_resize_run_nearest(ctx, &p) : korch_resize_run_linear(ctx, &p);
+    return p.mode == RESIZE_NEAREST  ? korch_resize_run_nearest(ctx, &p)
+           : p.mode == RESIZE_LINEAR ? korch_resize_run_linear(ctx, &p)
+                                     : korch_resize_run_cubic(ctx, &p);
 }
 
-/* about 3 flops (two multiplies, one add) per output element and resized axis */
+/* per output element and resized axis: about 3 flops (two multiplies, one
+ * add) linear, 7 cubic (four multiplies, three adds) */
 static int64_t resize_flops(const korch_op_ctx *ctx) {
     resize_plan p;
     if (korch_resize_plan(ctx, &p) != KORCH_OK || p.mode == RESIZE_NEAREST) return 0;
     int64_t n = korch_shape_numel(&ctx->outputs[0]->shape), axes = 0;
     for (int d = 0; d < p.rank; d++) axes += p.out_dims[d] != p.in_dims[d] || p.scale[d] != 1.0;
-    return 3 * n * axes;
+    return (p.mode == RESIZE_CUBIC ? 7 : 3) * n * axes;
 }
 
 const korch_op_def korch_op_def_Resize = {
@@ -295,4 +301,37 @@ int64_t korch_resize_nearest_index(const resize_plan *p, int d, int64_t o) {
     default: pick = f; break;
     }
     return korch_resize_clamp_index(pick, p->in_dims[d]);
+}
+
+/* Keys' cubic convolution weights for a position t in (0, 1] past tap 1 of
+ * the four taps (-1, 0, 1, 2 relative to the base), as the ONNX reference
+ * writes them. */
+static void cubic_weights(double a, double t, double w[4]) {
+    double u = 1.0 + t, v = 1.0 - t, z = 2.0 - t;
+    w[0] = ((a * u - 5.0 * a) * u + 8.0 * a) * u - 4.0 * a;
+    w[1] = ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0;
+    w[2] = ((a + 2.0) * v - (a + 3.0)) * v * v + 1.0;
+    w[3] = ((a * z - 5.0 * a) * z + 8.0 * a) * z - 4.0 * a;
+}
+
+bool korch_resize_cubic_taps(const resize_plan *p, int d, int64_t o, int64_t idx[4], double w[4]) {
+    bool outside;
+    double x = korch_resize_source_coord(p, d, o, &outside);
+    if (outside) return false;
+    /* the reference takes the four nearest inputs, preferring the lower on
+     * ties: at an integer x the taps are x-2..x+1 with t = 1 */
+    double base = floor(x);
+    if (base == x) base -= 1.0;
+    cubic_weights(p->cubic_a, x - base, w);
+    int64_t len = p->in_dims[d];
+    double sum = 0.0;
+    for (int k = 0; k < 4; k++) {
+        double at = base - 1.0 + k;
+        if (p->exclude_outside && (at < 0.0 || at > (double)(len - 1))) w[k] = 0.0;
+        sum += w[k];
+        idx[k] = korch_resize_clamp_index(at, len);
+    }
+    if (p->exclude_outside)
+        for (int k = 0; k < 4; k++) w[k] /= sum;
+    return true;
 }

@@ -7,7 +7,7 @@
 
 #include "ops/layout.h"
 
-typedef enum resize_mode { RESIZE_NEAREST, RESIZE_LINEAR } resize_mode;
+typedef enum resize_mode { RESIZE_NEAREST, RESIZE_LINEAR, RESIZE_CUBIC } resize_mode;
 
 typedef enum resize_coord {
     COORD_HALF_PIXEL,
@@ -41,6 +41,8 @@ typedef struct resize_plan {
      * align_corners, pytorch_half_pixel and tf_crop_and_resize divide by */
     double length[KORCH_MAX_RANK];
     double roi_start[KORCH_MAX_RANK], roi_end[KORCH_MAX_RANK];
+    double cubic_a;       /* cubic: the Keys kernel's coefficient (cubic_coeff_a) */
+    bool exclude_outside; /* cubic: taps outside the input weigh 0, the rest renormalised */
 } resize_plan;
 
 korch_status korch_resize_plan(const korch_op_ctx *ctx, resize_plan *plan);
@@ -55,7 +57,13 @@ bool korch_resize_axis_is_identity(const resize_plan *plan, int d);
 int64_t korch_resize_clamp_index(double x, int64_t len);
 int64_t korch_resize_nearest_index(const resize_plan *plan, int d, int64_t o);
 
+/* Cubic: the four input indices (clamped, as the reference's edge padding
+ * reads them) and weights of output index o along axis d; false when o is
+ * extrapolated (tf_crop_and_resize outside the input). */
+bool korch_resize_cubic_taps(const resize_plan *plan, int d, int64_t o, int64_t idx[4], double w[4]);
+
 korch_status korch_resize_run_nearest(const korch_op_ctx *ctx, const resize_plan *plan);
 korch_status korch_resize_run_linear(const korch_op_ctx *ctx, const resize_plan *plan);
+korch_status korch_resize_run_cubic(const korch_op_ctx *ctx, const resize_plan *plan);
 
 #endif

@@ -1,7 +1,7 @@
 /* Resize kernels. Nearest is a gather through one index map per axis.
- * Linear is separable: one 1-D interpolation pass per resized axis (in axis
- * order, like the ONNX reference), which gives bilinear, trilinear, ...
- * for the cost of one pass each. */
+ * Linear and cubic are separable: one 1-D interpolation pass per resized
+ * axis (in axis order, like the ONNX reference), which gives bilinear,
+ * bicubic, trilinear, ... for the cost of one pass each. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +99,49 @@ static korch_status linear_pass(const korch_op_ctx *ctx, const resize_plan *p, i
     return KORCH_OK;
 }
 
-korch_status korch_resize_run_linear(const korch_op_ctx *ctx, const resize_plan *p) {
+/* One cubic pass along axis d, as linear_pass: four taps per output. */
+static korch_status cubic_pass(const korch_op_ctx *ctx, const resize_plan *p, int d, const int64_t *dims,
+                               const float *src, float *dst) {
+    int64_t out_len = p->out_dims[d], in_len = dims[d], outer = 1, inner = 1;
+    for (int k = 0; k < d; k++) outer *= dims[k];
+    for (int k = d + 1; k < p->rank; k++) inner *= dims[k];
+    int64_t *idx = malloc(((size_t)out_len + 1) * 4 * sizeof *idx);
+    double *w = malloc(((size_t)out_len + 1) * 4 * sizeof *w);
+    bool *outside = malloc((size_t)out_len + 1);
+    if (!idx || !w || !outside) {
+        free(idx);
+        free(w);
+        free(outside);
+        return korch_op_error(ctx, KORCH_ERR_OUT_OF_MEMORY, "out of memory for interpolation weights");
+    }
+    for (int64_t j = 0; j < out_len; j++) outside[j] = !korch_resize_cubic_taps(p, d, j, idx + 4 * j, w + 4 * j);
+    float e = p->extrapolation;
+#pragma omp parallel for collapse(2) schedule(static) if (outer * out_len * inner >= 32768)
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t j = 0; j < out_len; j++) {
+            float *out = dst + (o * out_len + j) * inner;
+            if (outside[j]) {
+                for (int64_t k = 0; k < inner; k++) out[k] = e;
+                continue;
+            }
+            const int64_t *t = idx + 4 * j;
+            const double *wj = w + 4 * j;
+            const float *base = src + o * in_len * inner;
+            for (int64_t k = 0; k < inner; k++)
+                out[k] = (float)(wj[0] * base[t[0] * inner + k] + wj[1] * base[t[1] * inner + k] +
+                                 wj[2] * base[t[2] * inner + k] + wj[3] * base[t[3] * inner + k]);
+        }
+    }
+    free(idx);
+    free(w);
+    free(outside);
+    return KORCH_OK;
+}
+
+typedef korch_status (*pass_fn)(const korch_op_ctx *, const resize_plan *, int, const int64_t *, const float *,
+                                float *);
+
+static korch_status run_separable(const korch_op_ctx *ctx, const resize_plan *p, pass_fn pass) {
     const korch_tensor *x = ctx->inputs[0];
     korch_tensor *y = ctx->outputs[0];
     if (korch_tensor_numel(y) == 0) return KORCH_OK;
@@ -129,7 +171,7 @@ korch_status korch_resize_run_linear(const korch_op_ctx *ctx, const resize_plan 
                 break;
             }
         }
-        st = linear_pass(ctx, p, d, dims, cur, next);
+        st = pass(ctx, p, d, dims, cur, next);
         dims[d] = p->out_dims[d];
         free(owned);
         owned = next == y->data ? NULL : next;
@@ -137,4 +179,12 @@ korch_status korch_resize_run_linear(const korch_op_ctx *ctx, const resize_plan 
     }
     free(owned);
     return st;
+}
+
+korch_status korch_resize_run_linear(const korch_op_ctx *ctx, const resize_plan *p) {
+    return run_separable(ctx, p, linear_pass);
+}
+
+korch_status korch_resize_run_cubic(const korch_op_ctx *ctx, const resize_plan *p) {
+    return run_separable(ctx, p, cubic_pass);
 }

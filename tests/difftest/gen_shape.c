@@ -305,7 +305,7 @@ static int squeeze_unsqueeze(dt_gen *g, int x) {
 /* Nearest upsampling of the last axes (the spatial ones of an image): by 2
  * or 3 (the generator's residue split of floor(i / f) tables,
  * docs/codegen.md) or to a size that is no multiple (a table kept), under
- * the two coordinate conventions exporters write. */
+ * the two coordinate conventions exporters write; or (30 %) bicubic. */
 int dt_feature_resize(dt_gen *g, int x) {
     dt_rng *r = &g->frng;
     korch_shape s = g->vals[x].shape, out = s;
@@ -324,9 +324,21 @@ int dt_feature_resize(dt_gen *g, int x) {
     if (y < 0) return -1;
     const char *ins[] = {dt_use(g, x), "", "", dt_const_i64(g, sizes, s.rank)}, *outs[] = {g->vals[y].name};
     Onnx__NodeProto *n = dt_node(g, "Resize", 4, ins, 1, outs);
-    korch_onnx_attr_string(&g->w, n, "mode", "nearest");
     bool asym = dt_chance(r, 0.5);
     korch_onnx_attr_string(&g->w, n, "coordinate_transformation_mode", asym ? "asymmetric" : "half_pixel");
+    /* drawn last, so the nearest graphs of earlier seeds stay as they were */
+    if (dt_chance(r, 0.3)) {
+        /* bicubic (PyTorch's a = -0.75, or -0.5), sometimes excluding the
+         * outside taps: overshoots by up to about a quarter */
+        korch_onnx_attr_string(&g->w, n, "mode", "cubic");
+        if (dt_chance(r, 0.5)) korch_onnx_attr_float(&g->w, n, "cubic_coeff_a", -0.5f);
+        bool exclude = dt_chance(r, 0.4);
+        if (exclude) korch_onnx_attr_int(&g->w, n, "exclude_outside", 1);
+        g->vals[y].mag *= 1.5;
+        dt_cover(g, exclude ? "Resize cubic, exclude_outside" : "Resize cubic");
+        return y;
+    }
+    korch_onnx_attr_string(&g->w, n, "mode", "nearest");
     korch_onnx_attr_string(&g->w, n, "nearest_mode", asym ? "floor" : "round_prefer_floor");
     dt_cover(g, asym ? "Resize nearest asymmetric" : "Resize nearest half_pixel");
     return y;

@@ -9,6 +9,8 @@
  *   tf_half_pixel_for_nearest  c = (o + 0.5) / scale
  *   tf_crop_and_resize  c = start*(in-1) + o*(end-start)*(in-1)/(out-1)
  * Coordinates outside [0, in-1] clamp to the edge (extrapolate for tf_crop). */
+#include <math.h>
+
 #include "layout_harness.h"
 
 static const float row[4] = {0, 10, 20, 30};
@@ -23,6 +25,21 @@ static korch_status resize_row(const char *mode, const char *coord, const char *
     th_node n = {.op = "Resize", .opset = 13, .n_attrs = 3,
                  .attrs = {TH_STR("mode", mode), TH_STR("coordinate_transformation_mode", coord),
                            TH_STR("nearest_mode", nearest)},
+                 .n_inputs = 4, .inputs = {&tx, NULL, NULL, &ts}, .constant_mask = 0x8, .n_outputs = 1};
+    return th_run(&n, y);
+}
+
+/* Cubic Resize-13 of the row to width `out`, with cubic_coeff_a and
+ * exclude_outside. */
+static korch_status cubic_row(const char *coord, float a, int exclude, int64_t out, korch_tensor *y) {
+    static int64_t sizes[4];
+    int64_t dims[4] = {1, 1, 1, 4}, four = 4;
+    sizes[0] = sizes[1] = sizes[2] = 1;
+    sizes[3] = out;
+    korch_tensor tx = th_tensor(KORCH_DTYPE_FLOAT32, 4, dims, row), ts = th_tensor(KORCH_DTYPE_INT64, 1, &four, sizes);
+    th_node n = {.op = "Resize", .opset = 13, .n_attrs = 4,
+                 .attrs = {TH_STR("mode", "cubic"), TH_STR("coordinate_transformation_mode", coord),
+                           TH_FLOAT("cubic_coeff_a", a), TH_INT("exclude_outside", exclude)},
                  .n_inputs = 4, .inputs = {&tx, NULL, NULL, &ts}, .constant_mask = 0x8, .n_outputs = 1};
     return th_run(&n, y);
 }
@@ -64,7 +81,29 @@ int main(void) {
     check_row("nearest", "align_corners", "round_prefer_ceil", 3, (const float[]){0, 20, 30});
 
     korch_tensor y;
-    CHECK(resize_row("cubic", "half_pixel", rpf, 8, &y) == KORCH_ERR_UNSUPPORTED && th_error_mentions("cubic"));
+    /* cubic, asymmetric, scale 2: even outputs sit on inputs (c = 0, 1, 2,
+     * 3: weights 0, 0, 1, 0) and keep them exactly, whatever a is */
+    CHECK_OK(cubic_row("asymmetric", -0.75f, 0, 8, &y));
+    const float *yc = y.data;
+    CHECK(yc[0] == 0 && yc[2] == 10 && yc[4] == 20 && yc[6] == 30);
+    korch_tensor_free(&y);
+    /* a = -0.5 reproduces a linear function where all four taps are inside:
+     * half_pixel c = 1.25 and 1.75 give 12.5 and 17.5 */
+    CHECK_OK(cubic_row("half_pixel", -0.5f, 0, 8, &y));
+    yc = y.data;
+    CHECK(fabsf(yc[3] - 12.5f) < 1e-5f && fabsf(yc[4] - 17.5f) < 1e-5f);
+    korch_tensor_free(&y);
+    /* exclude_outside at c = -0.25 (taps -2..1, t = 0.75, a = -0.75): the two
+     * outside taps drop, the weights 0.87890625 and -0.10546875 of the
+     * inputs 0 and 10 renormalise: -1.0546875 / 0.7734375 = -15/11 */
+    CHECK_OK(cubic_row("half_pixel", -0.75f, 1, 8, &y));
+    CHECK(fabsf(((const float *)y.data)[0] - (-15.0f / 11.0f)) < 1e-5f);
+    korch_tensor_free(&y);
+    /* without it the taps clamp to the edge: input 0 three times and 10:
+     * 10 * -0.10546875 = -1.0546875 */
+    CHECK_OK(cubic_row("half_pixel", -0.75f, 0, 8, &y));
+    CHECK(fabsf(((const float *)y.data)[0] - -1.0546875f) < 1e-6f);
+    korch_tensor_free(&y);
     CHECK(resize_row("linear", "sideways", rpf, 8, &y) != KORCH_OK && th_error_mentions("sideways"));
 
     /* tf_crop_and_resize on a 1-D tensor, roi [0.5, 1.5], 3 outputs:
