@@ -16,6 +16,7 @@
     X(Atan)                       \
     X(Atanh)                      \
     X(BatchNormalization)         \
+    X(BitShift)                   \
     X(BlackmanWindow)             \
     X(Cast)                       \
     X(CastLike)                   \
@@ -26,6 +27,7 @@
     X(Cosh)                       \
     X(CumSum)                     \
     X(DequantizeLinear)           \
+    X(Det)                        \
     X(DFT)                        \
     X(Div)                        \
     X(Dropout)                    \

@@ -13,10 +13,12 @@
     X(GlobalMaxPool)        \
     X(GridSample)           \
     X(GRU)                  \
+    X(LRN)                  \
     X(LSTM)                 \
     X(MatMul)               \
     X(MatMulInteger)        \
     X(MaxPool)              \
+    X(MaxUnpool)            \
     X(QLinearConv)          \
     X(QLinearMatMul)        \
     X(RNN)                  \

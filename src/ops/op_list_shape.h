@@ -19,6 +19,7 @@
     X(Range)                   \
     X(Reshape)                 \
     X(Resize)                  \
+    X(ReverseSequence)         \
     X(Scatter)                 \
     X(ScatterElements)         \
     X(ScatterND)               \
