@@ -15,19 +15,6 @@ static korch_status gather_axis(const korch_op_ctx *ctx, int *axis) {
     return KORCH_OK;
 }
 
-static korch_status check_indices(const korch_op_ctx *ctx, int axis, korch_status status) {
-    const korch_tensor *idx = ctx->inputs[1];
-    int64_t dim = ctx->inputs[0]->shape.dims[axis], n = korch_tensor_numel(idx);
-    for (int64_t j = 0; j < n; j++) {
-        int64_t i = korch_tensor_get_i64(idx, j);
-        if (i < -dim || i >= dim)
-            return korch_op_error(ctx, status,
-                                  "index %lld (element %lld of the indices) is out of range for axis %d of size %lld",
-                                  (long long)i, (long long)j, axis, (long long)dim);
-    }
-    return KORCH_OK;
-}
-
 static korch_status infer_gather(korch_op_ctx *ctx) {
     KORCH_TRY(korch_layout_require_copyable(ctx, 0));
     const korch_tensor *data = ctx->inputs[0], *idx = ctx->inputs[1];
@@ -45,7 +32,7 @@ static korch_status infer_gather(korch_op_ctx *ctx) {
     for (int k = 0; k < idx->shape.rank; k++) out.dims[r++] = idx->shape.dims[k];
     for (int k = axis + 1; k < data->shape.rank; k++) out.dims[r++] = data->shape.dims[k];
     /* constant indices (the common case) are checked once, here */
-    if (idx->data) KORCH_TRY(check_indices(ctx, axis, KORCH_ERR_INVALID_MODEL));
+    if (idx->data) KORCH_TRY(korch_layout_check_indices(ctx, axis, KORCH_ERR_INVALID_MODEL));
     korch_op_set_output(ctx, 0, data->dtype, &out);
     return KORCH_OK;
 }
@@ -59,7 +46,7 @@ static korch_status run_gather(korch_op_ctx *ctx) {
     for (int k = axis + 1; k < data->shape.rank; k++) inner *= data->shape.dims[k];
     int64_t n_idx = korch_tensor_numel(idx);
     /* checked up front (again: indices may be data) so the copy cannot fail half-way */
-    KORCH_TRY(check_indices(ctx, axis, KORCH_ERR_RUNTIME));
+    KORCH_TRY(korch_layout_check_indices(ctx, axis, KORCH_ERR_RUNTIME));
     size_t esize = korch_dtype_size(data->dtype), chunk = (size_t)inner * esize;
     const char *src = data->data;
     char *dst = ctx->outputs[0]->data;

@@ -16,21 +16,6 @@ static korch_status gather_elements_axis(const korch_op_ctx *ctx, int *axis) {
     return KORCH_OK;
 }
 
-/* Checks every index against the axis' size: at inference for constant
- * indices (a model error), at run time for computed ones (bad data). */
-static korch_status check_element_indices(const korch_op_ctx *ctx, int axis, korch_status status) {
-    const korch_tensor *idx = ctx->inputs[1];
-    int64_t dim = ctx->inputs[0]->shape.dims[axis], n = korch_tensor_numel(idx);
-    for (int64_t j = 0; j < n; j++) {
-        int64_t i = korch_tensor_get_i64(idx, j);
-        if (i < -dim || i >= dim)
-            return korch_op_error(ctx, status,
-                                  "index %lld (element %lld of the indices) is out of range for axis %d of size %lld",
-                                  (long long)i, (long long)j, axis, (long long)dim);
-    }
-    return KORCH_OK;
-}
-
 static korch_status infer_gather_elements(korch_op_ctx *ctx) {
     KORCH_TRY(korch_layout_require_copyable(ctx, 0));
     const korch_tensor *data = ctx->inputs[0], *idx = ctx->inputs[1];
@@ -46,7 +31,7 @@ static korch_status infer_gather_elements(korch_op_ctx *ctx) {
         if (k != axis && idx->shape.dims[k] > data->shape.dims[k])
             return korch_op_error(ctx, KORCH_ERR_SHAPE, "indices dim %d is %lld, larger than the data's %lld", k,
                                   (long long)idx->shape.dims[k], (long long)data->shape.dims[k]);
-    if (idx->data) KORCH_TRY(check_element_indices(ctx, axis, KORCH_ERR_INVALID_MODEL));
+    if (idx->data) KORCH_TRY(korch_layout_check_indices(ctx, axis, KORCH_ERR_INVALID_MODEL));
     korch_op_set_output(ctx, 0, data->dtype, &idx->shape);
     return KORCH_OK;
 }
@@ -56,7 +41,7 @@ static korch_status run_gather_elements(korch_op_ctx *ctx) {
     korch_tensor *y = ctx->outputs[0];
     int axis;
     KORCH_TRY(gather_elements_axis(ctx, &axis));
-    KORCH_TRY(check_element_indices(ctx, axis, KORCH_ERR_INVALID_ARGUMENT));
+    KORCH_TRY(korch_layout_check_indices(ctx, axis, KORCH_ERR_INVALID_ARGUMENT));
     int rank = data->shape.rank;
     int64_t stride[KORCH_MAX_RANK], pos[KORCH_MAX_RANK] = {0}, dim = data->shape.dims[axis], s = 1;
     for (int k = rank - 1; k >= 0; k--) {

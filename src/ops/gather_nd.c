@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ops/layout.h"
+#include "ops/scatter_reduce.h"
 
 /* Where index tuples point: dims of the addressed axes and their strides in
  * elements of data; `slice` elements follow each addressed position. */
@@ -121,31 +122,14 @@ const korch_op_def korch_op_def_GatherND = {
 
 /* ---- ScatterND ----------------------------------------------------------- */
 
-typedef enum { ND_NONE, ND_ADD, ND_MUL, ND_MAX, ND_MIN } nd_reduction;
-
-static korch_status scatter_nd_reduction(const korch_op_ctx *ctx, nd_reduction *red) {
-    const char *r = korch_node_attr_string(ctx->node, "reduction", "none");
-    korch_dtype t = ctx->inputs[0]->dtype;
-    if (!strcmp(r, "none")) *red = ND_NONE;
-    else if (!strcmp(r, "add")) *red = ND_ADD;
-    else if (!strcmp(r, "mul")) *red = ND_MUL;
-    else if (!strcmp(r, "max")) *red = ND_MAX;
-    else if (!strcmp(r, "min")) *red = ND_MIN;
-    else return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "reduction \"%.40s\" is not none, add, mul, max or min", r);
-    if (*red != ND_NONE && t != KORCH_DTYPE_FLOAT32 && t != KORCH_DTYPE_FLOAT64 && t != KORCH_DTYPE_INT32 &&
-        t != KORCH_DTYPE_INT64)
-        return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "reduction %s on %s data", r, korch_dtype_name(t));
-    return KORCH_OK;
-}
-
 static korch_status infer_scatter_nd(korch_op_ctx *ctx) {
     KORCH_TRY(korch_layout_require_copyable(ctx, 0));
     const korch_tensor *data = ctx->inputs[0], *upd = ctx->inputs[2];
     const korch_shape *idx = &ctx->inputs[1]->shape;
     int m;
     KORCH_TRY(nd_indices(ctx, data->shape.rank, &m));
-    nd_reduction red;
-    KORCH_TRY(scatter_nd_reduction(ctx, &red));
+    korch_scatter_reduction red;
+    KORCH_TRY(korch_scatter_reduction_read(ctx, ctx->inputs[0]->dtype, &red));
     if (m < 1 || m > data->shape.rank)
         return korch_op_error(ctx, KORCH_ERR_SHAPE, "index tuples of %d elements for data of rank %d", m,
                               data->shape.rank);
@@ -166,33 +150,13 @@ static korch_status infer_scatter_nd(korch_op_ctx *ctx) {
     return KORCH_OK;
 }
 
-static void nd_combine(korch_dtype t, nd_reduction red, void *dst, const void *src, int64_t n, size_t es) {
-    if (red == ND_NONE) {
-        memcpy(dst, src, (size_t)n * es);
-        return;
-    }
-#define ND_COMBINE(T)                                                                                                  \
-    for (int64_t j = 0; j < n; j++) {                                                                                  \
-        T a = ((T *)dst)[j], b = ((const T *)src)[j];                                                                  \
-        ((T *)dst)[j] = red == ND_ADD ? a + b : red == ND_MUL ? a * b : red == ND_MAX ? (a > b ? a : b) : (a < b ? a : b); \
-    }                                                                                                                  \
-    return;
-    switch (t) {
-    case KORCH_DTYPE_FLOAT32: ND_COMBINE(float)
-    case KORCH_DTYPE_FLOAT64: ND_COMBINE(double)
-    case KORCH_DTYPE_INT32: ND_COMBINE(int32_t)
-    default: ND_COMBINE(int64_t)
-    }
-#undef ND_COMBINE
-}
-
 static korch_status run_scatter_nd(korch_op_ctx *ctx) {
     const korch_tensor *data = ctx->inputs[0], *idx = ctx->inputs[1], *upd = ctx->inputs[2];
     korch_tensor *y = ctx->outputs[0];
     int m;
     KORCH_TRY(nd_indices(ctx, data->shape.rank, &m));
-    nd_reduction red;
-    KORCH_TRY(scatter_nd_reduction(ctx, &red));
+    korch_scatter_reduction red;
+    KORCH_TRY(korch_scatter_reduction_read(ctx, ctx->inputs[0]->dtype, &red));
     nd_address a;
     nd_address_init(&a, &data->shape, 0, m);
     size_t es = korch_dtype_size(data->dtype);
@@ -201,7 +165,7 @@ static korch_status run_scatter_nd(korch_op_ctx *ctx) {
     for (int64_t t = 0; t < tuples; t++) {
         int64_t off;
         KORCH_TRY(nd_offset(ctx, &a, t, &off));
-        nd_combine(data->dtype, red, (char *)y->data + (size_t)off * es,
+        korch_scatter_combine(data->dtype, red, (char *)y->data + (size_t)off * es,
                    (const char *)upd->data + (size_t)(t * a.slice) * es, a.slice, es);
     }
     return KORCH_OK;

@@ -33,25 +33,12 @@ typedef struct gs_plane {
     double x_min, x_max, y_min, y_max;
 } gs_plane;
 
-static korch_status gs_enum(const korch_op_ctx *ctx, const char *attr, const char *dflt, const char *const *names,
-                            int count, int *out) {
-    const char *s = korch_node_attr_string(ctx->node, attr, dflt);
-    for (int k = 0; k < count; k++)
-        if (strcmp(s, names[k]) == 0) {
-            *out = k;
-            return KORCH_OK;
-        }
-    char buf[64];
-    return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "unknown %s \"%s\"", attr,
-                          korch_printable(s, buf, sizeof buf));
-}
-
 static korch_status gs_read_params(const korch_op_ctx *ctx, gs_params *p) {
     static const char *const modes[] = {"bilinear", "nearest", "bicubic"};
     static const char *const paddings[] = {"zeros", "border", "reflection"};
     int mode = 0, padding = 0;
-    KORCH_TRY(gs_enum(ctx, "mode", "bilinear", modes, 3, &mode));
-    KORCH_TRY(gs_enum(ctx, "padding_mode", "zeros", paddings, 3, &padding));
+    KORCH_TRY(korch_op_attr_choice(ctx, "mode", "bilinear", modes, 3, &mode, KORCH_ERR_INVALID_MODEL));
+    KORCH_TRY(korch_op_attr_choice(ctx, "padding_mode", "zeros", paddings, 3, &padding, KORCH_ERR_INVALID_MODEL));
     int64_t ac = korch_node_attr_int(ctx->node, "align_corners", 0);
     if (ac != 0 && ac != 1)
         return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "align_corners must be 0 or 1, is %lld", (long long)ac);

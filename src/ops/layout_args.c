@@ -53,3 +53,16 @@ int64_t korch_layout_no_flops(const korch_op_ctx *ctx) {
     (void)ctx;
     return 0;
 }
+
+korch_status korch_layout_check_indices(const korch_op_ctx *ctx, int axis, korch_status status) {
+    const korch_tensor *idx = ctx->inputs[1];
+    int64_t dim = ctx->inputs[0]->shape.dims[axis], n = korch_tensor_numel(idx);
+    for (int64_t j = 0; j < n; j++) {
+        int64_t i = korch_tensor_get_i64(idx, j);
+        if (i < -dim || i >= dim)
+            return korch_op_error(ctx, status,
+                                  "index %lld (element %lld of the indices) is out of range for axis %d of size %lld",
+                                  (long long)i, (long long)j, axis, (long long)dim);
+    }
+    return KORCH_OK;
+}

@@ -84,6 +84,10 @@ korch_status korch_op_require_constant(const korch_op_ctx *ctx, int i, const cha
 /* Copies a value computed by an op that also computes it at inference
  * (Constant, Shape, EyeLike) into the preallocated output 0, and frees it. */
 korch_status korch_op_store_output(korch_op_ctx *ctx, korch_tensor *value);
+/* String attribute `attr` (default dflt) as its index in names[count];
+ * another value is an error of `status` naming it. */
+korch_status korch_op_attr_choice(const korch_op_ctx *ctx, const char *attr, const char *dflt,
+                                  const char *const *names, int count, int *out, korch_status status);
 /* Input i's dtype must be `dtype`. */
 korch_status korch_op_require_dtype(const korch_op_ctx *ctx, int i, korch_dtype dtype);
 /* Sets output i's dtype and shape (no-op when that output is omitted). */

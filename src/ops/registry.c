@@ -45,6 +45,18 @@ korch_status korch_op_require_constant(const korch_op_ctx *ctx, int i, const cha
     return KORCH_OK;
 }
 
+korch_status korch_op_attr_choice(const korch_op_ctx *ctx, const char *attr, const char *dflt,
+                                  const char *const *names, int count, int *out, korch_status status) {
+    const char *s = korch_node_attr_string(ctx->node, attr, dflt);
+    for (int k = 0; k < count; k++)
+        if (strcmp(s, names[k]) == 0) {
+            *out = k;
+            return KORCH_OK;
+        }
+    char buf[64];
+    return korch_op_error(ctx, status, "%s \"%s\" is not supported", attr, korch_printable(s, buf, sizeof buf));
+}
+
 korch_status korch_op_store_output(korch_op_ctx *ctx, korch_tensor *value) {
     korch_tensor *y = ctx->outputs[0];
     korch_status st = KORCH_OK;

@@ -15,19 +15,6 @@
 
 #include "ops/resize.h"
 
-static korch_status parse_enum(const korch_op_ctx *ctx, const char *attr, const char *dflt, const char *const *names,
-                               int count, int *out) {
-    const char *s = korch_node_attr_string(ctx->node, attr, dflt);
-    for (int k = 0; k < count; k++)
-        if (strcmp(s, names[k]) == 0) {
-            *out = k;
-            return KORCH_OK;
-        }
-    char buf[64];
-    return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "%s \"%s\" is not supported", attr,
-                          korch_printable(s, buf, sizeof buf));
-}
-
 static korch_status parse_modes(const korch_op_ctx *ctx, bool legacy, resize_plan *p) {
     const char *mode = korch_node_attr_string(ctx->node, "mode", "nearest");
     if (strcmp(mode, "nearest") == 0) p->mode = RESIZE_NEAREST;
@@ -48,8 +35,9 @@ static korch_status parse_modes(const korch_op_ctx *ctx, bool legacy, resize_pla
                                          "tf_half_pixel_for_nn"};
     static const char *const roundings[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
     int c = 0, r = 0;
-    KORCH_TRY(parse_enum(ctx, "coordinate_transformation_mode", "half_pixel", coords, 8, &c));
-    KORCH_TRY(parse_enum(ctx, "nearest_mode", "round_prefer_floor", roundings, 4, &r));
+    KORCH_TRY(korch_op_attr_choice(ctx, "coordinate_transformation_mode", "half_pixel", coords, 8, &c,
+                                   KORCH_ERR_UNSUPPORTED));
+    KORCH_TRY(korch_op_attr_choice(ctx, "nearest_mode", "round_prefer_floor", roundings, 4, &r, KORCH_ERR_UNSUPPORTED));
     /* opset 11 spelled it tf_half_pixel_for_nn; later opsets renamed it */
     p->coord = c == 7 ? COORD_TF_HALF_PIXEL_FOR_NEAREST : (resize_coord)c;
     p->rounding = (resize_rounding)r;

@@ -10,34 +10,23 @@
 #include <string.h>
 
 #include "ops/layout.h"
+#include "ops/scatter_reduce.h"
 
-typedef enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN } reduction;
-
-static korch_status scatter_params(const korch_op_ctx *ctx, int *axis, reduction *red) {
+static korch_status scatter_params(const korch_op_ctx *ctx, int *axis, korch_scatter_reduction *red) {
     const korch_tensor *data = ctx->inputs[0];
     int64_t raw = korch_node_attr_int(ctx->node, "axis", 0);
     *axis = korch_axis_normalize(raw, data->shape.rank);
     if (*axis < 0)
         return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "axis %lld is out of range for rank %d", (long long)raw,
                               data->shape.rank);
-    const char *r = korch_node_attr_string(ctx->node, "reduction", "none");
-    if (!strcmp(r, "none")) *red = RED_NONE;
-    else if (!strcmp(r, "add")) *red = RED_ADD;
-    else if (!strcmp(r, "mul")) *red = RED_MUL;
-    else if (!strcmp(r, "max")) *red = RED_MAX;
-    else if (!strcmp(r, "min")) *red = RED_MIN;
-    else return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "reduction \"%.40s\" is not none, add, mul, max or min", r);
-    if (*red != RED_NONE && data->dtype != KORCH_DTYPE_FLOAT32 && data->dtype != KORCH_DTYPE_FLOAT64 &&
-        data->dtype != KORCH_DTYPE_INT32 && data->dtype != KORCH_DTYPE_INT64)
-        return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "reduction %s on %s data", r, korch_dtype_name(data->dtype));
-    return KORCH_OK;
+    return korch_scatter_reduction_read(ctx, data->dtype, red);
 }
 
 static korch_status infer_scatter(korch_op_ctx *ctx) {
     KORCH_TRY(korch_layout_require_copyable(ctx, 0));
     const korch_tensor *data = ctx->inputs[0], *idx = ctx->inputs[1], *upd = ctx->inputs[2];
     int axis;
-    reduction red;
+    korch_scatter_reduction red;
     KORCH_TRY(scatter_params(ctx, &axis, &red));
     if (idx->dtype != KORCH_DTYPE_INT64 && idx->dtype != KORCH_DTYPE_INT32)
         return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "indices must be int64 or int32, got %s",
@@ -56,31 +45,11 @@ static korch_status infer_scatter(korch_op_ctx *ctx) {
     return KORCH_OK;
 }
 
-static void combine(korch_dtype t, reduction red, void *dst, const void *src, size_t es) {
-    if (red == RED_NONE) {
-        memcpy(dst, src, es);
-        return;
-    }
-#define COMBINE(T)                                                                                                     \
-    {                                                                                                                  \
-        T a = *(T *)dst, b = *(const T *)src;                                                                          \
-        *(T *)dst = red == RED_ADD ? a + b : red == RED_MUL ? a * b : red == RED_MAX ? (a > b ? a : b) : (a < b ? a : b); \
-        return;                                                                                                        \
-    }
-    switch (t) {
-    case KORCH_DTYPE_FLOAT32: COMBINE(float)
-    case KORCH_DTYPE_FLOAT64: COMBINE(double)
-    case KORCH_DTYPE_INT32: COMBINE(int32_t)
-    default: COMBINE(int64_t)
-    }
-#undef COMBINE
-}
-
 static korch_status run_scatter(korch_op_ctx *ctx) {
     const korch_tensor *data = ctx->inputs[0], *idx = ctx->inputs[1], *upd = ctx->inputs[2];
     korch_tensor *y = ctx->outputs[0];
     int axis;
-    reduction red;
+    korch_scatter_reduction red;
     KORCH_TRY(scatter_params(ctx, &axis, &red));
     size_t es = korch_dtype_size(data->dtype);
     memcpy(y->data, data->data, korch_tensor_bytes(data));
@@ -101,7 +70,8 @@ static korch_status run_scatter(korch_op_ctx *ctx) {
         if (i < 0) i += dim;
         int64_t off = 0;
         for (int k = 0; k < rank; k++) off += (k == axis ? i : pos[k]) * stride[k];
-        combine(data->dtype, red, (char *)y->data + (size_t)off * es, (const char *)upd->data + (size_t)p * es, es);
+        korch_scatter_combine(data->dtype, red, (char *)y->data + (size_t)off * es,
+                              (const char *)upd->data + (size_t)p * es, 1, es);
         for (int k = rank - 1; k >= 0; k--) { /* the next position of the indices, in row-major order */
             if (++pos[k] < idx->shape.dims[k]) break;
             pos[k] = 0;
