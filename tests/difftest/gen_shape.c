@@ -326,7 +326,7 @@ int dt_feature_resize(dt_gen *g, int x) {
     Onnx__NodeProto *n = dt_node(g, "Resize", 4, ins, 1, outs);
     bool asym = dt_chance(r, 0.5);
     korch_onnx_attr_string(&g->w, n, "coordinate_transformation_mode", asym ? "asymmetric" : "half_pixel");
-    /* drawn last, so the nearest graphs of earlier seeds stay as they were */
+    /* drawn after the nearest form's own choices (later draws of a seed move) */
     if (dt_chance(r, 0.3)) {
         /* bicubic (PyTorch's a = -0.75, or -0.5), sometimes excluding the
          * outside taps: overshoots by up to about a quarter */
