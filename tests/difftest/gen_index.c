@@ -189,7 +189,7 @@ void dt_feature_index(dt_gen *g) {
             continue;
         if (x->exact && dt_chance(r, 0.7) ? onehot_into(g, v) : scatter_into(g, v)) made++;
     }
-    /* drawn after the first two, so their graphs stay as they were */
+    /* drawn after the first two, which stay as they were (later features' draws move) */
     for (int v = 0, more = 0; v < n && more < 2; v++) {
         const dt_val *x = &g->vals[v];
         if (x->dtype || x->hidden || x->shape.rank < 2 || dt_numel(&x->shape) > DT_MAX_ELEMS / 2 ||
