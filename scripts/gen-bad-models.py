@@ -819,6 +819,10 @@ def gen_einsum():
         inputs=[save_npy(f"einsum_forms.{n}.npy", vals[n]) for n in inputs], outputs=outs,
         data=model(nodes, [vi(n, list(vals[n].shape)) for n in inputs], infos,
                    [numpy_helper.from_array(w, "w")], opset=12))
+    bad("einsum_too_many_products.onnx", "products (more than 2^40)",
+        "Einsum of five 4096-vectors into a scalar: 2^60 products for the reference to walk",
+        model([helper.make_node("Einsum", ["a", "b", "c", "d", "e"], ["y"], name="einsum", equation="a,b,c,d,e->")],
+              [vi(n, [4096]) for n in "abcde"], [vi("y", [])], opset=12), needs_op="Einsum")
     bad("einsum_bad_equation.onnx", "has 2 letters for an input of rank 3", "Einsum whose term is shorter than its input",
         model([helper.make_node("Einsum", ["x"], ["y"], name="einsum", equation="ij->i")], [vi("x", [2, 3, 4])],
               [vi("y", [2])], opset=12), needs_op="Einsum")

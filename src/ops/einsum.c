@@ -170,6 +170,14 @@ static korch_status infer_einsum(korch_op_ctx *ctx) {
                                   korch_dtype_name(ctx->inputs[i]->dtype), korch_dtype_name(t));
     korch_einsum e;
     KORCH_TRY(einsum_read(ctx, &e));
+    /* the reference walks every combination of every label: a few small
+     * operands can name more of them than any tensor has elements */
+    double products = 1.0;
+    for (int l = 0; l < KORCH_EINSUM_MAX_LABELS; l++)
+        if (e.used[l]) products *= (double)e.size[l];
+    if (products > (double)KORCH_MAX_ELEMENTS)
+        return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "the equation names %.3g products (more than 2^40)",
+                              products);
     korch_shape out = {.rank = e.out_rank};
     for (int d = 0; d < e.out_rank; d++) out.dims[d] = e.size[e.out_label[d]];
     korch_op_set_output(ctx, 0, t, &out);
