@@ -823,6 +823,10 @@ def gen_einsum():
         "Einsum of five 4096-vectors into a scalar: 2^60 products for the reference to walk",
         model([helper.make_node("Einsum", ["a", "b", "c", "d", "e"], ["y"], name="einsum", equation="a,b,c,d,e->")],
               [vi(n, [4096]) for n in "abcde"], [vi("y", [])], opset=12), needs_op="Einsum")
+    bad("dft_too_long.onnx", "korch's reference stops at 2^36",
+        "DFT of a 2^20-point signal: the direct transform would take 2^43 flops",
+        model([helper.make_node("DFT", ["x"], ["y"], name="dft")], [vi("x", [1, 1 << 20, 1])],
+              [vi("y", [1, 1 << 20, 2])], opset=17), needs_op="DFT")
     bad("einsum_bad_equation.onnx", "has 2 letters for an input of rank 3", "Einsum whose term is shorter than its input",
         model([helper.make_node("Einsum", ["x"], ["y"], name="einsum", equation="ij->i")], [vi("x", [2, 3, 4])],
               [vi("y", [2])], opset=12), needs_op="Einsum")

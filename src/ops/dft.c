@@ -177,9 +177,26 @@ static korch_status dft_read(const korch_op_ctx *ctx, dft_params *p) {
     return KORCH_OK;
 }
 
+/* The reference transforms directly, n products per output bin: refused
+ * beyond 2^36 flops (a minute or more), which a long constant signal folded
+ * at load or a hostile model would otherwise spend. */
+#define DFT_MAX_FLOPS ((int64_t)1 << 36)
+
+static korch_status dft_bound(const korch_op_ctx *ctx, int64_t flops) {
+    if (flops > DFT_MAX_FLOPS)
+        return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED,
+                              "the direct transform would take %.3g flops (korch's reference stops at 2^36)",
+                              (double)flops);
+    return KORCH_OK;
+}
+
+static int64_t dft_flops(const korch_op_ctx *ctx);
+static int64_t stft_flops(const korch_op_ctx *ctx);
+
 static korch_status infer_dft(korch_op_ctx *ctx) {
     dft_params p;
     KORCH_TRY(dft_read(ctx, &p));
+    KORCH_TRY(dft_bound(ctx, dft_flops(ctx)));
     korch_op_set_output(ctx, 0, ctx->inputs[0]->dtype, &p.out);
     return KORCH_OK;
 }
@@ -299,6 +316,7 @@ static korch_status stft_read(const korch_op_ctx *ctx, stft_params *p) {
 static korch_status infer_stft(korch_op_ctx *ctx) {
     stft_params p;
     KORCH_TRY(stft_read(ctx, &p));
+    KORCH_TRY(dft_bound(ctx, stft_flops(ctx)));
     korch_op_set_output(ctx, 0, ctx->inputs[0]->dtype, &p.out);
     return KORCH_OK;
 }
