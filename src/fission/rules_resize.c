@@ -212,6 +212,8 @@ int korch_fission_resize_value(korch_fission_ctx *ctx, const korch_node *resize,
 static korch_status resize_rule(korch_fission_ctx *ctx) {
     resize_plan plan;
     KORCH_TRY(read_plan(ctx->g, ctx->node, &plan));
+    if (plan.mode == RESIZE_CUBIC && plan.rank + 1 > KORCH_MAX_RANK)
+        return fission_decline(ctx, "cubic Resize of a rank-8 tensor (its taps would add a ninth axis)");
     fission_set_out(ctx, 0, resize_apply(ctx, &plan, fission_in(ctx, 0)));
     return fission_done(ctx);
 }
