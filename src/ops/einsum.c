@@ -162,6 +162,10 @@ static bool einsum_dtype_ok(korch_dtype t) {
 }
 
 static korch_status infer_einsum(korch_op_ctx *ctx) {
+    /* every operand is required: the op table can only say "at least one" */
+    for (int i = 0; i < ctx->n_inputs; i++)
+        if (!korch_op_has_input(ctx, i))
+            return korch_op_error(ctx, KORCH_ERR_INVALID_MODEL, "input %d is empty (every operand is required)", i);
     korch_dtype t = ctx->inputs[0]->dtype;
     if (!einsum_dtype_ok(t)) return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "inputs of dtype %s", korch_dtype_name(t));
     for (int i = 1; i < ctx->n_inputs; i++)
