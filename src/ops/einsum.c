@@ -161,6 +161,14 @@ static bool einsum_dtype_ok(korch_dtype t) {
     return t == KORCH_DTYPE_FLOAT32 || t == KORCH_DTYPE_FLOAT64 || t == KORCH_DTYPE_INT32 || t == KORCH_DTYPE_INT64;
 }
 
+/* How many products the reference walks: every combination of every label. */
+static double einsum_products(const korch_einsum *e) {
+    double p = 1.0;
+    for (int l = 0; l < KORCH_EINSUM_MAX_LABELS; l++)
+        if (e->used[l]) p *= (double)e->size[l];
+    return p;
+}
+
 static korch_status infer_einsum(korch_op_ctx *ctx) {
     /* every operand is required: the op table can only say "at least one" */
     for (int i = 0; i < ctx->n_inputs; i++)
@@ -176,9 +184,7 @@ static korch_status infer_einsum(korch_op_ctx *ctx) {
     KORCH_TRY(einsum_read(ctx, &e));
     /* the reference walks every combination of every label: a few small
      * operands can name more of them than any tensor has elements */
-    double products = 1.0;
-    for (int l = 0; l < KORCH_EINSUM_MAX_LABELS; l++)
-        if (e.used[l]) products *= (double)e.size[l];
+    double products = einsum_products(&e);
     if (products > (double)KORCH_MAX_ELEMENTS)
         return korch_op_error(ctx, KORCH_ERR_UNSUPPORTED, "the equation names %.3g products (more than 2^40)",
                               products);
@@ -250,10 +256,7 @@ static korch_status run_einsum(korch_op_ctx *ctx) {
 static int64_t einsum_flops(const korch_op_ctx *ctx) {
     korch_einsum e;
     if (einsum_read(ctx, &e) != KORCH_OK) return 0;
-    int64_t f = 2;
-    for (int l = 0; l < KORCH_EINSUM_MAX_LABELS; l++)
-        if (e.used[l] && e.size[l] > 0) f = f > INT64_MAX / e.size[l] ? INT64_MAX : f * e.size[l];
-    return f;
+    return (int64_t)(2.0 * einsum_products(&e)); /* at most 2^41: infer refused more */
 }
 
 const korch_op_def korch_op_def_Einsum = {

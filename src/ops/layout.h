@@ -59,7 +59,7 @@ korch_status korch_layout_normalize_axes(const korch_op_ctx *ctx, int64_t *axes,
 /* Every element of the indices (input 1) lies in [-dim, dim), dim the size
  * of the data's (input 0) axis `axis`; else an error of `status` naming the
  * first index out of range (a model error for constant indices at
- * inference, bad data at run time). Gather and GatherElements. */
+ * inference, bad data at run time). Gather, GatherElements, ScatterElements. */
 korch_status korch_layout_check_indices(const korch_op_ctx *ctx, int axis, korch_status status);
 
 /* Number of flops of a pure data-movement op. */

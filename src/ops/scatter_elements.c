@@ -60,13 +60,11 @@ static korch_status run_scatter(korch_op_ctx *ctx) {
         stride[k] = s;
         s *= data->shape.dims[k];
     }
+    /* checked before anything is written, with Gather's message */
+    KORCH_TRY(korch_layout_check_indices(ctx, axis, KORCH_ERR_INVALID_ARGUMENT));
     int64_t n = korch_tensor_numel(idx);
     for (int64_t p = 0; p < n; p++) {
         int64_t i = korch_tensor_get_i64(idx, p);
-        if (i < -dim || i >= dim)
-            return korch_op_error(ctx, KORCH_ERR_INVALID_ARGUMENT,
-                                  "index %lld (element %lld of the indices) is out of range for axis %d of size %lld",
-                                  (long long)i, (long long)p, axis, (long long)dim);
         if (i < 0) i += dim;
         int64_t off = 0;
         for (int k = 0; k < rank; k++) off += (k == axis ? i : pos[k]) * stride[k];
